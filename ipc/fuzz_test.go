@@ -1,0 +1,54 @@
+package ipc
+
+import (
+	"bytes"
+	"testing"
+)
+
+func FuzzDecodeFrame(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"hello","v":1,"hello":{"name":"x","pid":1,"stages":["data_wait","other"]}}`,
+		`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"loss":0.5,"cpu":[1,2],"gpu":[-1,4]}]}`,
+		`{"type":"loader","loader":{"samples_per_sec":3.5,"read_amp":1.2}}`,
+		`{"type":"event","event":{"t":1,"kind":"checkpoint","msg":"ok"}}`,
+		`{"type":"stages","stages":["a"]}`,
+		`{"type":"drops","dropped":3}`,
+		`{"type":"error","error":"no"}`,
+		`{"type":"hello","v":2}`,
+		`not json`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, err := DecodeFrame(data)
+		if err != nil {
+			return
+		}
+		if fr.Type == "" {
+			t.Fatalf("decoded a frame without a type from %q", data)
+		}
+		for i := range fr.Steps {
+			r := fr.Steps[i].Record()
+			if r.N > len(r.CPU) {
+				t.Fatalf("record with %d stages", r.N)
+			}
+		}
+	})
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("{\"type\":\"drops\"}\n{\"type\":\"error\"}\n"), 3)
+	f.Add([]byte("no newline"), 1)
+	f.Fuzz(func(t *testing.T, data []byte, chunk int) {
+		r := NewReader(bytes.NewReader(data))
+		for i := 0; i < 1000; i++ {
+			line, err := r.ReadLine()
+			if err != nil {
+				return
+			}
+			if bytes.IndexByte(line, '\n') >= 0 || len(line) > MaxFrame {
+				t.Fatalf("bad line %q", line)
+			}
+		}
+	})
+}

@@ -1,0 +1,560 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// newServer starts a server in a fresh socket directory.
+func newServer(t *testing.T, opts ServerOptions) *Server {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = shortTempDir(t)
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	s, err := Listen("test", Hello{Stages: stage.Canonical}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// shortTempDir keeps socket paths under the 108-byte sun_path limit.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "ipct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func record(step int64) stage.Record {
+	r := stage.Record{Step: step, StartNs: 1000 * step, EndNs: 1000*step + 900, Samples: 64, N: len(stage.Canonical)}
+	r.ClearGPU()
+	for i := 0; i < r.N; i++ {
+		r.CPU[i] = int64(100 + i)
+	}
+	return r
+}
+
+func dial(t *testing.T, path string) *Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readSteps reads frames until it has seen step want, returning the steps.
+func readSteps(t *testing.T, c *Conn, want int64) []Step {
+	t.Helper()
+	var got []Step
+	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := c.Next()
+		if err != nil {
+			t.Fatalf("after %d steps: %v", len(got), err)
+		}
+		if f.Type != TypeSteps {
+			continue
+		}
+		got = append(got, f.Steps...)
+		if got[len(got)-1].Step >= want {
+			return got
+		}
+	}
+}
+
+func TestHelloAndSteps(t *testing.T) {
+	s := newServer(t, ServerOptions{})
+	c := dial(t, s.Path())
+	h := c.Hello()
+	if h.Name != "test" || h.PID != os.Getpid() || h.HostPID == 0 || len(h.Stages) != len(stage.Canonical) {
+		t.Fatalf("hello = %+v", h)
+	}
+	waitViewers(t, s, 1)
+	for i := int64(0); i < 10; i++ {
+		r := record(i)
+		if i == 9 {
+			r.HasLoss, r.Loss = true, 0.25
+		}
+		s.Publish(&r)
+	}
+	steps := readSteps(t, c, 9)
+	if len(steps) != 10 {
+		t.Fatalf("got %d steps, want 10", len(steps))
+	}
+	last := steps[9].Record()
+	want := record(9)
+	want.HasLoss, want.Loss = true, 0.25
+	if last != want {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", last, want)
+	}
+}
+
+func waitViewers(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Viewers != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("viewers = %d, want %d", s.Stats().Viewers, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFanOutToManyViewers(t *testing.T) {
+	s := newServer(t, ServerOptions{})
+	const viewers = 8
+	conns := make([]*Conn, viewers)
+	for i := range conns {
+		conns[i] = dial(t, s.Path())
+	}
+	waitViewers(t, s, viewers)
+	for i := int64(0); i < 1000; i++ {
+		r := record(i)
+		s.Publish(&r)
+	}
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			steps := readSteps(t, c, 999)
+			if len(steps) != 1000 {
+				t.Errorf("viewer %d got %d steps", i, len(steps))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNeverReadingViewerDoesNotBlockPublish(t *testing.T) {
+	s := newServer(t, ServerOptions{Flush: time.Millisecond})
+	raw, err := net.Dial("unix", s.Path()) // connects and never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	reader := dial(t, s.Path())
+	waitViewers(t, s, 2)
+	const n = 200000
+	lastSeen := make(chan int64, 1)
+	go func() {
+		var last int64 = -1
+		reader.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for last < n-1 {
+			f, err := reader.Next()
+			if err != nil {
+				break
+			}
+			if f.Type == TypeSteps {
+				last = f.Steps[len(f.Steps)-1].Step
+			}
+		}
+		lastSeen <- last
+	}()
+	start := time.Now()
+	for i := int64(0); i < n; i++ {
+		r := record(i)
+		s.Publish(&r)
+		if i%1000 == 0 {
+			time.Sleep(time.Millisecond) // let the publisher run
+		}
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("publishing %d steps took %v with a stuck viewer", n, d)
+	}
+	// The stuck viewer's queue fills and its frames are dropped, counted.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Dropped == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drops counted: %+v", s.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The reading viewer still gets the newest steps.
+	if last := <-lastSeen; last != n-1 {
+		t.Fatalf("reading viewer's last step %d, want %d", last, n-1)
+	}
+}
+
+func TestDropsAreReportedToTheViewer(t *testing.T) {
+	s := newServer(t, ServerOptions{ViewerQueue: 1, Flush: time.Hour})
+	c := dial(t, s.Path())
+	waitViewers(t, s, 1)
+	for i := 0; i < 50; i++ {
+		s.PublishEvent("warning", fmt.Sprint(i)) // queue of 1: most are dropped
+	}
+	s.PublishEvent("last", "")
+	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == TypeDrops {
+			if f.Dropped < 1 {
+				t.Fatalf("drops frame with %d", f.Dropped)
+			}
+			return
+		}
+	}
+}
+
+func TestGarbageFromViewerClosesOnlyThatViewer(t *testing.T) {
+	s := newServer(t, ServerOptions{})
+	good := dial(t, s.Path())
+	bad, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	bad.Write([]byte("\x00\x01 this is not json\n"))
+	// The bad viewer gets an error frame and EOF.
+	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	all, _ := io.ReadAll(bad)
+	if !bytes.Contains(all, []byte(`"type":"error"`)) {
+		t.Fatalf("bad viewer got %q, want an error frame", all)
+	}
+	waitViewers(t, s, 1)
+	r := record(7)
+	s.Publish(&r)
+	if steps := readSteps(t, good, 7); steps[0].Step != 7 {
+		t.Fatalf("good viewer got %+v", steps)
+	}
+	if s.Stats().Refused != 1 {
+		t.Fatalf("refused = %d, want 1", s.Stats().Refused)
+	}
+}
+
+func TestHugeLineIsRefused(t *testing.T) {
+	s := newServer(t, ServerOptions{})
+	c, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		line := bytes.Repeat([]byte("x"), 10<<20)
+		c.Write(append(line, '\n'))
+	}()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	all, _ := io.ReadAll(c)
+	if !bytes.Contains(all, []byte("limit")) {
+		t.Fatalf("got %q, want a frame-size error", clip(all))
+	}
+	// The server still serves others.
+	dial(t, s.Path())
+}
+
+func TestWrongVersion(t *testing.T) {
+	t.Run("viewer speaks v2", func(t *testing.T) {
+		s := newServer(t, ServerOptions{})
+		c, err := net.Dial("unix", s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(`{"type":"hello","v":2,"hello":{"role":"viewer"}}` + "\n"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		all, _ := io.ReadAll(c)
+		if !bytes.Contains(all, []byte("peer speaks v2, this side speaks v1")) {
+			t.Fatalf("got %q", all)
+		}
+	})
+	t.Run("trainer speaks v2", func(t *testing.T) {
+		path := filepath.Join(shortTempDir(t), "fake.1.sock")
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				c.Write([]byte(`{"type":"hello","v":2,"hello":{"name":"future"}}` + "\n"))
+				time.Sleep(time.Second)
+				c.Close()
+			}
+		}()
+		_, err = Dial(context.Background(), path)
+		if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "v2") {
+			t.Fatalf("err = %v, want a version error naming v2", err)
+		}
+	})
+}
+
+func TestUnknownFieldsAreIgnored(t *testing.T) {
+	f, err := DecodeFrame([]byte(`{"type":"event","future":[1,2],"event":{"t":1,"kind":"epoch","extra":true}}`))
+	if err != nil || f.Event.Kind != "epoch" {
+		t.Fatalf("f=%+v err=%v", f, err)
+	}
+}
+
+func TestDecodeFrameErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{}`, "missing type"},
+		{`{"type":"nope"}`, "unknown frame type"},
+		{`{"type":"hello","v":1}`, "without hello"},
+		{`{"type":"steps","steps":[{"step":1,"t0":5,"t1":4,"cpu":[]}]}`, "before t0"},
+		{`{"type":"steps","steps":[{"step":1,"t0":1,"t1":4,"cpu":[-1]}]}`, "negative"},
+		{`{"type":"stages","stages":[]}`, "stages frame with 0"},
+		{`[1,2]`, "decode frame"},
+	} {
+		_, err := DecodeFrame([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodeFrame(%s) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestReconnectAfterTrainerRestart(t *testing.T) {
+	dir := shortTempDir(t)
+	t.Setenv(DirEnv, dir)
+	s1 := newServer(t, ServerOptions{Dir: dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan Message, 64)
+	go Watch(ctx, ResolveSpec("test"), out)
+	expect := func(what string, ok func(Message) bool) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case m := <-out:
+				if ok(m) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	expect("first connect", func(m Message) bool { return m.Connected != nil })
+	s1.Close()
+	expect("disconnect", func(m Message) bool { return m.Disconnected != nil })
+	// A restarted trainer: same name, new socket named after a live pid.
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Process.Kill()
+	s2, err := Listen("test", Hello{Stages: stage.Canonical}, ServerOptions{Dir: dir, Path: filepath.Join(dir, SocketName("test", other.Process.Pid)), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	expect("reconnect", func(m Message) bool { return m.Connected != nil })
+	r := record(42)
+	s2.Publish(&r)
+	expect("step 42", func(m Message) bool {
+		return m.Frame != nil && m.Frame.Type == TypeSteps && m.Frame.Steps[0].Step == 42
+	})
+}
+
+func TestStaleSocketsAreCleaned(t *testing.T) {
+	dir := shortTempDir(t)
+	// A socket file whose pid does not exist.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stalePath := filepath.Join(dir, SocketName("gone", dead.Process.Pid))
+	ln, err := net.Listen("unix", stalePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	// A socket of a live pid (ours) nobody listens on: pid reused.
+	refused := filepath.Join(dir, SocketName("reused", os.Getpid()))
+	ln, err = net.Listen("unix", refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	s := newServer(t, ServerOptions{Dir: dir})
+	eps, err := ListDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 1 || eps[0].Path != s.Path() {
+		t.Fatalf("ListDir = %+v, want only %s", eps, s.Path())
+	}
+	for _, p := range []string{stalePath, refused} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("stale socket %s not removed", p)
+		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	eps := []Endpoint{{Path: "/x/a.1.sock", Name: "a", PID: 1}, {Path: "/x/b.2.sock", Name: "b", PID: 2}}
+	for _, tc := range []struct {
+		spec, want, err string
+	}{
+		{"a", "a", ""}, {"2", "b", ""}, {"", "", "2 live trainers"}, {"zzz", "", "no live trainer named"},
+	} {
+		ep, err := Find(eps, tc.spec)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Find(%q) err = %v, want %q", tc.spec, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || ep.Name != tc.want {
+			t.Errorf("Find(%q) = %+v, %v", tc.spec, ep, err)
+		}
+	}
+	if _, err := Find(nil, ""); err == nil || !strings.Contains(err.Error(), "no live trainer") {
+		t.Errorf("Find on none: %v", err)
+	}
+}
+
+func TestParseSocketName(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"pipetrain.123.sock", "pipetrain", 123, true},
+		{"my.run.7.sock", "my.run", 7, true},
+		{"x.sock", "", 0, false}, {"x.0.sock", "", 0, false}, {"x.12", "", 0, false}, {"x.-3.sock", "", 0, false},
+	} {
+		name, pid, ok := ParseSocketName(tc.in)
+		if name != tc.name || pid != tc.pid || ok != tc.ok {
+			t.Errorf("ParseSocketName(%q) = %q %d %v", tc.in, name, pid, ok)
+		}
+	}
+}
+
+func TestPermissionBits(t *testing.T) {
+	dir := filepath.Join(shortTempDir(t), "sub")
+	s := newServer(t, ServerOptions{Dir: dir})
+	for path, want := range map[string]os.FileMode{dir: 0o700, s.Path(): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s mode %o, want %o", path, got, want)
+		}
+	}
+}
+
+func TestHostPIDFromNSpid(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		want   int
+	}{
+		{"Name:\tx\nNSpid:\t4242\t17\n", 4242},
+		{"Name:\tx\nNSpid:\t99\n", 99},
+		{"Name:\tx\n", 5},
+		{"NSpid:\tbad\n", 5},
+	} {
+		if got := parseNSpid(strings.NewReader(tc.status), 5); got != tc.want {
+			t.Errorf("parseNSpid(%q) = %d, want %d", tc.status, got, tc.want)
+		}
+	}
+}
+
+// TestPeerCredentialRefusal connects as another uid. With the socket's
+// permission bits the kernel already refuses; with them opened up, the
+// SO_PEERCRED check refuses and says why.
+func TestPeerCredentialRefusal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another uid (setpriv)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv not installed")
+	}
+	var logged []string
+	var mu sync.Mutex
+	dir := shortTempDir(t)
+	s := newServer(t, ServerOptions{Dir: dir, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	// A client that prints what it receives, as uid/gid 65534 (nobody).
+	client := func() (string, error) {
+		script := `import socket,sys
+s=socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("connect:", e.strerror); sys.exit(0)
+s.settimeout(5)
+print(s.recv(65536).decode())`
+		out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+			"/usr/bin/python3", "-c", script, s.Path()).CombinedOutput()
+		return string(out), err
+	}
+	out, err := client()
+	if err != nil || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("with 0700/0600: out=%q err=%v, want a permission error", out, err)
+	}
+	os.Chmod(dir, 0o777)
+	os.Chmod(s.Path(), 0o777)
+	out, err = client()
+	if err != nil || !strings.Contains(out, `"type":"error"`) || !strings.Contains(out, "uid 65534") {
+		t.Fatalf("with opened bits: out=%q err=%v, want a refusal naming uid 65534", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) == 0 || !strings.Contains(strings.Join(logged, "\n"), "refused viewer") {
+		t.Fatalf("refusal not logged: %q", logged)
+	}
+	if s.Stats().Refused != 1 {
+		t.Fatalf("refused = %d", s.Stats().Refused)
+	}
+}
+
+func TestStepsFrameIsValidJSON(t *testing.T) {
+	recs := []stage.Record{record(1), record(2)}
+	recs[1].HasLoss, recs[1].Loss = true, 1.5
+	recs[1].GPU[2] = 77
+	b := appendSteps(nil, recs)
+	var f Frame
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	got := f.Steps[1].Record()
+	if got != recs[1] {
+		t.Fatalf("got %+v want %+v", got, recs[1])
+	}
+}
+
+func TestClosedErrors(t *testing.T) {
+	if !isClosed(io.EOF) || !isClosed(syscall.EPIPE) || isClosed(errors.New("x")) {
+		t.Fatal("isClosed")
+	}
+}

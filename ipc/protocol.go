@@ -1,0 +1,224 @@
+// Package ipc is pipetop's wire protocol and its two ends: the server that a
+// trainer runs and the client that a viewer uses. Frames are newline-
+// delimited JSON objects over a Unix stream socket; docs/protocol.md is the
+// specification.
+package ipc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// MaxFrame is the largest frame, newline included, either side accepts.
+const MaxFrame = 1 << 20
+
+// Frame types.
+const (
+	TypeHello  = "hello"  // first frame of each side
+	TypeStages = "stages" // the stage list changed
+	TypeSteps  = "steps"  // one or more step records
+	TypeLoader = "loader" // loader statistics
+	TypeEvent  = "event"  // checkpoint, epoch, phase, warning, ...
+	TypeDrops  = "drops"  // frames the server dropped for this viewer
+	TypeError  = "error"  // the sender is closing the connection because of this
+)
+
+// Hello introduces a trainer to a viewer (or a viewer to a trainer, where
+// only Role and the frame version matter).
+type Hello struct {
+	Role    string          `json:"role,omitempty"` // "trainer" or "viewer"
+	Name    string          `json:"name,omitempty"`
+	PID     int             `json:"pid,omitempty"`
+	HostPID int             `json:"host_pid,omitempty"` // pid in the outermost visible namespace (NSpid)
+	StartNs int64           `json:"start_ns,omitempty"` // process start, Unix ns
+	Config  json.RawMessage `json:"config,omitempty"`   // free-form trainer configuration
+	Stages  []string        `json:"stages,omitempty"`
+}
+
+// Step is the wire form of one step record. CPU and GPU are indexed like
+// the most recent stage list; a GPU value of -1 means unknown.
+type Step struct {
+	Step int64    `json:"step"`
+	T0   int64    `json:"t0"`
+	T1   int64    `json:"t1"`
+	N    int32    `json:"n"`
+	Loss *float32 `json:"loss,omitempty"`
+	CPU  []int64  `json:"cpu"`
+	GPU  []int64  `json:"gpu,omitempty"`
+}
+
+// Event is something that happened once: a checkpoint, an epoch, a phase
+// change, a warning.
+type Event struct {
+	TimeNs int64  `json:"t"`
+	Kind   string `json:"kind"`
+	Msg    string `json:"msg,omitempty"`
+}
+
+// Frame is one protocol message. Type says which of the other fields is set.
+type Frame struct {
+	Type    string             `json:"type"`
+	V       int                `json:"v,omitempty"` // protocol version, in hello frames
+	Hello   *Hello             `json:"hello,omitempty"`
+	Stages  []string           `json:"stages,omitempty"`
+	Steps   []Step             `json:"steps,omitempty"`
+	Loader  *stage.LoaderStats `json:"loader,omitempty"`
+	Event   *Event             `json:"event,omitempty"`
+	Dropped int64              `json:"dropped,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// ErrVersion is wrapped by errors about a peer speaking another version.
+var ErrVersion = errors.New("protocol version mismatch")
+
+// DecodeFrame parses one frame (without its newline). Unknown fields are
+// ignored; a frame without a known type, or whose payload does not match
+// its type, is an error.
+func DecodeFrame(line []byte) (*Frame, error) {
+	if len(line) > MaxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", len(line), MaxFrame)
+	}
+	var f Frame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return nil, fmt.Errorf("decode frame %q: %w", clip(line), err)
+	}
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("frame %q: %w", clip(line), err)
+	}
+	return &f, nil
+}
+
+func (f *Frame) validate() error {
+	switch f.Type {
+	case TypeHello:
+		if f.V != Version {
+			return fmt.Errorf("%w: peer speaks v%d, this side speaks v%d", ErrVersion, f.V, Version)
+		}
+		if f.Hello == nil {
+			return errors.New("hello frame without hello")
+		}
+	case TypeStages:
+		if len(f.Stages) == 0 || len(f.Stages) > stage.MaxStages {
+			return fmt.Errorf("stages frame with %d stages (want 1..%d)", len(f.Stages), stage.MaxStages)
+		}
+	case TypeSteps:
+		for i := range f.Steps {
+			if err := f.Steps[i].validate(); err != nil {
+				return fmt.Errorf("step %d: %w", i, err)
+			}
+		}
+	case TypeLoader:
+		if f.Loader == nil {
+			return errors.New("loader frame without loader")
+		}
+	case TypeEvent:
+		if f.Event == nil {
+			return errors.New("event frame without event")
+		}
+	case TypeDrops, TypeError:
+	case "":
+		return errors.New("missing type")
+	default:
+		return fmt.Errorf("unknown frame type %q", f.Type)
+	}
+	return nil
+}
+
+func (s *Step) validate() error {
+	if len(s.CPU) > stage.MaxStages || len(s.GPU) > stage.MaxStages {
+		return fmt.Errorf("more than %d stage times", stage.MaxStages)
+	}
+	if s.T1 < s.T0 {
+		return fmt.Errorf("t1 %d before t0 %d", s.T1, s.T0)
+	}
+	for _, v := range s.CPU {
+		if v < 0 {
+			return fmt.Errorf("negative cpu time %d", v)
+		}
+	}
+	return nil
+}
+
+// Record converts a wire step into a stage record.
+func (s *Step) Record() stage.Record {
+	r := stage.Record{Step: s.Step, StartNs: s.T0, EndNs: s.T1, Samples: s.N, N: len(s.CPU)}
+	r.ClearGPU()
+	copy(r.CPU[:], s.CPU)
+	copy(r.GPU[:], s.GPU)
+	if s.Loss != nil {
+		r.HasLoss, r.Loss = true, *s.Loss
+	}
+	return r
+}
+
+func clip(b []byte) string {
+	const n = 80
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// appendJSON appends v as JSON and a newline to dst.
+func appendJSON(dst []byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own frame types are marshalled; they always encode.
+		panic(fmt.Sprintf("ipc: encode frame: %v", err))
+	}
+	return append(append(dst, b...), '\n')
+}
+
+// appendSteps appends a steps frame holding recs, without reflection: this
+// runs for every published step.
+func appendSteps(dst []byte, recs []stage.Record) []byte {
+	dst = append(dst, `{"type":"steps","steps":[`...)
+	for i := range recs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendStep(dst, &recs[i])
+	}
+	return append(dst, "]}\n"...)
+}
+
+func appendStep(dst []byte, r *stage.Record) []byte {
+	dst = append(dst, `{"step":`...)
+	dst = strconv.AppendInt(dst, r.Step, 10)
+	dst = append(dst, `,"t0":`...)
+	dst = strconv.AppendInt(dst, r.StartNs, 10)
+	dst = append(dst, `,"t1":`...)
+	dst = strconv.AppendInt(dst, r.EndNs, 10)
+	dst = append(dst, `,"n":`...)
+	dst = strconv.AppendInt(dst, int64(r.Samples), 10)
+	if r.HasLoss && !math.IsNaN(float64(r.Loss)) && !math.IsInf(float64(r.Loss), 0) {
+		dst = append(dst, `,"loss":`...)
+		dst = strconv.AppendFloat(dst, float64(r.Loss), 'g', -1, 32)
+	}
+	dst = append(dst, `,"cpu":`...)
+	dst = appendInts(dst, r.CPU[:r.N])
+	if r.HasGPU() {
+		dst = append(dst, `,"gpu":`...)
+		dst = appendInts(dst, r.GPU[:r.N])
+	}
+	return append(dst, '}')
+}
+
+func appendInts(dst []byte, v []int64) []byte {
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, x, 10)
+	}
+	return append(dst, ']')
+}

@@ -1,0 +1,353 @@
+package ipc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// ServerOptions tunes a Server. Zero values pick the defaults.
+type ServerOptions struct {
+	Dir         string        // socket directory; default Dir()
+	Path        string        // exact socket path; overrides Dir and the name
+	Flush       time.Duration // how often pending steps are sent; default 50ms
+	Pending     int           // steps buffered between flushes; default 8192
+	ViewerQueue int           // frames queued per viewer; default 256
+	Logf        func(format string, args ...any)
+}
+
+// ServerStats counts what the server did.
+type ServerStats struct {
+	Viewers   int   // attached now
+	Accepted  int64 // viewers ever attached
+	Refused   int64 // connections refused (credentials, bad hello)
+	Dropped   int64 // frames dropped for slow viewers, all viewers together
+	Overflow  int64 // steps dropped because the publisher fell behind
+	Published int64 // steps published
+}
+
+// Server is the trainer side: it listens on a Unix socket and streams
+// frames to any number of viewers. Publishing never blocks on a viewer.
+type Server struct {
+	opts  ServerOptions
+	path  string
+	ln    *net.UnixListener
+	hello Frame
+
+	mu      sync.Mutex // guards pending, overflow, stages, loader
+	pending []stage.Record
+	head    int // ring index of the oldest pending record
+	count   int
+	stages  []byte // encoded stages frame, nil until the list changes
+	loader  []byte // encoded latest loader frame
+	fresh   bool   // loader not yet broadcast
+
+	vmu     sync.Mutex
+	viewers map[*viewer]struct{}
+
+	accepted, refused, dropped, overflow, published atomic.Int64
+
+	flushNow chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// Listen creates the socket for a trainer called name and starts serving.
+// hello.Stages must be the stage list that published records use.
+func Listen(name string, hello Hello, opts ServerOptions) (*Server, error) {
+	opts = withDefaults(opts)
+	path := opts.Path
+	if path == "" {
+		dir := opts.Dir
+		if dir == "" {
+			dir = Dir()
+		}
+		if err := ensureDir(dir); err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, SocketName(name, os.Getpid()))
+	}
+	os.Remove(path) // a stale socket of our own pid
+	ln, err := listenUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	hello.Role, hello.Name = "trainer", name
+	fillIdentity(&hello)
+	s := &Server{
+		opts: opts, path: path, ln: ln,
+		hello:    Frame{Type: TypeHello, V: Version, Hello: &hello},
+		pending:  make([]stage.Record, opts.Pending),
+		viewers:  map[*viewer]struct{}{},
+		flushNow: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	s.wg.Add(2)
+	go s.acceptLoop()
+	go s.publishLoop()
+	return s, nil
+}
+
+func withDefaults(o ServerOptions) ServerOptions {
+	if o.Flush <= 0 {
+		o.Flush = 50 * time.Millisecond
+	}
+	if o.Pending <= 0 {
+		o.Pending = 8192
+	}
+	if o.ViewerQueue <= 0 {
+		o.ViewerQueue = 256
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	return o
+}
+
+func listenUnix(path string) (*net.UnixListener, error) {
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.path }
+
+// Publish queues a copy of r for the viewers. It never blocks on a viewer;
+// when the publisher falls more than Pending steps behind, the oldest
+// pending step is dropped and counted.
+func (s *Server) Publish(r *stage.Record) {
+	s.mu.Lock()
+	n := len(s.pending)
+	if s.count == n {
+		s.head = (s.head + 1) % n
+		s.count--
+		s.overflow.Add(1)
+	}
+	s.pending[(s.head+s.count)%n] = *r
+	s.count++
+	s.mu.Unlock()
+	s.published.Add(1)
+}
+
+// SetStages announces a new stage list; later records are indexed by it.
+func (s *Server) SetStages(names []string) {
+	f := appendJSON(nil, Frame{Type: TypeStages, Stages: names})
+	s.mu.Lock()
+	s.hello.Hello.Stages = append([]string(nil), names...)
+	s.stages = f
+	s.mu.Unlock()
+	s.kick()
+}
+
+// PublishLoader sends loader statistics to the viewers, and to viewers that
+// attach later.
+func (s *Server) PublishLoader(ls stage.LoaderStats) {
+	f := appendJSON(nil, Frame{Type: TypeLoader, Loader: &ls})
+	s.mu.Lock()
+	s.loader, s.fresh = f, true
+	s.mu.Unlock()
+}
+
+// PublishEvent sends a one-off event to the attached viewers.
+func (s *Server) PublishEvent(kind, msg string) {
+	s.broadcast(appendJSON(nil, Frame{Type: TypeEvent, Event: &Event{TimeNs: time.Now().UnixNano(), Kind: kind, Msg: msg}}))
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() ServerStats {
+	s.vmu.Lock()
+	n := len(s.viewers)
+	s.vmu.Unlock()
+	return ServerStats{Viewers: n, Accepted: s.accepted.Load(), Refused: s.refused.Load(),
+		Dropped: s.dropped.Load(), Overflow: s.overflow.Load(), Published: s.published.Load()}
+}
+
+// Close stops serving, flushes pending steps to the viewers, disconnects
+// them and removes the socket.
+func (s *Server) Close() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	close(s.done)
+	err := s.ln.Close()
+	s.wg.Wait()
+	s.vmu.Lock()
+	for v := range s.viewers {
+		v.close()
+	}
+	s.vmu.Unlock()
+	return err
+}
+
+func (s *Server) kick() {
+	select {
+	case s.flushNow <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) publishLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.Flush)
+	defer t.Stop()
+	var batch []stage.Record
+	for {
+		select {
+		case <-s.done:
+			s.flush(&batch)
+			return
+		case <-t.C:
+		case <-s.flushNow:
+		}
+		s.flush(&batch)
+	}
+}
+
+// maxStepsPerFrame keeps steps frames well under MaxFrame.
+const maxStepsPerFrame = 512
+
+func (s *Server) flush(batch *[]stage.Record) {
+	s.mu.Lock()
+	*batch = (*batch)[:0]
+	for ; s.count > 0; s.count-- {
+		*batch = append(*batch, s.pending[s.head])
+		s.head = (s.head + 1) % len(s.pending)
+	}
+	stages, loader := s.stages, s.loader
+	fresh := s.fresh
+	s.stages, s.fresh = nil, false
+	s.mu.Unlock()
+	if stages != nil {
+		s.broadcast(stages)
+	}
+	for recs := *batch; len(recs) > 0; {
+		k := min(len(recs), maxStepsPerFrame)
+		// A frame is shared by every viewer queue, so each gets its own buffer.
+		s.broadcast(appendSteps(nil, recs[:k]))
+		recs = recs[k:]
+	}
+	if fresh {
+		s.broadcast(loader)
+	}
+}
+
+func (s *Server) broadcast(frame []byte) {
+	s.vmu.Lock()
+	for v := range s.viewers {
+		if !v.offer(frame) {
+			s.dropped.Add(1)
+		}
+	}
+	s.vmu.Unlock()
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.opts.Logf("ipc: accept on %s: %v", s.path, err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go s.serve(c)
+	}
+}
+
+// serve checks a new connection's credentials, greets it and registers it.
+func (s *Server) serve(c *net.UnixConn) {
+	if err := checkPeer(c); err != nil {
+		s.refused.Add(1)
+		s.opts.Logf("ipc: refused viewer on %s: %v", s.path, err)
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		c.Write(appendJSON(nil, Frame{Type: TypeError, Error: err.Error()}))
+		c.Close()
+		return
+	}
+	s.mu.Lock()
+	greeting := appendJSON(nil, s.hello)
+	loader := s.loader
+	s.mu.Unlock()
+	v := newViewer(c, s.opts.ViewerQueue)
+	v.offer(greeting)
+	if loader != nil {
+		v.offer(loader)
+	}
+	s.vmu.Lock()
+	s.viewers[v] = struct{}{}
+	s.vmu.Unlock()
+	s.accepted.Add(1)
+	go v.writeLoop()
+	err := v.readLoop()
+	s.vmu.Lock()
+	delete(s.viewers, v)
+	s.vmu.Unlock()
+	if err != nil {
+		s.refused.Add(1)
+		s.opts.Logf("ipc: closed viewer on %s: %v", s.path, err)
+		v.sendError(err)
+	}
+	v.close()
+}
+
+// checkPeer allows only the same uid or root, by SO_PEERCRED.
+func checkPeer(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("peer credentials: %w", err)
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return fmt.Errorf("peer credentials: %w", err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("peer credentials: %w", cerr)
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("permission denied: peer pid %d uid %d is neither uid %d nor root", cred.Pid, cred.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// EncodeConfig marshals a trainer configuration for Hello.Config.
+func EncodeConfig(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,39 @@
+package stage
+
+// LoaderStats is a snapshot of the data loader's own work. The loader's
+// phases (read, decode, collate) run in parallel workers, off the training
+// thread's critical path, so they are reported here rather than as stages.
+type LoaderStats struct {
+	// TimeNs is when the snapshot was taken (Unix nanoseconds).
+	TimeNs int64 `json:"t"`
+	// Workers is the number of decode workers (0 means inline decoding).
+	Workers int `json:"workers"`
+	// Batch is the batch size the loader assembles.
+	Batch int `json:"batch"`
+	// SamplesPerSec is the rate delivered to the loop over the last interval.
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	// WorkerBusy is the mean fraction of time (0..1) workers spent working.
+	WorkerBusy float64 `json:"worker_busy"`
+	// QueueDepth is the number of ready batches; QueueCap its capacity.
+	QueueDepth int `json:"queue_depth"`
+	// QueueCap is the capacity of the ready-batch queue.
+	QueueCap int `json:"queue_cap"`
+	// CacheHitRate is the decoded-chunk cache hit rate (0..1).
+	CacheHitRate float64 `json:"cache_hit_rate"`
+	// ReadAmp is bytes decompressed divided by bytes used.
+	ReadAmp float64 `json:"read_amp"`
+	// BytesRead is the cumulative number of compressed bytes read.
+	BytesRead int64 `json:"bytes_read"`
+	// BytesDecoded is the cumulative number of bytes decompressed.
+	BytesDecoded int64 `json:"bytes_decoded"`
+	// BytesUsed is the cumulative number of bytes copied into batches.
+	BytesUsed int64 `json:"bytes_used"`
+	// ReadNs is cumulative worker time spent reading chunk files.
+	ReadNs int64 `json:"read_ns"`
+	// DecodeNs is cumulative worker time spent decompressing.
+	DecodeNs int64 `json:"decode_ns"`
+	// CollateNs is cumulative worker time spent copying into batches.
+	CollateNs int64 `json:"collate_ns"`
+	// Errors counts failed reads or decodes.
+	Errors int64 `json:"errors"`
+}

@@ -1,0 +1,192 @@
+package stage
+
+import (
+	"testing"
+	"time"
+)
+
+type captureSink struct{ recs []Record }
+
+func (c *captureSink) Publish(r *Record) { c.recs = append(c.recs, *r) }
+
+func TestTimerStagesAddUpToWall(t *testing.T) {
+	sink := &captureSink{}
+	tm, err := NewTimer([]string{DataWait, Forward}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tm.Names(); len(got) != 3 || got[2] != Other {
+		t.Fatalf("names = %v, want Other appended", got)
+	}
+	tm.StartStep(5)
+	sp := tm.Begin(tm.MustIndex(DataWait))
+	time.Sleep(2 * time.Millisecond)
+	sp.End()
+	time.Sleep(time.Millisecond) // untimed: lands in other
+	sp = tm.Begin(tm.MustIndex(Forward))
+	time.Sleep(3 * time.Millisecond)
+	sp.End()
+	r := tm.EndStep(8, 0.5, true)
+	var sum int64
+	for i := 0; i < r.N; i++ {
+		sum += r.CPU[i]
+	}
+	if sum != r.WallNs() {
+		t.Fatalf("stages sum %d != wall %d", sum, r.WallNs())
+	}
+	if r.CPU[0] < 2e6 || r.CPU[1] < 3e6 || r.CPU[2] < 1e6 {
+		t.Fatalf("stage times %v", r.CPU[:3])
+	}
+	if len(sink.recs) != 1 || sink.recs[0].Step != 5 || sink.recs[0].Samples != 8 || !sink.recs[0].HasLoss {
+		t.Fatalf("sink got %+v", sink.recs)
+	}
+	if r.HasGPU() {
+		t.Fatal("GPU times should be unknown")
+	}
+}
+
+func TestNewTimerErrors(t *testing.T) {
+	for _, names := range [][]string{{"a", "a"}, {""}, make([]string, MaxStages+1)} {
+		if len(names) == MaxStages+1 {
+			for i := range names {
+				names[i] = string(rune('a' + i))
+			}
+		}
+		if _, err := NewTimer(names, nil); err == nil {
+			t.Errorf("NewTimer(%v) accepted", names)
+		}
+	}
+}
+
+func TestSpanAllocatesNothing(t *testing.T) {
+	tm, _ := NewTimer(Canonical, nil)
+	fwd := tm.MustIndex(Forward)
+	allocs := testing.AllocsPerRun(1000, func() {
+		tm.StartStep(1)
+		tm.Begin(fwd).End()
+		tm.EndStep(1, 0, false)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per step", allocs)
+	}
+}
+
+// planted builds a window of n steps of wall ms milliseconds whose stages
+// take the given milliseconds (the rest is other), with optional GPU busy
+// milliseconds on forward.
+func planted(n int, stages map[string]float64, gpuFwdMs float64) Summary {
+	names := Canonical
+	w := NewWindow(names, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), N: len(names), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range names {
+			r.CPU[k] = int64(stages[name] * 1e6)
+			sum += r.CPU[k]
+		}
+		if gpuFwdMs > 0 {
+			for k := range names {
+				r.GPU[k] = 0
+			}
+			r.GPU[2] = int64(gpuFwdMs * 1e6)
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
+
+func TestSummarize(t *testing.T) {
+	s := planted(100, map[string]float64{DataWait: 6, Forward: 3, Other: 1}, 0)
+	if s.Steps != 100 || s.WallMean != 10e6 {
+		t.Fatalf("steps %d wall %v", s.Steps, s.WallMean)
+	}
+	if got := s.StepsPerSec; got < 99.9 || got > 100.1 {
+		t.Fatalf("steps/s %v", got)
+	}
+	if got := s.SamplesPerSec; got < 6399 || got > 6401 {
+		t.Fatalf("samples/s %v", got)
+	}
+	if st := s.Stage(DataWait); st.Share != 0.6 || st.P50 != 6e6 || st.P99 != 6e6 {
+		t.Fatalf("data_wait %+v", st)
+	}
+	if s.HasGPU {
+		t.Fatal("no GPU times planted")
+	}
+}
+
+func TestWindowRingAndDuration(t *testing.T) {
+	w := NewWindow([]string{Forward, Other}, 10)
+	for i := 0; i < 25; i++ {
+		r := Record{Step: int64(i), StartNs: int64(i) * 1e9, EndNs: int64(i)*1e9 + int64(i+1)*1e6, N: 2}
+		r.ClearGPU()
+		r.CPU[0] = int64(i+1) * 1e6
+		w.Add(&r)
+	}
+	if w.Len() != 10 || w.Last().Step != 24 {
+		t.Fatalf("len %d last %d", w.Len(), w.Last().Step)
+	}
+	s := w.Summarize(0)
+	if s.Steps != 10 || s.Stage(Forward).P99 != 25e6 || s.Stage(Forward).P50 != 20e6 {
+		t.Fatalf("%+v", s.Stage(Forward))
+	}
+	s = w.Summarize(3 * time.Second)
+	if s.Steps != 3 {
+		t.Fatalf("3 s window holds %d steps", s.Steps)
+	}
+	if !w.UpdateGPU(24, []int64{5, 0}) || gpuMean(w) != 5 {
+		t.Fatal("UpdateGPU")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for q, want := range map[float64]float64{0.5: 5, 0.99: 10, 0: 1, 0.1: 1, 0.11: 2} {
+		if got := quantile(v, q); got != want {
+			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+func BenchmarkSpan(b *testing.B) {
+	tm, _ := NewTimer(Canonical, nil)
+	fwd := tm.MustIndex(Forward)
+	tm.StartStep(0)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tm.Begin(fwd).End()
+	}
+}
+
+func BenchmarkStep(b *testing.B) {
+	tm, _ := NewTimer(Canonical, nil)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tm.StartStep(int64(i))
+		for k := 0; k < 6; k++ {
+			tm.Begin(k).End()
+		}
+		tm.EndStep(64, 0, false)
+	}
+}
+
+func BenchmarkSummarize(b *testing.B) {
+	w := NewWindow(Canonical, 1000)
+	r := Record{N: len(Canonical)}
+	for i := 0; i < 1000; i++ {
+		r.Step, r.StartNs, r.EndNs = int64(i), int64(i)*1e6, int64(i+1)*1e6
+		w.Add(&r)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Summarize(0)
+	}
+}
+
+func gpuMean(w *Window) float64 {
+	s := w.Summarize(0)
+	return s.Stage(Forward).GPUMean
+}

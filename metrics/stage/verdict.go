@@ -1,0 +1,171 @@
+package stage
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Kind names the bottleneck a Verdict found.
+type Kind string
+
+// Verdict kinds. docs/verdicts.md explains each rule and its threshold.
+const (
+	WarmingUp    Kind = "warming-up"
+	InputBound   Kind = "input-bound"
+	GPUBound     Kind = "gpu-bound"
+	LaunchBound  Kind = "launch-bound"
+	ComputeBound Kind = "compute-bound"
+	SyncBound    Kind = "sync-bound"
+	StageBound   Kind = "stage-bound"
+	Untimed      Kind = "untimed"
+	Balanced     Kind = "balanced"
+)
+
+// Thresholds of the verdict rules, as fractions of the mean step wall time
+// unless said otherwise. docs/verdicts.md documents them.
+const (
+	MinSteps         = 5    // fewer steps than this: warming up
+	InputShare       = 0.30 // data_wait at or above this: input-bound
+	GPUBusyBound     = 0.90 // GPU busy at or above this: GPU-bound
+	LaunchGPUBusy    = 0.50 // GPU busy below this while network stages dominate: launch-bound
+	NetworkShare     = 0.50 // h2d+forward+backward+optim at or above this: the network dominates
+	SyncShare        = 0.20 // sync at or above this: sync-bound
+	OtherShare       = 0.20 // other at or above this: untimed work
+	SingleStageShare = 0.50 // any other single stage at or above this: that stage
+	HighReadAmp      = 4.0  // loader read amplification at or above this: rechunk advice
+	BusyWorkers      = 0.85 // loader workers busier than this: add workers or decode faster
+)
+
+// Verdict is a plain-language diagnosis of where a step's time goes.
+type Verdict struct {
+	Kind     Kind   `json:"kind"`
+	Stage    string `json:"stage,omitempty"` // the stage the verdict names, if any
+	Headline string `json:"headline"`        // one line with the numbers behind it
+	Next     string `json:"next"`            // one suggested next step
+}
+
+// String is the verdict as one line: headline, then the next step.
+func (v Verdict) String() string {
+	if v.Next == "" {
+		return v.Headline
+	}
+	return v.Headline + " — " + v.Next
+}
+
+// Diagnose applies the verdict rules to a window summary and, when known,
+// the loader's statistics (l may be nil). The rules are tried in order;
+// the first that matches wins.
+func Diagnose(s Summary, l *LoaderStats) Verdict {
+	if s.Steps < MinSteps || s.WallMean <= 0 {
+		return Verdict{Kind: WarmingUp, Headline: fmt.Sprintf("warming up: %d steps so far", s.Steps),
+			Next: fmt.Sprintf("wait for %d steps", MinSteps)}
+	}
+	share := func(name string) float64 {
+		if st := s.Stage(name); st != nil {
+			return st.Share
+		}
+		return 0
+	}
+	wait := share(DataWait)
+	network := share(H2D) + share(Forward) + share(Backward) + share(Optim)
+	switch {
+	case wait >= InputShare:
+		return inputBound(s, wait, l)
+	case s.HasGPU && s.GPUBusy >= GPUBusyBound:
+		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step", pct(s.GPUBusy), ms(s.WallMean)),
+			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}
+	case s.HasGPU && network >= NetworkShare && s.GPUBusy < LaunchGPUBusy:
+		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s", pct(network), pct(s.GPUBusy)),
+			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
+	case share(Sync) >= SyncShare:
+		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", pct(share(Sync)), ms(s.Stage(Sync).Mean)),
+			Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
+	case share(Other) >= OtherShare:
+		return Verdict{Kind: Untimed, Stage: Other, Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", pct(share(Other)), ms(s.Stage(Other).Mean)),
+			Next: "wrap the missing work in a stage span to see what it is"}
+	}
+	if name, sh := biggestOther(s); sh >= SingleStageShare {
+		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, pct(sh), ms(s.Stage(name).Mean)),
+			Next: fmt.Sprintf("look inside %s: it dominates the step", name)}
+	}
+	if !s.HasGPU && network >= NetworkShare {
+		return Verdict{Kind: ComputeBound, Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step (no GPU timings)", pct(network), ms(s.WallMean)),
+			Next: "the input keeps up; a faster device or a smaller model is what helps now"}
+	}
+	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
+		Next: "profile the largest stage further"}
+}
+
+func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
+	v := Verdict{Kind: InputBound, Stage: DataWait}
+	if s.HasGPU {
+		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)",
+			pct(1-s.GPUBusy), ms(s.Stage(DataWait).Mean), ms(s.WallMean))
+	} else {
+		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
+			pct(wait), ms(s.Stage(DataWait).Mean), ms(s.WallMean))
+	}
+	v.Next = InputAdvice(l)
+	return v
+}
+
+// InputAdvice is the suggested next step for an input-bound pipeline, given
+// the loader's statistics (nil when unknown).
+func InputAdvice(l *LoaderStats) string {
+	switch {
+	case l == nil:
+		return "add loader workers, cache decoded data, or check the dataset's chunking"
+	case l.ReadAmp >= HighReadAmp:
+		return fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk SRC DST --chunk-frames 1`", l.ReadAmp)
+	case l.Workers == 0:
+		return "the loader decodes inline on the training thread: use --workers 2 or more"
+	case l.WorkerBusy >= BusyWorkers:
+		return fmt.Sprintf("all %d loader workers are busy %s of the time: add workers or use a faster codec (blosc lz4)", l.Workers, pct(l.WorkerBusy))
+	default:
+		return fmt.Sprintf("loader workers are busy only %s: look for I/O stalls or a small prefetch queue (%d/%d ready)",
+			pct(l.WorkerBusy), l.QueueDepth, l.QueueCap)
+	}
+}
+
+// biggestOther returns the largest stage that no earlier rule covers.
+func biggestOther(s Summary) (string, float64) {
+	var name string
+	var best float64
+	for _, st := range s.Stages {
+		switch st.Name {
+		case DataWait, Sync, Other, H2D, Forward, Backward, Optim:
+			continue
+		}
+		if st.Share > best {
+			name, best = st.Name, st.Share
+		}
+	}
+	for _, st := range s.Stages {
+		if (st.Name == H2D || st.Name == Forward || st.Name == Backward || st.Name == Optim) && st.Share > best && st.Share >= SingleStageShare && s.HasGPU {
+			name, best = st.Name, st.Share
+		}
+	}
+	return name, best
+}
+
+func largest(s Summary) string {
+	st := append([]StageStat(nil), s.Stages...)
+	sort.Slice(st, func(i, j int) bool { return st[i].Share > st[j].Share })
+	if len(st) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s", st[0].Name, pct(st[0].Share))
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
+
+func ms(ns float64) string {
+	switch {
+	case ns >= 100e6:
+		return fmt.Sprintf("%.0f ms", ns/1e6)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.1f ms", ns/1e6)
+	default:
+		return fmt.Sprintf("%.0f µs", ns/1e3)
+	}
+}

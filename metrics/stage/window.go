@@ -1,0 +1,226 @@
+package stage
+
+import (
+	"slices"
+	"time"
+)
+
+// StageStat aggregates one stage over a window of steps. Times are in
+// nanoseconds.
+type StageStat struct {
+	Name    string  `json:"name"`
+	Mean    float64 `json:"mean_ns"`
+	P50     float64 `json:"p50_ns"`
+	P99     float64 `json:"p99_ns"`
+	Share   float64 `json:"share"`       // Mean / mean step wall time
+	HasGPU  bool    `json:"has_gpu"`     // GPUMean is known
+	GPUMean float64 `json:"gpu_mean_ns"` // mean GPU time over steps that carry one
+	GPUP99  float64 `json:"gpu_p99_ns"`  // p99 GPU time
+}
+
+// Summary aggregates a window of steps.
+type Summary struct {
+	Steps         int         `json:"steps"`
+	SpanNs        int64       `json:"span_ns"`      // first step start to last step end
+	WallMean      float64     `json:"wall_mean_ns"` // mean step wall time
+	WallP50       float64     `json:"wall_p50_ns"`
+	WallP99       float64     `json:"wall_p99_ns"`
+	StepsPerSec   float64     `json:"steps_per_sec"`
+	SamplesPerSec float64     `json:"samples_per_sec"`
+	Stages        []StageStat `json:"stages"`
+	HasGPU        bool        `json:"has_gpu"`
+	GPUBusyMean   float64     `json:"gpu_busy_mean_ns"` // mean summed GPU stage time per step
+	GPUBusy       float64     `json:"gpu_busy"`         // GPUBusyMean / WallMean, 0..1
+	LastStep      int64       `json:"last_step"`
+	HasLoss       bool        `json:"has_loss"`
+	LastLoss      float32     `json:"last_loss"`
+}
+
+// Stage returns the statistics of the named stage, or nil.
+func (s *Summary) Stage(name string) *StageStat {
+	for i := range s.Stages {
+		if s.Stages[i].Name == name {
+			return &s.Stages[i]
+		}
+	}
+	return nil
+}
+
+// Window keeps the most recent step records of one stage list in a ring and
+// aggregates them. It is not safe for concurrent use.
+type Window struct {
+	names   []string
+	ring    []Record
+	next    int
+	full    bool
+	scratch []float64
+}
+
+// NewWindow returns a Window that holds up to capacity records made with
+// the stage list names.
+func NewWindow(names []string, capacity int) *Window {
+	if capacity < 1 {
+		capacity = 1
+	}
+	return &Window{
+		names:   append([]string(nil), names...),
+		ring:    make([]Record, capacity),
+		scratch: make([]float64, 0, capacity),
+	}
+}
+
+// Names returns the stage list of the window.
+func (w *Window) Names() []string { return w.names }
+
+// Len is the number of records held.
+func (w *Window) Len() int {
+	if w.full {
+		return len(w.ring)
+	}
+	return w.next
+}
+
+// Add copies r into the window, evicting the oldest record when full.
+func (w *Window) Add(r *Record) {
+	w.ring[w.next] = *r
+	w.next++
+	if w.next == len(w.ring) {
+		w.next, w.full = 0, true
+	}
+}
+
+// Reset drops every record.
+func (w *Window) Reset() { w.next, w.full = 0, false }
+
+// UpdateGPU sets the GPU times of a step still held in the window. It
+// reports whether the step was found.
+func (w *Window) UpdateGPU(step int64, gpu []int64) bool {
+	for i := w.Len() - 1; i >= 0; i-- {
+		r := w.at(i)
+		if r.Step == step {
+			copy(r.GPU[:r.N], gpu)
+			return true
+		}
+	}
+	return false
+}
+
+// at returns the i-th record, oldest first.
+func (w *Window) at(i int) *Record {
+	if !w.full {
+		return &w.ring[i]
+	}
+	return &w.ring[(w.next+i)%len(w.ring)]
+}
+
+// Last returns the newest record, or nil when empty.
+func (w *Window) Last() *Record {
+	if w.Len() == 0 {
+		return nil
+	}
+	return w.at(w.Len() - 1)
+}
+
+// Summarize aggregates the records that ended within d of the newest one
+// (all records when d <= 0).
+func (w *Window) Summarize(d time.Duration) Summary {
+	first := w.firstWithin(d)
+	n := w.Len() - first
+	s := Summary{Steps: n}
+	if n == 0 {
+		return s
+	}
+	last := w.at(w.Len() - 1)
+	s.LastStep = last.Step
+	s.HasLoss, s.LastLoss = w.lastLoss(first)
+	s.SpanNs = last.EndNs - w.at(first).StartNs
+	var samples int64
+	for i := first; i < w.Len(); i++ {
+		samples += int64(w.at(i).Samples)
+	}
+	s.WallMean, s.WallP50, s.WallP99 = w.stats(first, func(r *Record) (int64, bool) { return r.WallNs(), true })
+	if s.SpanNs > 0 {
+		sec := float64(s.SpanNs) / 1e9
+		s.StepsPerSec = float64(n) / sec
+		s.SamplesPerSec = float64(samples) / sec
+	}
+	s.Stages = make([]StageStat, len(w.names))
+	for k, name := range w.names {
+		s.Stages[k] = w.stageStat(first, k, name, s.WallMean)
+		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
+	}
+	if s.HasGPU {
+		s.GPUBusyMean, _, _ = w.stats(first, func(r *Record) (int64, bool) { return r.GPUBusyNs(), r.HasGPU() })
+		if s.WallMean > 0 {
+			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
+		}
+	}
+	return s
+}
+
+func (w *Window) stageStat(first, k int, name string, wallMean float64) StageStat {
+	st := StageStat{Name: name}
+	st.Mean, st.P50, st.P99 = w.stats(first, func(r *Record) (int64, bool) { return r.CPU[k], k < r.N })
+	if wallMean > 0 {
+		st.Share = st.Mean / wallMean
+	}
+	var gpuN int
+	st.GPUMean, _, st.GPUP99 = w.stats(first, func(r *Record) (int64, bool) {
+		ok := k < r.N && r.GPU[k] >= 0
+		if ok {
+			gpuN++
+		}
+		return r.GPU[k], ok
+	})
+	st.HasGPU = gpuN > 0
+	return st
+}
+
+// stats returns mean, p50 and p99 of the values get yields from records
+// first.. (skipping those it rejects).
+func (w *Window) stats(first int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
+	v := w.scratch[:0]
+	var sum float64
+	for i := first; i < w.Len(); i++ {
+		if x, ok := get(w.at(i)); ok {
+			v = append(v, float64(x))
+			sum += float64(x)
+		}
+	}
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(v)
+	return sum / float64(len(v)), quantile(v, 0.50), quantile(v, 0.99)
+}
+
+// quantile returns the q-quantile of sorted v by the nearest-rank method.
+func quantile(v []float64, q float64) float64 {
+	rank := int(q*float64(len(v))+0.999999) - 1
+	return v[max(0, min(rank, len(v)-1))]
+}
+
+func (w *Window) firstWithin(d time.Duration) int {
+	n := w.Len()
+	if n == 0 || d <= 0 {
+		return 0
+	}
+	cut := w.at(n-1).EndNs - int64(d)
+	i := n
+	for i > 0 && w.at(i-1).EndNs > cut {
+		i--
+	}
+	if i == n {
+		i = n - 1
+	}
+	return i
+}
+
+func (w *Window) lastLoss(first int) (bool, float32) {
+	for i := w.Len() - 1; i >= first; i-- {
+		if r := w.at(i); r.HasLoss {
+			return true, r.Loss
+		}
+	}
+	return false, 0
+}
