@@ -1,0 +1,121 @@
+package replay
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Sampler fixes the order in which windows are visited. Order(epoch) is a
+// permutation of window ids that depends only on the sampler's seed and the
+// epoch, so a resumed run can continue exactly where it stopped.
+type Sampler interface {
+	// Order returns the visiting order for an epoch (a fresh slice).
+	Order(epoch int64) []int32
+	// Len is the number of windows per epoch.
+	Len() int
+	// Name is "uniform" or "chunk".
+	Name() string
+}
+
+func epochRand(seed uint64, epoch int64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(epoch)*0x9e3779b97f4a7c15+1))
+}
+
+// Uniform visits all windows in a fresh uniformly random order each epoch.
+type Uniform struct {
+	N    int
+	Seed uint64
+}
+
+// Order implements Sampler.
+func (u Uniform) Order(epoch int64) []int32 {
+	out := make([]int32, u.N)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	r := epochRand(u.Seed, epoch)
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// Len implements Sampler.
+func (u Uniform) Len() int { return u.N }
+
+// Name implements Sampler.
+func (u Uniform) Name() string { return "uniform" }
+
+// ChunkAware shuffles at chunk granularity (see the package doc): groups of
+// windows sharing the chunk of their last observation frame are visited in
+// random order through a shuffle buffer holding Mix groups.
+type ChunkAware struct {
+	groups  [][]int32
+	groupOf []int32 // window id -> group
+	n       int
+	Mix    int
+	Seed   uint64
+}
+
+// NewChunkAware groups the windows of idx by chunkFrames-frame chunks of
+// the frame axis and mixes mix groups at a time.
+func NewChunkAware(idx *Index, chunkFrames, mix int, seed uint64) (*ChunkAware, error) {
+	if chunkFrames < 1 || mix < 1 {
+		return nil, fmt.Errorf("chunk-aware sampler: chunk frames %d and mix %d must be >= 1", chunkFrames, mix)
+	}
+	anchor := idx.Params.NObs - 1
+	byChunk := map[int64]int{}
+	c := &ChunkAware{n: idx.Len(), Mix: mix, Seed: seed}
+	for i, w := range idx.Windows {
+		k := w.Frame(anchor) / int64(chunkFrames)
+		g, ok := byChunk[k]
+		if !ok {
+			g = len(c.groups)
+			byChunk[k] = g
+			c.groups = append(c.groups, nil)
+		}
+		c.groups[g] = append(c.groups[g], int32(i))
+		c.groupOf = append(c.groupOf, int32(g))
+	}
+	return c, nil
+}
+
+// Groups is the number of chunk groups.
+func (c *ChunkAware) Groups() int { return len(c.groups) }
+
+// Len implements Sampler.
+func (c *ChunkAware) Len() int { return c.n }
+
+// Name implements Sampler.
+func (c *ChunkAware) Name() string { return "chunk" }
+
+// Order implements Sampler.
+func (c *ChunkAware) Order(epoch int64) []int32 {
+	r := epochRand(c.Seed, epoch)
+	perm := r.Perm(len(c.groups))
+	out := make([]int32, 0, c.n)
+	buf := make([]int32, 0, c.Mix*(c.n/max(1, len(c.groups))+1))
+	left := make([]int, len(c.groups)) // windows of a buffered group not yet emitted
+	next := 0
+	refill := func() {
+		if next < len(perm) {
+			g := perm[next]
+			buf = append(buf, c.groups[g]...)
+			left[g] = len(c.groups[g])
+			next++
+		}
+	}
+	for range c.Mix {
+		refill()
+	}
+	for len(buf) > 0 {
+		i := r.IntN(len(buf))
+		w := buf[i]
+		buf[i] = buf[len(buf)-1]
+		buf = buf[:len(buf)-1]
+		out = append(out, w)
+		g := c.groupOf[w]
+		if left[g]--; left[g] == 0 {
+			refill()
+		}
+	}
+	return out
+}
