@@ -1,0 +1,65 @@
+# pipetop: a terminal monitor for training pipelines, and an instrumented trainer.
+#   make demo   set up, build, generate the demo dataset, train, and watch it in pipetop
+#   make test   set up and run every test (Go, libtorch, zarr-python and Python interop, tmux e2e)
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+# go-nvml's cgo build warns about deprecated NVML calls; keep real warnings visible.
+export CGO_CFLAGS := -Wno-deprecated-declarations
+GO ?= go
+PY := /usr/bin/python3
+FUZZTIME ?= 10s
+DEMO_DATA ?= data/demo.zarr
+
+.PHONY: all deps build shim test test-go test-python fuzz lint bench demo screenshots clean
+
+all: build
+
+## deps: install missing Debian packages (as root) and Go modules
+deps:
+	@scripts/install-deps.sh
+
+## build: the Go binaries into ./bin and the libtorch shim into ./build/torch
+build: deps
+	$(GO) build -o bin/ ./cmd/pipetop ./cmd/pipetrain ./examples/synthetic
+	@$(MAKE) --no-print-directory shim
+
+shim:
+	@scripts/build-shim.sh
+
+## test: every test: lint, Go unit/integration/libtorch/e2e, bounded fuzzing, Python
+test: build
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory test-go
+	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory test-python
+
+test-go:
+	$(GO) test -count=1 -timeout 20m ./...
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+test-python:
+	$(PY) -m py_compile $$(git ls-files '*.py')
+	$(PY) -m unittest discover -s clients/python -v
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: Go benchmarks and the side-by-side bench/ scripts
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./metrics/... ./ipc/...
+	@for s in bench/*.sh; do echo "== $$s"; "$$s" || exit 1; done
+
+## demo: build, generate the demo dataset if missing, train, open pipetop
+demo: build
+	@scripts/demo.sh $(DEMO_DATA)
+
+screenshots: build
+	@scripts/screenshots.sh
+
+clean:
+	rm -rf bin build

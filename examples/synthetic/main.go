@@ -1,0 +1,199 @@
+// Command synthetic is a SYNTHETIC publisher: it trains nothing. It
+// publishes made-up step records with configurable stage durations at a
+// configurable rate, for testing and benchmarking the protocol and pipetop.
+// It announces itself with kind "synthetic" in its hello config.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "synthetic:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	name   string
+	rate   float64
+	steps  int64
+	batch  int
+	jitter float64
+	cpu    map[string]time.Duration
+	gpu    map[string]time.Duration
+	names  []string
+	quiet  bool
+	loader bool
+	socket string
+}
+
+func parse(args []string) (options, error) {
+	fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)
+	o := options{}
+	fs.StringVar(&o.name, "name", "synthetic", "trainer name (the socket is NAME.PID.sock)")
+	fs.Float64Var(&o.rate, "rate", 100, "steps per second to publish")
+	fs.Int64Var(&o.steps, "steps", 0, "stop after this many steps (0: run until interrupted)")
+	fs.IntVar(&o.batch, "batch", 64, "samples per step")
+	fs.Float64Var(&o.jitter, "jitter", 0.1, "relative random jitter of each stage duration")
+	stages := fs.String("stages", "data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,sync=0.1ms",
+		"comma-separated STAGE=DURATION of CPU time per step, in order; other gets the rest")
+	gpu := fs.String("gpu", "", "comma-separated STAGE=DURATION of GPU time per step (empty: no GPU times)")
+	fs.BoolVar(&o.loader, "loader", true, "also publish made-up loader statistics once a second")
+	fs.StringVar(&o.socket, "socket", "", "exact socket path (default: the pipetop socket directory)")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: synthetic [flags]\n\nPublishes SYNTHETIC step records (no training) for testing pipetop.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.rate <= 0 || math.IsInf(o.rate, 0) {
+		return o, fmt.Errorf("-rate %v: want a positive number", o.rate)
+	}
+	var err error
+	if o.names, o.cpu, err = parseDurations(*stages); err != nil {
+		return o, fmt.Errorf("-stages: %w", err)
+	}
+	if _, o.gpu, err = parseDurations(*gpu); err != nil {
+		return o, fmt.Errorf("-gpu: %w", err)
+	}
+	for name := range o.gpu {
+		if _, ok := o.cpu[name]; !ok {
+			return o, fmt.Errorf("-gpu: stage %q is not in -stages", name)
+		}
+	}
+	return o, nil
+}
+
+func parseDurations(s string) ([]string, map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	var names []string
+	if strings.TrimSpace(s) == "" {
+		return nil, m, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			return nil, nil, fmt.Errorf("%q: want STAGE=DURATION", part)
+		}
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 {
+			return nil, nil, fmt.Errorf("stage %s: bad duration %q", name, val)
+		}
+		if _, dup := m[name]; dup {
+			return nil, nil, fmt.Errorf("stage %s given twice", name)
+		}
+		m[name] = d
+		names = append(names, name)
+	}
+	return names, m, nil
+}
+
+func run(args []string) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	timer, err := stage.NewTimer(o.names, nil)
+	if err != nil {
+		return err
+	}
+	hello := ipc.Hello{Stages: timer.Names(), Config: ipc.EncodeConfig(map[string]any{
+		"kind": "synthetic", "rate": o.rate, "batch": o.batch, "stages": o.names})}
+	srv, err := ipc.Listen(o.name, hello, ipc.ServerOptions{Path: o.socket})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if !o.quiet {
+		fmt.Println(srv.Path())
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	p := newPublisher(o, timer.Names())
+	tick := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
+	defer tick.Stop()
+	lastLoader := time.Now()
+	for step := int64(0); o.steps == 0 || step < o.steps; step++ {
+		select {
+		case <-sig:
+			return nil
+		case now := <-tick.C:
+			r := p.record(step, now)
+			srv.Publish(&r)
+			if o.loader && now.Sub(lastLoader) >= time.Second {
+				srv.PublishLoader(p.loaderStats(now, lastLoader))
+				lastLoader = now
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the last frames go out
+	return nil
+}
+
+// publisher makes the synthetic records.
+type publisher struct {
+	o       options
+	names   []string
+	rng     *rand.Rand
+	samples int64
+}
+
+func newPublisher(o options, names []string) *publisher {
+	return &publisher{o: o, names: names, rng: rand.New(rand.NewPCG(1, 2))}
+}
+
+func (p *publisher) jitter(d time.Duration) int64 {
+	f := 1 + p.o.jitter*(2*p.rng.Float64()-1)
+	return int64(float64(d) * f)
+}
+
+func (p *publisher) record(step int64, now time.Time) stage.Record {
+	r := stage.Record{Step: step, N: len(p.names), Samples: int32(p.o.batch)}
+	r.ClearGPU()
+	var wall int64
+	for i, name := range p.names {
+		if d, ok := p.o.cpu[name]; ok {
+			r.CPU[i] = p.jitter(d)
+			wall += r.CPU[i]
+		}
+		if d, ok := p.o.gpu[name]; ok {
+			r.GPU[i] = p.jitter(d)
+		} else if len(p.o.gpu) > 0 {
+			r.GPU[i] = 0
+		}
+	}
+	wall += wall / 50 // 2 % untimed, reported as other
+	for i, name := range p.names {
+		if name == stage.Other {
+			r.CPU[i] = wall / 51
+		}
+	}
+	r.EndNs = now.UnixNano()
+	r.StartNs = r.EndNs - wall
+	r.HasLoss, r.Loss = true, float32(1/(1+float64(step)/500))
+	p.samples += int64(p.o.batch)
+	return r
+}
+
+func (p *publisher) loaderStats(now, last time.Time) stage.LoaderStats {
+	sec := now.Sub(last).Seconds()
+	rate := float64(p.samples) / sec
+	p.samples = 0
+	return stage.LoaderStats{TimeNs: now.UnixNano(), Workers: 2, Batch: p.o.batch, SamplesPerSec: rate,
+		WorkerBusy: 0.5, QueueDepth: 2, QueueCap: 4, CacheHitRate: 0.9, ReadAmp: 1.2}
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what building and testing pipetop needs, when it is missing:
+# Debian packages (as root) and the Go modules. Safe to run again: it only
+# acts on what is missing.
+set -euo pipefail
+
+packages=(
+  libtorch-dev cmake g++ make    # the libtorch shim (CPU libtorch 1.13)
+  libblosc-dev                    # blosc codecs through cgo
+  python3-zarr python3-numcodecs  # zarr-python interop tests and the loader peer
+  python3-torch                   # the Python publisher example and the loader peer
+  tmux                            # end-to-end TUI tests and screenshots
+  btop                            # the overhead comparison in bench/
+  socat util-linux                # debugging the protocol; setpriv for the peer-credential test
+  librsvg2-bin                    # screenshots: SVG to PNG
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing Debian packages: ${missing[*]}" >&2
+    echo "install-deps: run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q "${missing[@]}"
+fi
+
+export PATH="/usr/local/go/bin:$PATH"
+command -v go >/dev/null || { echo "install-deps: Go not found (expected /usr/local/go)" >&2; exit 1; }
+go mod download
