@@ -71,36 +71,8 @@ func TestSpanAllocatesNothing(t *testing.T) {
 	}
 }
 
-// planted builds a window of n steps of wall ms milliseconds whose stages
-// take the given milliseconds (the rest is other), with optional GPU busy
-// milliseconds on forward.
-func planted(n int, stages map[string]float64, gpuFwdMs float64) Summary {
-	names := Canonical
-	w := NewWindow(names, 1024)
-	var t0 int64
-	for i := 0; i < n; i++ {
-		r := Record{Step: int64(i), N: len(names), Samples: 64}
-		r.ClearGPU()
-		var sum int64
-		for k, name := range names {
-			r.CPU[k] = int64(stages[name] * 1e6)
-			sum += r.CPU[k]
-		}
-		if gpuFwdMs > 0 {
-			for k := range names {
-				r.GPU[k] = 0
-			}
-			r.GPU[2] = int64(gpuFwdMs * 1e6)
-		}
-		r.StartNs, r.EndNs = t0, t0+sum
-		t0 = r.EndNs
-		w.Add(&r)
-	}
-	return w.Summarize(0)
-}
-
 func TestSummarize(t *testing.T) {
-	s := planted(100, map[string]float64{DataWait: 6, Forward: 3, Other: 1}, 0)
+	s := plantedWith(100, map[string]float64{DataWait: 6, Forward: 3, Other: 1}, 0)
 	if s.Steps != 100 || s.WallMean != 10e6 {
 		t.Fatalf("steps %d wall %v", s.Steps, s.WallMean)
 	}

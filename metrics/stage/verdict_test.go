@@ -1,0 +1,98 @@
+package stage
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDiagnose(t *testing.T) {
+	highAmp := &LoaderStats{Workers: 2, ReadAmp: 1250, WorkerBusy: 1}
+	for _, tc := range []struct {
+		name     string
+		stages   map[string]float64 // ms per step
+		gpuFwd   float64            // ms of GPU time on forward (0: no GPU times)
+		loader   *LoaderStats
+		want     Kind
+		stage    string
+		contains []string
+	}{
+		{"input-bound with rechunk advice", map[string]float64{DataWait: 70, Forward: 20, Backward: 10}, 0, highAmp,
+			InputBound, DataWait, []string{"70 %", "rechunk", "--chunk-frames 1", "1250x"}},
+		{"input-bound on GPU names GPU idle", map[string]float64{DataWait: 71, Forward: 29}, 29, nil,
+			InputBound, DataWait, []string{"GPU idles 71 %"}},
+		{"input-bound, inline loader", map[string]float64{DataWait: 50, Forward: 50}, 0, &LoaderStats{Workers: 0, ReadAmp: 1},
+			InputBound, DataWait, []string{"--workers"}},
+		{"input-bound, busy workers", map[string]float64{DataWait: 50, Forward: 50}, 0, &LoaderStats{Workers: 2, ReadAmp: 1, WorkerBusy: 0.97},
+			InputBound, DataWait, []string{"all 2 loader workers are busy 97 %"}},
+		{"gpu-bound", map[string]float64{DataWait: 1, Forward: 40, Backward: 50, Sync: 9}, 95, nil,
+			GPUBound, "", []string{"GPU is busy 95 %"}},
+		{"launch-bound", map[string]float64{Forward: 50, Backward: 40, Other: 10}, 8, nil,
+			LaunchBound, "", []string{"GPU is busy 8 %", "batch"}},
+		{"sync-bound", map[string]float64{Forward: 30, Sync: 60, Other: 10}, 0, nil,
+			SyncBound, Sync, []string{"60 %", "--log-every"}},
+		{"untimed", map[string]float64{Forward: 40, Other: 60}, 0, nil,
+			Untimed, Other, []string{"60 %"}},
+		{"planted sleep in a custom stage", map[string]float64{"augment": 80, Forward: 20}, 0, nil,
+			StageBound, "augment", []string{"augment-bound", "80 %"}},
+		{"compute-bound on CPU", map[string]float64{DataWait: 5, Forward: 40, Backward: 45, Optim: 10}, 0, nil,
+			ComputeBound, "", []string{"95 %"}},
+		{"balanced", map[string]float64{DataWait: 25, Forward: 25, Sync: 15, Other: 15, "augment": 20}, 0, nil,
+			Balanced, "", []string{"data_wait 25 %"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := plantedWith(50, tc.stages, tc.gpuFwd)
+			v := Diagnose(s, tc.loader)
+			if v.Kind != tc.want || v.Stage != tc.stage {
+				t.Fatalf("got %s/%q (%s), want %s/%q", v.Kind, v.Stage, v, tc.want, tc.stage)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+			if v.Next == "" {
+				t.Error("no next step")
+			}
+		})
+	}
+}
+
+func TestDiagnoseWarmingUp(t *testing.T) {
+	v := Diagnose(plantedWith(3, map[string]float64{DataWait: 90, Forward: 10}, 0), nil)
+	if v.Kind != WarmingUp {
+		t.Fatalf("got %s", v)
+	}
+}
+
+// plantedWith is planted for arbitrary stage names: custom names go before
+// other.
+func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
+	names := append([]string(nil), Canonical[:len(Canonical)-1]...)
+	for name := range stages {
+		if !IsCanonical(name) {
+			names = append(names, name)
+		}
+	}
+	names = append(names, Other)
+	w := NewWindow(names, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), N: len(names), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range names {
+			r.CPU[k] = int64(stages[name] * 1e6)
+			sum += r.CPU[k]
+			if gpuFwdMs > 0 {
+				r.GPU[k] = 0
+				if name == Forward {
+					r.GPU[k] = int64(gpuFwdMs * 1e6)
+				}
+			}
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
