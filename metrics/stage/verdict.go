@@ -89,7 +89,10 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 			Next: fmt.Sprintf("look inside %s: it dominates the step", name)}
 	}
 	if !s.HasGPU && network >= NetworkShare {
-		return Verdict{Kind: ComputeBound, Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step (no GPU timings)", pct(network), ms(s.WallMean)),
+		top := largestOf(s, H2D, Forward, Backward, Optim)
+		return Verdict{Kind: ComputeBound, Stage: top.Name,
+			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s; no GPU timings)",
+				pct(network), ms(s.WallMean), top.Name, pct(top.Share)),
 			Next: "the input keeps up; a faster device or a smaller model is what helps now"}
 	}
 	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
@@ -146,6 +149,17 @@ func biggestOther(s Summary) (string, float64) {
 		}
 	}
 	return name, best
+}
+
+// largestOf returns the largest of the named stages.
+func largestOf(s Summary, names ...string) StageStat {
+	var best StageStat
+	for _, n := range names {
+		if st := s.Stage(n); st != nil && st.Share > best.Share {
+			best = *st
+		}
+	}
+	return best
 }
 
 func largest(s Summary) string {

@@ -35,7 +35,9 @@ func TestDiagnose(t *testing.T) {
 		{"planted sleep in a custom stage", map[string]float64{"augment": 80, Forward: 20}, 0, nil,
 			StageBound, "augment", []string{"augment-bound", "80 %"}},
 		{"compute-bound on CPU", map[string]float64{DataWait: 5, Forward: 40, Backward: 45, Optim: 10}, 0, nil,
-			ComputeBound, "", []string{"95 %"}},
+			ComputeBound, Backward, []string{"95 %", "most in backward (45 %)"}},
+		{"planted sleep in forward on CPU", map[string]float64{DataWait: 2, Forward: 90, Backward: 5, Optim: 3}, 0, nil,
+			ComputeBound, Forward, []string{"most in forward (90 %)"}},
 		{"balanced", map[string]float64{DataWait: 25, Forward: 25, Sync: 15, Other: 15, "augment": 20}, 0, nil,
 			Balanced, "", []string{"data_wait 25 %"}},
 	} {
