@@ -91,7 +91,7 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 	if !s.HasGPU && network >= NetworkShare {
 		top := largestOf(s, H2D, Forward, Backward, Optim)
 		return Verdict{Kind: ComputeBound, Stage: top.Name,
-			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s; no GPU timings)",
+			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s); no GPU timings",
 				pct(network), ms(s.WallMean), top.Name, pct(top.Share)),
 			Next: "the input keeps up; a faster device or a smaller model is what helps now"}
 	}
