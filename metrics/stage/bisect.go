@@ -1,0 +1,114 @@
+package stage
+
+import "fmt"
+
+// Bisect phase names, in the order pipetrain bisect runs them.
+const (
+	PhaseForward    = "forward"     // network forward on one fixed in-memory batch
+	PhaseTrainFixed = "train-fixed" // forward + backward + optimizer on that batch
+	PhaseLoader     = "loader"      // the loader alone over the real dataset
+	PhaseSynthetic  = "synthetic"   // the full loop on in-memory synthetic batches
+	PhaseFull       = "full"        // the full pipeline
+)
+
+// Thresholds of the bisect rules (ratios of samples/s); docs/verdicts.md.
+const (
+	LoaderShort   = 0.8 // loader alone below this fraction of the network: input-bound
+	UploadShort   = 0.8 // synthetic below this fraction of train-fixed: upload-bound
+	TogetherShort = 0.7 // full below this fraction of both halves alone: contention
+)
+
+// PhaseResult is one measured bisect phase.
+type PhaseResult struct {
+	Name          string       `json:"phase"`
+	Batch         int          `json:"batch"`
+	Steps         int64        `json:"steps"`
+	Seconds       float64      `json:"seconds"`
+	StepsPerSec   float64      `json:"steps_per_sec"`
+	SamplesPerSec float64      `json:"samples_per_sec"`
+	Summary       Summary      `json:"summary"`
+	Loader        *LoaderStats `json:"loader,omitempty"`
+}
+
+// DiagnoseBisect compares the phases of a bisect run (of one or more batch
+// sizes) and names the bottleneck with the numbers behind it. The stage-level
+// detail of the full phase comes from Diagnose, the same rules pipetop uses.
+func DiagnoseBisect(phases []PhaseResult) Verdict {
+	batch := mainBatch(phases)
+	get := func(name string) *PhaseResult { return findPhase(phases, name, batch) }
+	full, fixed, ld, syn := get(PhaseFull), get(PhaseTrainFixed), get(PhaseLoader), get(PhaseSynthetic)
+	if full == nil || fixed == nil || ld == nil {
+		return Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full, train-fixed and loader phases are needed",
+			Next: "run all phases"}
+	}
+	net, load, all := fixed.SamplesPerSec, ld.SamplesPerSec, full.SamplesPerSec
+	switch {
+	case load < LoaderShort*net:
+		return Verdict{Kind: InputBound, Stage: DataWait,
+			Headline: fmt.Sprintf("input-bound: the loader delivers %s samples/s, the network can take %s; the full pipeline runs at %s",
+				num(load), num(net), num(all)),
+			Next: InputAdvice(ld.Loader)}
+	case syn != nil && syn.SamplesPerSec < UploadShort*net:
+		return Verdict{Kind: StageBound, Stage: H2D,
+			Headline: fmt.Sprintf("upload-bound: with in-memory batches the loop runs at %s samples/s, on a fixed device batch at %s",
+				num(syn.SamplesPerSec), num(net)),
+			Next: "the host-to-device copy or batch handling costs the difference: pin and reuse staging buffers, copy on a side stream"}
+	case all < TogetherShort*min(load, net):
+		return Verdict{Kind: Balanced,
+			Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network alone takes %s, but together they reach %s",
+				num(load), num(net), num(all)),
+			Next: "they compete for the same CPU cores: lower the loader's --workers or the network's --threads so they add up to the cores"}
+	}
+	v := Diagnose(full.Summary, full.Loader)
+	if v.Kind == InputBound {
+		// The loader keeps up alone; the stage view still sees waiting.
+		v.Next += fmt.Sprintf(" (alone the loader delivers %s samples/s vs %s needed)", num(load), num(net))
+	}
+	if best := bestBatch(phases); best != nil && best.Batch != batch && best.SamplesPerSec > 1.2*all {
+		v.Next = fmt.Sprintf("batch %d gives %.1fx the samples/s of batch %d (%s vs %s); %s",
+			best.Batch, best.SamplesPerSec/all, batch, num(best.SamplesPerSec), num(all), v.Next)
+	}
+	v.Headline = fmt.Sprintf("%s (full pipeline %s samples/s = %.0f %% of the network alone)", v.Headline, num(all), 100*all/net)
+	return v
+}
+
+// mainBatch is the batch size of the first full phase.
+func mainBatch(phases []PhaseResult) int {
+	for _, p := range phases {
+		if p.Name == PhaseFull {
+			return p.Batch
+		}
+	}
+	return 0
+}
+
+func findPhase(phases []PhaseResult, name string, batch int) *PhaseResult {
+	for i := range phases {
+		if phases[i].Name == name && (phases[i].Batch == batch || name == PhaseLoader) {
+			return &phases[i]
+		}
+	}
+	return nil
+}
+
+// bestBatch is the full phase with the most samples/s over a batch sweep.
+func bestBatch(phases []PhaseResult) *PhaseResult {
+	var best *PhaseResult
+	for i := range phases {
+		if p := &phases[i]; p.Name == PhaseFull && (best == nil || p.SamplesPerSec > best.SamplesPerSec) {
+			best = p
+		}
+	}
+	return best
+}
+
+func num(f float64) string {
+	switch {
+	case f >= 100:
+		return fmt.Sprintf("%.0f", f)
+	case f >= 10:
+		return fmt.Sprintf("%.1f", f)
+	default:
+		return fmt.Sprintf("%.2f", f)
+	}
+}

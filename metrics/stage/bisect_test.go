@@ -1,0 +1,71 @@
+package stage
+
+import (
+	"strings"
+	"testing"
+)
+
+func phase(name string, batch int, samplesPerSec float64, s Summary, l *LoaderStats) PhaseResult {
+	return PhaseResult{Name: name, Batch: batch, SamplesPerSec: samplesPerSec, StepsPerSec: samplesPerSec / float64(batch), Summary: s, Loader: l}
+}
+
+func TestDiagnoseBisect(t *testing.T) {
+	cpuBound := plantedWith(50, map[string]float64{DataWait: 1, Forward: 40, Backward: 50, Optim: 9}, 0)
+	waiting := plantedWith(50, map[string]float64{DataWait: 90, Forward: 5, Backward: 5}, 0)
+	slowChunks := &LoaderStats{Workers: 2, ReadAmp: 1250, WorkerBusy: 1}
+	for _, tc := range []struct {
+		name     string
+		phases   []PhaseResult
+		want     Kind
+		contains []string
+	}{
+		{"default chunking: input-bound with rechunk advice", []PhaseResult{
+			phase(PhaseTrainFixed, 64, 2900, cpuBound, nil),
+			phase(PhaseLoader, 64, 7, Summary{}, slowChunks),
+			phase(PhaseSynthetic, 64, 2800, cpuBound, nil),
+			phase(PhaseFull, 64, 7, waiting, slowChunks),
+		}, InputBound, []string{"loader delivers 7.00 samples/s, the network can take 2900", "rechunk", "1250x"}},
+		{"rechunked: network-bound, names the stage", []PhaseResult{
+			phase(PhaseTrainFixed, 64, 100, cpuBound, nil),
+			phase(PhaseLoader, 64, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1.1}),
+			phase(PhaseSynthetic, 64, 98, cpuBound, nil),
+			phase(PhaseFull, 64, 95, cpuBound, nil),
+		}, ComputeBound, []string{"most in backward", "95 % of the network alone"}},
+		{"no workers: inline decoding", []PhaseResult{
+			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
+			phase(PhaseLoader, 8, 100, Summary{}, &LoaderStats{Workers: 0, ReadAmp: 1}),
+			phase(PhaseFull, 8, 80, waiting, nil),
+		}, InputBound, []string{"--workers 2"}},
+		{"contention", []PhaseResult{
+			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
+			phase(PhaseLoader, 8, 500, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
+			phase(PhaseFull, 8, 150, cpuBound, nil),
+		}, Balanced, []string{"contention", "--threads"}},
+		{"upload-bound", []PhaseResult{
+			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
+			phase(PhaseLoader, 8, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
+			phase(PhaseSynthetic, 8, 100, cpuBound, nil),
+			phase(PhaseFull, 8, 100, cpuBound, nil),
+		}, StageBound, []string{"upload-bound"}},
+		{"batch sweep", []PhaseResult{
+			phase(PhaseTrainFixed, 2, 20, cpuBound, nil),
+			phase(PhaseLoader, 2, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
+			phase(PhaseFull, 2, 20, cpuBound, nil),
+			phase(PhaseTrainFixed, 64, 480, cpuBound, nil),
+			phase(PhaseFull, 64, 480, cpuBound, nil),
+		}, ComputeBound, []string{"batch 64 gives 24.0x"}},
+		{"incomplete", []PhaseResult{phase(PhaseFull, 8, 1, cpuBound, nil)}, WarmingUp, []string{"incomplete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := DiagnoseBisect(tc.phases)
+			if v.Kind != tc.want {
+				t.Fatalf("got %s (%s), want %s", v.Kind, v, tc.want)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+		})
+	}
+}
