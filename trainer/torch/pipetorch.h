@@ -1,0 +1,145 @@
+/*
+ * pipetorch.h - the C ABI of libpipetorch, the libtorch side of pipetrain.
+ *
+ * One call per training stage, so the caller (the Go loop) owns the stage
+ * boundaries and can time or skip any of them:
+ *
+ *   create -> [begin_step -> upload -> forward -> backward -> optim_step
+ *              -> sync -> poll_timings]* -> save/load -> destroy
+ *
+ * Conventions
+ *   - Every function returning int returns 0 on success and -1 on failure
+ *     (pt_policy_poll_timings returns a count or -1). On failure the
+ *     message is available from pt_last_error() on the same OS thread,
+ *     until the next pipetorch call on that thread.
+ *   - No C++ exception ever crosses this boundary.
+ *   - A policy handle is not thread-safe: the caller serializes calls on
+ *     one handle. Different handles may be used from different threads.
+ *   - Memory passed in (images, state, action, extra) is only read during
+ *     the call; the library keeps its own copies.
+ */
+#ifndef PIPETORCH_H
+#define PIPETORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PT_API __attribute__((visibility("default")))
+#else
+#define PT_API
+#endif
+
+/* PT_ABI_VERSION changes whenever a signature or a struct below changes. */
+#define PT_ABI_VERSION 1
+
+/* Stage indices reported by pt_policy_poll_timings. */
+#define PT_STAGE_H2D 0
+#define PT_STAGE_FORWARD 1
+#define PT_STAGE_BACKWARD 2
+#define PT_STAGE_OPTIM 3
+
+/* pt_timing is one finished GPU stage interval, measured with a pair of
+ * CUDA events recorded on the stream that ran the stage. */
+typedef struct pt_timing {
+  int64_t step;  /* the step given to the last pt_policy_begin_step */
+  int32_t stage; /* PT_STAGE_* */
+  int32_t reserved;
+  int64_t ns; /* GPU time between the two events, nanoseconds */
+} pt_timing;
+
+/* pt_policy is an opaque model + optimizer + noise generator. */
+typedef struct pt_policy pt_policy;
+
+/* pt_abi_version returns PT_ABI_VERSION of the built library. */
+PT_API int pt_abi_version(void);
+
+/* pt_last_error returns the message of the last failed call on this
+ * thread, or "" if there was none. The pointer stays valid until the next
+ * pipetorch call on this thread. */
+PT_API const char* pt_last_error(void);
+
+/* pt_policy_create builds a policy from a flat JSON object (see
+ * config.cpp for the keys; unknown keys are an error). */
+PT_API int pt_policy_create(const char* config_json, pt_policy** out);
+
+/* pt_policy_destroy frees the policy; NULL is ignored. */
+PT_API void pt_policy_destroy(pt_policy* p);
+
+/* pt_policy_info writes a NUL-terminated JSON object describing the policy
+ * (device, precision, encoder init, torch version, resolved config) into
+ * buf. *needed receives the size including the NUL; if cap is too small
+ * the call fails and nothing useful is written. */
+PT_API int pt_policy_info(pt_policy* p, char* buf, size_t cap, size_t* needed);
+
+/* pt_policy_param_counts reports parameter counts of the frozen image
+ * encoder and of the trainable policy (observation projection + DiT). */
+PT_API int pt_policy_param_counts(pt_policy* p, int64_t* encoder,
+                                  int64_t* policy);
+
+/* pt_policy_begin_step sets the step number that tags GPU timings of the
+ * stages that follow. */
+PT_API int pt_policy_begin_step(pt_policy* p, int64_t step);
+
+/* pt_policy_upload copies one batch to the device. Layouts (row-major):
+ *   images [batch][n_obs][cams][height][width][3] uint8
+ *   state  [batch][n_obs][state_dim] float32
+ *   action [batch][horizon][action_dim] float32
+ * n_* are element counts and must match the layouts exactly. On CUDA the
+ * copy goes through reusable pinned staging buffers on a copy stream and
+ * does not wait for the device. */
+PT_API int pt_policy_upload(pt_policy* p, const uint8_t* images,
+                            size_t n_images, const float* state,
+                            size_t n_state, const float* action,
+                            size_t n_action, int32_t batch);
+
+/* pt_policy_forward runs encoder + policy + DDPM loss on the last uploaded
+ * batch and keeps the loss tensor. */
+PT_API int pt_policy_forward(pt_policy* p);
+
+/* pt_policy_backward back-propagates the kept loss. */
+PT_API int pt_policy_backward(pt_policy* p);
+
+/* pt_policy_optim_step clips the gradient norm, takes an AdamW step and
+ * clears the gradients. */
+PT_API int pt_policy_optim_step(pt_policy* p);
+
+/* pt_policy_sync waits for the device and reads back the last loss and the
+ * gradient norm before clipping of the last optim step (NaN if there was
+ * no optim step since the last forward). Either pointer may be NULL. */
+PT_API int pt_policy_sync(pt_policy* p, float* loss, float* grad_norm);
+
+/* pt_policy_poll_timings moves up to cap finished GPU stage timings into
+ * dst without blocking and returns how many it wrote. It always returns 0
+ * on CPU. */
+PT_API int pt_policy_poll_timings(pt_policy* p, pt_timing* dst, int32_t cap);
+
+/* pt_policy_save writes model, optimizer and noise-generator state plus
+ * the caller's extra bytes to exactly path (no temp file, no fsync). */
+PT_API int pt_policy_save(pt_policy* p, const char* path,
+                          const uint8_t* extra, size_t extra_len);
+
+/* pt_policy_load restores a checkpoint written by pt_policy_save for the
+ * same architecture. The file is fully validated before anything live is
+ * touched: on failure the policy is unchanged. On success *extra receives
+ * a malloc'ed copy of the extra bytes (free it with pt_free; NULL when
+ * empty) and *extra_len its length. */
+PT_API int pt_policy_load(pt_policy* p, const char* path, uint8_t** extra,
+                          size_t* extra_len);
+
+/* pt_policy_save_encoder writes the frozen encoder's weights with
+ * torch::save, a file that "encoder_weights" accepts. */
+PT_API int pt_policy_save_encoder(pt_policy* p, const char* path);
+
+/* pt_free releases memory returned by this library. */
+PT_API void pt_free(void* ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPETORCH_H */
