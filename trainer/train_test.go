@@ -179,9 +179,9 @@ type capture struct {
 	recs []stage.Record
 }
 
-func (c *capture) Publish(r *stage.Record) { c.mu.Lock(); c.recs = append(c.recs, *r); c.mu.Unlock() }
+func (c *capture) Publish(r *stage.Record)         { c.mu.Lock(); c.recs = append(c.recs, *r); c.mu.Unlock() }
 func (c *capture) PublishLoader(stage.LoaderStats) {}
-func (c *capture) PublishEvent(kind, msg string)  {}
+func (c *capture) PublishEvent(kind, msg string)   {}
 
 // TestStagesAddUpToWall: every published record's stage times sum to its
 // wall time exactly (other holds the rest), with the real model and loader.
