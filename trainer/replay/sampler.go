@@ -51,8 +51,8 @@ type ChunkAware struct {
 	groups  [][]int32
 	groupOf []int32 // window id -> group
 	n       int
-	Mix    int
-	Seed   uint64
+	Mix     int
+	Seed    uint64
 }
 
 // NewChunkAware groups the windows of idx by chunkFrames-frame chunks of

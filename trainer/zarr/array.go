@@ -29,8 +29,9 @@ type ArraySpec struct {
 	DType string
 	// Codec compresses chunks; nil stores them raw.
 	Codec Codec
-	// FillValue is nil (JSON null), an integer, or a float (NaN and the
-	// infinities are allowed for float dtypes).
+	// FillValue is nil (JSON null), an integer, a float (NaN and the
+	// infinities are allowed for float dtypes), or a json.RawMessage copied
+	// from another array's metadata.
 	FillValue any
 	// DimensionSeparator is "." (the default) or "/".
 	DimensionSeparator string

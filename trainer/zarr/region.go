@@ -19,6 +19,11 @@ func jsonMarshal(v any) (json.RawMessage, error) {
 // contiguous run, so copying whole frames is a single copy per frame.
 func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []int, count []int, itemSize int) {
 	n := len(count)
+	for _, c := range count {
+		if c == 0 {
+			return
+		}
+	}
 	if n == 0 {
 		copy(dst[:itemSize], src[:itemSize])
 		return
@@ -38,6 +43,14 @@ func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []
 		ss *= srcShape[i]
 		ds *= dstShape[i]
 	}
+	// The innermost loop walks axis k-1 with running offsets; the outer
+	// loop walks axes 0..k-2.
+	inner, sStep, dStep := 1, 0, 0
+	outer := k
+	if k > 0 {
+		outer = k - 1
+		inner, sStep, dStep = count[k-1], sStride[k-1], dStride[k-1]
+	}
 	var idx [32]int
 	for {
 		so, do := 0, 0
@@ -45,9 +58,20 @@ func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []
 			so += (srcOff[i] + idx[i]) * sStride[i]
 			do += (dstOff[i] + idx[i]) * dStride[i]
 		}
-		copy(dst[do:do+run], src[so:so+run])
-		// Advance the outer index (axes 0..k-1).
-		i := k - 1
+		if run == 1 {
+			for x := 0; x < inner; x++ {
+				dst[do] = src[so]
+				so += sStep
+				do += dStep
+			}
+		} else {
+			for x := 0; x < inner; x++ {
+				copy(dst[do:do+run], src[so:so+run])
+				so += sStep
+				do += dStep
+			}
+		}
+		i := outer - 1
 		for ; i >= 0; i-- {
 			idx[i]++
 			if idx[i] < count[i] {

@@ -1,0 +1,202 @@
+package dataset
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/zarr"
+)
+
+// ArrayReport describes one array.
+type ArrayReport struct {
+	Path        string  `json:"path"`
+	DType       string  `json:"dtype"`
+	Shape       []int   `json:"shape"`
+	Chunks      []int   `json:"chunks"`
+	Codec       string  `json:"codec"`
+	NumChunks   int     `json:"num_chunks"`
+	ChunkBytes  int     `json:"chunk_bytes"`
+	RawBytes    int64   `json:"raw_bytes"`
+	StoredBytes int64   `json:"stored_bytes"`
+	Ratio       float64 `json:"compression_ratio"`
+}
+
+// Report is the result of Inspect.
+type Report struct {
+	Dir          string              `json:"dir"`
+	Consolidated bool                `json:"consolidated"`
+	Episodes     int                 `json:"episodes"`
+	Frames       int64               `json:"frames"`
+	Windows      int                 `json:"windows"`
+	Window       replay.WindowParams `json:"window"`
+	Arrays       []ArrayReport       `json:"arrays"`
+	// ReadAmpUniform is bytes decompressed per byte used for a random
+	// window with no reuse of camera chunks (what a shuffled DataLoader
+	// pays); the small low-dim arrays count as decoded once and cached.
+	ReadAmpUniform float64 `json:"read_amp_uniform"`
+	// ReadAmpChunk is the same when each chunk is decoded once per epoch
+	// (the chunk-aware sampler with a cache that holds its mix).
+	ReadAmpChunk   float64 `json:"read_amp_chunk"`
+	Recommendation string  `json:"recommendation"`
+}
+
+// Inspect examines the replay buffer at dir with the given keys and window.
+func Inspect(dir string, keys replay.Keys, win replay.WindowParams) (*Report, error) {
+	b, err := replay.Open(dir, keys)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := b.Index(win)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Dir: dir, Consolidated: b.Store.Consolidated(), Episodes: len(b.EpisodeEnds),
+		Frames: b.Frames, Windows: idx.Len(), Window: win}
+	names, err := b.Store.Arrays()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		a, err := b.Store.OpenArray(n)
+		if err != nil {
+			return nil, err
+		}
+		ar, err := arrayReport(dir, a)
+		if err != nil {
+			return nil, err
+		}
+		r.Arrays = append(r.Arrays, ar)
+	}
+	r.readAmp(b, idx)
+	r.recommend(b)
+	return r, nil
+}
+
+func arrayReport(dir string, a *zarr.Array) (ArrayReport, error) {
+	ar := ArrayReport{Path: a.Path(), DType: a.DType().String(), Shape: a.Shape(), Chunks: a.Chunks(),
+		Codec: zarr.CodecName(a.Codec()), NumChunks: a.NumChunks(), ChunkBytes: a.ChunkBytes()}
+	ar.RawBytes = int64(a.DType().Size)
+	for _, s := range a.Shape() {
+		ar.RawBytes *= int64(s)
+	}
+	err := filepath.WalkDir(filepath.Join(dir, filepath.FromSlash(a.Path())), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".z") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		ar.StoredBytes += info.Size()
+		return nil
+	})
+	if err != nil {
+		return ar, fmt.Errorf("inspect %s: %w", a.Path(), err)
+	}
+	if ar.StoredBytes > 0 {
+		ar.Ratio = float64(ar.RawBytes) / float64(ar.StoredBytes)
+	}
+	return ar, nil
+}
+
+// frameSpan is the decoded bytes touched to read one row (frame) of a: all
+// chunks crossing that row, i.e. chunk rows × the padded row size.
+func frameSpan(a *zarr.Array) (decoded, used int64) {
+	used = int64(a.DType().Size)
+	span := int64(a.ChunkBytes())
+	for k, s := range a.Shape()[1:] {
+		used *= int64(s)
+		span *= int64(a.Grid()[k+1])
+	}
+	return span, used
+}
+
+func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
+	var dec, used, epochDec float64
+	add := func(a *zarr.Array, rows int) {
+		d, u := frameSpan(a)
+		dec += float64(rows) * float64(d)
+		used += float64(rows) * float64(u)
+		epochDec += float64(d) * float64(a.Grid()[0])
+	}
+	for _, a := range b.Cameras {
+		add(a, r.Window.NObs)
+	}
+	// Low-dim arrays are small: a loader decodes each chunk once and keeps
+	// it, so they add their size once per epoch.
+	var once float64
+	for _, a := range append(append([]*zarr.Array(nil), b.LowDim...), b.Action) {
+		d, u := frameSpan(a)
+		rows := r.Window.NObs
+		if a == b.Action {
+			rows = r.Window.Horizon
+		}
+		used += float64(rows) * float64(u)
+		once += float64(d) * float64(a.Grid()[0])
+	}
+	if used > 0 {
+		perEpoch := used * float64(r.Windows)
+		r.ReadAmpUniform = dec/used + once/perEpoch
+		r.ReadAmpChunk = (epochDec + once) / perEpoch
+	}
+}
+
+func (r *Report) recommend(b *replay.Buffer) {
+	cam := b.Cameras[0]
+	ch, sh := cam.Chunks(), cam.Shape()
+	switch {
+	case r.ReadAmpUniform <= 1.5 || (ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]):
+		r.Recommendation = "chunking fits random training windows; nothing to do"
+	case ch[1] != sh[1] || ch[2] != sh[2] || ch[3] != sh[3]:
+		r.Recommendation = fmt.Sprintf("camera chunks %v split frames and hold %d frames each: a random window decompresses %.0fx the bytes it uses. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk to decode each chunk about once per epoch (read amplification %.2f)",
+			ch, ch[0], r.ReadAmpUniform, r.Dir, r.ReadAmpChunk)
+	default:
+		r.Recommendation = fmt.Sprintf("camera chunks hold %d frames: a random window decompresses %.0fx the bytes it uses. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk (read amplification %.2f)",
+			ch[0], r.ReadAmpUniform, r.Dir, r.ReadAmpChunk)
+	}
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "dataset %s (consolidated metadata: %v)\n", r.Dir, r.Consolidated)
+	fmt.Fprintf(w, "  %d episodes, %d frames, %d training windows (n_obs %d, horizon %d, n_action %d)\n\n",
+		r.Episodes, r.Frames, r.Windows, r.Window.NObs, r.Window.Horizon, r.Window.NActionSteps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ARRAY\tDTYPE\tSHAPE\tCHUNKS\tCODEC\tCHUNK\tRAW\tSTORED\tRATIO")
+	var raw, stored int64
+	for _, a := range r.Arrays {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\t%s\t%.2f\n", a.Path, a.DType, a.Shape, a.Chunks, a.Codec,
+			HumanBytes(int64(a.ChunkBytes)), HumanBytes(a.RawBytes), HumanBytes(a.StoredBytes), a.Ratio)
+		raw += a.RawBytes
+		stored += a.StoredBytes
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%s\t%s\t%.2f\n", HumanBytes(raw), HumanBytes(stored), float64(raw)/float64(max(1, stored)))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nread amplification of a random training window: %.1f (uniform sampling), %.2f (chunk-aware sampling)\n", r.ReadAmpUniform, r.ReadAmpChunk)
+	_, err := fmt.Fprintf(w, "recommendation: %s\n", r.Recommendation)
+	return err
+}
+
+// HumanBytes formats a byte count with a binary unit.
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

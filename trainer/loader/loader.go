@@ -1,0 +1,272 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/zarr"
+)
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("loader closed")
+
+// result is a finished batch (or its error) waiting for delivery.
+type result struct {
+	b   *Batch
+	err error
+}
+
+// Loader produces batches of training windows. Next, Release, Position and
+// Close are for the training loop's goroutine; Stats is safe from any.
+type Loader struct {
+	cfg     Config
+	buf     *replay.Buffer
+	idx     *replay.Index
+	sampler replay.Sampler
+	shape   Shape
+	arrays  []*zarr.Array // cameras, then low-dim, then action
+	cache   *cache
+	orders  orderCache
+
+	free     chan *Batch
+	poolSize int
+	held     int // batches handed out and not yet released
+
+	mu        sync.Mutex
+	ready     map[int64]result
+	changed   chan struct{} // closed and replaced whenever ready changes
+	nextBatch int64         // next batch number to assign (workers)
+	nextOut   int64         // next batch number to deliver
+
+	done   chan struct{}
+	closed atomic.Bool
+	wg     sync.WaitGroup
+	inline *worker
+
+	st counters
+}
+
+// New opens the dataset, builds the window index and starts the workers.
+func New(cfg Config) (*Loader, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	b, err := replay.Open(cfg.Dir, cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	idx, err := b.Index(cfg.Window)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %s: %w", cfg.Dir, err)
+	}
+	l := &Loader{
+		cfg: cfg, buf: b, idx: idx,
+		shape: Shape{NObs: cfg.Window.NObs, Cams: len(b.Cameras), H: b.H, W: b.W,
+			Horizon: cfg.Window.Horizon, StateDim: b.StateDim, ActionDim: b.ActionDim},
+		cache:   newCache(cfg.CacheBytes),
+		ready:   map[int64]result{},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	l.arrays = append(append(append(l.arrays, b.Cameras...), b.LowDim...), b.Action)
+	if l.sampler, err = l.newSampler(); err != nil {
+		return nil, err
+	}
+	l.orders.sampler = l.sampler
+	l.poolSize = cfg.Prefetch + cfg.Workers + 2
+	l.free = make(chan *Batch, l.poolSize)
+	for range l.poolSize {
+		l.free <- NewBatch(l.shape, cfg.Batch)
+	}
+	l.st.start(time.Now())
+	if cfg.Workers == 0 {
+		l.inline = l.newWorker()
+	}
+	for range cfg.Workers {
+		l.wg.Add(1)
+		go l.run(l.newWorker())
+	}
+	return l, nil
+}
+
+func (l *Loader) newSampler() (replay.Sampler, error) {
+	if l.cfg.Sampler == "uniform" {
+		return replay.Uniform{N: l.idx.Len(), Seed: l.cfg.Seed}, nil
+	}
+	cam := l.buf.Cameras[0]
+	cf := cam.Chunks()[0]
+	mix := l.cfg.Mix
+	if mix == 0 {
+		group := int64(0)
+		for _, a := range l.buf.Cameras {
+			group += int64(a.Chunks()[0]) * int64(l.shape.FrameBytes())
+		}
+		mix = int(min(64, max(2, l.cfg.CacheBytes/(3*group))))
+	}
+	s, err := replay.NewChunkAware(l.idx, cf, mix, l.cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	return s, nil
+}
+
+// Shape is the geometry of the batches.
+func (l *Loader) Shape() Shape { return l.shape }
+
+// Windows is the number of training windows per epoch.
+func (l *Loader) Windows() int { return l.idx.Len() }
+
+// SamplerName is the sampler in use ("uniform" or "chunk").
+func (l *Loader) SamplerName() string { return l.sampler.Name() }
+
+// Position is the stream index of the next sample Next will deliver; pass
+// it as Config.StartSample to resume. Epoch = Position / Windows.
+func (l *Loader) Position() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg.StartSample + l.nextOut*int64(l.cfg.Batch)
+}
+
+// run is a worker goroutine: take a free buffer, claim the next batch
+// number, fill it, publish it.
+func (l *Loader) run(w *worker) {
+	defer l.wg.Done()
+	for {
+		var b *Batch
+		select {
+		case b = <-l.free:
+		case <-l.done:
+			return
+		}
+		l.mu.Lock()
+		n := l.nextBatch
+		l.nextBatch++
+		l.mu.Unlock()
+		err := w.fillBatch(b, n)
+		l.publish(n, result{b, err})
+	}
+}
+
+func (l *Loader) publish(n int64, r result) {
+	l.mu.Lock()
+	l.ready[n] = r
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// Next returns the next batch in sample order, blocking until it is ready.
+// Errors reading or decoding the batch's data are returned here (the batch
+// is skipped; the next call moves on). Give the batch back with Release.
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if l.held >= l.poolSize {
+		return nil, fmt.Errorf("loader: the caller holds %d batches without Release (pool of %d)", l.held, l.poolSize)
+	}
+	if l.inline != nil {
+		return l.nextInline()
+	}
+	for {
+		l.mu.Lock()
+		r, ok := l.ready[l.nextOut]
+		if ok {
+			delete(l.ready, l.nextOut)
+			l.nextOut++
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		if ok {
+			return l.deliver(r)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+func (l *Loader) nextInline() (*Batch, error) {
+	b := <-l.free
+	l.mu.Lock()
+	n := l.nextOut
+	l.nextOut++
+	l.mu.Unlock()
+	return l.deliver(result{b, l.inline.fillBatch(b, n)})
+}
+
+func (l *Loader) deliver(r result) (*Batch, error) {
+	if r.err != nil {
+		l.st.errors.Add(1)
+		l.free <- r.b
+		return nil, r.err
+	}
+	l.held++
+	l.st.delivered.Add(int64(r.b.Size))
+	return r.b, nil
+}
+
+// Release returns a batch's buffer to the pool. The batch must not be used
+// afterwards.
+func (l *Loader) Release(b *Batch) {
+	if b == nil {
+		return
+	}
+	l.held--
+	l.free <- b
+}
+
+// Close stops the workers and waits for them.
+func (l *Loader) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	close(l.done)
+	l.wg.Wait()
+	return nil
+}
+
+// Stats returns a snapshot of the loader's counters.
+func (l *Loader) Stats() stage.LoaderStats {
+	l.mu.Lock()
+	depth := len(l.ready)
+	l.mu.Unlock()
+	hits, misses := l.cache.counts()
+	return l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.cfg.Prefetch, hits, misses)
+}
+
+// orderCache keeps the sample order of the last few epochs.
+type orderCache struct {
+	mu      sync.Mutex
+	sampler replay.Sampler
+	epochs  map[int64][]int32
+}
+
+func (o *orderCache) get(epoch int64) []int32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ord, ok := o.epochs[epoch]; ok {
+		return ord
+	}
+	if o.epochs == nil {
+		o.epochs = map[int64][]int32{}
+	}
+	for e := range o.epochs {
+		if e < epoch-1 {
+			delete(o.epochs, e)
+		}
+	}
+	ord := o.sampler.Order(epoch)
+	o.epochs[epoch] = ord
+	return ord
+}
