@@ -1,0 +1,141 @@
+// Command pipetop is a terminal monitor for training runs: it attaches over
+// a Unix socket to a running trainer and shows GPU activity, memory,
+// per-core CPU, a flame bar of where each iteration spends its time and a
+// verdict on the bottleneck. Without a trainer it is a GPU/CPU monitor.
+//
+//	pipetop [flags]               the only live trainer, a picker, or monitor only
+//	pipetop attach PATH|PID|NAME  a given trainer
+//	pipetop ls [--json]           list live trainers
+//
+// docs/pipetop.md describes the panes, keys and the --json schema.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/pipetop/pipetop/tui"
+)
+
+// usageError is a bad command line; it exits with status 2.
+type usageError struct{ error }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "pipetop:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "pipetop:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	cmd      string // "", "attach" or "ls"
+	spec     string
+	once     bool
+	json     bool
+	interval time.Duration
+	window   int
+	width    int
+	noGPU    bool
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	c := config{}
+	if len(args) > 0 && (args[0] == "ls" || args[0] == "attach") {
+		c.cmd, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("pipetop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&c.once, "once", false, "print one text snapshot after collecting for --interval, then exit")
+	fs.BoolVar(&c.json, "json", false, "print one JSON snapshot (with ls: the list as JSON), then exit")
+	fs.DurationVar(&c.interval, "interval", time.Second, "refresh interval (and collection time of --once/--json)")
+	window := fs.String("window", "30s", "summary window: 5s, 30s, 2m or all")
+	fs.IntVar(&c.width, "width", 0, "width of the --once text (default: the terminal's, else 100)")
+	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage:
+  pipetop [flags]                      attach to the only live trainer, pick one of several,
+                                       or monitor GPU/CPU until a trainer appears
+  pipetop attach PATH|PID|NAME [flags] attach to the given trainer
+  pipetop ls [--json]                  list live trainers
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return c, err
+			}
+			return c, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if err := c.check(pos, *window); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+func (c *config) check(pos []string, window string) error {
+	switch {
+	case c.cmd == "attach" && len(pos) != 1:
+		return errors.New("attach needs one trainer: a socket path, a pid or a name (see pipetop ls)")
+	case c.cmd == "attach":
+		c.spec = pos[0]
+	case len(pos) > 0:
+		return fmt.Errorf("unexpected argument %q (did you mean pipetop attach %s?)", pos[0], pos[0])
+	}
+	if c.interval < 50*time.Millisecond {
+		return fmt.Errorf("--interval %v: want at least 50ms", c.interval)
+	}
+	w, ok := tui.WindowByLabel(window)
+	if !ok {
+		return fmt.Errorf("--window %q: want 5s, 30s, 2m or all", window)
+	}
+	c.window = w
+	if c.once && c.json {
+		return errors.New("--once and --json: pick one")
+	}
+	if c.width < 0 {
+		return fmt.Errorf("--width %d: want a positive number", c.width)
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.cmd == "ls":
+		return list(stdout, c.json)
+	case c.once || c.json:
+		return snapshotOnce(ctx, c, stdout)
+	}
+	return interactive(ctx, c)
+}

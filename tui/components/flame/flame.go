@@ -1,0 +1,223 @@
+// Package flame draws the flame bar: the mean iteration over the selected
+// window as one horizontal bar split by stage in fixed colours, a second
+// bar with the GPU busy time per stage and the GPU idle time (when the
+// trainer publishes GPU times), and a legend with each stage's mean and
+// share of the step.
+package flame
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+	"github.com/pipetop/pipetop/tui/units"
+)
+
+// Model is the flame bar pane.
+type Model struct {
+	st   *styles.Styles
+	snap *snapshot.Snapshot
+	w, h int
+}
+
+// New returns a flame pane drawn with st.
+func New(st *styles.Styles) Model { return Model{st: st} }
+
+// SetSnapshot sets what to show.
+func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
+
+// SetSize sets the pane's body width and height in cells.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Title is the pane title: window, steps and the mean step time.
+func (m Model) Title() string {
+	if m.snap == nil || m.snap.Summary == nil {
+		return "iteration"
+	}
+	s := m.snap.Summary
+	return fmt.Sprintf("iteration · %s window · %s steps · mean %s · p99 %s",
+		m.snap.Window.Label, units.Count(int64(s.Steps)), units.Dur(s.WallMean), units.Dur(s.WallP99))
+}
+
+// Size returns the fewest and the preferred number of body lines.
+func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
+
+// View renders the body.
+func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h) }
+
+func (m Model) lines(w int) []string {
+	if m.snap == nil || w <= 0 {
+		return nil
+	}
+	s := m.snap.Summary
+	if s == nil || s.WallMean <= 0 {
+		msg := "no trainer attached"
+		if m.snap.Trainer != nil {
+			msg = "waiting for steps"
+		}
+		return []string{m.st.Dim.Render(msg)}
+	}
+	prefix, bw := "", w
+	if w >= 30 {
+		prefix, bw = "CPU ", w-4
+	}
+	out := []string{m.st.Label.Render(prefix) + m.cpuBar(s, bw)}
+	if s.HasGPU {
+		p := ""
+		if prefix != "" {
+			p = "GPU "
+		}
+		out = append(out, m.st.Label.Render(p)+m.gpuBar(s, bw))
+	}
+	return append(out, m.legend(s, w)...)
+}
+
+// segment is one piece of a bar.
+type segment struct {
+	name  string // stage name, "" for GPU idle
+	ns    float64
+	label string
+}
+
+func (m Model) cpuBar(s *stage.Summary, w int) string {
+	segs := make([]segment, 0, len(s.Stages))
+	for _, st := range s.Stages {
+		segs = append(segs, segment{name: st.Name, ns: st.Mean,
+			label: fmt.Sprintf("%s %s %s", st.Name, units.Dur(st.Mean), units.Pct(st.Share))})
+	}
+	return m.bar(segs, s.WallMean, w)
+}
+
+func (m Model) gpuBar(s *stage.Summary, w int) string {
+	var segs []segment
+	var busy float64
+	for _, st := range s.Stages {
+		if !st.HasGPU || st.GPUMean <= 0 {
+			continue
+		}
+		busy += st.GPUMean
+		segs = append(segs, segment{name: st.Name, ns: st.GPUMean, label: fmt.Sprintf("%s %s", st.Name, units.Dur(st.GPUMean))})
+	}
+	if idle := s.WallMean - busy; idle > 0 {
+		segs = append(segs, segment{ns: idle, label: fmt.Sprintf("GPU idle %s %s", units.Dur(idle), units.Pct(idle/s.WallMean))})
+	}
+	return m.bar(segs, max(s.WallMean, busy), w)
+}
+
+// bar lays segments out over w cells in proportion to total, by largest
+// remainder so that the cells add up to exactly w.
+func (m Model) bar(segs []segment, total float64, w int) string {
+	if w <= 0 || total <= 0 {
+		return ""
+	}
+	cells := widths(segs, total, w)
+	var b strings.Builder
+	for i, sg := range segs {
+		if cells[i] == 0 {
+			continue
+		}
+		style := m.st.Segment(sg.name)
+		if sg.name == "" {
+			style = m.st.Idle()
+		}
+		text := fitLabel(sg.label, cells[i], m.st.Color)
+		b.WriteString(style.Render(text))
+	}
+	return b.String()
+}
+
+func widths(segs []segment, total float64, w int) []int {
+	cells := make([]int, len(segs))
+	type rem struct {
+		i int
+		r float64
+	}
+	rems := make([]rem, 0, len(segs))
+	used := 0
+	for i, sg := range segs {
+		exact := max(0, sg.ns) / total * float64(w)
+		cells[i] = int(math.Floor(exact))
+		used += cells[i]
+		rems = append(rems, rem{i, exact - float64(cells[i])})
+	}
+	for used < w && len(rems) > 0 {
+		best := 0
+		for j := range rems {
+			if rems[j].r > rems[best].r {
+				best = j
+			}
+		}
+		if rems[best].r <= 0 {
+			break
+		}
+		cells[rems[best].i]++
+		rems[best].r = 0
+		used++
+	}
+	return cells
+}
+
+// fitLabel writes as much of the label as fits in n cells: the whole
+// label, its first word (the stage name), or nothing. Without colour a
+// segment starts with '|' and is filled with '·' so stages stay apart.
+func fitLabel(label string, n int, color bool) string {
+	fill := " "
+	lead := ""
+	if !color {
+		fill, lead = "·", "|"
+	}
+	room := n - len(lead)
+	if room <= 0 {
+		return strings.Repeat(lead, n)
+	}
+	text := ""
+	switch name, _, _ := strings.Cut(label, " "); {
+	case draw.Width(label)+1 <= room:
+		text = label
+	case draw.Width(name)+1 <= room:
+		text = name
+	case room >= 2:
+		text = draw.Fit(name, room)
+	}
+	if text != "" && color {
+		text = " " + text
+	}
+	return lead + text + strings.Repeat(fill, max(0, room-draw.Width(text)))
+}
+
+// legend lists every stage with a colour swatch, mean, share and GPU mean.
+func (m Model) legend(s *stage.Summary, w int) []string {
+	var items []string
+	for _, st := range s.Stages {
+		item := m.st.Swatch(st.Name).Render("■") + " " + m.st.Label.Render(st.Name) + " " +
+			m.st.Value.Render(units.Dur(st.Mean)) + " " + m.st.Dim.Render(units.Pct(st.Share))
+		if st.HasGPU && st.GPUMean > 0 {
+			item += m.st.Dim.Render(" gpu " + units.Dur(st.GPUMean))
+		}
+		items = append(items, item)
+	}
+	if s.HasGPU {
+		items = append(items, m.st.Label.Render("GPU busy ")+m.st.Value.Render(units.Pct(s.GPUBusy))+m.st.Dim.Render(" (CUDA events)"))
+	}
+	var lines []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case draw.Width(cur)+2+draw.Width(it) <= w:
+			cur += "  " + it
+		default:
+			lines = append(lines, cur)
+			cur = it
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}

@@ -1,0 +1,168 @@
+// Package gpu is the GPU pane: per device the SM activity and occupancy
+// labelled with their source (GPM on Hopper and later, NVML kernel-active
+// otherwise), memory with the trainer's own share, power, temperature,
+// clocks, PCIe and throttle reasons; the sampler's status line when there
+// is no GPU; and the trainer's CUDA-event GPU busy time, which works on
+// every GPU.
+package gpu
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+	"github.com/pipetop/pipetop/tui/units"
+)
+
+// Model is the GPU pane.
+type Model struct {
+	st   *styles.Styles
+	snap *snapshot.Snapshot
+	w, h int
+	off  int
+}
+
+// New returns a GPU pane drawn with st.
+func New(st *styles.Styles) Model { return Model{st: st} }
+
+// SetSnapshot sets what to show.
+func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
+
+// SetSize sets the pane's body width and height in cells.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Scroll moves the lines by d, within bounds.
+func (m *Model) Scroll(d int) { m.off = max(0, min(m.off+d, len(m.lines(m.w))-m.h)) }
+
+// Title is the pane title.
+func (m Model) Title() string {
+	if m.snap == nil || len(m.snap.GPU.Devices) == 0 {
+		return "GPU"
+	}
+	t := fmt.Sprintf("GPU · %d device", len(m.snap.GPU.Devices))
+	if len(m.snap.GPU.Devices) > 1 {
+		t += "s"
+	}
+	if m.snap.GPU.Driver != "" {
+		t += " · driver " + m.snap.GPU.Driver
+	}
+	return t
+}
+
+// Size returns the fewest and the preferred number of body lines.
+func (m Model) Size(w int) (lo, pref int) {
+	n := len(m.lines(w))
+	return min(n, 1), n
+}
+
+// View renders the body.
+func (m Model) View() string {
+	lines := m.lines(m.w)
+	off := max(0, min(m.off, len(lines)-m.h))
+	return draw.Block(strings.Join(lines[off:], "\n"), m.w, m.h)
+}
+
+func (m Model) lines(w int) []string {
+	if m.snap == nil {
+		return nil
+	}
+	g := m.snap.GPU
+	var out []string
+	if sum := m.snap.Summary; sum != nil && sum.HasGPU {
+		out = append(out, m.st.Label.Render("trainer GPU busy ")+m.st.Value.Render(units.Pct(sum.GPUBusy))+
+			m.st.Dim.Render(" (CUDA events)"))
+	}
+	if g.Status != "" {
+		out = append(out, m.st.Warn.Render(g.Status))
+	}
+	for _, d := range g.Devices {
+		out = append(out, m.device(d, w)...)
+	}
+	return out
+}
+
+func (m Model) device(d snapshot.Device, w int) []string {
+	st := m.st
+	name := fmt.Sprintf("%d", d.Index)
+	if d.MIG {
+		name = fmt.Sprintf("%d/MIG %d", d.Index, d.MIGIndex)
+	}
+	head := st.Value.Render(name) + " " + st.Label.Render(d.Name)
+	if d.Err != "" {
+		return []string{head + "  " + st.Bad.Render(d.Err)}
+	}
+	head += "  " + m.activity(d)
+	lines := []string{head, m.memory(d, w)}
+	var info []string
+	if d.Temperature.OK() {
+		info = append(info, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
+	}
+	if d.Power.OK() {
+		p := fmt.Sprintf("%.0f", *d.Power.Value)
+		if d.PowerLimit.OK() {
+			p += fmt.Sprintf("/%.0f", *d.PowerLimit.Value)
+		}
+		info = append(info, st.Value.Render(p+" W"))
+	}
+	if d.SMClock.OK() {
+		c := fmt.Sprintf("%.0f", *d.SMClock.Value)
+		if d.MemClock.OK() {
+			c += fmt.Sprintf("/%.0f", *d.MemClock.Value)
+		}
+		info = append(info, st.Label.Render("clk ")+st.Value.Render(c+" MHz"))
+	}
+	if d.PCIeRx.OK() && d.PCIeTx.OK() {
+		info = append(info, st.Label.Render("PCIe ")+st.Value.Render("↓"+units.Bytes(*d.PCIeRx.Value)+"/s ↑"+units.Bytes(*d.PCIeTx.Value)+"/s"))
+	}
+	if t := throttle(d.Throttle); t != "" {
+		info = append(info, st.Warn.Render("throttle: "+t))
+	}
+	if len(info) > 0 {
+		lines = append(lines, strings.Join(info, "  "))
+	}
+	return lines
+}
+
+// activity labels every utilisation number with its source: GPM SM
+// activity and occupancy where supported, NVML kernel-active always.
+func (m Model) activity(d snapshot.Device) string {
+	st := m.st
+	var parts []string
+	if d.SMActivity.OK() {
+		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%.0f %%", *d.SMActivity.Value))+st.Dim.Render(" (GPM)"))
+		if d.SMOccupancy.OK() {
+			parts = append(parts, st.Label.Render("occ ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.SMOccupancy.Value)))
+		}
+	}
+	if d.KernelActive.OK() {
+		parts = append(parts, st.Label.Render("busy ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.KernelActive.Value))+st.Dim.Render(" (kernel-active)"))
+	}
+	return strings.Join(parts, "  ")
+}
+
+func (m Model) memory(d snapshot.Device, w int) string {
+	st := m.st
+	if !d.MemUsed.OK() || !d.MemTotal.OK() || *d.MemTotal.Value <= 0 {
+		return st.Label.Render("mem ") + st.Dim.Render("n/a")
+	}
+	used, total := *d.MemUsed.Value, *d.MemTotal.Value
+	text := " " + units.Bytes(used) + "/" + units.Bytes(total)
+	if d.TrainerMem.OK() {
+		text += " · trainer " + units.Bytes(*d.TrainerMem.Value)
+	}
+	bw := max(4, min(30, w-4-draw.Width(text)))
+	return st.Label.Render("mem ") + draw.Bar(bw, used/total, st.Load(100*used/total), st.BarEmpty) + st.Value.Render(text)
+}
+
+// throttle lists the throttle reasons worth a look (idle is not one).
+func throttle(reasons []string) string {
+	var out []string
+	for _, r := range reasons {
+		if r != "idle" {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, ", ")
+}

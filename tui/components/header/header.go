@@ -1,0 +1,125 @@
+// Package header is pipetop's top pane: which trainer, whether the link is
+// up, and the headline numbers (step, it/s, samples/s, loss, uptime, epoch
+// ETA), with the socket or the reason for a lost link on a second line.
+package header
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+	"github.com/pipetop/pipetop/tui/units"
+)
+
+// Model is the header pane.
+type Model struct {
+	st       *styles.Styles
+	snap     *snapshot.Snapshot
+	w, h     int
+	paused   bool
+	interval time.Duration
+}
+
+// New returns a header drawn with st.
+func New(st *styles.Styles) Model { return Model{st: st} }
+
+// SetSnapshot sets what to show.
+func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
+
+// SetSize sets the pane's width and height in cells.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// SetPaused marks the display as paused.
+func (m *Model) SetPaused(p bool) { m.paused = p }
+
+// SetInterval sets the refresh interval shown.
+func (m *Model) SetInterval(d time.Duration) { m.interval = d }
+
+// Size returns the fewest and the preferred number of lines.
+func (m Model) Size(int) (lo, pref int) { return 1, 2 }
+
+// View renders the header.
+func (m Model) View() string {
+	if m.snap == nil || m.h <= 0 {
+		return ""
+	}
+	lines := []string{m.first()}
+	if m.h > 1 {
+		lines = append(lines, m.second())
+	}
+	return draw.Block(strings.Join(lines, "\n"), m.w, m.h)
+}
+
+func (m Model) sep() string { return m.st.Rule.Render(" │ ") }
+
+func (m Model) first() string {
+	s, st := m.snap, m.st
+	parts := []string{st.Title.Render("pipetop")}
+	switch {
+	case s.Trainer == nil:
+		parts = append(parts, st.Dim.Render("monitor only: no trainer attached"))
+	default:
+		t := s.Trainer
+		parts = append(parts, st.Value.Render(t.Name)+st.Dim.Render(fmt.Sprintf(" pid %d", t.PID))+" "+m.link())
+	}
+	if sum := s.Summary; sum != nil {
+		parts = append(parts,
+			st.Label.Render("step ")+st.Value.Render(units.Count(sum.LastStep)),
+			st.Value.Render(units.Rate(sum.StepsPerSec))+st.Label.Render(" it/s"),
+			st.Value.Render(units.Rate(sum.SamplesPerSec))+st.Label.Render(" samples/s"))
+		if sum.HasLoss {
+			parts = append(parts, st.Label.Render("loss ")+st.Value.Render(fmt.Sprintf("%.4g", sum.LastLoss)))
+		}
+	}
+	if t := s.Trainer; t != nil {
+		if t.UptimeSec > 0 {
+			parts = append(parts, st.Label.Render("up ")+st.Value.Render(units.Age(time.Duration(t.UptimeSec*float64(time.Second)))))
+		}
+		if t.EpochETASec > 0 {
+			parts = append(parts, st.Label.Render("epoch ETA ")+st.Value.Render(units.Age(time.Duration(t.EpochETASec*float64(time.Second)))))
+		}
+	}
+	return strings.Join(parts, m.sep())
+}
+
+func (m Model) link() string {
+	s, st := m.snap, m.st
+	switch s.Link.State {
+	case snapshot.LinkConnected:
+		return st.Good.Render("● live")
+	case snapshot.LinkDisconnected:
+		ago := units.Age(s.Time.Sub(s.Link.Since))
+		return st.Bad.Render("○ disconnected " + ago + " ago")
+	}
+	return st.Warn.Render("○ connecting")
+}
+
+func (m Model) second() string {
+	s, st := m.snap, m.st
+	var parts []string
+	if m.paused {
+		parts = append(parts, st.Warn.Render("⏸ paused (p to resume)"))
+	}
+	parts = append(parts, st.Label.Render("window ")+st.Value.Render(s.Window.Label))
+	if m.interval > 0 {
+		parts = append(parts, st.Label.Render("refresh ")+st.Value.Render(m.interval.String()))
+	}
+	switch {
+	case s.Link.State == snapshot.LinkDisconnected:
+		parts = append(parts, st.Bad.Render("last state kept")+st.Dim.Render(": "+s.Link.Detail))
+	case s.Link.State == snapshot.LinkNone && s.Link.Detail != "":
+		parts = append(parts, st.Dim.Render(s.Link.Detail))
+	case s.Trainer != nil:
+		if s.Trainer.Dropped > 0 {
+			parts = append(parts, st.Warn.Render(fmt.Sprintf("%s frames dropped (viewer too slow)", units.Count(s.Trainer.Dropped))))
+		}
+		if e := s.Trainer.LastEvent; e != nil {
+			parts = append(parts, st.Label.Render(e.Kind+" ")+st.Dim.Render(e.Msg))
+		}
+		parts = append(parts, st.Dim.Render(s.Trainer.Socket))
+	}
+	return strings.Join(parts, m.sep())
+}

@@ -1,0 +1,87 @@
+// Package loader shows the data loader's own statistics: throughput,
+// worker busy share, ready-queue depth, decoded-chunk cache hit rate and
+// read amplification (bytes decompressed per byte used).
+package loader
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+	"github.com/pipetop/pipetop/tui/units"
+)
+
+// Model is the loader pane.
+type Model struct {
+	st   *styles.Styles
+	snap *snapshot.Snapshot
+	w, h int
+}
+
+// New returns a loader pane drawn with st.
+func New(st *styles.Styles) Model { return Model{st: st} }
+
+// SetSnapshot sets what to show.
+func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
+
+// SetSize sets the pane's body width and height in cells.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Title is the pane title.
+func (m Model) Title() string { return "loader" }
+
+// Size returns the fewest and the preferred number of body lines.
+func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
+
+// View renders the body.
+func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h) }
+
+func (m Model) lines(w int) []string {
+	if m.snap == nil {
+		return nil
+	}
+	l := m.snap.Loader
+	if l == nil {
+		return []string{m.st.Dim.Render("no loader statistics published")}
+	}
+	st := m.st
+	workers := fmt.Sprintf("%d workers", l.Workers)
+	if l.Workers == 0 {
+		workers = "inline (no workers)"
+	}
+	items := []string{
+		st.Value.Render(units.Rate(l.SamplesPerSec)) + st.Label.Render(" samples/s"),
+		st.Label.Render(workers+" busy ") + st.Load(100*l.WorkerBusy).Render(units.Pct(l.WorkerBusy)),
+		st.Label.Render("queue ") + st.Value.Render(fmt.Sprintf("%d/%d", l.QueueDepth, l.QueueCap)),
+		st.Label.Render("cache hit ") + st.Value.Render(units.Pct(l.CacheHitRate)),
+		st.Label.Render("read amp ") + m.amp(l.ReadAmp),
+	}
+	if l.Errors > 0 {
+		items = append(items, st.Bad.Render(fmt.Sprintf("%s errors", units.Count(l.Errors))))
+	}
+	var out []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case draw.Width(cur)+3+draw.Width(it) <= w:
+			cur += st.Rule.Render(" · ") + it
+		default:
+			out = append(out, cur)
+			cur = it
+		}
+	}
+	return append(out, cur)
+}
+
+func (m Model) amp(a float64) string {
+	s := fmt.Sprintf("%.1f×", a)
+	if a >= stage.HighReadAmp {
+		return m.st.Bad.Render(s)
+	}
+	return m.st.Value.Render(s)
+}

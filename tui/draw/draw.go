@@ -1,0 +1,167 @@
+// Package draw holds the drawing primitives of pipetop's panes: horizontal
+// bars with eighth-cell precision, sparklines, pane title rules, and fitting
+// styled text into an exact width and height. Every function is safe for
+// any size, zero and negative included.
+package draw
+
+import (
+	"math"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// eighths are the left-aligned partial blocks, 1/8 to 7/8 of a cell.
+var eighths = []rune{'▏', '▎', '▍', '▌', '▋', '▊', '▉'}
+
+// Bar draws a w-cell bar filled to frac (0..1) in fill, the rest as a
+// dotted track in empty.
+func Bar(w int, frac float64, fill, empty lipgloss.Style) string {
+	if w <= 0 {
+		return ""
+	}
+	if math.IsNaN(frac) || frac < 0 {
+		frac = 0
+	}
+	frac = min(frac, 1)
+	units := int(math.Round(frac * float64(w) * 8))
+	full, part := units/8, units%8
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", full))
+	cells := full
+	if part > 0 && cells < w {
+		b.WriteRune(eighths[part-1])
+		cells++
+	}
+	out := fill.Render(b.String())
+	if cells < w {
+		out += empty.Render(strings.Repeat("░", w-cells))
+	}
+	return out
+}
+
+// sparks are the eight heights of a sparkline cell.
+var sparks = []rune{'▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'}
+
+// Spark draws the last w values as a sparkline scaled to top (values at or
+// above top draw a full cell); NaN draws a blank. Fewer values than w are
+// right-aligned.
+func Spark(values []float64, w int, top float64) string {
+	if w <= 0 {
+		return ""
+	}
+	if len(values) > w {
+		values = values[len(values)-w:]
+	}
+	var b strings.Builder
+	b.Grow(w * 3)
+	b.WriteString(strings.Repeat(" ", w-len(values)))
+	for _, v := range values {
+		if math.IsNaN(v) || top <= 0 {
+			b.WriteByte(' ')
+			continue
+		}
+		i := int(math.Round(v / top * float64(len(sparks)-1)))
+		b.WriteRune(sparks[max(0, min(i, len(sparks)-1))])
+	}
+	return b.String()
+}
+
+// Width is the number of terminal cells s occupies (escape sequences
+// excluded).
+func Width(s string) int { return ansi.StringWidth(s) }
+
+// Fit cuts or pads one line to exactly w cells.
+func Fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidth(s)
+	if n > w {
+		s = ansi.Truncate(s, w, "…")
+		n = ansi.StringWidth(s)
+	}
+	if n < w {
+		s += strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+// Block fits s into exactly h lines of exactly w cells: long lines are cut,
+// missing lines are blank, extra lines are dropped.
+func Block(s string, w, h int) string {
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	out := make([]string, h)
+	for i := range out {
+		if i < len(lines) {
+			out[i] = Fit(lines[i], w)
+		} else {
+			out[i] = strings.Repeat(" ", w)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Lines splits s into lines; an empty s has none.
+func Lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// Rule draws a pane title as "── title ───…" across w cells; the title is
+// rendered with title, the line with rule.
+func Rule(title string, w int, titleStyle, rule lipgloss.Style) string {
+	if w <= 0 {
+		return ""
+	}
+	head := "─ "
+	t := titleStyle.Render(title)
+	used := ansi.StringWidth(head) + ansi.StringWidth(t) + 1
+	if used >= w {
+		return Fit(rule.Render(head)+t, w)
+	}
+	return rule.Render(head) + t + " " + rule.Render(strings.Repeat("─", w-used))
+}
+
+// SideBySide joins two blocks of the same height with a one-cell gap; a and
+// b must already be fitted to widths wa and wb.
+func SideBySide(a, b string, wa, wb, h int) string {
+	la := strings.Split(Block(a, wa, h), "\n")
+	lb := strings.Split(Block(b, wb, h), "\n")
+	out := make([]string, h)
+	for i := range out {
+		out[i] = la[i] + " " + lb[i]
+	}
+	return strings.Join(out, "\n")
+}
+
+// Wrap breaks plain words into lines of at most w cells.
+func Wrap(text string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	var lines []string
+	var cur strings.Builder
+	for _, word := range strings.Fields(text) {
+		ww := ansi.StringWidth(word)
+		switch {
+		case cur.Len() == 0:
+		case ansi.StringWidth(cur.String())+1+ww <= w:
+			cur.WriteByte(' ')
+		default:
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
+}

@@ -1,0 +1,101 @@
+package draw
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"charm.land/lipgloss/v2"
+)
+
+func TestBar(t *testing.T) {
+	plain := lipgloss.NewStyle()
+	tests := []struct {
+		w    int
+		frac float64
+		want string
+	}{
+		{10, 0, "░░░░░░░░░░"},
+		{10, 1, "██████████"},
+		{10, 0.5, "█████░░░░░"},
+		{10, 0.55, "█████▌░░░░"},
+		{4, 2, "████"},
+		{4, math.NaN(), "░░░░"},
+		{0, 0.5, ""},
+		{-3, 0.5, ""},
+	}
+	for _, tt := range tests {
+		if got := Bar(tt.w, tt.frac, plain, plain); got != tt.want {
+			t.Errorf("Bar(%d, %v) = %q, want %q", tt.w, tt.frac, got, tt.want)
+		}
+	}
+}
+
+func TestSpark(t *testing.T) {
+	tests := []struct {
+		vals []float64
+		w    int
+		top  float64
+		want string
+	}{
+		{[]float64{0, 50, 100}, 3, 100, "▁▅█"},
+		{[]float64{100}, 3, 100, "  █"},
+		{[]float64{1, 2, 3, 4}, 2, 4, "▆█"},
+		{[]float64{math.NaN(), 200}, 2, 100, " █"},
+		{[]float64{1}, 0, 1, ""},
+		{[]float64{1}, 1, 0, " "},
+	}
+	for _, tt := range tests {
+		if got := Spark(tt.vals, tt.w, tt.top); got != tt.want {
+			t.Errorf("Spark(%v, %d, %v) = %q, want %q", tt.vals, tt.w, tt.top, got, tt.want)
+		}
+	}
+}
+
+func TestFitAndBlock(t *testing.T) {
+	if got := Fit("abcdef", 4); got != "abc…" {
+		t.Errorf("Fit cut: %q", got)
+	}
+	if got := Fit("ab", 4); got != "ab  " {
+		t.Errorf("Fit pad: %q", got)
+	}
+	red := lipgloss.NewStyle().Foreground(lipgloss.Color("#ff0000")).Render("abcdef")
+	if got := Fit(red, 3); Width(got) != 3 {
+		t.Errorf("Fit of styled text is %d cells wide: %q", Width(got), got)
+	}
+	got := Block("one\ntwo\nthree", 4, 2)
+	if got != "one \ntwo " {
+		t.Errorf("Block: %q", got)
+	}
+	if got := Block("x", 2, 3); got != "x \n  \n  " {
+		t.Errorf("Block pad: %q", got)
+	}
+	if Block("x", 0, 3) != "" || Block("x", 3, 0) != "" {
+		t.Error("Block of zero size is not empty")
+	}
+}
+
+func TestRule(t *testing.T) {
+	plain := lipgloss.NewStyle()
+	if got := Rule("GPU", 10, plain, plain); got != "─ GPU ────" {
+		t.Errorf("Rule: %q", got)
+	}
+	if got := Rule("a long title", 5, plain, plain); Width(got) != 5 {
+		t.Errorf("Rule of a narrow pane is %d wide: %q", Width(got), got)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := Wrap("add loader workers, cache decoded data", 15)
+	want := []string{"add loader", "workers, cache", "decoded data"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Wrap = %q, want %q", got, want)
+	}
+}
+
+func TestSideBySide(t *testing.T) {
+	got := SideBySide("a\nb", "c", 2, 2, 2)
+	if got != "a  c \nb    " {
+		t.Errorf("SideBySide: %q", got)
+	}
+}

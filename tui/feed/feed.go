@@ -1,0 +1,290 @@
+// Package feed receives a trainer's frames off the UI loop: it runs
+// ipc.Watch, keeps the step records in a stage.Window and remembers the
+// trainer's hello, loader statistics, last event and link state, so that a
+// refresh only has to summarize what is already there. A lost trainer keeps
+// its last state; a restarted one is found again by name.
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/snapshot"
+)
+
+// DefaultCapacity is how many steps a Feed holds: two minutes at 1,000
+// steps/s. Memory is touched only as steps arrive.
+const DefaultCapacity = 1 << 17
+
+// Feed is the viewer's copy of one trainer's stream. It is safe for
+// concurrent use: frames arrive on the Watch goroutine while the UI reads.
+type Feed struct {
+	mu       sync.Mutex
+	capacity int
+	win      *stage.Window
+	hello    *ipc.Hello
+	ep       ipc.Endpoint
+	link     snapshot.Link
+	loader   *stage.LoaderStats
+	event    *ipc.Event
+	dropped  int64
+	total    int64 // steps received since the Feed was made
+	gen      int   // attach generation; messages of older ones are ignored
+	cancel   context.CancelFunc
+}
+
+// New returns a Feed holding up to capacity steps (DefaultCapacity if < 1).
+func New(capacity int) *Feed {
+	if capacity < 1 {
+		capacity = DefaultCapacity
+	}
+	return &Feed{capacity: capacity, win: stage.NewWindow(nil, capacity),
+		link: snapshot.Link{State: snapshot.LinkNone}}
+}
+
+// Attach starts watching the trainer that spec names (a socket path, pid
+// or name; empty for the only live one), replacing any previous watch. The
+// first trainer found pins the name, so a restart with a new pid is
+// re-attached. The watch ends with ctx or the next Attach.
+func (f *Feed) Attach(ctx context.Context, spec string) {
+	ctx, cancel := context.WithCancel(ctx)
+	f.mu.Lock()
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.cancel = cancel
+	f.gen++
+	gen := f.gen
+	if f.hello != nil {
+		f.reset(nil)
+		f.hello, f.loader, f.event, f.dropped = nil, nil, nil, 0
+	}
+	f.setLink(snapshot.LinkNone, "looking for "+describe(spec), "", time.Now())
+	f.mu.Unlock()
+	out := make(chan ipc.Message, 64)
+	go ipc.Watch(ctx, f.resolver(gen, spec), out)
+	go func() {
+		for m := range out {
+			f.apply(gen, m, time.Now())
+		}
+	}()
+}
+
+func describe(spec string) string {
+	if spec == "" {
+		return "a trainer in " + ipc.Dir()
+	}
+	return "trainer " + spec
+}
+
+// Close stops the watch.
+func (f *Feed) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.gen++
+}
+
+// resolver resolves spec and then sticks to the name of what it found.
+func (f *Feed) resolver(gen int, spec string) ipc.Resolver {
+	return func() (ipc.Endpoint, error) {
+		ep, err := ipc.ResolveSpec(spec)()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if gen != f.gen {
+			return ep, err
+		}
+		if err != nil {
+			if f.link.State != snapshot.LinkConnected {
+				f.link.Detail = err.Error()
+			}
+			return ep, err
+		}
+		if ep.Name != "" {
+			spec = ep.Name
+		}
+		return ep, nil
+	}
+}
+
+// Apply feeds one message as if it came from the current watch; replays
+// and tests use it.
+func (f *Feed) Apply(m ipc.Message, now time.Time) {
+	f.mu.Lock()
+	gen := f.gen
+	f.mu.Unlock()
+	f.apply(gen, m, now)
+}
+
+func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen != f.gen {
+		return
+	}
+	switch {
+	case m.Connected != nil:
+		f.connected(m, now)
+	case m.Frame != nil:
+		f.frame(m.Frame)
+	default:
+		detail := "connection lost"
+		if m.Disconnected != nil {
+			detail = m.Disconnected.Error()
+		}
+		if f.hello == nil {
+			f.setLink(snapshot.LinkNone, detail, m.Endpoint.Path, now)
+			return
+		}
+		f.setLink(snapshot.LinkDisconnected, detail, m.Endpoint.Path, now)
+	}
+}
+
+// connected records a new hello; a different process or stage list starts
+// a fresh window, a reconnection to the same process keeps it.
+func (f *Feed) connected(m ipc.Message, now time.Time) {
+	h := *m.Connected
+	same := f.hello != nil && f.hello.PID == h.PID && f.hello.StartNs == h.StartNs
+	if !same || !slices.Equal(f.win.Names(), h.Stages) {
+		f.reset(h.Stages)
+		f.loader, f.event, f.dropped = nil, nil, 0
+	}
+	f.hello, f.ep = &h, m.Endpoint
+	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
+}
+
+func (f *Feed) frame(fr *ipc.Frame) {
+	switch fr.Type {
+	case ipc.TypeSteps:
+		for i := range fr.Steps {
+			r := fr.Steps[i].Record()
+			f.win.Add(&r)
+		}
+		f.total += int64(len(fr.Steps))
+	case ipc.TypeStages:
+		f.reset(fr.Stages)
+		if f.hello != nil {
+			f.hello.Stages = append([]string(nil), fr.Stages...)
+		}
+	case ipc.TypeLoader:
+		l := *fr.Loader
+		f.loader = &l
+	case ipc.TypeEvent:
+		e := *fr.Event
+		f.event = &e
+	case ipc.TypeDrops:
+		f.dropped = fr.Dropped
+	}
+}
+
+func (f *Feed) reset(names []string) {
+	f.win = stage.NewWindow(names, f.capacity)
+}
+
+func (f *Feed) setLink(state, detail, socket string, now time.Time) {
+	if f.link.State != state {
+		f.link.Since = now
+	}
+	f.link.State, f.link.Detail = state, detail
+	if socket != "" {
+		f.link.Socket = socket
+	}
+}
+
+// Steps returns how many steps the Feed has received in all; the rate of
+// change is the current step rate.
+func (f *Feed) Steps() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.total
+}
+
+// TrainerPID returns the pid to watch for the attached (or last) trainer's
+// process tree and GPU use, 0 when none.
+func (f *Feed) TrainerPID() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hello == nil {
+		return 0
+	}
+	if f.hello.HostPID > 0 {
+		return f.hello.HostPID
+	}
+	return f.hello.PID
+}
+
+// Fill sets the trainer parts of s (Link, Trainer, Summary, Verdict,
+// Loader), summarizing the steps that ended within s.Window of the newest
+// one; s.Time is the clock for the uptime.
+func (f *Feed) Fill(s *snapshot.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Link = f.link
+	s.Trainer, s.Summary, s.Verdict, s.Loader = nil, nil, nil, nil
+	if f.hello == nil {
+		return
+	}
+	s.Trainer = f.trainer(s.Time)
+	if f.loader != nil {
+		l := *f.loader
+		s.Loader = &l
+	}
+	if f.win.Len() == 0 {
+		return
+	}
+	sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
+	v := stage.Diagnose(sum, s.Loader)
+	s.Summary, s.Verdict = &sum, &v
+	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
+		left := n - (sum.LastStep+1)%n
+		s.Trainer.EpochETASec = float64(left) / sum.StepsPerSec
+	}
+}
+
+func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
+	h := f.hello
+	t := &snapshot.Trainer{Name: h.Name, PID: h.PID, HostPID: h.HostPID, Socket: f.ep.Path,
+		Stages: append([]string(nil), f.win.Names()...), Config: h.Config, Dropped: f.dropped}
+	if t.Name == "" {
+		t.Name = f.ep.Name
+	}
+	if h.StartNs > 0 {
+		st := time.Unix(0, h.StartNs).UTC()
+		t.Started = &st
+		t.UptimeSec = max(0, now.Sub(st).Seconds())
+	}
+	if f.event != nil {
+		e := *f.event
+		t.LastEvent = &e
+	}
+	t.EpochSteps = epochSteps(h.Config)
+	return t
+}
+
+// epochSteps reads the optional "epoch_steps" field of a trainer config.
+func epochSteps(cfg json.RawMessage) int64 {
+	if len(cfg) == 0 {
+		return 0
+	}
+	var c struct {
+		EpochSteps int64 `json:"epoch_steps"`
+	}
+	if json.Unmarshal(cfg, &c) != nil || c.EpochSteps < 0 {
+		return 0
+	}
+	return c.EpochSteps
+}
+
+// Link returns the state of the connection.
+func (f *Feed) Link() snapshot.Link {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.link
+}

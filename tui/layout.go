@@ -1,0 +1,148 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/pipetop/pipetop/tui/draw"
+)
+
+// pane is what the layout needs from a titled component.
+type pane interface {
+	Title() string
+	Size(w int) (lo, pref int)
+	SetSize(w, h int)
+	View() string
+}
+
+// scroller is a pane whose body can scroll when focused.
+type scroller interface{ Scroll(d int) }
+
+// region is one horizontal band of the screen: a pane, or two side by
+// side. Heights include the panes' title rules.
+type region struct {
+	left, right pane
+	lo, pref    int
+	got         int
+}
+
+// side reports whether the screen is wide enough for two panes per band.
+func side(w int) bool { return w >= 100 }
+
+func (r *region) measure(w int) {
+	if r.right == nil || !side(w) {
+		if r.right != nil { // stacked: the band holds both
+			llo, lpref := r.left.Size(w)
+			rlo, rpref := r.right.Size(w)
+			r.lo, r.pref = titled(llo)+titled(rlo), titled(lpref)+titled(rpref)
+			return
+		}
+		lo, pref := r.left.Size(w)
+		r.lo, r.pref = titled(lo), titled(pref)
+		return
+	}
+	wl, wr := halves(w)
+	llo, lpref := r.left.Size(wl)
+	rlo, rpref := r.right.Size(wr)
+	r.lo, r.pref = titled(max(llo, rlo)), titled(max(lpref, rpref))
+}
+
+// titled adds the title rule to a body height; an empty body hides the pane.
+func titled(body int) int {
+	if body <= 0 {
+		return 0
+	}
+	return body + 1
+}
+
+func halves(w int) (int, int) {
+	l := (w - 1) / 2
+	return l, w - 1 - l
+}
+
+// allocate hands out h lines: first each band's minimum in priority order
+// (a band that does not fit gets nothing), then up to each preferred height
+// in the same order. h < 0 gives every band its preferred height.
+func allocate(h int, bands []*region, minOrder, prefOrder []int) {
+	for _, b := range bands {
+		b.got = 0
+	}
+	if h < 0 {
+		for _, b := range bands {
+			b.got = b.pref
+		}
+		return
+	}
+	left := h
+	for _, i := range minOrder {
+		if b := bands[i]; b.lo > 0 && b.lo <= left {
+			b.got = b.lo
+			left -= b.lo
+		}
+	}
+	for _, i := range prefOrder {
+		b := bands[i]
+		if b.got == 0 && b.lo > left {
+			continue
+		}
+		more := min(b.pref-b.got, left)
+		if more > 0 {
+			b.got += more
+			left -= more
+		}
+	}
+}
+
+// render draws a band into exactly b.got lines of width w; focused names
+// the pane whose title is highlighted.
+func (m *Model) renderBand(b *region, w int, focused pane) string {
+	if b.got <= 0 {
+		return ""
+	}
+	if b.right == nil {
+		return m.renderPane(b.left, w, b.got, focused)
+	}
+	if side(w) {
+		wl, wr := halves(w)
+		return draw.SideBySide(m.renderPane(b.left, wl, b.got, focused), m.renderPane(b.right, wr, b.got, focused), wl, wr, b.got)
+	}
+	// Stacked: split the band between the two panes by their needs.
+	llo, lpref := b.left.Size(w)
+	_, rpref := b.right.Size(w)
+	hl := min(titled(lpref), b.got)
+	if rest := b.got - hl; rest < titled(min(1, rpref)) {
+		hl = max(titled(llo), b.got-titled(min(1, rpref)))
+		hl = min(hl, b.got)
+	}
+	parts := []string{m.renderPane(b.left, w, hl, focused)}
+	if b.got-hl > 0 {
+		parts = append(parts, m.renderPane(b.right, w, b.got-hl, focused))
+	}
+	return strings.Join(nonEmpty(parts), "\n")
+}
+
+// renderPane draws a title rule and the body in h lines.
+func (m *Model) renderPane(p pane, w, h int, focused pane) string {
+	if h <= 0 {
+		return ""
+	}
+	style := m.st.Title
+	if p == focused {
+		style = m.st.Focused
+	}
+	title := draw.Rule(p.Title(), w, style, m.st.Rule)
+	if h == 1 {
+		return title
+	}
+	p.SetSize(w, h-1)
+	return title + "\n" + draw.Block(p.View(), w, h-1)
+}
+
+func nonEmpty(parts []string) []string {
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

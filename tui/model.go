@@ -1,0 +1,387 @@
+// Package tui is pipetop's terminal monitor: a thin bubbletea root model
+// that composes small panes (header, GPU, CPU, flame bar, stage table,
+// history, loader, verdict, help, trainer picker), refreshes them from a
+// collect.Collector on a timer, and renders only on refresh ticks so that
+// a quiet screen costs almost nothing.
+package tui
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/tui/collect"
+	"github.com/pipetop/pipetop/tui/components/cpu"
+	"github.com/pipetop/pipetop/tui/components/flame"
+	"github.com/pipetop/pipetop/tui/components/gpu"
+	"github.com/pipetop/pipetop/tui/components/header"
+	"github.com/pipetop/pipetop/tui/components/history"
+	"github.com/pipetop/pipetop/tui/components/loader"
+	"github.com/pipetop/pipetop/tui/components/picker"
+	"github.com/pipetop/pipetop/tui/components/stages"
+	"github.com/pipetop/pipetop/tui/components/verdict"
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+// Windows are the summary windows the w key cycles through.
+var Windows = []snapshot.Window{{Label: "5s", Seconds: 5}, {Label: "30s", Seconds: 30}, {Label: "2m", Seconds: 120}, {Label: "all", Seconds: 0}}
+
+// Intervals are the refresh intervals + and - step through.
+var Intervals = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
+
+// WindowByLabel returns the index in Windows of a label such as "30s".
+func WindowByLabel(label string) (int, bool) {
+	for i, w := range Windows {
+		if w.Label == label {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Options configures the monitor.
+type Options struct {
+	Collector *collect.Collector
+	Styles    *styles.Styles
+	Interval  time.Duration
+	Window    int // index into Windows
+	// Pick opens the trainer picker at start (several trainers, no spec).
+	Pick bool
+	// Context bounds the feed's watches started from the picker.
+	Context context.Context
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Model is the root model.
+type Model struct {
+	opts Options
+	st   *styles.Styles
+	keys KeyMap
+	help help.Model
+
+	header  header.Model
+	gpu     gpu.Model
+	cpu     cpu.Model
+	flame   flame.Model
+	stages  stages.Model
+	history history.Model
+	loader  loader.Model
+	verdict verdict.Model
+	picker  picker.Model
+
+	snap     *snapshot.Snapshot
+	w, h     int
+	interval time.Duration
+	window   int
+	gen      int // refresh generation: ticks of older ones are dropped
+	paused   bool
+	showHelp bool
+	showTab  bool
+	picking  bool
+	focus    int
+	content  string
+}
+
+type tickMsg struct{ gen int }
+
+type snapMsg struct {
+	gen  int
+	snap snapshot.Snapshot
+}
+
+type listMsg struct {
+	eps []ipc.Endpoint
+	err error
+}
+
+// New returns the root model.
+func New(o Options) *Model {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	st := o.Styles
+	h := help.New()
+	if !st.Color {
+		h.Styles = help.Styles{}
+	}
+	m := &Model{opts: o, st: st, keys: DefaultKeys, help: h,
+		header: header.New(st), gpu: gpu.New(st), cpu: cpu.New(st), flame: flame.New(st),
+		stages: stages.New(st), history: history.New(st), loader: loader.New(st),
+		verdict: verdict.New(st), picker: picker.New(st),
+		interval: o.Interval, window: max(0, min(o.Window, len(Windows)-1)), picking: o.Pick}
+	m.header.SetInterval(m.interval)
+	return m
+}
+
+// Init starts the first refresh.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.collect()}
+	if m.picking {
+		cmds = append(cmds, listTrainers)
+	}
+	return tea.Batch(cmds...)
+}
+
+// collect samples everything off the UI loop.
+func (m *Model) collect() tea.Cmd {
+	gen, c, now, w := m.gen, m.opts.Collector, m.opts.Now, Windows[m.window]
+	return func() tea.Msg { return snapMsg{gen: gen, snap: c.Collect(now(), w)} }
+}
+
+func (m *Model) tick() tea.Cmd {
+	gen := m.gen
+	return tea.Tick(m.interval, func(time.Time) tea.Msg { return tickMsg{gen} })
+}
+
+// refresh restarts the refresh cycle now (after a key changed what to show).
+func (m *Model) refresh() tea.Cmd {
+	m.gen++
+	return m.collect()
+}
+
+func listTrainers() tea.Msg {
+	eps, err := ipc.List()
+	return listMsg{eps, err}
+}
+
+// Update handles messages.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+		m.render()
+	case tickMsg:
+		if msg.gen == m.gen && !m.paused {
+			return m, m.collect()
+		}
+	case snapMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		if !m.paused {
+			m.SetSnapshot(&msg.snap)
+		}
+		return m, m.tick()
+	case listMsg:
+		m.picker.SetEndpoints(msg.eps, msg.err)
+		m.render()
+	case picker.ChosenMsg:
+		m.picking = false
+		m.opts.Collector.Feed.Attach(m.opts.Context, msg.Endpoint.Name)
+		return m, m.refresh()
+	case picker.ClosedMsg:
+		m.picking = false
+		m.render()
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// key handles one key press.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(k, m.keys.Quit) && (k.String() == "ctrl+c" || !m.picking) {
+		return tea.Quit
+	}
+	if m.picking {
+		var cmd tea.Cmd
+		m.picker, cmd = m.picker.Update(k)
+		m.render()
+		return cmd
+	}
+	var cmd tea.Cmd
+	switch {
+	case key.Matches(k, m.keys.Help):
+		m.showHelp = !m.showHelp
+	case m.showHelp && k.String() == "esc":
+		m.showHelp = false
+	case key.Matches(k, m.keys.Pause):
+		m.paused = !m.paused
+		m.header.SetPaused(m.paused)
+		if !m.paused {
+			cmd = m.refresh()
+		}
+	case key.Matches(k, m.keys.Window):
+		m.window = (m.window + 1) % len(Windows)
+		cmd = m.refresh()
+	case key.Matches(k, m.keys.Stages):
+		m.showTab = !m.showTab
+	case key.Matches(k, m.keys.Picker):
+		m.picking = true
+		cmd = listTrainers
+	case key.Matches(k, m.keys.Faster):
+		cmd = m.setInterval(-1)
+	case key.Matches(k, m.keys.Slower):
+		cmd = m.setInterval(+1)
+	case key.Matches(k, m.keys.Redraw):
+		cmd = tea.ClearScreen
+	case key.Matches(k, m.keys.Focus):
+		m.focus = (m.focus + 1) % len(m.focusable())
+	case key.Matches(k, m.keys.FocusBack):
+		n := len(m.focusable())
+		m.focus = (m.focus + n - 1) % n
+	case key.Matches(k, m.keys.Up):
+		m.scroll(-1)
+	case key.Matches(k, m.keys.Down):
+		m.scroll(+1)
+	default:
+		return nil
+	}
+	m.render()
+	return cmd
+}
+
+func (m *Model) setInterval(step int) tea.Cmd {
+	i := 0
+	for i < len(Intervals)-1 && Intervals[i] < m.interval {
+		i++
+	}
+	i = max(0, min(len(Intervals)-1, i+step))
+	m.interval = Intervals[i]
+	m.header.SetInterval(m.interval)
+	if m.paused {
+		return nil
+	}
+	return m.refresh()
+}
+
+// focusable lists the panes tab moves between, top to bottom.
+func (m *Model) focusable() []pane {
+	ps := []pane{&m.gpu, &m.cpu, &m.flame}
+	if m.showTab {
+		return append(ps, &m.stages)
+	}
+	return append(ps, &m.history, &m.loader)
+}
+
+func (m *Model) focused() pane {
+	ps := m.focusable()
+	return ps[m.focus%len(ps)]
+}
+
+func (m *Model) scroll(d int) {
+	if s, ok := m.focused().(scroller); ok {
+		s.Scroll(d)
+	}
+}
+
+// SetSnapshot shows s in every pane and redraws.
+func (m *Model) SetSnapshot(s *snapshot.Snapshot) {
+	m.snap = s
+	m.header.SetSnapshot(s)
+	m.gpu.SetSnapshot(s)
+	m.cpu.SetSnapshot(s)
+	m.flame.SetSnapshot(s)
+	m.stages.SetSnapshot(s)
+	m.history.SetSnapshot(s)
+	m.loader.SetSnapshot(s)
+	m.verdict.SetSnapshot(s)
+	m.render()
+}
+
+// View returns the screen drawn at the last refresh, key or resize.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.content)
+	v.AltScreen = true
+	v.WindowTitle = "pipetop"
+	return v
+}
+
+// render recomputes the screen; it runs only on refreshes, keys and
+// resizes, never per frame.
+func (m *Model) render() {
+	if m.w <= 0 || m.h <= 0 || m.snap == nil {
+		m.content = ""
+		return
+	}
+	m.content = m.Render(m.w, m.h)
+}
+
+// Render draws the whole screen at w×h; h < 0 draws every pane at its
+// preferred height (the --once text).
+func (m *Model) Render(w, h int) string {
+	if w <= 0 || h == 0 {
+		return ""
+	}
+	footer := ""
+	if h >= 12 || h < 0 {
+		m.help.SetWidth(w)
+		footer = draw.Fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+	}
+	if h < 0 {
+		footer = ""
+	}
+	bodyH := h
+	if footer != "" {
+		bodyH--
+	}
+	var body string
+	switch {
+	case m.picking:
+		m.picker.SetSize(w, bodyH-1)
+		m.header.SetSize(w, 1)
+		body = m.header.View() + "\n" + m.picker.View()
+	case m.showHelp:
+		m.header.SetSize(w, 1)
+		body = m.header.View() + "\n" + draw.Rule("keys", w, m.st.Focused, m.st.Rule) + "\n" + m.help.FullHelpView(m.keys.FullHelp())
+	default:
+		body = m.body(w, bodyH)
+	}
+	if h > 0 {
+		body = draw.Block(body, w, bodyH)
+	}
+	if footer == "" {
+		return body
+	}
+	return body + "\n" + footer
+}
+
+// body lays the panes out in h lines (all of them when h < 0).
+func (m *Model) body(w, h int) string {
+	hdr := &region{}
+	lo, pref := m.header.Size(w)
+	hdr.lo, hdr.pref = lo, pref
+	ver := &region{}
+	ver.lo, ver.pref = m.verdict.Size(w)
+	top := &region{left: &m.gpu, right: &m.cpu}
+	fl := &region{left: &m.flame}
+	bottom := &region{left: &m.history, right: &m.loader}
+	if m.showTab {
+		bottom = &region{left: &m.stages}
+	}
+	for _, r := range []*region{top, fl, bottom} {
+		r.measure(w)
+	}
+	bands := []*region{hdr, top, fl, bottom, ver}
+	// Minimums: header, verdict, flame, CPU/GPU, bottom; then preferred
+	// heights: flame, verdict, CPU/GPU, bottom, header.
+	allocate(h, bands, []int{0, 4, 2, 1, 3}, []int{2, 4, 1, 3, 0})
+	focused := m.focused()
+	var parts []string
+	if hdr.got > 0 {
+		m.header.SetSize(w, hdr.got)
+		parts = append(parts, m.header.View())
+	}
+	for _, r := range []*region{top, fl, bottom} {
+		parts = append(parts, m.renderBand(r, w, focused))
+	}
+	if ver.got > 0 {
+		m.verdict.SetSize(w, ver.got)
+		parts = append(parts, m.verdict.View())
+	}
+	return strings.Join(nonEmpty(parts), "\n")
+}

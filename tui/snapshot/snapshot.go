@@ -1,0 +1,125 @@
+// Package snapshot defines what pipetop shows at one refresh: the trainer's
+// identity and link state, the window summary and verdict from
+// metrics/stage, loader statistics, GPUs, CPU cores and the trainer's
+// process tree. The same value feeds the panes and `pipetop --json`, whose
+// fields docs/pipetop.md documents; the JSON names are a stable contract.
+package snapshot
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// SchemaVersion is the version of the JSON snapshot; it changes only when a
+// field is removed or changes meaning.
+const SchemaVersion = 1
+
+// Link states.
+const (
+	LinkNone         = "none"         // no trainer to attach to (yet)
+	LinkConnected    = "connected"    // frames are arriving
+	LinkDisconnected = "disconnected" // the trainer went away; last state kept
+)
+
+// Snapshot is everything one refresh shows.
+type Snapshot struct {
+	Version int       `json:"version"`
+	Time    time.Time `json:"time"`
+	Window  Window    `json:"window"`
+	Link    Link      `json:"link"`
+	// Trainer is null until a trainer's hello has been received.
+	Trainer *Trainer `json:"trainer"`
+	// Summary aggregates the steps in Window; null without steps.
+	Summary *stage.Summary `json:"summary"`
+	// Verdict is stage.Diagnose of Summary and Loader; null without steps.
+	Verdict *stage.Verdict `json:"verdict"`
+	// Loader is the latest loader statistics frame; null when none came.
+	Loader *stage.LoaderStats `json:"loader"`
+	GPU    GPU                `json:"gpu"`
+	CPU    CPU                `json:"cpu"`
+	// Process is the trainer's process tree; null without a trainer or when
+	// its pid is not visible from here.
+	Process *Process `json:"process"`
+	// History feeds the sparklines; it is not part of the JSON.
+	History History `json:"-"`
+}
+
+// Window is the span of steps the summary covers.
+type Window struct {
+	Label   string  `json:"label"`   // "5s", "30s", "2m" or "all"
+	Seconds float64 `json:"seconds"` // 0 for all held steps
+}
+
+// Link is the state of the connection to the trainer.
+type Link struct {
+	State  string `json:"state"`            // LinkNone, LinkConnected or LinkDisconnected
+	Detail string `json:"detail,omitempty"` // why: resolver or connection error
+	Socket string `json:"socket,omitempty"`
+	// Since is when State last changed.
+	Since time.Time `json:"since"`
+}
+
+// Trainer identifies the trainer pipetop is attached to (or was, when the
+// link is down).
+type Trainer struct {
+	Name    string          `json:"name"`
+	PID     int             `json:"pid"`
+	HostPID int             `json:"host_pid"`
+	Socket  string          `json:"socket"`
+	Stages  []string        `json:"stages"`
+	Config  json.RawMessage `json:"config,omitempty"`
+	// Started is the trainer process's start time, when it said.
+	Started *time.Time `json:"started,omitempty"`
+	// UptimeSec is Time - Started in seconds; 0 when unknown.
+	UptimeSec float64 `json:"uptime_sec"`
+	// EpochSteps is the config's "epoch_steps", 0 when absent; EpochETASec
+	// is the time left in the current epoch at the window's rate, 0 when
+	// unknown.
+	EpochSteps  int64   `json:"epoch_steps,omitempty"`
+	EpochETASec float64 `json:"epoch_eta_sec,omitempty"`
+	// Dropped counts frames the trainer dropped for this viewer.
+	Dropped int64 `json:"dropped"`
+	// LastEvent is the latest event frame (checkpoint, epoch, warning).
+	LastEvent *ipc.Event `json:"last_event,omitempty"`
+}
+
+// Reading is one measured number with its source. Value is null unless
+// State is "ok".
+type Reading struct {
+	Value  *float64 `json:"value"`
+	Source string   `json:"source,omitempty"`
+	State  string   `json:"state"` // "ok", "missing", "not supported" or "failed"
+}
+
+// Read converts a metrics.Value.
+func Read(v metrics.Value) Reading {
+	r := Reading{Source: v.Source, State: v.State.String()}
+	if v.Valid() {
+		x := v.V
+		r.Value = &x
+	}
+	return r
+}
+
+// OK reports whether the reading holds a value.
+func (r Reading) OK() bool { return r.Value != nil }
+
+// Or returns the value, or def when there is none.
+func (r Reading) Or(def float64) float64 {
+	if r.Value == nil {
+		return def
+	}
+	return *r.Value
+}
+
+// History is the recent past of a few numbers, oldest first, one value per
+// refresh; NaN marks a refresh without a reading.
+type History struct {
+	StepsPerSec []float64
+	GPUBusy     []float64 // 0..100: trainer GPU busy, else the busiest device
+	CPU         []float64 // 0..100: all cores
+}
