@@ -197,7 +197,7 @@ const std::map<std::string, Preset>& Presets() {
   // tiny: unit tests, trains in seconds on one core.
   static const std::map<std::string, Preset> presets = {
       {"seed", {4, 128, 128, 2, 16, 14, 14, 64, 512, 10, 8, 4}},
-      {"small", {4, 96, 96, 2, 16, 14, 14, 16, 256, 4, 4, 4}},
+      {"small", {4, 128, 128, 2, 16, 14, 14, 16, 256, 4, 4, 4}},
       {"tiny", {2, 32, 32, 2, 16, 14, 14, 8, 64, 2, 4, 4}},
   };
   return presets;
