@@ -368,8 +368,8 @@ func (m *Model) body(w, h int) string {
 	}
 	bands := []*region{hdr, top, fl, bottom, ver}
 	// Minimums: header, verdict, flame, CPU/GPU, bottom; then preferred
-	// heights: flame, verdict, CPU/GPU, bottom, header.
-	allocate(h, bands, []int{0, 4, 2, 1, 3}, []int{2, 4, 1, 3, 0})
+	// heights: verdict, flame, CPU/GPU, bottom, header.
+	allocate(h, bands, []int{0, 4, 2, 1, 3}, []int{4, 2, 1, 3, 0})
 	focused := m.focused()
 	var parts []string
 	if hdr.got > 0 {

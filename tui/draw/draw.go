@@ -165,3 +165,26 @@ func Wrap(text string, w int) []string {
 	}
 	return lines
 }
+
+// Flow lays styled items out left to right, separated by sep, starting a
+// new line when the next item would pass w cells.
+func Flow(items []string, sep string, w int) []string {
+	var lines []string
+	cur := ""
+	sw := ansi.StringWidth(sep)
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case ansi.StringWidth(cur)+sw+ansi.StringWidth(it) <= w:
+			cur += sep + it
+		default:
+			lines = append(lines, cur)
+			cur = it
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}

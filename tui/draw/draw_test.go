@@ -99,3 +99,21 @@ func TestSideBySide(t *testing.T) {
 		t.Errorf("SideBySide: %q", got)
 	}
 }
+
+func TestFlow(t *testing.T) {
+	tests := []struct {
+		items []string
+		w     int
+		want  string
+	}{
+		{[]string{"aa", "bb", "cc"}, 8, "aa, bb|cc"},
+		{[]string{"aa", "bb", "cc"}, 10, "aa, bb, cc"},
+		{[]string{"toolong", "x"}, 3, "toolong|x"},
+		{nil, 10, ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(Flow(tt.items, ", ", tt.w), "|"); got != tt.want {
+			t.Errorf("Flow(%q, %d) = %q, want %q", tt.items, tt.w, got, tt.want)
+		}
+	}
+}

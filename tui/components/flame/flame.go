@@ -44,7 +44,13 @@ func (m Model) Title() string {
 }
 
 // Size returns the fewest and the preferred number of body lines.
-func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
+func (m Model) Size(w int) (lo, pref int) {
+	lo = 1
+	if m.snap != nil && m.snap.Summary != nil && m.snap.Summary.HasGPU {
+		lo = 2
+	}
+	return lo, len(m.lines(w))
+}
 
 // View renders the body.
 func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h) }
@@ -203,21 +209,5 @@ func (m Model) legend(s *stage.Summary, w int) []string {
 	if s.HasGPU {
 		items = append(items, m.st.Label.Render("GPU busy ")+m.st.Value.Render(units.Pct(s.GPUBusy))+m.st.Dim.Render(" (CUDA events)"))
 	}
-	var lines []string
-	cur := ""
-	for _, it := range items {
-		switch {
-		case cur == "":
-			cur = it
-		case draw.Width(cur)+2+draw.Width(it) <= w:
-			cur += "  " + it
-		default:
-			lines = append(lines, cur)
-			cur = it
-		}
-	}
-	if cur != "" {
-		lines = append(lines, cur)
-	}
-	return lines
+	return draw.Flow(items, "  ", w)
 }

@@ -93,8 +93,8 @@ func (m Model) device(d snapshot.Device, w int) []string {
 	if d.Err != "" {
 		return []string{head + "  " + st.Bad.Render(d.Err)}
 	}
-	head += "  " + m.activity(d)
-	lines := []string{head, m.memory(d, w)}
+	lines := draw.Flow(append([]string{head}, m.activity(d)...), "  ", w)
+	lines = append(lines, m.memory(d, w))
 	var info []string
 	if d.Temperature.OK() {
 		info = append(info, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
@@ -119,15 +119,12 @@ func (m Model) device(d snapshot.Device, w int) []string {
 	if t := throttle(d.Throttle); t != "" {
 		info = append(info, st.Warn.Render("throttle: "+t))
 	}
-	if len(info) > 0 {
-		lines = append(lines, strings.Join(info, "  "))
-	}
-	return lines
+	return append(lines, draw.Flow(info, "  ", w)...)
 }
 
 // activity labels every utilisation number with its source: GPM SM
 // activity and occupancy where supported, NVML kernel-active always.
-func (m Model) activity(d snapshot.Device) string {
+func (m Model) activity(d snapshot.Device) []string {
 	st := m.st
 	var parts []string
 	if d.SMActivity.OK() {
@@ -139,7 +136,7 @@ func (m Model) activity(d snapshot.Device) string {
 	if d.KernelActive.OK() {
 		parts = append(parts, st.Label.Render("busy ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.KernelActive.Value))+st.Dim.Render(" (kernel-active)"))
 	}
-	return strings.Join(parts, "  ")
+	return parts
 }
 
 func (m Model) memory(d snapshot.Device, w int) string {

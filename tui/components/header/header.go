@@ -57,10 +57,16 @@ func (m Model) sep() string { return m.st.Rule.Render(" │ ") }
 
 func (m Model) first() string {
 	s, st := m.snap, m.st
-	parts := []string{st.Title.Render("pipetop")}
+	narrow := m.w < 60
+	var parts []string
+	if !narrow {
+		parts = append(parts, st.Title.Render("pipetop"))
+	}
 	switch {
 	case s.Trainer == nil:
 		parts = append(parts, st.Dim.Render("monitor only: no trainer attached"))
+	case narrow:
+		parts = append(parts, st.Value.Render(s.Trainer.Name)+" "+m.link())
 	default:
 		t := s.Trainer
 		parts = append(parts, st.Value.Render(t.Name)+st.Dim.Render(fmt.Sprintf(" pid %d", t.PID))+" "+m.link())

@@ -62,20 +62,7 @@ func (m Model) lines(w int) []string {
 	if l.Errors > 0 {
 		items = append(items, st.Bad.Render(fmt.Sprintf("%s errors", units.Count(l.Errors))))
 	}
-	var out []string
-	cur := ""
-	for _, it := range items {
-		switch {
-		case cur == "":
-			cur = it
-		case draw.Width(cur)+3+draw.Width(it) <= w:
-			cur += st.Rule.Render(" · ") + it
-		default:
-			out = append(out, cur)
-			cur = it
-		}
-	}
-	return append(out, cur)
+	return draw.Flow(items, st.Rule.Render(" · "), w)
 }
 
 func (m Model) amp(a float64) string {
