@@ -167,32 +167,30 @@ func widths(segs []segment, total float64, w int) []int {
 	return cells
 }
 
-// fitLabel writes as much of the label as fits in n cells: the whole
-// label, its first word (the stage name), or nothing. Without colour a
-// segment starts with '|' and is filled with '·' so stages stay apart.
+// fitLabel writes as much of the label as fits in n cells after a leading
+// cell: the whole label, its first word (the stage name), a cut name, or
+// nothing. Without colour the leading cell is '|' and the rest is filled
+// with '·' so that stages stay apart; with colour it is a space.
 func fitLabel(label string, n int, color bool) string {
-	fill := " "
-	lead := ""
+	if n <= 0 {
+		return ""
+	}
+	lead, fill := " ", " "
 	if !color {
-		fill, lead = "·", "|"
+		lead, fill = "|", "·"
 	}
-	room := n - len(lead)
-	if room <= 0 {
-		return strings.Repeat(lead, n)
-	}
+	room := n - 1
+	name, _, _ := strings.Cut(label, " ")
 	text := ""
-	switch name, _, _ := strings.Cut(label, " "); {
-	case draw.Width(label)+1 <= room:
+	switch {
+	case draw.Width(label) < room:
 		text = label
-	case draw.Width(name)+1 <= room:
+	case draw.Width(name) < room:
 		text = name
 	case room >= 2:
 		text = draw.Fit(name, room)
 	}
-	if text != "" && color {
-		text = " " + text
-	}
-	return lead + text + strings.Repeat(fill, max(0, room-draw.Width(text)))
+	return lead + text + strings.Repeat(fill, room-draw.Width(text))
 }
 
 // legend lists every stage with a colour swatch, mean, share and GPU mean.

@@ -1,0 +1,185 @@
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/snapshot"
+)
+
+var names = []string{stage.DataWait, stage.Forward, stage.Other}
+
+func steps(from, n int64, t0 time.Time) *ipc.Frame {
+	f := &ipc.Frame{Type: ipc.TypeSteps}
+	for i := range n {
+		start := t0.Add(time.Duration(from+i) * 10 * time.Millisecond).UnixNano()
+		f.Steps = append(f.Steps, ipc.Step{Step: from + i, T0: start, T1: start + 10e6, N: 32,
+			CPU: []int64{6e6, 3e6, 1e6}})
+	}
+	return f
+}
+
+func fill(f *Feed, now time.Time) snapshot.Snapshot {
+	s := snapshot.Snapshot{Time: now, Window: snapshot.Window{Label: "all"}}
+	f.Fill(&s)
+	return s
+}
+
+func TestApplyLifecycle(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cfg, _ := json.Marshal(map[string]any{"epoch_steps": 1000})
+	hello := &ipc.Hello{Name: "run", PID: 42, StartNs: t0.Add(-time.Minute).UnixNano(), Stages: names, Config: cfg}
+	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
+	f := New(1000)
+
+	if s := fill(f, t0); s.Link.State != snapshot.LinkNone || s.Trainer != nil {
+		t.Fatalf("fresh feed: link %q trainer %v", s.Link.State, s.Trainer)
+	}
+	f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: steps(0, 100, t0), Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: &stage.LoaderStats{Workers: 3, ReadAmp: 9}}}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeEvent, Event: &ipc.Event{Kind: "checkpoint", Msg: "step 100"}}}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeDrops, Dropped: 7}}, t0)
+
+	s := fill(f, t0.Add(time.Second))
+	switch {
+	case s.Link.State != snapshot.LinkConnected:
+		t.Errorf("link %q, want connected", s.Link.State)
+	case s.Summary == nil || s.Summary.Steps != 100:
+		t.Fatalf("summary %+v, want 100 steps", s.Summary)
+	case s.Verdict == nil || s.Verdict.Kind != stage.InputBound:
+		t.Errorf("verdict %+v, want input-bound", s.Verdict)
+	case !strings.Contains(s.Verdict.Next, "rechunk"):
+		t.Errorf("verdict advice %q ignores the loader's read amplification", s.Verdict.Next)
+	case s.Trainer.Dropped != 7 || s.Trainer.LastEvent == nil || s.Trainer.LastEvent.Kind != "checkpoint":
+		t.Errorf("trainer %+v: drops or event lost", s.Trainer)
+	case s.Trainer.UptimeSec != 61:
+		t.Errorf("uptime %v, want 61", s.Trainer.UptimeSec)
+	case s.Trainer.EpochSteps != 1000 || s.Trainer.EpochETASec <= 0:
+		t.Errorf("epoch steps %d ETA %v", s.Trainer.EpochSteps, s.Trainer.EpochETASec)
+	}
+
+	// The trainer goes away: the last state stays.
+	f.Apply(ipc.Message{Endpoint: ep, Disconnected: errors.New("EOF")}, t0.Add(2*time.Second))
+	s = fill(f, t0.Add(3*time.Second))
+	if s.Link.State != snapshot.LinkDisconnected || s.Summary == nil || s.Summary.Steps != 100 {
+		t.Errorf("after disconnect: link %q summary %v, want disconnected with 100 steps kept", s.Link.State, s.Summary)
+	}
+	if s.Trainer.EpochETASec != 0 {
+		t.Errorf("a disconnected trainer has an epoch ETA %v", s.Trainer.EpochETASec)
+	}
+
+	// The same process reconnects: the window is kept.
+	f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0.Add(4*time.Second))
+	if s = fill(f, t0); s.Summary.Steps != 100 {
+		t.Errorf("reconnect to the same process: %d steps, want 100 kept", s.Summary.Steps)
+	}
+
+	// A restarted trainer (new pid) starts a fresh window.
+	restarted := *hello
+	restarted.PID = 43
+	f.Apply(ipc.Message{Connected: &restarted, Endpoint: ep}, t0.Add(5*time.Second))
+	if s = fill(f, t0); s.Summary != nil || s.Loader != nil || s.Trainer.PID != 43 {
+		t.Errorf("restart: summary %v loader %v pid %d, want a fresh state for pid 43", s.Summary, s.Loader, s.Trainer.PID)
+	}
+
+	// A new stage list resets the window too.
+	f.Apply(ipc.Message{Frame: steps(0, 10, t0)}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStages, Stages: []string{"read", "step"}}}, t0)
+	if s = fill(f, t0); s.Summary != nil || strings.Join(s.Trainer.Stages, ",") != "read,step" {
+		t.Errorf("stages frame: summary %v stages %v", s.Summary, s.Trainer.Stages)
+	}
+}
+
+func TestEpochSteps(t *testing.T) {
+	tests := []struct {
+		cfg  string
+		want int64
+	}{
+		{``, 0},
+		{`{"epoch_steps": 500}`, 500},
+		{`{"epoch_steps": -3}`, 0},
+		{`{"epoch_steps": "many"}`, 0},
+		{`[1,2]`, 0},
+	}
+	for _, tt := range tests {
+		if got := epochSteps(json.RawMessage(tt.cfg)); got != tt.want {
+			t.Errorf("epochSteps(%s) = %d, want %d", tt.cfg, got, tt.want)
+		}
+	}
+}
+
+// TestAttachRealSocket attaches to a real ipc server over a Unix socket,
+// loses it, and finds it again when a server with the same name returns.
+func TestAttachRealSocket(t *testing.T) {
+	t.Setenv(ipc.DirEnv, t.TempDir())
+	hello := ipc.Hello{Stages: names}
+	srv, err := ipc.Listen("feedtest", hello, ipc.ServerOptions{Flush: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := New(1000)
+	defer f.Close()
+	f.Attach(ctx, "feedtest")
+	waitFor(t, "connected", func() bool { return f.Link().State == snapshot.LinkConnected })
+	publish(srv, 0, 20)
+	waitFor(t, "20 steps", func() bool { return f.Steps() >= 20 })
+
+	srv.Close()
+	waitFor(t, "disconnected", func() bool { return f.Link().State == snapshot.LinkDisconnected })
+	if s := fill(f, time.Now()); s.Summary == nil || s.Summary.Steps != 20 {
+		t.Errorf("after the trainer left: summary %v, want the 20 steps kept", s.Summary)
+	}
+
+	srv2, err := ipc.Listen("feedtest", hello, ipc.ServerOptions{Flush: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	waitFor(t, "reconnected", func() bool { return f.Link().State == snapshot.LinkConnected })
+	publish(srv2, 20, 5)
+	waitFor(t, "25 steps", func() bool { return f.Steps() >= 25 })
+}
+
+func TestAttachUnknownSays(t *testing.T) {
+	t.Setenv(ipc.DirEnv, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := New(10)
+	defer f.Close()
+	f.Attach(ctx, "ghost")
+	waitFor(t, "a resolver message", func() bool { return strings.Contains(f.Link().Detail, `"ghost"`) })
+	if s := f.Link().State; s != snapshot.LinkNone {
+		t.Errorf("link %q, want none", s)
+	}
+}
+
+func publish(srv *ipc.Server, from, n int64) {
+	for i := range n {
+		r := stage.Record{Step: from + i, N: len(names), Samples: 8}
+		r.ClearGPU()
+		r.EndNs = time.Now().UnixNano()
+		r.StartNs = r.EndNs - 10e6
+		r.CPU[0], r.CPU[1], r.CPU[2] = 6e6, 3e6, 1e6
+		srv.Publish(&r)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
