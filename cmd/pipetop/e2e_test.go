@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/tui/draw"
+)
+
+// TestTmuxEndToEnd runs the real pipetop binary in a real tmux session
+// against the synthetic publisher (examples/synthetic), reads the screen
+// with capture-pane, resizes the window, kills the publisher and starts it
+// again under the same name.
+func TestTmuxEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	bin := t.TempDir()
+	build(t, filepath.Join(bin, "pipetop"), ".")
+	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	sockets := t.TempDir()
+	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-%d", os.Getpid()), sockets: sockets, bin: bin}
+	defer e.kill()
+
+	e.startPublisher()
+	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40",
+		"env", "PIPETOP_SOCKET_DIR="+sockets, "TERM=xterm-256color", filepath.Join(bin, "pipetop"), "--interval", "250ms", "--no-gpu")
+
+	screen := e.waitScreen("the flame bar, verdict and CPU rows", func(s string) bool {
+		return strings.Contains(s, "data_wait") && strings.Contains(s, "input-bound") && strings.Contains(s, "c0 ")
+	})
+	for _, want := range []string{"e2e", "● live", "forward", "backward", "■ data_wait", "CPU ", "c1 ", "next:"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+
+	e.tmux("resize-window", "-t", "e2e", "-x", "80", "-y", "24")
+	screen = e.waitScreen("an 80x24 layout", func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return len(lines) == 24 && strings.Contains(s, "data_wait") && strings.Contains(s, "input-bound") && widest(lines) <= 80
+	})
+
+	e.stopPublisher()
+	e.waitScreen(`"disconnected" with the last state kept`, func(s string) bool {
+		return strings.Contains(s, "disconnected") && strings.Contains(s, "data_wait") && strings.Contains(s, "(last known)")
+	})
+
+	pid := e.startPublisher()
+	e.waitScreen("reattached to the restarted publisher", func(s string) bool {
+		return strings.Contains(s, fmt.Sprintf("e2e pid %d ● live", pid))
+	})
+
+	e.tmux("send-keys", "-t", "e2e", "q")
+	deadline := time.Now().Add(5 * time.Second)
+	for exec.Command("tmux", "-L", e.server, "has-session", "-t", "e2e").Run() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("q did not quit pipetop")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type tmuxEnv struct {
+	t       *testing.T
+	server  string
+	sockets string
+	bin     string
+	pub     *exec.Cmd
+}
+
+func build(t *testing.T, out, pkg string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+func (e *tmuxEnv) tmux(args ...string) string {
+	e.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", e.server}, args...)...).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (e *tmuxEnv) startPublisher() int {
+	e.t.Helper()
+	e.pub = exec.Command(filepath.Join(e.bin, "synthetic"), "-name", "e2e", "-rate", "300", "-quiet",
+		"-stages", "data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,other=0s")
+	e.pub.Env = append(os.Environ(), "PIPETOP_SOCKET_DIR="+e.sockets)
+	if err := e.pub.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.pub.Process.Pid
+}
+
+func (e *tmuxEnv) stopPublisher() {
+	if e.pub != nil {
+		e.pub.Process.Kill()
+		e.pub.Wait()
+		e.pub = nil
+	}
+}
+
+func (e *tmuxEnv) kill() {
+	e.stopPublisher()
+	exec.Command("tmux", "-L", e.server, "kill-server").Run()
+}
+
+// waitScreen polls the pane until ok accepts it, for at most 10 s.
+func (e *tmuxEnv) waitScreen(what string, ok func(string) bool) string {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var s string
+	for time.Now().Before(deadline) {
+		s = e.tmux("capture-pane", "-p", "-t", "e2e")
+		if ok(s) {
+			return s
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+	return ""
+}
+
+var trailing = regexp.MustCompile(` +$`)
+
+func widest(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, draw.Width(trailing.ReplaceAllString(l, "")))
+	}
+	return w
+}
