@@ -22,6 +22,7 @@ type TrainConfig struct {
 	Batch     int
 	Workers   int
 	Sampler   string // "uniform" or "chunk"
+	CacheMB   int    // decoded-chunk cache cap in MiB (0: the loader's default)
 	MaxSteps  int64  // stop at this step number (0: no limit)
 	Epochs    int    // stop after this many epochs (0: no limit)
 	LogEvery  int
@@ -94,8 +95,7 @@ func Open(cfg TrainConfig) (*Session, error) {
 }
 
 func (s *Session) openLoader(startSample int64) (*loader.Loader, error) {
-	return loader.New(loader.Config{Dir: s.cfg.Data, Batch: s.cfg.Batch, Workers: s.cfg.Workers,
-		Sampler: s.cfg.Sampler, Seed: uint64(s.cfg.Seed), StartSample: startSample})
+	return loader.New(s.cfg.loaderConfig(s.cfg.Batch, startSample))
 }
 
 // resume loads CkptDir/latest.ckpt into the policy and moves the loader to
@@ -126,6 +126,11 @@ func (s *Session) resume() error {
 	}
 	s.Loader, s.start = ld, meta
 	return nil
+}
+
+func (c TrainConfig) loaderConfig(batch int, startSample int64) loader.Config {
+	return loader.Config{Dir: c.Data, Batch: batch, Workers: c.Workers, Sampler: c.Sampler,
+		Seed: uint64(c.Seed), StartSample: startSample, CacheBytes: int64(c.CacheMB) << 20}
 }
 
 // StartStep is the step the run starts at (non-zero when resumed).

@@ -16,7 +16,15 @@ const (
 	LoaderShort   = 0.8 // loader alone below this fraction of the network: input-bound
 	UploadShort   = 0.8 // synthetic below this fraction of train-fixed: upload-bound
 	TogetherShort = 0.7 // full below this fraction of both halves alone: contention
+	UploadShare   = 0.1 // ...and h2d at least this share of the synthetic step
 )
+
+func share(p *PhaseResult, name string) float64 {
+	if st := p.Summary.Stage(name); st != nil {
+		return st.Share
+	}
+	return 0
+}
 
 // PhaseResult is one measured bisect phase.
 type PhaseResult struct {
@@ -48,7 +56,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			Headline: fmt.Sprintf("input-bound: the loader delivers %s samples/s, the network can take %s; the full pipeline runs at %s",
 				num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
-	case syn != nil && syn.SamplesPerSec < UploadShort*net:
+	case syn != nil && syn.SamplesPerSec < UploadShort*net && share(syn, H2D) >= UploadShare:
 		return Verdict{Kind: StageBound, Stage: H2D,
 			Headline: fmt.Sprintf("upload-bound: with in-memory batches the loop runs at %s samples/s, on a fixed device batch at %s",
 				num(syn.SamplesPerSec), num(net)),

@@ -12,6 +12,7 @@ func phase(name string, batch int, samplesPerSec float64, s Summary, l *LoaderSt
 func TestDiagnoseBisect(t *testing.T) {
 	cpuBound := plantedWith(50, map[string]float64{DataWait: 1, Forward: 40, Backward: 50, Optim: 9}, 0)
 	waiting := plantedWith(50, map[string]float64{DataWait: 90, Forward: 5, Backward: 5}, 0)
+	uploading := plantedWith(50, map[string]float64{H2D: 60, Forward: 20, Backward: 20}, 0)
 	slowChunks := &LoaderStats{Workers: 2, ReadAmp: 1250, WorkerBusy: 1}
 	for _, tc := range []struct {
 		name     string
@@ -44,9 +45,15 @@ func TestDiagnoseBisect(t *testing.T) {
 		{"upload-bound", []PhaseResult{
 			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
 			phase(PhaseLoader, 8, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
-			phase(PhaseSynthetic, 8, 100, cpuBound, nil),
-			phase(PhaseFull, 8, 100, cpuBound, nil),
+			phase(PhaseSynthetic, 8, 100, uploading, nil),
+			phase(PhaseFull, 8, 100, uploading, nil),
 		}, StageBound, []string{"upload-bound"}},
+		{"slower synthetic without upload time is noise, not upload-bound", []PhaseResult{
+			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
+			phase(PhaseLoader, 8, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
+			phase(PhaseSynthetic, 8, 200, cpuBound, nil),
+			phase(PhaseFull, 8, 390, cpuBound, nil),
+		}, ComputeBound, nil},
 		{"batch sweep", []PhaseResult{
 			phase(PhaseTrainFixed, 2, 20, cpuBound, nil),
 			phase(PhaseLoader, 2, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),

@@ -3,6 +3,7 @@ package stage
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Kind names the bottleneck a Verdict found.
@@ -113,21 +114,26 @@ func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
 }
 
 // InputAdvice is the suggested next step for an input-bound pipeline, given
-// the loader's statistics (nil when unknown).
+// the loader's statistics (nil when unknown). Every finding that applies is
+// named, most effective first.
 func InputAdvice(l *LoaderStats) string {
-	switch {
-	case l == nil:
+	if l == nil {
 		return "add loader workers, cache decoded data, or check the dataset's chunking"
-	case l.ReadAmp >= HighReadAmp:
-		return fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk SRC DST --chunk-frames 1`", l.ReadAmp)
-	case l.Workers == 0:
-		return "the loader decodes inline on the training thread: use --workers 2 or more"
-	case l.WorkerBusy >= BusyWorkers:
-		return fmt.Sprintf("all %d loader workers are busy %s of the time: add workers or use a faster codec (blosc lz4)", l.Workers, pct(l.WorkerBusy))
-	default:
-		return fmt.Sprintf("loader workers are busy only %s: look for I/O stalls or a small prefetch queue (%d/%d ready)",
-			pct(l.WorkerBusy), l.QueueDepth, l.QueueCap)
 	}
+	var advice []string
+	if l.ReadAmp >= HighReadAmp {
+		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk SRC DST --chunk-frames 1`", l.ReadAmp))
+	}
+	switch {
+	case l.Workers == 0:
+		advice = append(advice, "the loader decodes inline on the training thread: use --workers 2 or more")
+	case l.WorkerBusy >= BusyWorkers:
+		advice = append(advice, fmt.Sprintf("all %d loader workers are busy %s of the time: add workers or use a faster codec (blosc lz4)", l.Workers, pct(l.WorkerBusy)))
+	case len(advice) == 0:
+		advice = append(advice, fmt.Sprintf("loader workers are busy only %s: look for I/O stalls or a small prefetch queue (%d/%d ready)",
+			pct(l.WorkerBusy), l.QueueDepth, l.QueueCap))
+	}
+	return strings.Join(advice, "; ")
 }
 
 // biggestOther returns the largest stage that no earlier rule covers.

@@ -98,3 +98,28 @@ func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
 	}
 	return w.Summarize(0)
 }
+
+func TestInputAdviceNamesEveryFinding(t *testing.T) {
+	for _, tc := range []struct {
+		l        *LoaderStats
+		want     []string
+		dontWant []string
+	}{
+		{&LoaderStats{Workers: 0, ReadAmp: 125}, []string{"rechunk", "--workers 2"}, nil},
+		{&LoaderStats{Workers: 2, ReadAmp: 125, WorkerBusy: 0.5}, []string{"rechunk"}, []string{"inline", "busy only"}},
+		{&LoaderStats{Workers: 2, ReadAmp: 1, WorkerBusy: 0.5, QueueDepth: 0, QueueCap: 2}, []string{"busy only 50 %", "0/2"}, nil},
+		{nil, []string{"workers"}, nil},
+	} {
+		got := InputAdvice(tc.l)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("InputAdvice(%+v) = %q, lacks %q", tc.l, got, w)
+			}
+		}
+		for _, w := range tc.dontWant {
+			if strings.Contains(got, w) {
+				t.Errorf("InputAdvice(%+v) = %q, should not say %q", tc.l, got, w)
+			}
+		}
+	}
+}

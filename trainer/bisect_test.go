@@ -1,0 +1,127 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/torch"
+)
+
+var (
+	bisectOnce                sync.Once
+	defaultChunked, rechunked string
+	bisectDataErr             error
+)
+
+// bisectData generates (once) a full-size (128x128) dataset with zarr's
+// default chunk guess, and the same data rechunked to one frame per chunk.
+func bisectData(t *testing.T) (string, string) {
+	t.Helper()
+	bisectOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pipetrain-bisect")
+		if err != nil {
+			bisectDataErr = err
+			return
+		}
+		defaultChunked = filepath.Join(dir, "default.zarr")
+		rechunked = filepath.Join(dir, "rechunked.zarr")
+		if bisectDataErr = dataset.Generate(dataset.GenOptions{Out: defaultChunked, Episodes: 8, Frames: 200, ChunkFrames: 0, Seed: 5}); bisectDataErr != nil {
+			return
+		}
+		bisectDataErr = dataset.Rechunk(defaultChunked, rechunked, dataset.RechunkOptions{ChunkFrames: 1})
+	})
+	if bisectDataErr != nil {
+		t.Fatal(bisectDataErr)
+	}
+	return defaultChunked, rechunked
+}
+
+func bisectConfig(t *testing.T, data string, workers int) BisectConfig {
+	return BisectConfig{
+		Train: TrainConfig{Data: data, Shim: shim(t), Name: "bisect-test", Batch: 8, Workers: workers, Seed: 3,
+			CacheMB: 32, NoServe: true, Model: torch.Config{Preset: "tiny", Threads: 1, Device: "cpu"}},
+		PhaseTime: 1500 * time.Millisecond, WarmupSteps: 1,
+	}
+}
+
+func bisect(t *testing.T, cfg BisectConfig) BisectReport {
+	t.Helper()
+	rep, err := Bisect(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	t.Logf("\n%s", table.String())
+	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+		if len(line) > 80 && !strings.HasPrefix(line, "verdict:") && !strings.HasPrefix(line, "next:") && !strings.HasPrefix(line, "bisect:") {
+			t.Errorf("table line wider than 80 columns: %q", line)
+		}
+	}
+	return rep
+}
+
+func TestBisectDefaultChunkingIsInputBound(t *testing.T) {
+	def, _ := bisectData(t)
+	rep := bisect(t, bisectConfig(t, def, 2))
+	v := rep.Verdict
+	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk") {
+		t.Fatalf("verdict %s, want input-bound with the rechunk advice", v)
+	}
+	if strings.Contains(v.Next, "inline") {
+		t.Errorf("with 2 workers the advice should not mention inline decoding: %s", v.Next)
+	}
+	if len(rep.Phases) != 5 {
+		t.Fatalf("%d phases, want 5", len(rep.Phases))
+	}
+}
+
+func TestBisectInlineLoaderIsNamed(t *testing.T) {
+	def, _ := bisectData(t)
+	v := bisect(t, bisectConfig(t, def, 0)).Verdict
+	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "--workers") {
+		t.Fatalf("verdict %s, want input-bound naming --workers", v)
+	}
+}
+
+func TestBisectRechunkedIsNotInputBound(t *testing.T) {
+	_, re := bisectData(t)
+	rep := bisect(t, bisectConfig(t, re, 2))
+	if rep.Verdict.Kind == stage.InputBound {
+		t.Fatalf("verdict %s: rechunked data should keep up", rep.Verdict)
+	}
+	for _, p := range rep.Phases {
+		if p.Name == stage.PhaseLoader && p.Loader.ReadAmp > 1.5 {
+			t.Errorf("read amplification after rechunk %.2f, want <= 1.5", p.Loader.ReadAmp)
+		}
+	}
+}
+
+func TestBisectPlantedSleepIsNamed(t *testing.T) {
+	_, re := bisectData(t)
+	cfg := bisectConfig(t, re, 2)
+	cfg.PlantedSleep = map[string]time.Duration{stage.Backward: 150 * time.Millisecond}
+	rep := bisect(t, cfg)
+	if rep.Verdict.Stage != stage.Backward {
+		t.Fatalf("verdict %s names %q, want backward", rep.Verdict, rep.Verdict.Stage)
+	}
+	// The JSON report carries every phase and the verdict.
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	json.Unmarshal(b, &back)
+	if len(back["phases"].([]any)) != 5 || back["verdict"].(map[string]any)["stage"] != "backward" {
+		t.Fatalf("json report: %s", b)
+	}
+}
