@@ -133,6 +133,14 @@ func lastEnd(frames []*ipc.Frame) time.Time {
 	return time.Unix(0, t1)
 }
 
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 // firstStart is the start time of the oldest step in frames.
 func firstStart(frames []*ipc.Frame) time.Time {
 	t0 := int64(1<<63 - 1)
