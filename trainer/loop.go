@@ -115,6 +115,7 @@ type loop struct {
 	sawGPU    bool  // the model has reported GPU timings
 	newestGPU int64 // newest step with a GPU timing
 	res       Result
+	start     time.Time
 }
 
 func newLoop(cfg LoopConfig) (*loop, error) {
@@ -138,15 +139,14 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 }
 
 func (l *loop) run(ctx context.Context, src Source) (Result, error) {
-	start := time.Now()
-	lastLoader := start
+	l.start = time.Now()
+	lastLoader := l.start
 	step := l.cfg.StartStep
-	defer func() { l.res.Wall = time.Since(start) }()
 	for {
 		if l.cfg.MaxSteps > 0 && step >= l.cfg.MaxSteps {
 			break
 		}
-		if l.cfg.Duration > 0 && time.Since(start) >= l.cfg.Duration {
+		if l.cfg.Duration > 0 && time.Since(l.start) >= l.cfg.Duration {
 			break
 		}
 		if ctx.Err() != nil {
@@ -198,6 +198,7 @@ func (l *loop) checkpoint(next int64) error {
 func (l *loop) finish(next int64) Result {
 	l.publishReady(math.MaxInt64)
 	l.res.NextStep = next
+	l.res.Wall = time.Since(l.start)
 	l.res.Summary = l.window.Summarize(0)
 	return l.res
 }
