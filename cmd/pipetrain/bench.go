@@ -50,6 +50,9 @@ type loaderResult struct {
 	CacheHitRate  float64 `json:"cache_hit_rate"`
 	WorkerBusy    float64 `json:"worker_busy"`
 	StartupSec    float64 `json:"startup_sec"`
+	ReadSec       float64 `json:"read_sec"`
+	DecodeSec     float64 `json:"decode_sec"`
+	CollateSec    float64 `json:"collate_sec"`
 }
 
 func benchLoader(args []string) error {
@@ -96,7 +99,9 @@ func benchLoader(args []string) error {
 	s1 := l.Stats()
 	r := loaderResult{Data: *data, Sampler: l.SamplerName(), Workers: *workers, Batch: *batch, Seconds: el,
 		Samples: n, SamplesPerSec: float64(n) / el, DecodedMBps: float64(s1.BytesDecoded-s0.BytesDecoded) / el / 1e6,
-		CacheHitRate: s1.CacheHitRate, WorkerBusy: s1.WorkerBusy, StartupSec: startup.Seconds()}
+		CacheHitRate: s1.CacheHitRate, WorkerBusy: s1.WorkerBusy, StartupSec: startup.Seconds(),
+		ReadSec: float64(s1.ReadNs-s0.ReadNs) / 1e9, DecodeSec: float64(s1.DecodeNs-s0.DecodeNs) / 1e9,
+		CollateSec: float64(s1.CollateNs-s0.CollateNs) / 1e9}
 	if used := s1.BytesUsed - s0.BytesUsed; used > 0 {
 		r.ReadAmp = float64(s1.BytesDecoded-s0.BytesDecoded) / float64(used)
 	}
@@ -107,5 +112,6 @@ func benchLoader(args []string) error {
 	fmt.Printf("  %.0f samples/s over %.1fs (startup %.2fs)\n", r.SamplesPerSec, el, r.StartupSec)
 	fmt.Printf("  decoded %.0f MB/s, read amplification %.2f, cache hit rate %.1f%%, worker busy %.0f%%\n",
 		r.DecodedMBps, r.ReadAmp, 100*r.CacheHitRate, 100*r.WorkerBusy)
+	fmt.Printf("  worker time: read %.2fs, decode %.2fs, collate %.2fs\n", r.ReadSec, r.DecodeSec, r.CollateSec)
 	return nil
 }

@@ -31,7 +31,9 @@ type Loader struct {
 	sampler replay.Sampler
 	shape   Shape
 	arrays  []*zarr.Array // cameras, then low-dim, then action
+	cams    []camera
 	cache   *cache
+	edges   boundary
 	orders  orderCache
 
 	free     chan *Batch
@@ -75,6 +77,9 @@ func New(cfg Config) (*Loader, error) {
 		done:    make(chan struct{}),
 	}
 	l.arrays = append(append(append(l.arrays, b.Cameras...), b.LowDim...), b.Action)
+	for _, a := range b.Cameras {
+		l.cams = append(l.cams, newCamera(a))
+	}
 	if l.sampler, err = l.newSampler(); err != nil {
 		return nil, err
 	}

@@ -58,13 +58,23 @@ func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []
 			so += (srcOff[i] + idx[i]) * sStride[i]
 			do += (dstOff[i] + idx[i]) * dStride[i]
 		}
-		if run == 1 {
+		switch {
+		case run == 1 && sStep == 1 && inner > 0:
+			// Interleaving a planar run (one channel of a chunk) into
+			// an interleaved destination: the hot case for chunks
+			// that split the channel axis.
+			s := src[so : so+inner]
+			d := dst[do : do+(inner-1)*dStep+1]
+			for x, v := range s {
+				d[x*dStep] = v
+			}
+		case run == 1:
 			for x := 0; x < inner; x++ {
 				dst[do] = src[so]
 				so += sStep
 				do += dStep
 			}
-		} else {
+		default:
 			for x := 0; x < inner; x++ {
 				copy(dst[do:do+run], src[so:so+run])
 				so += sStep

@@ -191,3 +191,15 @@ func TestMissingOrBadMetadata(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCopyBoxPlanar copies one channel of a (T,32,32,1) chunk into an
+// interleaved 128x128x3 frame: the collate step for zarr's default chunking
+// of camera arrays.
+func BenchmarkCopyBoxPlanar(b *testing.B) {
+	src := make([]byte, 4*32*32)
+	dst := make([]byte, 128*128*3)
+	b.SetBytes(32 * 32)
+	for b.Loop() {
+		CopyBox(dst, []int{1, 128, 128, 3}, []int{0, 32, 64, 1}, src, []int{4, 32, 32, 1}, []int{2, 0, 0, 0}, []int{1, 32, 32, 1}, 1)
+	}
+}
