@@ -21,7 +21,7 @@ deps:
 
 ## build: the Go binaries into ./bin and the libtorch shim into ./build/torch
 build: deps
-	$(GO) build -o bin/ ./cmd/pipetop ./cmd/pipetrain ./examples/synthetic
+	$(GO) build -o bin/ ./cmd/pipetop ./cmd/pipetrain ./examples/synthetic ./examples/gpusample
 	@$(MAKE) --no-print-directory shim
 
 shim:
