@@ -349,6 +349,7 @@ void Policy::Backward() {
   if (gpu_) gpu_->timer.Start(step_, PT_STAGE_BACKWARD, gpu_->compute);
 #endif
   torch::AutoGradMode grad(true);
+  AutocastScope no_autocast(device_.type(), false);  // backward runs outside autocast
   loss_.backward();
   loss_ = torch::Tensor();
   phase_ = Phase::kBackward;
