@@ -14,20 +14,17 @@ import (
 
 // RechunkOptions configures Rechunk.
 type RechunkOptions struct {
-	// ChunkFrames is the new chunk length along the frame axis for arrays
-	// whose frames are large (>= 4 KiB, i.e. cameras): whole frames,
-	// ChunkFrames at a time. Smaller per-frame arrays (state, action,
-	// episode_ends) get zarr's default guess, which keeps them in a few
-	// large chunks that the loader caches.
+	// ChunkFrames is the new chunk length along the frame axis for image
+	// arrays (rank 3 or more, i.e. cameras): whole frames, ChunkFrames at
+	// a time. Vectors and tables (state, action, episode_ends) get zarr's
+	// default guess, which keeps them in a few large chunks that the
+	// loader caches.
 	ChunkFrames int
 	// Codec is a zarr.NewCodec name; empty keeps each array's codec.
 	Codec string
 	// SlabBytes bounds the memory of one slab (256 MiB).
 	SlabBytes int64
 }
-
-// bigFrame is the per-frame size from which an array counts as a camera.
-const bigFrame = 4096
 
 // Rechunk copies the store at src to dst with new chunking. It writes to a
 // temporary directory beside dst, verifies every slab by reading it back,
@@ -100,11 +97,7 @@ func newChunks(shape []int, itemSize, chunkFrames int) []int {
 	if len(shape) == 0 {
 		return nil
 	}
-	row := itemSize
-	for _, s := range shape[1:] {
-		row *= s
-	}
-	if row < bigFrame {
+	if len(shape) < 3 {
 		return GuessChunks(shape, itemSize)
 	}
 	c := append([]int{min(chunkFrames, max(1, shape[0]))}, shape[1:]...)
