@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -54,6 +55,7 @@ type config struct {
 	window   int
 	width    int
 	noGPU    bool
+	profile  string
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -66,9 +68,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.once, "once", false, "print one text snapshot after collecting for --interval, then exit")
 	fs.BoolVar(&c.json, "json", false, "print one JSON snapshot (with ls: the list as JSON), then exit")
 	fs.DurationVar(&c.interval, "interval", time.Second, "refresh interval (and collection time of --once/--json)")
-	window := fs.String("window", "30s", "summary window: 5s, 30s, 2m or all")
+	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all")
 	fs.IntVar(&c.width, "width", 0, "width of the --once text (default: the terminal's, else 100)")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage:
   pipetop [flags]                      attach to the only live trainer, pick one of several,
@@ -131,6 +134,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.profile != "" {
+		stop, err := startProfile(c.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	switch {
 	case c.cmd == "ls":
 		return list(stdout, c.json)
@@ -138,4 +148,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return snapshotOnce(ctx, c, stdout)
 	}
 	return interactive(ctx, c)
+}
+
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -176,7 +176,7 @@ func interactive(ctx context.Context, c config) error {
 	p := colorprofile.Detect(os.Stdout, os.Environ())
 	m := tui.New(tui.Options{Collector: col, Styles: styles.New(p >= colorprofile.ANSI),
 		Interval: c.interval, Window: c.window, Pick: pick, Context: ctx})
-	prog := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(30))
+	prog := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(10))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {
 		return nil

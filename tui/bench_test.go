@@ -1,0 +1,84 @@
+package tui
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/tui/collect"
+	"github.com/pipetop/pipetop/tui/feed"
+	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+// benchFeed holds n steps of seven stages with GPU times, one per ms.
+func benchFeed(b *testing.B, n int) (*feed.Feed, time.Time) {
+	b.Helper()
+	f := feed.New(0)
+	names := []string{"data_wait", "h2d", "forward", "backward", "optim", "sync", "other"}
+	t0 := time.Unix(1_800_000_000, 0)
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "bench", PID: 1, Stages: names}}, t0)
+	for i := 0; i < n; i += 50 {
+		fr := &ipc.Frame{Type: ipc.TypeSteps}
+		for j := i; j < min(n, i+50); j++ {
+			end := t0.Add(time.Duration(j) * time.Millisecond).UnixNano()
+			fr.Steps = append(fr.Steps, ipc.Step{Step: int64(j), T0: end - 1e6, T1: end, N: 64,
+				CPU: []int64{int64(5e5 + j%7*1000), 5e4, 2e5, 1e5, 4e4, 1e4, 5e4},
+				GPU: []int64{0, 0, 1e5, 1.5e5, 2e4, 0, 0}})
+		}
+		f.Apply(ipc.Message{Frame: fr}, t0)
+	}
+	return f, t0.Add(time.Duration(n) * time.Millisecond)
+}
+
+// BenchmarkCollect is one refresh's trainer work at 1,000 steps/s: the
+// window summary and verdict, per window length.
+func BenchmarkCollect(b *testing.B) {
+	for _, w := range Windows[:3] {
+		b.Run(w.Label, func(b *testing.B) {
+			f, now := benchFeed(b, int(w.Seconds*1000))
+			col := collect.New(f, nil, nil, nil)
+			b.ResetTimer()
+			for range b.N {
+				col.Collect(now, w)
+			}
+		})
+	}
+}
+
+// BenchmarkRender is one refresh's drawing at 120x40.
+func BenchmarkRender(b *testing.B) {
+	for _, color := range []bool{false, true} {
+		b.Run(fmt.Sprintf("color=%v", color), func(b *testing.B) {
+			m := replay(b, scenarios[0])
+			m.st = styles.New(color)
+			var s snapshot.Snapshot = *m.snap
+			b.ResetTimer()
+			for range b.N {
+				m.SetSnapshot(&s)
+				_ = m.Render(120, 40)
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeSteps is the frame decoding of one second at 1,000
+// steps/s: 20 frames of 50 steps.
+func BenchmarkDecodeSteps(b *testing.B) {
+	var fr ipc.Frame
+	fr.Type = ipc.TypeSteps
+	for j := range 50 {
+		fr.Steps = append(fr.Steps, ipc.Step{Step: int64(j), T0: 1_800_000_000_000_000_000, T1: 1_800_000_000_001_000_000, N: 64,
+			CPU: []int64{500000, 50000, 200000, 100000, 40000, 10000, 50000}, GPU: []int64{0, 0, 100000, 150000, 20000, 0, 0}})
+	}
+	line := mustJSON(fr)
+	b.SetBytes(int64(20 * len(line)))
+	for range b.N {
+		for range 20 {
+			if _, err := ipc.DecodeFrame(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
