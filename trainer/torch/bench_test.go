@@ -30,6 +30,7 @@ func BenchmarkSmallTrainStep(b *testing.B) {
 		}
 	}
 	step() // warm up allocator and kernels
+	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {

@@ -19,6 +19,7 @@ typedef struct pt_api {
 	int (*abi_version)(void);
 	const char* (*last_error)(void);
 	int (*create)(const char*, pt_policy**);
+	int (*config_resolve)(const char*, char*, size_t, size_t*);
 	void (*destroy)(pt_policy*);
 	int (*info)(pt_policy*, char*, size_t, size_t*);
 	int (*param_counts)(pt_policy*, int64_t*, int64_t*);
@@ -57,6 +58,12 @@ static inline int pt_call_abi_version(pt_api* a) { return a->abi_version(); }
 
 static inline int pt_call_create(pt_api* a, const char* cfg, pt_policy** out, char* err, size_t n) {
 	int rc = a->create(cfg, out);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline int pt_call_config_resolve(pt_api* a, const char* cfg, char* buf, size_t cap, size_t* need, char* err, size_t n) {
+	int rc = a->config_resolve(cfg, buf, cap, need);
 	if (rc) pt_copy_err(a, err, n);
 	return rc;
 }

@@ -16,6 +16,7 @@ package torch
 import "C"
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -76,6 +77,63 @@ func Open(path string) (*Lib, error) {
 	return &Lib{path: path, api: api}, nil
 }
 
+// ResolveConfig returns cfg with the preset's defaults filled in, as the
+// library would use it, without building a model. Device and precision
+// stay as given ("auto" is resolved only by NewPolicy).
+func (l *Lib) ResolveConfig(cfg Config) (Config, error) {
+	js, err := configJSON(cfg)
+	if err != nil {
+		return Config{}, fmt.Errorf("torch: encode config: %w", err)
+	}
+	out, err := l.resolveJSON(string(js))
+	if err != nil {
+		return Config{}, err
+	}
+	var resolved Config
+	if err := json.Unmarshal([]byte(out), &resolved); err != nil {
+		return Config{}, fmt.Errorf("torch: resolved config: %w", err)
+	}
+	return resolved, nil
+}
+
+// resolveJSON passes a raw JSON config through pt_config_resolve.
+func (l *Lib) resolveJSON(js string) (string, error) {
+	cjs := C.CString(js)
+	defer C.free(unsafe.Pointer(cjs))
+	errBuf := (*C.char)(C.calloc(errBufSize, 1))
+	defer C.free(unsafe.Pointer(errBuf))
+	out, ok := callJSON(func(buf *C.char, capacity C.size_t, need *C.size_t) C.int {
+		return C.pt_call_config_resolve(l.api, cjs, buf, capacity, need, errBuf, errBufSize)
+	})
+	if !ok {
+		return "", fmt.Errorf("torch: %s", C.GoString(errBuf))
+	}
+	return string(out), nil
+}
+
+// callJSON runs a call that writes NUL-terminated JSON into a buffer,
+// growing the buffer until the text fits. ok is false if the call failed
+// for another reason.
+func callJSON(call func(buf *C.char, capacity C.size_t, need *C.size_t) C.int) (out []byte, ok bool) {
+	size := 4096
+	for {
+		buf := (*C.char)(C.malloc(C.size_t(size)))
+		var need C.size_t
+		rc := call(buf, C.size_t(size), &need)
+		if rc == 0 {
+			out = []byte(C.GoString(buf))
+		}
+		C.free(unsafe.Pointer(buf))
+		if rc == 0 {
+			return out, true
+		}
+		if int(need) <= size {
+			return nil, false
+		}
+		size = int(need)
+	}
+}
+
 // resolve fills api's function pointers with dlsym.
 func resolve(api *C.pt_api, h unsafe.Pointer) error {
 	slots := []struct {
@@ -85,6 +143,7 @@ func resolve(api *C.pt_api, h unsafe.Pointer) error {
 		{"pt_abi_version", (*unsafe.Pointer)(unsafe.Pointer(&api.abi_version))},
 		{"pt_last_error", (*unsafe.Pointer)(unsafe.Pointer(&api.last_error))},
 		{"pt_policy_create", (*unsafe.Pointer)(unsafe.Pointer(&api.create))},
+		{"pt_config_resolve", (*unsafe.Pointer)(unsafe.Pointer(&api.config_resolve))},
 		{"pt_policy_destroy", (*unsafe.Pointer)(unsafe.Pointer(&api.destroy))},
 		{"pt_policy_info", (*unsafe.Pointer)(unsafe.Pointer(&api.info))},
 		{"pt_policy_param_counts", (*unsafe.Pointer)(unsafe.Pointer(&api.param_counts))},

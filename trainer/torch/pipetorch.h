@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 /* PT_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define PT_ABI_VERSION 1
+#define PT_ABI_VERSION 2
 
 /* Stage indices reported by pt_policy_poll_timings. */
 #define PT_STAGE_H2D 0
@@ -66,6 +66,13 @@ PT_API const char* pt_last_error(void);
 /* pt_policy_create builds a policy from a flat JSON object (see
  * config.cpp for the keys; unknown keys are an error). */
 PT_API int pt_policy_create(const char* config_json, pt_policy** out);
+
+/* pt_config_resolve parses a config like pt_policy_create and writes it
+ * back as JSON with the preset's defaults filled in, without building a
+ * model (device and precision stay as given). buf/cap/needed work like
+ * pt_policy_info. */
+PT_API int pt_config_resolve(const char* config_json, char* buf, size_t cap,
+                             size_t* needed);
 
 /* pt_policy_destroy frees the policy; NULL is ignored. */
 PT_API void pt_policy_destroy(pt_policy* p);

@@ -142,23 +142,13 @@ func (p *Policy) free() {
 }
 
 func (p *Policy) loadInfo() error {
-	var need C.size_t
-	buf := make([]byte, 4096)
-	for {
-		rc := C.pt_call_info(p.lib.api, p.h, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &need, p.err, errBufSize)
-		if rc == 0 {
-			break
-		}
-		if int(need) <= len(buf) {
-			return p.lastErr("policy info")
-		}
-		buf = make([]byte, need)
+	out, ok := callJSON(func(buf *C.char, capacity C.size_t, need *C.size_t) C.int {
+		return C.pt_call_info(p.lib.api, p.h, buf, capacity, need, p.err, errBufSize)
+	})
+	if !ok {
+		return p.lastErr("policy info")
 	}
-	n := 0
-	for n < len(buf) && buf[n] != 0 {
-		n++
-	}
-	if err := json.Unmarshal(buf[:n], &p.info); err != nil {
+	if err := json.Unmarshal(out, &p.info); err != nil {
 		return fmt.Errorf("torch: policy info: %w", err)
 	}
 	return nil
@@ -169,9 +159,19 @@ func (p *Policy) loadInfo() error {
 func (p *Policy) Info() Info { return p.info }
 
 // ParamCounts reports the parameter counts of the frozen encoder and of the
-// trainable policy (observation projection + DiT).
+// trainable policy (observation projection + DiT). After Close it returns
+// the counts recorded at creation.
 func (p *Policy) ParamCounts() (encoder, policy int64) {
-	return p.info.EncoderParams, p.info.PolicyParams
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.h == nil {
+		return p.info.EncoderParams, p.info.PolicyParams
+	}
+	var e, q C.int64_t
+	if C.pt_call_param_counts(p.lib.api, p.h, &e, &q, p.err, errBufSize) != 0 {
+		return p.info.EncoderParams, p.info.PolicyParams
+	}
+	return int64(e), int64(q)
 }
 
 // BeginStep tags the GPU timings of the stages that follow with step.

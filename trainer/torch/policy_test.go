@@ -376,6 +376,18 @@ func TestStageOrderErrors(t *testing.T) {
 	if err := p.Backward(); err == nil {
 		t.Fatal("second backward without forward succeeded")
 	}
+	if _, g, err := p.SyncNorm(); err != nil || !math.IsNaN(float64(g)) {
+		t.Fatalf("grad norm before any optim step = %v, %v; want NaN", g, err)
+	}
+	if err := p.OptimStep(); err != nil {
+		t.Fatal(err)
+	}
+	if l, g, err := p.SyncNorm(); err != nil || !(g > 0) || math.IsInf(float64(g), 0) || !(l > 0) {
+		t.Fatalf("after optim step: loss %v, grad norm %v, %v; want both positive and finite", l, g, err)
+	}
+	if err := p.OptimStep(); err == nil || !strings.Contains(err.Error(), "no gradients") {
+		t.Fatalf("optim step without gradients: %v", err)
+	}
 	if n := p.PollGPUTimings(make([]StageTiming, 8)); n != 0 {
 		t.Fatalf("PollGPUTimings on CPU = %d, want 0", n)
 	}

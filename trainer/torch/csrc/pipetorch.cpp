@@ -54,6 +54,15 @@ int WithPolicy(const char* op, pt_policy* p, F&& f) {
   });
 }
 
+// CopyOut writes s NUL-terminated into buf, or fails if cap is too small.
+void CopyOut(const std::string& s, char* buf, size_t cap, size_t* needed) {
+  if (needed) *needed = s.size() + 1;
+  if (!buf || cap < s.size() + 1)
+    throw std::length_error("buffer of " + std::to_string(cap) + " bytes, need " +
+                            std::to_string(s.size() + 1));
+  std::memcpy(buf, s.c_str(), s.size() + 1);
+}
+
 }  // namespace
 
 extern "C" {
@@ -85,13 +94,13 @@ void pt_policy_destroy(pt_policy* p) {
 }
 
 int pt_policy_info(pt_policy* p, char* buf, size_t cap, size_t* needed) {
-  return Guard("info", [&] {
-    std::string s = Impl(p).InfoJSON();
-    if (needed) *needed = s.size() + 1;
-    if (!buf || cap < s.size() + 1)
-      throw std::length_error("buffer of " + std::to_string(cap) + " bytes, need " +
-                              std::to_string(s.size() + 1));
-    std::memcpy(buf, s.c_str(), s.size() + 1);
+  return Guard("info", [&] { CopyOut(Impl(p).InfoJSON(), buf, cap, needed); });
+}
+
+int pt_config_resolve(const char* config_json, char* buf, size_t cap, size_t* needed) {
+  return Guard("config", [&] {
+    if (!config_json) throw std::invalid_argument("NULL config");
+    CopyOut(pipetorch::ConfigJSON(pipetorch::ParseConfig(config_json)), buf, cap, needed);
   });
 }
 

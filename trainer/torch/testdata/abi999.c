@@ -5,6 +5,7 @@
 int pt_abi_version(void) { return 999; }
 const char* pt_last_error(void) { return ""; }
 int pt_policy_create(const char* c, pt_policy** o) { return -1; }
+int pt_config_resolve(const char* c, char* b, size_t n, size_t* m) { return -1; }
 void pt_policy_destroy(pt_policy* p) {}
 int pt_policy_info(pt_policy* p, char* b, size_t c, size_t* n) { return -1; }
 int pt_policy_param_counts(pt_policy* p, int64_t* e, int64_t* q) { return -1; }
