@@ -1,0 +1,421 @@
+// Package python_test checks that the Python publisher and the Go side of
+// pipetop speak the same protocol: a real PyTorch loop (examples/
+// pytorch_loop.py) publishes, and the Go client, the Go decoder and the
+// pipetop command read it.
+package python_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+const python = "/usr/bin/python3"
+
+// repoRoot is the module root, two levels above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found from %s: %v", root, err)
+	}
+	return root
+}
+
+// requireTorch fails the test when Debian's python3 cannot import torch,
+// unless PIPETOP_NO_LIBTORCH=1 says torch is knowingly absent.
+func requireTorch(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PIPETOP_NO_LIBTORCH") == "1" {
+		t.Skip("PIPETOP_NO_LIBTORCH=1: skipping the PyTorch loop")
+	}
+	out, err := exec.Command(python, "-c", "import torch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s cannot import torch (apt-get install python3-torch): %v\n%s", python, err, out)
+	}
+}
+
+// socketDir returns a short temporary socket directory (sun_path is limited
+// to 108 bytes).
+func socketDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "pyio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// loop is one run of examples/pytorch_loop.py.
+type loop struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{} // closed when the process has exited
+	err            error         // its exit error, valid after done
+}
+
+func startLoop(t *testing.T, dir string, args ...string) *loop {
+	t.Helper()
+	l := &loop{done: make(chan struct{})}
+	l.cmd = exec.Command(python, append([]string{filepath.Join(repoRoot(t), "examples", "pytorch_loop.py")}, args...)...)
+	l.cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
+	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
+	if err := l.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", l.cmd, err)
+	}
+	go func() {
+		l.err = l.cmd.Wait()
+		close(l.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-l.done:
+		default:
+			l.cmd.Process.Kill()
+			<-l.done
+		}
+	})
+	return l
+}
+
+// result is what the loop prints with --stats.
+type result struct {
+	FinalLoss   float64            `json:"final_loss"`
+	Steps       int                `json:"steps"`
+	StepMeanMs  float64            `json:"step_mean_ms"`
+	StepP50Ms   float64            `json:"step_p50_ms"`
+	StageMeanNs map[string]float64 `json:"stage_mean_ns"`
+	Publisher   map[string]int64   `json:"publisher"`
+}
+
+// wait waits for the loop to exit cleanly and parses its --stats line.
+func (l *loop) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case <-l.done:
+		if l.err != nil {
+			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", l.cmd, l.err, &l.stdout, &l.stderr)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("%s did not finish in 3 minutes\nstderr:\n%s", l.cmd, &l.stderr)
+	}
+	var res result
+	sc := bufio.NewScanner(&l.stdout)
+	var sawLoss bool
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "final loss "); ok {
+			sawLoss = true
+			if _, err := strconv.ParseFloat(rest, 64); err != nil {
+				t.Fatalf("final loss line %q: %v", line, err)
+			}
+		}
+		if strings.HasPrefix(line, "{") {
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				t.Fatalf("stats line %q: %v", line, err)
+			}
+		}
+	}
+	if !sawLoss {
+		t.Fatalf("no final loss line in the output:\n%s", &l.stdout)
+	}
+	return res
+}
+
+// endpoint waits until the loop's socket shows up in dir.
+func (l *loop) endpoint(t *testing.T, dir, name string) ipc.Endpoint {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		eps, err := ipc.ListDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range eps {
+			if ep.Name == name && ep.PID == l.cmd.Process.Pid {
+				return ep
+			}
+		}
+		select {
+		case <-l.done:
+			t.Fatalf("loop exited before its socket appeared: %v\n%s", l.err, &l.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no socket for %q in %s after a minute", name, dir)
+	return ipc.Endpoint{}
+}
+
+// received is what a Go viewer read from one connection, until EOF.
+type received struct {
+	hello  ipc.Hello
+	names  []string
+	window *stage.Window
+	steps  []ipc.Step
+	events []ipc.Event
+}
+
+// readAll reads frames with the Go client until the trainer closes.
+func readAll(t *testing.T, conn *ipc.Conn) *received {
+	t.Helper()
+	h := conn.Hello()
+	r := &received{hello: h, names: h.Stages, window: stage.NewWindow(h.Stages, 1<<16)}
+	for {
+		f, err := conn.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return r
+			}
+			t.Fatalf("after %d steps: %v", len(r.steps), err)
+		}
+		switch f.Type {
+		case ipc.TypeStages:
+			t.Fatalf("stage list changed to %v; the loop declares the canonical stages", f.Stages)
+		case ipc.TypeSteps:
+			for i := range f.Steps {
+				rec := f.Steps[i].Record()
+				r.window.Add(&rec)
+			}
+			r.steps = append(r.steps, f.Steps...)
+		case ipc.TypeEvent:
+			r.events = append(r.events, *f.Event)
+		}
+	}
+}
+
+func dial(t *testing.T, path string) *ipc.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestPythonLoopInterop(t *testing.T) {
+	requireTorch(t)
+	dir := socketDir(t)
+	const steps = 200
+	l := startLoop(t, dir, "--steps", strconv.Itoa(steps), "--name", "py-interop", "--wait-viewers", "1", "--stats")
+	ep := l.endpoint(t, dir, "py-interop")
+	got := readAll(t, dial(t, ep.Path))
+	res := l.wait(t)
+
+	h := got.hello
+	if h.Role != "trainer" || h.Name != "py-interop" || h.PID != l.cmd.Process.Pid || h.HostPID <= 0 || h.StartNs <= 0 {
+		t.Errorf("hello = %+v", h)
+	}
+	if strings.Join(h.Stages, ",") != strings.Join(stage.Canonical, ",") {
+		t.Errorf("stages = %v, want %v", h.Stages, stage.Canonical)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(h.Config, &cfg); err != nil || cfg["model"] != "mlp" {
+		t.Errorf("config %s: %v", h.Config, err)
+	}
+	if len(got.steps) != steps {
+		t.Fatalf("received %d steps, want %d", len(got.steps), steps)
+	}
+	checkSteps(t, got.steps, 64)
+	if len(got.events) != 1 || got.events[0].Kind != "phase" {
+		t.Errorf("events = %+v, want the one phase event", got.events)
+	}
+	last := got.steps[steps-1]
+	if last.Loss == nil || math.Abs(float64(*last.Loss)-res.FinalLoss) > 1e-5*math.Max(1, res.FinalLoss) {
+		t.Errorf("last published loss %v, printed final loss %v", last.Loss, res.FinalLoss)
+	}
+	checkMeans(t, got.window.Summarize(0), res.StageMeanNs)
+	if res.Publisher["published"] != steps || res.Publisher["overflow"] != 0 || res.Publisher["dropped"] != 0 {
+		t.Errorf("publisher stats %v", res.Publisher)
+	}
+	if _, err := os.Stat(ep.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s left behind after a clean exit: %v", ep.Path, err)
+	}
+}
+
+// checkSteps checks numbering, shapes and the other-stage arithmetic.
+func checkSteps(t *testing.T, steps []ipc.Step, batch int32) {
+	t.Helper()
+	for i, s := range steps {
+		var sum int64
+		for _, v := range s.CPU {
+			sum += v
+		}
+		switch {
+		case s.Step != int64(i):
+			t.Fatalf("step %d numbered %d", i, s.Step)
+		case len(s.CPU) != len(stage.Canonical) || s.GPU != nil:
+			t.Fatalf("step %d: cpu %v gpu %v", i, s.CPU, s.GPU)
+		case sum != s.T1-s.T0:
+			t.Fatalf("step %d: stage times add up to %d, wall is %d", i, sum, s.T1-s.T0)
+		case s.N != batch:
+			t.Fatalf("step %d: %d samples, want %d", i, s.N, batch)
+		}
+		if i > 0 && s.T0 < steps[i-1].T1 {
+			t.Fatalf("step %d starts at %d before step %d ends at %d", i, s.T0, i-1, steps[i-1].T1)
+		}
+	}
+}
+
+// checkMeans compares the stage means pipetop computes from the frames with
+// the loop's own independent timing of each stage.
+func checkMeans(t *testing.T, sum stage.Summary, own map[string]float64) {
+	t.Helper()
+	for _, name := range stage.Canonical[:6] {
+		st := sum.Stage(name)
+		want, ok := own[name]
+		if st == nil || !ok {
+			t.Errorf("stage %s: summary %v, loop %v", name, st, ok)
+			continue
+		}
+		// The loop's clock wraps the publisher's span, so it reads a few
+		// microseconds more per step, never less.
+		if st.Mean > want || want-st.Mean > 0.05*want+20e3 {
+			t.Errorf("stage %s: pipetop mean %.0f ns, loop measured %.0f ns", name, st.Mean, want)
+		}
+	}
+	for _, name := range []string{stage.Forward, stage.Backward, stage.Optim} {
+		if st := sum.Stage(name); st == nil || st.Mean <= 0 {
+			t.Errorf("stage %s has no time: %+v", name, st)
+		}
+	}
+	var shares float64
+	for _, st := range sum.Stages {
+		shares += st.Share
+	}
+	if math.Abs(shares-1) > 1e-6 {
+		t.Errorf("stage shares add up to %f, want 1", shares)
+	}
+}
+
+// TestNeverReadingGoViewer attaches a Go viewer that never reads next to one
+// that does: the loop runs to the end, the stuck viewer's socket buffer
+// fills (the publisher saw it blocked), and the reading viewer loses
+// nothing. The step times with and without the stuck viewer are logged;
+// bench/ and clients/python/bench_never_reading.py measure them properly.
+func TestNeverReadingGoViewer(t *testing.T) {
+	requireTorch(t)
+	if testing.Short() {
+		t.Skip("-short: skipping the 3,000-step loop")
+	}
+	dir := socketDir(t)
+	const steps = 3000
+	args := []string{"--steps", strconv.Itoa(steps), "--batch", "4", "--hidden", "16", "--features", "8", "--stats"}
+	l := startLoop(t, dir, append(args, "--name", "py-stuck", "--wait-viewers", "2")...)
+	ep := l.endpoint(t, dir, "py-stuck")
+	stuck := dialStuck(t, ep.Path)
+	defer stuck.Close()
+	got := readAll(t, dial(t, ep.Path))
+	res := l.wait(t)
+	if len(got.steps) != steps {
+		t.Fatalf("the reading viewer received %d steps, want %d", len(got.steps), steps)
+	}
+	checkSteps(t, got.steps, 4)
+	// ipc.ListDir's liveness probe is a connection too: accepted counts it.
+	if res.Publisher["blocked"] < 1 || res.Publisher["accepted"] < 2 {
+		t.Errorf("publisher stats %v: want the stuck viewer blocked", res.Publisher)
+	}
+	base := startLoop(t, dir, append(args, "--name", "py-alone")...).wait(t)
+	t.Logf("step mean %.3f ms (p50 %.3f) with a never-reading viewer, %.3f ms (p50 %.3f) with none",
+		res.StepMeanMs, res.StepP50Ms, base.StepMeanMs, base.StepP50Ms)
+}
+
+// dialStuck connects with a tiny receive buffer, sends a valid hello and
+// never reads.
+func dialStuck(t *testing.T, path string) *net.UnixConn {
+	t.Helper()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte(`{"type":"hello","v":1,"hello":{"role":"viewer"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPipetopSeesPythonLoop runs the pipetop command against the loop:
+// `pipetop ls` lists it and `pipetop --json` reports its steps and stages.
+func TestPipetopSeesPythonLoop(t *testing.T) {
+	requireTorch(t)
+	root := repoRoot(t)
+	if !hasGoFiles(filepath.Join(root, "cmd", "pipetop")) {
+		t.Skip("cmd/pipetop does not exist yet")
+	}
+	bin := filepath.Join(t.TempDir(), "pipetop")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pipetop")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/pipetop: %v\n%s", err, out)
+	}
+	dir := socketDir(t)
+	l := startLoop(t, dir, "--steps", "1000000", "--name", "py-cli", "--wait-viewers", "1")
+	l.endpoint(t, dir, "py-cli")
+	env := append(os.Environ(), ipc.DirEnv+"="+dir, "NO_COLOR=1")
+	ls := runPipetop(t, bin, env, "ls")
+	if !strings.Contains(ls, "py-cli") || !strings.Contains(ls, strconv.Itoa(l.cmd.Process.Pid)) {
+		t.Errorf("pipetop ls does not list py-cli (pid %d):\n%s", l.cmd.Process.Pid, ls)
+	}
+	out := runPipetop(t, bin, env, "--json")
+	var doc any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("pipetop --json is not JSON: %v\n%s", err, out)
+	}
+	for _, want := range []string{"py-cli", stage.DataWait, stage.Forward, stage.Backward, stage.Optim, "steps"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pipetop --json lacks %q:\n%s", want, out)
+		}
+	}
+	l.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-l.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop did not stop on SIGINT")
+	}
+}
+
+func runPipetop(t *testing.T, bin string, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pipetop %s: %v\n%s", strings.Join(args, " "), err, &stderr)
+	}
+	return string(out)
+}
+
+func hasGoFiles(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	return len(m) > 0
+}
