@@ -46,6 +46,10 @@ func WindowByLabel(label string) (int, bool) {
 	return 0, false
 }
 
+// TallScreen is the terminal height from which the stage table is shown
+// at start.
+const TallScreen = 36
+
 // Options configures the monitor.
 type Options struct {
 	Collector *collect.Collector
@@ -122,7 +126,7 @@ func New(o Options) *Model {
 		header: header.New(st), gpu: gpu.New(st), cpu: cpu.New(st), flame: flame.New(st),
 		stages: stages.New(st), history: history.New(st), loader: loader.New(st),
 		verdict: verdict.New(st), picker: picker.New(st),
-		interval: o.Interval, window: max(0, min(o.Window, len(Windows)-1)), picking: o.Pick}
+		interval: o.Interval, window: max(0, min(o.Window, len(Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
 	return m
 }
@@ -162,6 +166,9 @@ func listTrainers() tea.Msg {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
+		if m.w == 0 && msg.Height >= TallScreen {
+			m.showTab = true // room for the stage table from the start
+		}
 		m.w, m.h = msg.Width, msg.Height
 		m.render()
 	case tickMsg:
@@ -233,7 +240,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.focus = (m.focus + 1) % len(m.focusable())
 	case key.Matches(k, m.keys.FocusBack):
 		n := len(m.focusable())
-		m.focus = (m.focus + n - 1) % n
+		m.focus = (max(0, m.focus) + n - 1) % n
 	case key.Matches(k, m.keys.Up):
 		m.scroll(-1)
 	case key.Matches(k, m.keys.Down):
@@ -263,12 +270,16 @@ func (m *Model) setInterval(step int) tea.Cmd {
 func (m *Model) focusable() []pane {
 	ps := []pane{&m.gpu, &m.cpu, &m.flame}
 	if m.showTab {
-		return append(ps, &m.stages)
+		ps = append(ps, &m.stages)
 	}
 	return append(ps, &m.history, &m.loader)
 }
 
+// focused is the focused pane, nil until tab is first pressed.
 func (m *Model) focused() pane {
+	if m.focus < 0 {
+		return nil
+	}
 	ps := m.focusable()
 	return ps[m.focus%len(ps)]
 }
@@ -359,24 +370,26 @@ func (m *Model) body(w, h int) string {
 	ver.lo, ver.pref = m.verdict.Size(w)
 	top := &region{left: &m.gpu, right: &m.cpu}
 	fl := &region{left: &m.flame}
+	table := &region{left: &m.stages}
 	bottom := &region{left: &m.history, right: &m.loader}
-	if m.showTab {
-		bottom = &region{left: &m.stages}
-	}
-	for _, r := range []*region{top, fl, bottom} {
+	for _, r := range []*region{top, fl, table, bottom} {
 		r.measure(w)
 	}
-	bands := []*region{hdr, top, fl, bottom, ver}
-	// Minimums: header, verdict, flame, CPU/GPU, bottom; then preferred
-	// heights: verdict, flame, CPU/GPU, bottom, header.
-	allocate(h, bands, []int{0, 4, 2, 1, 3}, []int{4, 2, 1, 3, 0})
+	if !m.showTab {
+		table.lo, table.pref = 0, 0
+	}
+	bands := []*region{hdr, top, fl, table, bottom, ver}
+	// Minimums: header, verdict, flame, CPU/GPU, stage table, bottom; then
+	// preferred heights: verdict, flame, CPU/GPU, stage table, bottom,
+	// header.
+	allocate(h, bands, []int{0, 5, 2, 1, 3, 4}, []int{5, 2, 1, 3, 4, 0})
 	focused := m.focused()
 	var parts []string
 	if hdr.got > 0 {
 		m.header.SetSize(w, hdr.got)
 		parts = append(parts, m.header.View())
 	}
-	for _, r := range []*region{top, fl, bottom} {
+	for _, r := range []*region{top, fl, table, bottom} {
 		parts = append(parts, m.renderBand(r, w, focused))
 	}
 	if ver.got > 0 {

@@ -75,7 +75,7 @@ func (m Model) lines(w, h int) []string {
 	}
 	rest := m.rest(w)
 	cores := m.bars(w)
-	if len(cores)+1 > h || cores == nil {
+	if len(cores)+1 > h || len(cores) > MaxBarRows || cores == nil {
 		cores = m.compact(w)
 	}
 	return append(cores, rest...)
@@ -83,6 +83,10 @@ func (m Model) lines(w, h int) []string {
 
 // cellWidth is the width of one core's bar cell: label, bar, percentage.
 func labelWidth(n int) int { return len(fmt.Sprint(max(0, n-1))) + 1 }
+
+// MaxBarRows is the most rows of per-core bars; more cores than fit are
+// drawn one cell each.
+const MaxBarRows = 16
 
 const (
 	minBar  = 6
