@@ -383,14 +383,26 @@ func TestPipetopSeesPythonLoop(t *testing.T) {
 		t.Errorf("pipetop ls does not list py-cli (pid %d):\n%s", l.cmd.Process.Pid, ls)
 	}
 	out := runPipetop(t, bin, env, "--json")
-	var doc any
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+	var snap snapshot
+	if err := json.Unmarshal([]byte(out), &snap); err != nil {
 		t.Fatalf("pipetop --json is not JSON: %v\n%s", err, out)
 	}
-	for _, want := range []string{"py-cli", stage.DataWait, stage.Forward, stage.Backward, stage.Optim, "steps"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("pipetop --json lacks %q:\n%s", want, out)
+	if snap.Trainer.Name != "py-cli" || snap.Trainer.PID != l.cmd.Process.Pid ||
+		strings.Join(snap.Trainer.Stages, ",") != strings.Join(stage.Canonical, ",") {
+		t.Errorf("pipetop --json trainer = %+v", snap.Trainer)
+	}
+	if snap.Summary.Steps < 1 || snap.Summary.LastStep < int64(snap.Summary.Steps)-1 {
+		t.Errorf("pipetop --json saw %d steps, last step %d", snap.Summary.Steps, snap.Summary.LastStep)
+	}
+	var shares float64
+	for _, st := range snap.Summary.Stages {
+		shares += st.Share
+		if (st.Name == stage.Forward || st.Name == stage.Backward || st.Name == stage.Optim) && st.Mean <= 0 {
+			t.Errorf("pipetop --json: stage %s mean %.0f ns", st.Name, st.Mean)
 		}
+	}
+	if len(snap.Summary.Stages) != len(stage.Canonical) || math.Abs(shares-1) > 1e-6 {
+		t.Errorf("pipetop --json stages %+v (shares add up to %f)", snap.Summary.Stages, shares)
 	}
 	l.cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -398,6 +410,16 @@ func TestPipetopSeesPythonLoop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the loop did not stop on SIGINT")
 	}
+}
+
+// snapshot is the part of `pipetop --json` (docs/pipetop.md) checked here.
+type snapshot struct {
+	Trainer struct {
+		Name   string   `json:"name"`
+		PID    int      `json:"pid"`
+		Stages []string `json:"stages"`
+	} `json:"trainer"`
+	Summary stage.Summary `json:"summary"`
 }
 
 func runPipetop(t *testing.T, bin string, env []string, args ...string) string {

@@ -805,6 +805,10 @@ class _Server:
             _quiet_close(v.sock)
         for s in (self._sock, self._wake_r, self._wake_w):
             _quiet_close(s)
+        try:
+            self._sel.close()
+        except OSError:
+            pass
 
     # -- thread body --------------------------------------------------------
 
