@@ -33,6 +33,7 @@ import os
 import selectors
 import socket
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -73,6 +74,8 @@ _STEPS_PER_FRAME = 512  # keeps a steps frame far below MAX_FRAME
 _MAX_MSG = 4096  # longest event message, in characters
 _MAX_CONFIG = 64 << 10  # largest encoded config carried in the hello
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_FLOAT32_MAX = 3.4028234663852886e38  # the wire loss is a float32
+_INT32_MAX = (1 << 31) - 1  # the wire sample count is an int32
 
 
 class ProtocolError(ValueError):
@@ -185,8 +188,8 @@ def decode_viewer_line(line: bytes) -> Dict[str, Any]:
         raise ProtocolError("frame of %d bytes exceeds the %d-byte limit" % (len(line), MAX_FRAME))
     try:
         frame = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ProtocolError("decode frame %r: %s" % (_clip(line), e)) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ProtocolError("decode frame %r: %s" % (_clip(line), e or type(e).__name__)) from None
     if not isinstance(frame, dict):
         raise ProtocolError("frame %r is not a JSON object" % _clip(line))
     typ = frame.get("type")
@@ -239,7 +242,7 @@ _Record = Tuple[int, int, int, int, Optional[float], Tuple[int, ...], Optional[T
 def _encode_step(r: _Record) -> str:
     step, t0, t1, n, loss, cpu, gpu, _ = r
     parts = ['{"step":%d,"t0":%d,"t1":%d,"n":%d' % (step, t0, t1, n)]
-    if loss is not None and math.isfinite(loss):
+    if loss is not None and math.isfinite(loss) and abs(loss) <= _FLOAT32_MAX:
         parts.append(',"loss":%r' % loss)
     parts.append(',"cpu":[%s]' % ",".join(map(str, cpu)))
     if gpu is not None:
@@ -398,7 +401,8 @@ class Publisher:
         cpu[other] = 0
         cpu[other] = max(0, wall - sum(cpu))
         value, deferred = _loss_value(loss, self._gpu is not None)
-        rec = (self._step_no, t1 - wall, t1, int(samples), value, tuple(cpu), None, self._names)
+        n = min(max(0, int(samples)), _INT32_MAX)
+        rec = (self._step_no, t1 - wall, t1, n, value, tuple(cpu), None, self._names)
         self._step_no += 1
         for i in range(len(cpu)):
             cpu[i] = 0
@@ -466,7 +470,8 @@ class Publisher:
     def stats(self) -> Dict[str, int]:
         """Return counters: viewers attached now, accepted, refused, frames
         dropped for slow viewers, steps dropped before sending (overflow),
-        steps published, and viewers whose socket buffer is full now."""
+        steps published, viewers whose socket buffer is full now, and
+        unexpected errors of the background thread."""
         s = self._server.stats()
         with self._qlock:
             s["overflow"] = self._overflow
@@ -741,7 +746,7 @@ class _Server:
         self._interval = flush_interval
         self._viewers: Dict[int, _Viewer] = {}
         self._lock = threading.Lock()  # guards counters read by stats()
-        self._accepted = self._refused = self._dropped = 0
+        self._accepted = self._refused = self._dropped = self._errors = 0
         self._stop = threading.Event()
         self._deadline = 0.0
         self._uid = os.geteuid()
@@ -786,6 +791,7 @@ class _Server:
                 "refused": self._refused,
                 "dropped": self._dropped,
                 "blocked": sum(1 for v in viewers if v.blocked),
+                "errors": self._errors,
             }
 
     def close(self, timeout: float) -> None:
@@ -816,11 +822,14 @@ class _Server:
         try:
             next_flush = time.monotonic() + self._interval
             while not self._stop.is_set():
-                timeout = max(0.0, next_flush - time.monotonic())
-                self._poll(timeout)
-                if time.monotonic() >= next_flush:
-                    self._flush()
-                    next_flush = time.monotonic() + self._interval
+                try:
+                    timeout = max(0.0, next_flush - time.monotonic())
+                    self._poll(timeout)
+                    if time.monotonic() >= next_flush:
+                        self._flush()
+                        next_flush = time.monotonic() + self._interval
+                except Exception as e:  # noqa: BLE001 - keep serving; the loop must not notice
+                    self._failed(e)
             self._poll(0)  # viewers that connected just before close
             self._flush()
             # Give viewers until the deadline to read what is left.
@@ -828,6 +837,15 @@ class _Server:
                 self._poll(min(0.05, max(0.0, self._deadline - time.monotonic())))
         finally:
             self._shutdown()
+
+    def _failed(self, err: Exception) -> None:
+        """Count an unexpected error of the server thread; report the first."""
+        with self._lock:
+            self._errors += 1
+            first = self._errors == 1
+        if first:
+            sys.stderr.write("pipetop_publish: %s: %r (publishing continues)\n" % (self.path, err))
+        time.sleep(0.01)
 
     def _poll(self, timeout: float) -> None:
         for key, mask in self._sel.select(timeout):

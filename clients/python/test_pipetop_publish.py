@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -130,9 +131,11 @@ class TestFrames(PublisherCase):
         pub.step(samples=32, loss=0.25)
         pub.step(samples=8)
         pub.step(loss=float("nan"))
+        pub.step(samples=1 << 40)
         pub.close()
         got = steps_of(v.all_frames())
-        self.assertEqual([s["step"] for s in got], [0, 1, 2])
+        self.assertEqual([s["step"] for s in got], [0, 1, 2, 3])
+        self.assertEqual(got[3]["n"], (1 << 31) - 1)  # the wire count is an int32
         first = got[0]
         self.assertEqual(first["n"], 32)
         self.assertEqual(first["loss"], 0.25)
@@ -394,6 +397,7 @@ class TestViewers(PublisherCase):
             ("version", b'{"type":"hello","v":2,"hello":{}}\n', "version mismatch"),
             ("no hello", b'{"type":"hello","v":1}\n', "without hello"),
             ("too long", b"{" * (pp.MAX_FRAME + 10), "exceeds"),
+            ("deep", b"[" * 100000 + b"\n", "recursion depth"),
         ]
         pub = self.publisher(flush_interval=0.005)
         good = self.viewer(pub)
@@ -417,6 +421,7 @@ class TestViewers(PublisherCase):
         pub.step()
         self.assertEqual(good.until("steps")["steps"][0]["step"], 0)
         self.assertEqual(pub.stats()["refused"], len(cases))
+        self.assertEqual(pub.stats()["errors"], 0)
 
     def test_hello_in_pieces_is_fine(self) -> None:
         pub = self.publisher(flush_interval=0.005)
@@ -442,8 +447,15 @@ class TestPeer(PublisherCase):
     def test_other_uid_is_refused(self) -> None:
         if os.geteuid() != 0:
             self.skipTest("needs root to connect as another uid")
-        pub = self.publisher()
-        os.chmod(self.dir, 0o755)
+        # The other uid must be able to reach the socket file: use a
+        # directory on a world-traversable path (/tmp may be 0700).
+        base = next((d for d in ("/dev/shm", "/var/tmp", "/tmp") if os.stat(d).st_mode & 0o001), None)
+        if base is None:
+            self.skipTest("no world-traversable directory to put the socket in")
+        d = tempfile.mkdtemp(prefix="ppt", dir=base)
+        self.addCleanup(shutil.rmtree, d, True)
+        pub = self.publisher(socket_path=os.path.join(d, "t.sock"))
+        os.chmod(d, 0o755)
         os.chmod(pub.path, 0o666)
         script = textwrap.dedent(
             """
@@ -458,7 +470,8 @@ class TestPeer(PublisherCase):
             sys.stdout.write(data.decode())
             """
         )
-        out = subprocess.run([sys.executable, "-c", script, pub.path], capture_output=True, timeout=20, check=True)
+        out = subprocess.run([sys.executable, "-c", script, pub.path], capture_output=True, timeout=20)
+        self.assertEqual(out.returncode, 0, out.stderr.decode())
         frames = [json.loads(line) for line in out.stdout.splitlines()]
         self.assertEqual([f["type"] for f in frames], ["error"])
         self.assertIn("uid 65534 is neither uid 0 nor root", frames[0]["error"])
@@ -665,8 +678,34 @@ class TestEncode(unittest.TestCase):
         rec = (3, 10, 20, 5, 0.1, (1, 2), (-1, 7), ("a", "other"))
         got = json.loads(pp._encode_steps([rec]))
         self.assertEqual(got, {"type": "steps", "steps": [{"step": 3, "t0": 10, "t1": 20, "n": 5, "loss": 0.1, "cpu": [1, 2], "gpu": [-1, 7]}]})
-        inf = (3, 10, 20, 5, math.inf, (1, 2), None, ("a", "other"))
-        self.assertNotIn("loss", json.loads(pp._encode_steps([inf]))["steps"][0])
+        for loss in (math.inf, -math.inf, math.nan, 1e39, -1e300):
+            rec = (3, 10, 20, 5, loss, (1, 2), None, ("a", "other"))
+            self.assertNotIn("loss", json.loads(pp._encode_steps([rec]))["steps"][0], loss)
+
+
+class TestDecodeRandom(unittest.TestCase):
+    """Random and mutated input only ever raises ProtocolError."""
+
+    def test_random_lines(self) -> None:
+        rng = random.Random(8)
+        seeds = [HELLO.strip(), b'{"type":"hello","v":1,"hello":{}}', b'{"type":"steps","steps":[]}', b"[]", b"{}"]
+        for _ in range(5000):
+            line = bytearray(rng.choice(seeds))
+            for _ in range(rng.randrange(1, 6)):
+                op = rng.randrange(3)
+                pos = rng.randrange(len(line) + 1)
+                if op == 0:
+                    line[pos:pos] = bytes([rng.randrange(256)])
+                elif op == 1 and line:
+                    del line[min(pos, len(line) - 1)]
+                elif line:
+                    line[min(pos, len(line) - 1)] = rng.randrange(256)
+            try:
+                f = pp.decode_viewer_line(bytes(line))
+            except pp.ProtocolError:
+                continue
+            self.assertEqual((f["type"], f["v"]), ("hello", 1))
+            self.assertIsInstance(f["hello"], dict)
 
 
 if __name__ == "__main__":
