@@ -39,3 +39,17 @@ func BenchmarkSmallTrainStep(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")
 	b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "samples/s")
 }
+
+// BenchmarkStepBookkeeping measures the per-step binding overhead the loop
+// pays besides the stages: BeginStep and a PollGPUTimings call.
+func BenchmarkStepBookkeeping(b *testing.B) {
+	p := newPolicy(b, openLib(b), tinyConfig(1))
+	var buf [16]StageTiming
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := p.BeginStep(int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		p.PollGPUTimings(buf[:])
+	}
+}

@@ -103,6 +103,7 @@ type Policy struct {
 	h    *C.pt_policy
 	err  *C.char      // C buffer for error messages
 	poll *C.pt_timing // C buffer of pollCap timings
+	out  *C.float     // C buffer for Sync's loss and grad norm (no Go escape)
 	info Info
 }
 
@@ -118,6 +119,7 @@ func (l *Lib) NewPolicy(cfg Config) (*Policy, error) {
 		lib:  l,
 		err:  (*C.char)(C.calloc(errBufSize, 1)),
 		poll: (*C.pt_timing)(C.calloc(pollCap, C.sizeof_pt_timing)),
+		out:  (*C.float)(C.calloc(2, C.sizeof_float)),
 	}
 	if C.pt_call_create(l.api, ccfg, &p.h, p.err, errBufSize) != 0 {
 		e := p.lastErr("create policy")
@@ -138,7 +140,8 @@ func (p *Policy) lastErr(op string) error {
 func (p *Policy) free() {
 	C.free(unsafe.Pointer(p.err))
 	C.free(unsafe.Pointer(p.poll))
-	p.err, p.poll = nil, nil
+	C.free(unsafe.Pointer(p.out))
+	p.err, p.poll, p.out = nil, nil, nil
 }
 
 func (p *Policy) loadInfo() error {
@@ -254,11 +257,11 @@ func (p *Policy) SyncNorm() (loss, gradNorm float32, err error) {
 	if p.h == nil {
 		return 0, 0, ErrClosed
 	}
-	var l, g C.float
-	if C.pt_call_sync(p.lib.api, p.h, &l, &g, p.err, errBufSize) != 0 {
+	out := unsafe.Slice(p.out, 2)
+	if C.pt_call_sync(p.lib.api, p.h, &out[0], &out[1], p.err, errBufSize) != 0 {
 		return 0, 0, p.lastErr("sync")
 	}
-	return float32(l), float32(g), nil
+	return float32(out[0]), float32(out[1]), nil
 }
 
 // PollGPUTimings fills dst with finished GPU stage timings without
