@@ -441,3 +441,93 @@ func hasGoFiles(dir string) bool {
 	m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 	return len(m) > 0
 }
+
+// edgeScript publishes awkward values: unicode names, a custom stage list
+// that grows past 16, losses outside float32, a huge sample count, control
+// characters in events and an unencodable config value.
+const edgeScript = `
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pipetop_publish import Publisher
+pub = Publisher("edge/ü", config={"ü": [1, 2.5, None], "obj": object()}, stages=["forward"])
+while pub.stats()["viewers"] < 1:
+    time.sleep(0.01)
+for i, loss in enumerate([0.5, 1e39, float("nan"), 1e-45, -3.0, None]):
+    with pub.stage("décodé"):
+        with pub.stage("forward"):
+            pass
+    with pub.stage("s%d" % i):
+        pass
+    pub.event("log", 'line\nbreak "quoted" \u2028 \x00')
+    pub.step(samples=1 << 40 if i == 1 else i, loss=loss)
+for i in range(20):
+    with pub.stage("x%d" % i):
+        pass
+pub.step()
+pub.close()
+`
+
+func TestEdgeValuesDecodeInGo(t *testing.T) {
+	dir := socketDir(t)
+	cmd := exec.Command(python, "-c", edgeScript, filepath.Join(repoRoot(t), "clients", "python"))
+	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{cmd: cmd, done: make(chan struct{})}
+	go func() { l.err = cmd.Wait(); close(l.done) }()
+	defer func() { cmd.Process.Kill(); <-l.done }()
+	ep := l.endpoint(t, dir, "edge_ü")
+	conn := dial(t, ep.Path)
+	names := conn.Hello().Stages
+	if strings.Join(names, ",") != "forward,other" {
+		t.Errorf("hello stages %v", names)
+	}
+	var steps []ipc.Step
+	var events int
+	for {
+		f, err := conn.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the Go decoder refused a frame after %d steps: %v\n%s", len(steps), err, &stderr)
+		}
+		switch f.Type {
+		case ipc.TypeStages:
+			names = f.Stages
+		case ipc.TypeSteps:
+			for _, s := range f.Steps {
+				if len(s.CPU) != len(names) {
+					t.Errorf("step %d has %d cpu times for %d stages %v", s.Step, len(s.CPU), len(names), names)
+				}
+			}
+			steps = append(steps, f.Steps...)
+		case ipc.TypeEvent:
+			events++
+		}
+	}
+	<-l.done
+	if l.err != nil {
+		t.Fatalf("edge script: %v\n%s", l.err, &stderr)
+	}
+	if len(steps) != 7 || events < 6 || len(names) != stage.MaxStages || names[len(names)-1] != stage.Other {
+		t.Fatalf("%d steps, %d events, final stages %v", len(steps), events, names)
+	}
+	var losses []string
+	for _, s := range steps[:6] {
+		if s.Loss == nil {
+			losses = append(losses, "-")
+		} else {
+			losses = append(losses, strconv.FormatFloat(float64(*s.Loss), 'g', -1, 32))
+		}
+	}
+	if got := strings.Join(losses, " "); got != "0.5 - - 1e-45 -3 -" {
+		t.Errorf("losses %q", got)
+	}
+	if steps[1].N != math.MaxInt32 {
+		t.Errorf("samples %d, want the int32 maximum", steps[1].N)
+	}
+}
