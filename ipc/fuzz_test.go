@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -49,6 +50,29 @@ func FuzzReader(f *testing.F) {
 			if bytes.IndexByte(line, '\n') >= 0 || len(line) > MaxFrame {
 				t.Fatalf("bad line %q", line)
 			}
+		}
+	})
+}
+
+// FuzzFastSteps checks the compact steps decoder against encoding/json:
+// whenever the fast path accepts a line, the general decoder must agree.
+func FuzzFastSteps(f *testing.F) {
+	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"loss":0.5,"cpu":[1,2],"gpu":[-1,4]}]}`))
+	f.Add([]byte(`{"type":"steps","steps":[]}`))
+	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"cpu":[]},{"step":2,"t0":1,"t1":2,"n":3,"cpu":[9]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, err := decodeStepsFast(data)
+		if err != nil {
+			return
+		}
+		var slow Frame
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", data, err)
+		}
+		a, _ := json.Marshal(fast)
+		b, _ := json.Marshal(&slow)
+		if string(a) != string(b) {
+			t.Fatalf("decoders disagree on %q:\nfast %s\nslow %s", data, a, b)
 		}
 	})
 }

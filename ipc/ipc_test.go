@@ -162,7 +162,7 @@ func TestNeverReadingViewerDoesNotBlockPublish(t *testing.T) {
 	defer raw.Close()
 	reader := dial(t, s.Path())
 	waitViewers(t, s, 2)
-	const n = 200000
+	const n = 100000
 	lastSeen := make(chan int64, 1)
 	go func() {
 		var last int64 = -1
@@ -182,8 +182,8 @@ func TestNeverReadingViewerDoesNotBlockPublish(t *testing.T) {
 	for i := int64(0); i < n; i++ {
 		r := record(i)
 		s.Publish(&r)
-		if i%1000 == 0 {
-			time.Sleep(time.Millisecond) // let the publisher run
+		if i%100 == 0 {
+			time.Sleep(time.Millisecond) // about the pace of a fast trainer
 		}
 	}
 	if d := time.Since(start); d > 20*time.Second {
@@ -452,6 +452,18 @@ func TestParseSocketName(t *testing.T) {
 		if name != tc.name || pid != tc.pid || ok != tc.ok {
 			t.Errorf("ParseSocketName(%q) = %q %d %v", tc.in, name, pid, ok)
 		}
+	}
+}
+
+func TestLooseSocketDirIsRefused(t *testing.T) {
+	dir := shortTempDir(t)
+	os.Chmod(dir, 0o755)
+	_, err := Listen("test", Hello{}, ServerOptions{Dir: dir, Logf: t.Logf})
+	if err == nil || !strings.Contains(err.Error(), "0755") {
+		t.Fatalf("err = %v, want a refusal naming mode 0755", err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
+		t.Fatalf("mode changed to %o", fi.Mode().Perm())
 	}
 }
 

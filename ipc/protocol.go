@@ -86,14 +86,17 @@ func DecodeFrame(line []byte) (*Frame, error) {
 	if len(line) > MaxFrame {
 		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", len(line), MaxFrame)
 	}
-	var f Frame
-	if err := json.Unmarshal(line, &f); err != nil {
-		return nil, fmt.Errorf("decode frame %q: %w", clip(line), err)
+	f, err := decodeStepsFast(line)
+	if err != nil {
+		f = &Frame{}
+		if err := json.Unmarshal(line, f); err != nil {
+			return nil, fmt.Errorf("decode frame %q: %w", clip(line), err)
+		}
 	}
 	if err := f.validate(); err != nil {
 		return nil, fmt.Errorf("frame %q: %w", clip(line), err)
 	}
-	return &f, nil
+	return f, nil
 }
 
 func (f *Frame) validate() error {

@@ -30,7 +30,7 @@ func Dir() string {
 }
 
 // ensureDir creates dir with mode 0700, or checks that an existing one is
-// ours and tightens its mode.
+// ours and has that mode.
 func ensureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
@@ -42,10 +42,10 @@ func ensureDir(dir string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("socket dir %s belongs to uid %d, not %d", dir, st.Uid, os.Geteuid())
 	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("chmod socket dir %s: %w", dir, err)
-		}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		// Never loosen or tighten a directory we did not make (it could be
+		// /tmp): say what is wrong instead.
+		return fmt.Errorf("socket dir %s has mode %04o; it must be 0700 (chmod 700 %s, or choose another with %s)", dir, perm, dir, DirEnv)
 	}
 	return nil
 }
