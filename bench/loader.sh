@@ -8,7 +8,7 @@
 # and the blosc-lz4 decode ceiling measured by a Go benchmark.
 #
 # Environment: BENCH_DIR (datasets, default /tmp/pipetop-bench), EPISODES
-# (50), FRAMES (200), WORKERS (2), BATCH (64), SECONDS (10), PEER_SECONDS
+# (50), FRAMES (200), WORKERS (2), BATCH (64), OURS_SECONDS (10), PEER_SECONDS
 # (10), PIPETRAIN (a prebuilt binary; default: go build ./cmd/pipetrain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ EPISODES=${EPISODES:-50}
 FRAMES=${FRAMES:-200}
 WORKERS=${WORKERS:-2}
 BATCH=${BATCH:-64}
-SECONDS_OURS=${SECONDS:-10}
+SECONDS_OURS=${OURS_SECONDS:-10}
 PEER_SECONDS=${PEER_SECONDS:-10}
 PY=/usr/bin/python3
 mkdir -p "$BENCH_DIR"
@@ -66,25 +66,29 @@ run "default, rechunked to 1 frame" "$BENCH_DIR/rechunked" uniform "$PEER_SECOND
 
 ceiling=$(go test ./trainer/dataset -run '^$' -bench 'DecodeCeiling/blosc-lz4$' -benchtime 2s | awk '/MB\/s/ {print $(NF-1)}')
 
-printf '%s\n' "${results[@]}" | $PY -c '
+printf '%s\n' "${results[@]}" > "$BENCH_DIR/results.txt"
+$PY - "$ceiling" "$BENCH_DIR/results.txt" <<'PY'
 import json, os, sys
-ceiling = float(sys.argv[1]) * 1e6            # bytes/s on one core
+ceiling = float(sys.argv[1]) * 1e6  # decoded bytes/s on one core
 cores = os.cpu_count()
-frame = 128 * 128 * 3
-per_sample = 2 * 4 * frame                    # n_obs x cameras x frame
-print(f"{\"case\":32} {\"peer/s\":>9} {\"ours/s\":>9} {\"ratio\":>8} {\"target\":>7}  {\"sampler\":8} {\"read amp\":>8} {\"cache hit\":>9}")
+per_sample = 2 * 4 * 128 * 128 * 3  # n_obs x cameras x frame bytes
+head = ("case", "peer/s", "ours/s", "ratio", "target", "sampler", "read amp", "cache hit")
+print("%-30s %9s %9s %8s %7s  %-8s %8s %9s" % head)
 frames1 = None
-for line in sys.stdin:
+for line in open(sys.argv[2]):
     name, sampler, target, p, o = line.rstrip("\n").split("|")
     p, o = json.loads(p), json.loads(o)
     ratio = o["samples_per_sec"] / p["samples_per_sec"]
-    ok = "ok" if ratio >= float(target) else "MISSED"
-    print(f"{name:32} {p[\"samples_per_sec\"]:9.1f} {o[\"samples_per_sec\"]:9.0f} {ratio:7.1f}x {\">=\"+target+\"x\":>7}  {sampler:8} {o[\"read_amp\"]:8.2f} {100*o[\"cache_hit_rate\"]:8.1f}%  {ok}")
-    if frames1 is None:
-        frames1 = o
-print()
+    verdict = "ok" if ratio >= float(target) else "MISSED"
+    print("%-30s %9.1f %9.0f %7.1fx %7s  %-8s %8.2f %8.1f%%  %s" % (
+        name, p["samples_per_sec"], o["samples_per_sec"], ratio, ">=" + target + "x", sampler,
+        o["read_amp"], 100 * o["cache_hit_rate"], verdict))
+    frames1 = frames1 or o
 limit = cores * ceiling / per_sample
-print(f"blosc-lz4 decode ceiling (Go benchmark, these frames): {ceiling/1e6:.0f} MB/s per core")
-print(f"  -> {limit:.0f} samples/s on {cores} cores for 1-frame chunks; ours reaches {frames1[\"samples_per_sec\"]:.0f} = {100*frames1[\"samples_per_sec\"]/limit:.0f}% of it")
-print(f"  (against the nominal 2 GB/s per core: {cores*2e9/per_sample:.0f} samples/s, ours = {100*frames1[\"samples_per_sec\"]/(cores*2e9/per_sample):.0f}%)")
-' "$ceiling"
+nominal = cores * 2e9 / per_sample
+ours = frames1["samples_per_sec"]
+print()
+print("blosc-lz4 decode ceiling (Go benchmark on these frames): %.0f MB/s per core" % (ceiling / 1e6))
+print("  -> %.0f samples/s on %d cores for 1-frame chunks; ours: %.0f = %.0f%% of it" % (limit, cores, ours, 100 * ours / limit))
+print("  against the nominal 2 GB/s per core (%.0f samples/s): %.0f%%" % (nominal, 100 * ours / nominal))
+PY

@@ -126,15 +126,21 @@ func parseFill(raw json.RawMessage, dt DType) ([]byte, error) {
 		return out, nil
 	}
 	txt := string(raw)
-	if dt.Kind == Int || dt.Kind == Uint || dt.Kind == Bool {
-		if u, err := strconv.ParseUint(txt, 10, 64); err == nil && dt.Kind != Int {
+	bitsN := 8 * dt.Size
+	if dt.Kind == Uint || dt.Kind == Bool {
+		if u, err := strconv.ParseUint(txt, 10, bitsN); err == nil {
 			putUint(out, dt.ByteOrder(), dt.Size, u)
 			return out, nil
 		}
-		if i, err := strconv.ParseInt(txt, 10, 64); err == nil && dt.Kind == Int {
+	}
+	if dt.Kind == Int {
+		if i, err := strconv.ParseInt(txt, 10, bitsN); err == nil {
 			putUint(out, dt.ByteOrder(), dt.Size, uint64(i))
 			return out, nil
 		}
+	}
+	if dt.Kind != Float {
+		return nil, fmt.Errorf("fill_value %s: not an integer in range for dtype %s", raw, dt)
 	}
 	v, err := strconv.ParseFloat(txt, 64)
 	if err != nil {

@@ -174,6 +174,7 @@ func TestMissingOrBadMetadata(t *testing.T) {
 		"codec":   `{"zarr_format":2,"shape":[2],"chunks":[1],"dtype":"<f4","compressor":{"id":"bz2"},"fill_value":0,"order":"C","filters":null}`,
 		"chunks":  `{"zarr_format":2,"shape":[2],"chunks":[0],"dtype":"<f4","compressor":null,"fill_value":0,"order":"C","filters":null}`,
 		"fill":    `{"zarr_format":2,"shape":[2],"chunks":[1],"dtype":"<i4","compressor":null,"fill_value":"NaN","order":"C","filters":null}`,
+		"range":   `{"zarr_format":2,"shape":[2],"chunks":[1],"dtype":"|u1","compressor":null,"fill_value":300,"order":"C","filters":null}`,
 		"filters": `{"zarr_format":2,"shape":[2],"chunks":[1],"dtype":"<i4","compressor":null,"fill_value":0,"order":"C","filters":[{"id":"delta"}]}`,
 		"version": `{"zarr_format":3,"shape":[2],"chunks":[1],"dtype":"<i4","compressor":null,"fill_value":0,"order":"C","filters":null}`,
 		"option":  `{"zarr_format":2,"shape":[2],"chunks":[1],"dtype":"<i4","compressor":{"id":"blosc","cnam":"lz4"},"fill_value":0,"order":"C","filters":null}`,
