@@ -1,6 +1,8 @@
 package stage
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -114,11 +116,33 @@ func TestWindowRingAndDuration(t *testing.T) {
 	}
 }
 
-func TestQuantile(t *testing.T) {
-	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for q, want := range map[float64]float64{0.5: 5, 0.99: 10, 0: 1, 0.1: 1, 0.11: 2} {
-		if got := quantile(v, q); got != want {
-			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
+func TestSelectKthMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n < 200; n++ {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(rng.IntN(10)) // many duplicates
+		}
+		sorted := slices.Clone(v)
+		slices.Sort(sorted)
+		for _, q := range []float64{0, 0.1, 0.5, 0.99, 1} {
+			k := rank(n, q)
+			w := slices.Clone(v)
+			if got := selectKth(w, k); got != sorted[k] {
+				t.Fatalf("n=%d q=%v: selectKth %v, sort says %v", n, q, got, sorted[k])
+			}
+		}
+	}
+}
+
+func TestRank(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		q    float64
+		want int
+	}{{10, 0.5, 4}, {10, 0.99, 9}, {10, 0, 0}, {10, 0.11, 1}, {1, 0.99, 0}, {100, 0.99, 98}} {
+		if got := rank(tc.n, tc.q); got != tc.want {
+			t.Errorf("rank(%d, %v) = %d, want %d", tc.n, tc.q, got, tc.want)
 		}
 	}
 }
