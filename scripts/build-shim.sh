@@ -17,6 +17,7 @@ command -v cmake >/dev/null || die "cmake not found (apt-get install cmake)"
 
 torch_prefix() {
   if [[ -n "${TORCH_PREFIX:-}" ]]; then
+    [[ -d "$TORCH_PREFIX" ]] || die "TORCH_PREFIX=$TORCH_PREFIX is not a directory"
     echo "$TORCH_PREFIX"; return
   fi
   local multi
