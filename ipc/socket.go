@@ -30,7 +30,7 @@ func Dir() string {
 }
 
 // ensureDir creates dir with mode 0700, or checks that an existing one is
-// ours and has that mode.
+// ours and not writable by others.
 func ensureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
@@ -42,10 +42,10 @@ func ensureDir(dir string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("socket dir %s belongs to uid %d, not %d", dir, st.Uid, os.Geteuid())
 	}
-	if perm := fi.Mode().Perm(); perm != 0o700 {
-		// Never loosen or tighten a directory we did not make (it could be
-		// /tmp): say what is wrong instead.
-		return fmt.Errorf("socket dir %s has mode %04o; it must be 0700 (chmod 700 %s, or choose another with %s)", dir, perm, dir, DirEnv)
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		// Others could replace our socket. Never chmod a directory we did
+		// not make (it could be /tmp): say what is wrong instead.
+		return fmt.Errorf("socket dir %s has mode %04o: others can write to it (chmod 700 %s, or choose another with %s)", dir, perm, dir, DirEnv)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ type Feed struct {
 	link     snapshot.Link
 	loader   *stage.LoaderStats
 	event    *ipc.Event
+	phase    string // the running bisect phase, from "phase" events
 	dropped  int64
 	total    int64 // steps received since the Feed was made
 	gen      int   // attach generation; messages of older ones are ignored
@@ -179,6 +180,12 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	case ipc.TypeEvent:
 		e := *fr.Event
 		f.event = &e
+		if e.Kind == "phase" {
+			// A new bisect phase measures something else: start the window
+			// afresh so the flame bar shows this phase alone.
+			f.phase = e.Msg
+			f.reset(f.win.Names())
+		}
 	case ipc.TypeDrops:
 		f.dropped = fr.Dropped
 	}
@@ -264,6 +271,7 @@ func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
 		e := *f.event
 		t.LastEvent = &e
 	}
+	t.Phase = f.phase
 	t.EpochSteps = epochSteps(h.Config)
 	return t
 }

@@ -183,3 +183,19 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPhaseEventRestartsTheWindow: a bisect phase change shows in the
+// snapshot and the window holds only the new phase's steps.
+func TestPhaseEventRestartsTheWindow(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ep := ipc.Endpoint{Path: "/tmp/b.1.sock", Name: "b", PID: 1}
+	f := New(1000)
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "b", PID: 1, Stages: names}, Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: steps(0, 50, t0), Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeEvent, Event: &ipc.Event{Kind: "phase", Msg: "loader (batch 8)"}}, Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: steps(50, 20, t0), Endpoint: ep}, t0)
+	s := fill(f, t0.Add(time.Second))
+	if s.Trainer.Phase != "loader (batch 8)" || s.Summary.Steps != 20 {
+		t.Fatalf("phase %q, %d steps in the window; want the loader phase's 20", s.Trainer.Phase, s.Summary.Steps)
+	}
+}

@@ -85,6 +85,8 @@ type Trainer struct {
 	Dropped int64 `json:"dropped"`
 	// LastEvent is the latest event frame (checkpoint, epoch, warning).
 	LastEvent *ipc.Event `json:"last_event,omitempty"`
+	// Phase is the running `pipetrain bisect` phase, from "phase" events.
+	Phase string `json:"phase,omitempty"`
 }
 
 // Reading is one measured number with its source. Value is null unless

@@ -70,6 +70,9 @@ func (m Model) first() string {
 	default:
 		t := s.Trainer
 		parts = append(parts, st.Value.Render(t.Name)+st.Dim.Render(fmt.Sprintf(" pid %d", t.PID))+" "+m.link())
+		if t.Phase != "" {
+			parts = append(parts, st.Label.Render("phase ")+st.Warn.Render(t.Phase))
+		}
 	}
 	if sum := s.Summary; sum != nil {
 		parts = append(parts,
