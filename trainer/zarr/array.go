@@ -19,6 +19,7 @@ type Array struct {
 	arrayInfo
 	chunkBytes int
 	grid       []int // number of chunks along each axis
+	dir        *dirHandle
 }
 
 // ArraySpec describes an array to create.
@@ -63,6 +64,7 @@ func newArray(s *Store, p string, m ArrayMeta) (*Array, error) {
 		return nil, fmt.Errorf("array %q: .zarray: %w", p, err)
 	}
 	a := &Array{store: s, path: p, meta: m, arrayInfo: in}
+	a.dir = newDirHandle(filepath.Join(s.root, filepath.FromSlash(p)))
 	a.chunkBytes = in.dtype.Size
 	a.grid = make([]int, len(in.shape))
 	for i := range in.shape {
@@ -200,42 +202,14 @@ func (a *Array) ReadRaw(idx []int, buf []byte) ([]byte, error) {
 	if err := a.checkIndex(idx); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(a.chunkFile(idx))
+	out, err := a.dirHandle().readFile(a.ChunkKey(idx), buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("array %q chunk %s: %w", a.path, a.ChunkKey(idx), err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("array %q chunk %s: %w", a.path, a.ChunkKey(idx), err)
-	}
-	n := int(st.Size())
-	if cap(buf) < n {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if m, err := readFull(f, buf); err != nil {
-		return nil, fmt.Errorf("array %q chunk %s: read %d of %d bytes: %w", a.path, a.ChunkKey(idx), m, n, err)
-	}
-	if buf == nil {
-		buf = []byte{}
-	}
-	return buf, nil
-}
-
-func readFull(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+	return out, nil
 }
 
 // DecodeChunk decodes stored bytes raw (from ReadRaw) into dst, which must
