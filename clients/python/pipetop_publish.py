@@ -304,7 +304,7 @@ class Publisher:
             Names used later with ``stage()`` are added on the fly; "other"
             is always present and gets the step time no span covered.
         cuda: also time stages on the GPU with CUDA event pairs (needs torch
-            with CUDA; silently off otherwise).
+            with CUDA; otherwise a warning event says it is off).
         socket_path: exact socket path; default ``socket_dir()/NAME.PID.sock``.
         pending: step records buffered between flushes; the oldest are
             dropped (and counted) beyond that.
@@ -340,6 +340,8 @@ class Publisher:
         self._open: Optional[_Span] = None
         self._step_no = 0
         self._step_start: Optional[int] = None  # perf_counter_ns of the step start
+        # Step times are monotonic clock readings shifted onto Unix time.
+        self._base = time.time_ns() - time.perf_counter_ns()
         self._too_many: set = set()
         self._queue: Deque[Any] = collections.deque()
         self._pending_max = pending
@@ -393,7 +395,6 @@ class Publisher:
                 synchronizing ``.item()``); otherwise it is left out.
         """
         now = time.perf_counter_ns()
-        t1 = time.time_ns()
         start = self._step_start if self._step_start is not None else now
         wall = now - start
         cpu = self._cpu
@@ -402,11 +403,11 @@ class Publisher:
         cpu[other] = max(0, wall - sum(cpu))
         value, deferred = _loss_value(loss, self._gpu is not None)
         n = min(max(0, int(samples)), _INT32_MAX)
-        rec = (self._step_no, t1 - wall, t1, n, value, tuple(cpu), None, self._names)
+        rec = (self._step_no, self._base + start, self._base + now, n, value, tuple(cpu), None, self._names)
         self._step_no += 1
         for i in range(len(cpu)):
             cpu[i] = 0
-        self._step_start = time.perf_counter_ns()
+        self._step_start = now  # steps tile the timeline: this one's cost is the next one's "other"
         if self._gpu is None:
             self._push(rec)
             return
@@ -458,12 +459,12 @@ class Publisher:
 
     # -- background side ------------------------------------------------------
 
-    def _drain(self) -> Tuple[List[Any], int]:
+    def _drain(self) -> List[Any]:
         """Take every queued item; called by the server thread."""
         with self._qlock:
             items = list(self._queue)
             self._queue.clear()
-            return items, self._overflow
+            return items
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -734,7 +735,7 @@ class _Server:
         path: str,
         hello: Dict[str, Any],
         names: Tuple[str, ...],
-        drain: Callable[[], Tuple[List[Any], int]],
+        drain: Callable[[], List[Any]],
         viewer_queue: int,
         flush_interval: float,
     ) -> None:
@@ -948,7 +949,15 @@ class _Server:
         _quiet_close(v.sock)
 
     def _flush(self) -> None:
-        items, _ = self._drain()
+        items = self._drain()
+        if not self._viewers:
+            # Nobody to encode for: only keep track of the stage list, which
+            # the hello of the next viewer carries.
+            for item in reversed(items):
+                if item[0] != "event":
+                    self._names = item[7]
+                    break
+            return
         batch: List[_Record] = []
         for item in items:
             if item[0] == "event":

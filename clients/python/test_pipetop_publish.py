@@ -136,6 +136,9 @@ class TestFrames(PublisherCase):
         got = steps_of(v.all_frames())
         self.assertEqual([s["step"] for s in got], [0, 1, 2, 3])
         self.assertEqual(got[3]["n"], (1 << 31) - 1)  # the wire count is an int32
+        for prev, cur in zip(got, got[1:]):
+            self.assertEqual(cur["t0"], prev["t1"])  # steps tile the timeline
+            self.assertEqual(sum(cur["cpu"]), cur["t1"] - cur["t0"])
         first = got[0]
         self.assertEqual(first["n"], 32)
         self.assertEqual(first["loss"], 0.25)
