@@ -86,8 +86,11 @@ def hot_path_us(steps: int) -> float:
         return (time.perf_counter() - t) / steps * 1e6
 
 
+_DIR = tempfile.mkdtemp(prefix="ppbench-")  # 0700, ours: never /tmp itself
+
+
 def _path(tag: str) -> str:
-    return os.path.join(tempfile.gettempdir(), "ppbench-%s-%d.sock" % (tag, os.getpid()))
+    return os.path.join(_DIR, "%s-%d.sock" % (tag, os.getpid()))
 
 
 def with_viewers(stuck: int, readers: int, fn: Callable[[Any], List[float]]) -> Dict[str, Any]:

@@ -108,7 +108,7 @@ def socket_name(name: str, pid: int) -> str:
 
 
 def _ensure_dir(path: str) -> None:
-    """Create the socket directory 0700, or check an existing one is ours."""
+    """Create the socket directory 0700, or check an existing one is ours and not writable by others."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.stat(path)
@@ -118,8 +118,13 @@ def _ensure_dir(path: str) -> None:
         raise PermissionError(
             "pipetop: socket dir %s belongs to uid %d, not %d" % (path, st.st_uid, os.geteuid())
         )
-    if st.st_mode & 0o777 != 0o700:
-        os.chmod(path, 0o700)
+    if st.st_mode & 0o022:
+        # Others could replace our socket. Never chmod a directory we did not
+        # make (it could be /tmp): say what is wrong instead.
+        raise PermissionError(
+            "pipetop: socket dir %s has mode %04o: others can write to it "
+            "(chmod 700 %s, or choose another with PIPETOP_SOCKET_DIR)" % (path, st.st_mode & 0o777, path)
+        )
 
 
 def _host_pid(status_path: str = "/proc/self/status") -> int:

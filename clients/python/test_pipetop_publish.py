@@ -502,9 +502,9 @@ class TestSocketFile(PublisherCase):
         self.assertEqual(pp.socket_name("", 1), "trainer.1.sock")
 
     def test_modes_stale_and_removal(self) -> None:
-        sub = os.path.join(self.dir, "sub")
-        os.mkdir(sub, 0o755)
+        sub = os.path.join(self.dir, "sub", "pipetop")
         os.environ["PIPETOP_SOCKET_DIR"] = sub
+        os.makedirs(sub, 0o700)
         path = os.path.join(sub, pp.socket_name("t", os.getpid()))
         with open(path, "w") as f:
             f.write("stale")
@@ -514,6 +514,21 @@ class TestSocketFile(PublisherCase):
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
         pub.close()
         self.assertFalse(os.path.exists(path))
+
+    def test_new_dir_is_0700(self) -> None:
+        sub = os.path.join(self.dir, "fresh")
+        os.environ["PIPETOP_SOCKET_DIR"] = sub
+        with pp.Publisher("t"):
+            self.assertEqual(os.stat(sub).st_mode & 0o777, 0o700)
+
+    def test_dir_others_can_write_is_refused_and_left_alone(self) -> None:
+        sub = os.path.join(self.dir, "open")
+        os.mkdir(sub)
+        os.chmod(sub, 0o777)
+        os.environ["PIPETOP_SOCKET_DIR"] = sub
+        with self.assertRaisesRegex(PermissionError, "mode 0777: others can write"):
+            pp.Publisher("t")
+        self.assertEqual(os.stat(sub).st_mode & 0o777, 0o777)
 
     def test_foreign_dir_is_refused(self) -> None:
         if os.geteuid() != 0:
