@@ -12,7 +12,7 @@ packages=(
   tmux                            # end-to-end TUI tests and screenshots
   btop                            # the overhead comparison in bench/
   socat util-linux                # debugging the protocol; setpriv for the peer-credential test
-  librsvg2-bin                    # screenshots: SVG to PNG
+  librsvg2-bin fonts-dejavu-core  # screenshots: SVG to PNG
 )
 
 missing=()

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates screenshots/: runs pipetop in tmux at 120x40 and 80x24
-# attached to a running trainer, captures the screen with
-# `tmux capture-pane -e -p`, and converts the capture to SVG (scripts/ansi2svg)
-# and PNG (rsvg-convert, Debian package librsvg2-bin, when installed).
+# attached to a real training run (bin/pipetrain train on the demo dataset),
+# captures the screen with `tmux capture-pane -e -p`, and converts the
+# capture to SVG (scripts/ansi2svg) and PNG (rsvg-convert, Debian package
+# librsvg2-bin). A second run trains on the same kind of data with zarr's
+# default chunking: the input-bound case.
 #
-# usage: scripts/screenshots.sh
-# env:   PUBLISHER  the trainer command (default: the SYNTHETIC publisher,
-#                   examples/synthetic, with an input-bound stage mix)
-#        SETTLE     seconds to let pipetop collect before capturing (6)
+# usage: scripts/screenshots.sh      (make screenshots builds first)
+# env:   DATA       the demo dataset (data/demo.zarr; generated if missing)
+#        SLOW_DATA  the default-chunked dataset (data/demo-default-chunks.zarr)
+#        SETTLE     seconds to let pipetop collect before capturing (8)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,10 +18,10 @@ work=$(mktemp -d)
 server="pipetop-shots-$$"
 export PATH="/usr/local/go/bin:$PATH"
 export PIPETOP_SOCKET_DIR="$work/sockets"
-SETTLE=${SETTLE:-6}
-PUBLISHER=${PUBLISHER:-"$work/synthetic -name synthetic-demo -rate 250 -quiet \
--stages data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,sync=0.1ms,other=0s \
--gpu h2d=0.4ms,forward=1.6ms,backward=2.2ms,optim=0.3ms"}
+SETTLE=${SETTLE:-8}
+DATA=${DATA:-$root/data/demo.zarr}
+SLOW_DATA=${SLOW_DATA:-$root/data/demo-default-chunks.zarr}
+bin="$root/bin"
 
 pub_pid=""
 cleanup() {
@@ -30,12 +32,31 @@ cleanup() {
 trap cleanup EXIT
 
 command -v tmux >/dev/null || { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }
-(cd "$root" && CGO_CFLAGS=-Wno-deprecated-declarations go build -o "$work/pipetop" ./cmd/pipetop \
-	&& go build -o "$work/synthetic" ./examples/synthetic && go build -o "$work/ansi2svg" ./scripts/ansi2svg)
+for b in pipetop pipetrain; do
+	[ -x "$bin/$b" ] || { echo "$bin/$b missing: run make build" >&2; exit 1; }
+done
+(cd "$root" && go build -o "$work/ansi2svg" ./scripts/ansi2svg)
+[ -d "$DATA" ] || "$bin/pipetrain" data gen --out "$DATA" --episodes 20 --frames 200 --chunk-frames 1
+[ -d "$SLOW_DATA" ] || "$bin/pipetrain" data gen --out "$SLOW_DATA" --episodes 20 --frames 200 --chunk-frames auto
 
-$PUBLISHER &
-pub_pid=$!
-sleep 1
+# train DATA NAME WORKERS: start a real training run in the background.
+train() {
+	"$bin/pipetrain" train --data "$1" --name "$2" --workers "$3" --threads 1 --preset small --batch 8 \
+		--log-every 10 >"$work/$2.log" 2>&1 &
+	pub_pid=$!
+	for _ in $(seq 1 100); do
+		"$bin/pipetop" ls 2>/dev/null | grep -q "^$2 " && return
+		sleep 0.2
+	done
+	cat "$work/$2.log" >&2
+	exit 1
+}
+
+stop_training() {
+	kill -INT "$pub_pid" 2>/dev/null || true
+	wait "$pub_pid" 2>/dev/null || true
+	pub_pid=""
+}
 
 # shot NAME COLS ROWS [KEYS...]: capture pipetop at COLS x ROWS after
 # pressing KEYS.
@@ -43,7 +64,7 @@ shot() {
 	local name=$1 cols=$2 rows=$3
 	shift 3
 	tmux -L "$server" new-session -d -s "$name" -x "$cols" -y "$rows" \
-		"exec env TERM=xterm-256color COLORTERM=truecolor $work/pipetop --window 30s"
+		"exec env TERM=xterm-256color COLORTERM=truecolor $bin/pipetop --window 30s"
 	sleep "$SETTLE"
 	for k in "$@"; do
 		tmux -L "$server" send-keys -t "$name" "$k"
@@ -59,8 +80,13 @@ shot() {
 }
 
 mkdir -p "$out"
+train "$DATA" demo 1
 shot pipetop-120x40 120 40
 shot pipetop-80x24 80 24
 shot pipetop-stages-120x40 120 40 s
 shot pipetop-help-80x24 80 24 '?'
+stop_training
+train "$SLOW_DATA" demo-default-chunks 1
+shot pipetop-input-bound-120x40 120 40
+stop_training
 command -v rsvg-convert >/dev/null || echo "rsvg-convert not found (apt-get install librsvg2-bin): SVG only" >&2
