@@ -39,28 +39,37 @@ func newCamera(a *zarr.Array) camera {
 	return cam
 }
 
-// boundary keeps the last frames of each assembled camera row. A window
-// whose observations start in the previous row then needs no reassembly of
-// that whole row (the chunk-aware sampler groups windows by the row of
-// their last observation).
-type boundary struct {
+// edges keeps the last frames of each assembled camera row, so a window
+// whose observations start in the previous row needs no reassembly of that
+// whole row (the chunk-aware sampler groups windows by the row of their
+// last observation, and the previous row is usually long evicted). Edge
+// frames are few (NObs-1 per row) and kept for the loader's life, within a
+// byte budget; past it, rows are simply reassembled when needed.
+type edges struct {
 	mu     sync.Mutex
 	frames map[[2]int64][]byte // (camera, frame) -> HWC bytes
+	bytes  int64
+	limit  int64
 }
 
-func (b *boundary) get(cam int, f int64) []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.frames[[2]int64{int64(cam), f}]
+func (e *edges) get(cam int, f int64) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.frames[[2]int64{int64(cam), f}]
 }
 
-func (b *boundary) put(cam int, f int64, data []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.frames == nil {
-		b.frames = map[[2]int64][]byte{}
+func (e *edges) put(cam int, f int64, frame []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := [2]int64{int64(cam), f}
+	if _, ok := e.frames[k]; ok || e.bytes+int64(len(frame)) > e.limit {
+		return
 	}
-	b.frames[[2]int64{int64(cam), f}] = data
+	if e.frames == nil {
+		e.frames = map[[2]int64][]byte{}
+	}
+	e.frames[k] = append([]byte(nil), frame...)
+	e.bytes += int64(len(frame))
 }
 
 // fillBatch fills b with batch number n of the sample stream. A panic in
@@ -183,8 +192,8 @@ func (l *Loader) assembleRow(c int, r int64) assembler {
 	}
 }
 
-// keepEdges returns the completion hook that saves the last NObs-1 frames
-// of a camera row in the boundary store.
+// keepEdges returns the completion hook that keeps the last NObs-1 frames
+// of a camera row as edge frames.
 func (l *Loader) keepEdges(c int, r int64) func(*entry) {
 	keep := int64(l.cfg.Window.NObs - 1)
 	rf := int64(l.cams[c].rowFrames)
@@ -196,7 +205,7 @@ func (l *Loader) keepEdges(c int, r int64) func(*entry) {
 	return func(e *entry) {
 		for f := max(r*rf, last-keep); f < last; f++ {
 			o := (f - r*rf) * fb
-			l.edges.put(c, f, append([]byte(nil), e.data[o:o+fb]...))
+			l.edges.put(c, f, e.data[o:o+fb])
 		}
 	}
 }

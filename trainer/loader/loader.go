@@ -33,7 +33,7 @@ type Loader struct {
 	arrays  []*zarr.Array // cameras, then low-dim, then action
 	cams    []camera
 	cache   *cache
-	edges   boundary
+	edges   edges
 	orders  orderCache
 
 	free     chan *Batch
@@ -72,6 +72,7 @@ func New(cfg Config) (*Loader, error) {
 		shape: Shape{NObs: cfg.Window.NObs, Cams: len(b.Cameras), H: b.H, W: b.W,
 			Horizon: cfg.Window.Horizon, StateDim: b.StateDim, ActionDim: b.ActionDim},
 		cache:   newCache(cfg.CacheBytes),
+		edges:   edges{limit: cfg.CacheBytes / 8},
 		ready:   map[int64]result{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
