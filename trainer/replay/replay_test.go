@@ -2,9 +2,12 @@ package replay
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -200,6 +203,39 @@ func TestOpen(t *testing.T) {
 	for _, tt := range bad {
 		if _, err := Open(tt.dir, tt.keys); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestWindowsMatchPeer checks BuildIndex against the window builder of
+// bench/loader_peer.py (a port of diffusion_policy's create_indices), so the
+// loader benchmark compares identical work.
+func TestWindowsMatchPeer(t *testing.T) {
+	ends := []int64{5, 30, 31, 47}
+	for _, p := range []WindowParams{DefaultWindow, {NObs: 1, Horizon: 1, NActionSteps: 1}, {NObs: 3, Horizon: 10, NActionSteps: 4}} {
+		args := []string{filepath.Join("testdata", "peer_windows.py"), strconv.Itoa(p.Horizon), strconv.Itoa(p.NObs), strconv.Itoa(p.NActionSteps)}
+		for _, e := range ends {
+			args = append(args, strconv.FormatInt(e, 10))
+		}
+		out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("peer_windows.py (needs /usr/bin/python3 with torch and zarr): %v\n%s", err, out)
+		}
+		var want [][]int64
+		if err := json.Unmarshal(out, &want); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		idx, err := BuildIndex(ends, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if idx.Len() != len(want) {
+			t.Fatalf("%+v: %d windows, peer has %d", p, idx.Len(), len(want))
+		}
+		for i, w := range idx.Windows {
+			if got := frames(w, p.Horizon); !slices.Equal(got, want[i]) {
+				t.Errorf("%+v window %d: %v, peer %v", p, i, got, want[i])
+			}
 		}
 	}
 }

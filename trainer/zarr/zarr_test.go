@@ -149,6 +149,16 @@ func TestBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), `array "data/cam" chunk 1/0`) {
 				t.Errorf("truncated chunk: error %v does not name array and chunk", err)
 			}
+			if codec != nil {
+				garbage := bytes.Repeat([]byte{0xab}, len(raw))
+				if err := os.WriteFile(file, garbage, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				err = a.ReadChunk([]int{1, 0}, make([]byte, a.ChunkBytes()))
+				if err == nil || !strings.Contains(err.Error(), `array "data/cam" chunk 1/0: `+codec.ID()) {
+					t.Errorf("corrupt chunk: error %v does not name array, chunk and codec", err)
+				}
+			}
 			if err := a.ReadChunk([]int{5, 0}, make([]byte, a.ChunkBytes())); err == nil || !strings.Contains(err.Error(), "out of range") {
 				t.Errorf("chunk index out of range: %v", err)
 			}
