@@ -10,7 +10,8 @@ import (
 type Config struct {
 	// Dir is the Zarr replay buffer (required).
 	Dir string
-	// Keys names the camera, low-dim and action arrays (replay.DefaultKeys).
+	// Keys names the camera, low-dim and action arrays (replay.DefaultKeys
+	// when all are empty; Action defaults to "action").
 	Keys replay.Keys
 	// Window is the window geometry (replay.DefaultWindow).
 	Window replay.WindowParams
@@ -49,6 +50,9 @@ func (c *Config) setDefaults() error {
 	}
 	if len(c.Keys.Cameras) == 0 && len(c.Keys.LowDim) == 0 && c.Keys.Action == "" {
 		c.Keys = replay.DefaultKeys
+	}
+	if c.Keys.Action == "" {
+		c.Keys.Action = replay.DefaultKeys.Action
 	}
 	if c.Window == (replay.WindowParams{}) {
 		c.Window = replay.DefaultWindow
