@@ -248,7 +248,8 @@ func (l *Loader) Stats() stage.LoaderStats {
 	depth := len(l.ready)
 	l.mu.Unlock()
 	hits, misses := l.cache.counts()
-	return l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.cfg.Prefetch, hits, misses)
+	// Workers fill any free buffer, so the pool bounds the ready queue.
+	return l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.poolSize, hits, misses)
 }
 
 // orderCache keeps the sample order of the last few epochs.

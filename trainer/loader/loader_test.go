@@ -232,6 +232,15 @@ func TestStats(t *testing.T) {
 	if s.CacheHitRate <= 0.5 {
 		t.Errorf("cache hit rate %.2f: low-dim chunks should be cached", s.CacheHitRate)
 	}
+	// Left alone, the workers fill every free buffer: the queue is full,
+	// and never deeper than its reported capacity.
+	deadline := time.Now().Add(5 * time.Second)
+	for s = l.Stats(); s.QueueDepth < s.QueueCap && time.Now().Before(deadline); s = l.Stats() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.QueueDepth != s.QueueCap || s.QueueCap < 2 {
+		t.Errorf("idle loader: queue %d/%d, want full", s.QueueDepth, s.QueueCap)
+	}
 }
 
 // TestCorruptChunkSurfaces truncates one camera chunk: the batch needing it
