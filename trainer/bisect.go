@@ -295,5 +295,25 @@ func (r BisectReport) WriteTable(w io.Writer) {
 				p.Loader.ReadAmp, 100*p.Loader.WorkerBusy, 100*p.Loader.CacheHitRate)
 		}
 	}
-	fmt.Fprintf(w, "\nverdict: %s\nnext:    %s\n", r.Verdict.Headline, r.Verdict.Next)
+	fmt.Fprintln(w)
+	wrap(w, "verdict: ", r.Verdict.Headline)
+	wrap(w, "next:    ", r.Verdict.Next)
+}
+
+// wrap writes text after label, folded at spaces to fit 80 columns, with
+// continuation lines indented under the text.
+func wrap(w io.Writer, label, text string) {
+	const width = 80
+	line := label
+	for _, word := range strings.Fields(text) {
+		if len(line) > len(label) && len(line)+1+len(word) > width {
+			fmt.Fprintln(w, line)
+			line = strings.Repeat(" ", len(label))
+		}
+		if len(line) > len(label) {
+			line += " "
+		}
+		line += word
+	}
+	fmt.Fprintln(w, line)
 }
