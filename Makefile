@@ -51,7 +51,9 @@ lint:
 
 ## bench: Go benchmarks and the side-by-side bench/ scripts
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./metrics/... ./ipc/...
+	$(GO) test -run '^$$' -bench . -benchmem ./metrics/... ./ipc/... ./tui/... ./trainer/zarr/... ./trainer/loader/...
+	$(GO) test -run '^$$' -bench SmallPreset -benchtime 60x ./trainer
+	$(PY) clients/python/bench_publish.py
 	@for s in bench/*.sh; do echo "== $$s"; "$$s" || exit 1; done
 
 ## demo: build, generate the demo dataset if missing, train, open pipetop

@@ -1,0 +1,74 @@
+package trainer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/loader"
+	"github.com/pipetop/pipetop/trainer/torch"
+)
+
+var (
+	benchOnce    sync.Once
+	benchDataDir string
+	benchDataErr error
+)
+
+// benchData generates (once) a full-size 128x128 dataset with 1-frame
+// chunks, as `make demo` uses.
+func benchData(b *testing.B) string {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pipetrain-bench")
+		if err != nil {
+			benchDataErr = err
+			return
+		}
+		benchDataDir = filepath.Join(dir, "demo.zarr")
+		benchDataErr = dataset.Generate(dataset.GenOptions{Out: benchDataDir, Episodes: 8, Frames: 200, ChunkFrames: 1, Seed: 1})
+	})
+	if benchDataErr != nil {
+		b.Fatal(benchDataErr)
+	}
+	return benchDataDir
+}
+
+// BenchmarkSmallPreset trains the small preset at batch 8 on 2 cores (one
+// libtorch thread, one loader worker) fed by the real loader, and on a
+// fixed in-memory batch. The difference in samples/s is the input's cost.
+func BenchmarkSmallPreset(b *testing.B) {
+	p, err := torch.FindShim()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := TrainConfig{Data: benchData(b), Shim: p, Batch: 8, Workers: 1, Seed: 1, NoServe: true,
+		Model: torch.Config{Preset: "small", Threads: 1, Device: "cpu"}}
+	s, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	fixed := loader.SyntheticBatch(s.Loader.Shape(), cfg.Batch, 1)
+	for _, tc := range []struct {
+		name string
+		src  Source
+	}{{"real-loader", s.Loader}, {"fixed-batch", &fixedSource{b: fixed}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			lc := LoopConfig{MaxSteps: 3, LogEvery: 10, Stages: AllStages, Model: PolicyModel{s.Policy}}
+			if _, err := Run(context.Background(), lc, tc.src); err != nil { // warm-up
+				b.Fatal(err)
+			}
+			lc.MaxSteps = int64(b.N)
+			b.ResetTimer()
+			res, err := Run(context.Background(), lc, tc.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(cfg.Batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(100*res.Summary.Stage("data_wait").Share, "%data_wait")
+		})
+	}
+}
