@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -17,31 +18,20 @@ import (
 )
 
 // Model is the CPU pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-	off  int
-}
+type Model struct{ pane.Scrolling }
 
 // New returns a CPU pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 
 // Scroll moves the lines by d, within bounds.
-func (m *Model) Scroll(d int) { m.off = max(0, min(m.off+d, len(m.lines(m.w, m.h))-m.h)) }
+func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.lines(m.W, m.H))) }
 
 // Title is the pane title.
 func (m Model) Title() string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return "CPU"
 	}
-	c := m.snap.CPU
+	c := m.Snap.CPU
 	t := fmt.Sprintf("CPU · %d cores", len(c.Cores))
 	if c.Total.OK() {
 		t += fmt.Sprintf(" · %.0f %%", *c.Total.Value)
@@ -54,7 +44,7 @@ func (m Model) Title() string {
 
 // Size returns the fewest and the preferred number of body lines at width w.
 func (m Model) Size(w int) (lo, pref int) {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return 0, 0
 	}
 	return len(m.compact(w)), len(m.lines(w, 1<<20))
@@ -62,15 +52,15 @@ func (m Model) Size(w int) (lo, pref int) {
 
 // View renders the body.
 func (m Model) View() string {
-	lines := m.lines(m.w, m.h)
-	off := max(0, min(m.off, len(lines)-m.h))
-	return draw.Block(strings.Join(lines[off:], "\n"), m.w, m.h)
+	lines := m.lines(m.W, m.H)
+	off := m.Offset(len(lines))
+	return draw.Block(strings.Join(lines[off:], "\n"), m.W, m.H)
 }
 
 // lines is the body for a w×h area: core bars when they fit in h with the
 // rest, one cell per core otherwise.
 func (m Model) lines(w, h int) []string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return nil
 	}
 	rest := m.rest(w)
@@ -95,10 +85,10 @@ const (
 
 // bars lays out one bar per core in columns; nil when not one fits.
 func (m Model) bars(w int) []string {
-	cores := m.snap.CPU.Cores
+	cores := m.Snap.CPU.Cores
 	n := len(cores)
 	if n == 0 {
-		return []string{m.st.Dim.Render("no per-core readings")}
+		return []string{m.St.Dim.Render("no per-core readings")}
 	}
 	lw := labelWidth(n)
 	minCell := lw + 1 + minBar + pctCell
@@ -112,7 +102,7 @@ func (m Model) bars(w int) []string {
 	out := make([]string, rows)
 	for i, v := range cores {
 		r, c := i%rows, i/rows
-		label := m.st.Label.Render(fmt.Sprintf("c%-*d", lw-1, i))
+		label := m.St.Label.Render(fmt.Sprintf("c%-*d", lw-1, i))
 		cell := label + " " + m.coreBar(v, barW)
 		if c > 0 {
 			out[r] += " "
@@ -124,15 +114,15 @@ func (m Model) bars(w int) []string {
 
 func (m Model) coreBar(v snapshot.Reading, w int) string {
 	if !v.OK() {
-		return m.st.BarEmpty.Render(strings.Repeat("░", w)) + m.st.Dim.Render("    –")
+		return m.St.BarEmpty.Render(strings.Repeat("░", w)) + m.St.Dim.Render("    –")
 	}
 	p := *v.Value
-	return draw.Bar(w, p/100, m.st.Load(p), m.st.BarEmpty) + m.st.Value.Render(fmt.Sprintf(" %3.0f%%", p))
+	return draw.Bar(w, p/100, m.St.Load(p), m.St.BarEmpty) + m.St.Value.Render(fmt.Sprintf(" %3.0f%%", p))
 }
 
 // compact draws one cell per core (its height is the load), wrapped.
 func (m Model) compact(w int) []string {
-	cores := m.snap.CPU.Cores
+	cores := m.Snap.CPU.Cores
 	vals := make([]float64, len(cores))
 	for i, v := range cores {
 		vals[i] = v.Or(math.NaN())
@@ -149,14 +139,14 @@ func (m Model) compact(w int) []string {
 		if i > 0 {
 			l = strings.Repeat(" ", len(label))
 		}
-		out = append(out, m.st.Label.Render(l)+m.st.Sparkline.Render(draw.Spark(chunk, len(chunk), 100)))
+		out = append(out, m.St.Label.Render(l)+m.St.Sparkline.Render(draw.Spark(chunk, len(chunk), 100)))
 	}
 	return out
 }
 
 // rest is the memory line and the trainer's processes.
 func (m Model) rest(w int) []string {
-	st, c := m.st, m.snap.CPU
+	st, c := m.St, m.Snap.CPU
 	var out []string
 	if c.MemTotal.OK() && c.MemUsed.OK() && *c.MemTotal.Value > 0 {
 		used, total := *c.MemUsed.Value, *c.MemTotal.Value
@@ -167,7 +157,7 @@ func (m Model) rest(w int) []string {
 		bw := max(4, min(30, w-4-draw.Width(text)))
 		out = append(out, st.Label.Render("mem ")+draw.Bar(bw, used/total, st.Load(100*used/total), st.BarEmpty)+st.Value.Render(text))
 	}
-	p := m.snap.Process
+	p := m.Snap.Process
 	switch {
 	case p == nil:
 	case !p.Alive:
@@ -188,7 +178,7 @@ func (m Model) rest(w int) []string {
 }
 
 func (m Model) proc(tag string, p snapshot.Proc) string {
-	st := m.st
+	st := m.St
 	cpu := "–"
 	if p.CPU.OK() {
 		cpu = fmt.Sprintf("%.0f %%", *p.CPU.Value)

@@ -11,73 +11,63 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 	"github.com/pipetop/pipetop/tui/units"
 )
 
 // Model is the flame bar pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-}
+type Model struct{ pane.Base }
 
 // New returns a flame pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 
 // Title is the pane title: window, steps and the mean step time.
 func (m Model) Title() string {
-	if m.snap == nil || m.snap.Summary == nil {
+	if m.Snap == nil || m.Snap.Summary == nil {
 		return "iteration"
 	}
-	s := m.snap.Summary
+	s := m.Snap.Summary
 	return fmt.Sprintf("iteration · %s window · %s steps · mean %s · p99 %s",
-		m.snap.Window.Label, units.Count(int64(s.Steps)), units.Dur(s.WallMean), units.Dur(s.WallP99))
+		m.Snap.Window.Label, units.Count(int64(s.Steps)), units.Dur(s.WallMean), units.Dur(s.WallP99))
 }
 
 // Size returns the fewest and the preferred number of body lines.
 func (m Model) Size(w int) (lo, pref int) {
 	lo = 1
-	if m.snap != nil && m.snap.Summary != nil && m.snap.Summary.HasGPU {
+	if m.Snap != nil && m.Snap.Summary != nil && m.Snap.Summary.HasGPU {
 		lo = 2
 	}
 	return lo, len(m.lines(w))
 }
 
 // View renders the body.
-func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h) }
+func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
 
 func (m Model) lines(w int) []string {
-	if m.snap == nil || w <= 0 {
+	if m.Snap == nil || w <= 0 {
 		return nil
 	}
-	s := m.snap.Summary
+	s := m.Snap.Summary
 	if s == nil || s.WallMean <= 0 {
 		msg := "no trainer attached"
-		if m.snap.Trainer != nil {
+		if m.Snap.Trainer != nil {
 			msg = "waiting for steps"
 		}
-		return []string{m.st.Dim.Render(msg)}
+		return []string{m.St.Dim.Render(msg)}
 	}
 	prefix, bw := "", w
 	if w >= 30 {
 		prefix, bw = "CPU ", w-4
 	}
-	out := []string{m.st.Label.Render(prefix) + m.cpuBar(s, bw)}
+	out := []string{m.St.Label.Render(prefix) + m.cpuBar(s, bw)}
 	if s.HasGPU {
 		p := ""
 		if prefix != "" {
 			p = "GPU "
 		}
-		out = append(out, m.st.Label.Render(p)+m.gpuBar(s, bw))
+		out = append(out, m.St.Label.Render(p)+m.gpuBar(s, bw))
 	}
 	return append(out, m.legend(s, w)...)
 }
@@ -126,11 +116,11 @@ func (m Model) bar(segs []segment, total float64, w int) string {
 		if cells[i] == 0 {
 			continue
 		}
-		style := m.st.Segment(sg.name)
+		style := m.St.Segment(sg.name)
 		if sg.name == "" {
-			style = m.st.Idle()
+			style = m.St.Idle()
 		}
-		text := fitLabel(sg.label, cells[i], m.st.Color)
+		text := fitLabel(sg.label, cells[i], m.St.Color)
 		b.WriteString(style.Render(text))
 	}
 	return b.String()
@@ -197,15 +187,15 @@ func fitLabel(label string, n int, color bool) string {
 func (m Model) legend(s *stage.Summary, w int) []string {
 	var items []string
 	for _, st := range s.Stages {
-		item := m.st.Swatch(st.Name).Render("■") + " " + m.st.Label.Render(st.Name) + " " +
-			m.st.Value.Render(units.Dur(st.Mean)) + " " + m.st.Dim.Render(units.Pct(st.Share))
+		item := m.St.Swatch(st.Name).Render("■") + " " + m.St.Label.Render(st.Name) + " " +
+			m.St.Value.Render(units.Dur(st.Mean)) + " " + m.St.Dim.Render(units.Pct(st.Share))
 		if st.HasGPU && st.GPUMean > 0 {
-			item += m.st.Dim.Render(" gpu " + units.Dur(st.GPUMean))
+			item += m.St.Dim.Render(" gpu " + units.Dur(st.GPUMean))
 		}
 		items = append(items, item)
 	}
 	if s.HasGPU {
-		items = append(items, m.st.Label.Render("GPU busy ")+m.st.Value.Render(units.Pct(s.GPUBusy))+m.st.Dim.Render(" (CUDA events)"))
+		items = append(items, m.St.Label.Render("GPU busy ")+m.St.Value.Render(units.Pct(s.GPUBusy))+m.St.Dim.Render(" (CUDA events)"))
 	}
 	return draw.Flow(items, "  ", w)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -17,36 +18,25 @@ import (
 )
 
 // Model is the GPU pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-	off  int
-}
+type Model struct{ pane.Scrolling }
 
 // New returns a GPU pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 
 // Scroll moves the lines by d, within bounds.
-func (m *Model) Scroll(d int) { m.off = max(0, min(m.off+d, len(m.lines(m.w))-m.h)) }
+func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.lines(m.W))) }
 
 // Title is the pane title.
 func (m Model) Title() string {
-	if m.snap == nil || len(m.snap.GPU.Devices) == 0 {
+	if m.Snap == nil || len(m.Snap.GPU.Devices) == 0 {
 		return "GPU"
 	}
-	t := fmt.Sprintf("GPU · %d device", len(m.snap.GPU.Devices))
-	if len(m.snap.GPU.Devices) > 1 {
+	t := fmt.Sprintf("GPU · %d device", len(m.Snap.GPU.Devices))
+	if len(m.Snap.GPU.Devices) > 1 {
 		t += "s"
 	}
-	if m.snap.GPU.Driver != "" {
-		t += " · driver " + m.snap.GPU.Driver
+	if m.Snap.GPU.Driver != "" {
+		t += " · driver " + m.Snap.GPU.Driver
 	}
 	return t
 }
@@ -59,23 +49,23 @@ func (m Model) Size(w int) (lo, pref int) {
 
 // View renders the body.
 func (m Model) View() string {
-	lines := m.lines(m.w)
-	off := max(0, min(m.off, len(lines)-m.h))
-	return draw.Block(strings.Join(lines[off:], "\n"), m.w, m.h)
+	lines := m.lines(m.W)
+	off := m.Offset(len(lines))
+	return draw.Block(strings.Join(lines[off:], "\n"), m.W, m.H)
 }
 
 func (m Model) lines(w int) []string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return nil
 	}
-	g := m.snap.GPU
+	g := m.Snap.GPU
 	var out []string
-	if sum := m.snap.Summary; sum != nil && sum.HasGPU {
-		out = append(out, m.st.Label.Render("trainer GPU busy ")+m.st.Value.Render(units.Pct(sum.GPUBusy))+
-			m.st.Dim.Render(" (CUDA events)"))
+	if sum := m.Snap.Summary; sum != nil && sum.HasGPU {
+		out = append(out, m.St.Label.Render("trainer GPU busy ")+m.St.Value.Render(units.Pct(sum.GPUBusy))+
+			m.St.Dim.Render(" (CUDA events)"))
 	}
 	if g.Status != "" {
-		out = append(out, m.st.Warn.Render(g.Status))
+		out = append(out, m.St.Warn.Render(g.Status))
 	}
 	for _, d := range g.Devices {
 		out = append(out, m.device(d, w)...)
@@ -84,7 +74,7 @@ func (m Model) lines(w int) []string {
 }
 
 func (m Model) device(d snapshot.Device, w int) []string {
-	st := m.st
+	st := m.St
 	name := fmt.Sprintf("%d", d.Index)
 	if d.MIG {
 		name = fmt.Sprintf("%d/MIG %d", d.Index, d.MIGIndex)
@@ -125,7 +115,7 @@ func (m Model) device(d snapshot.Device, w int) []string {
 // activity labels every utilisation number with its source: GPM SM
 // activity and occupancy where supported, NVML kernel-active always.
 func (m Model) activity(d snapshot.Device) []string {
-	st := m.st
+	st := m.St
 	var parts []string
 	if d.SMActivity.OK() {
 		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%.0f %%", *d.SMActivity.Value))+st.Dim.Render(" (GPM)"))
@@ -140,7 +130,7 @@ func (m Model) activity(d snapshot.Device) []string {
 }
 
 func (m Model) memory(d snapshot.Device, w int) string {
-	st := m.st
+	st := m.St
 	if !d.MemUsed.OK() || !d.MemTotal.OK() || *d.MemTotal.Value <= 0 {
 		return st.Label.Render("mem ") + st.Dim.Render("n/a")
 	}

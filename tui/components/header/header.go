@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -16,21 +17,13 @@ import (
 
 // Model is the header pane.
 type Model struct {
-	st       *styles.Styles
-	snap     *snapshot.Snapshot
-	w, h     int
+	pane.Base
 	paused   bool
 	interval time.Duration
 }
 
 // New returns a header drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{Base: pane.New(st)} }
 
 // SetPaused marks the display as paused.
 func (m *Model) SetPaused(p bool) { m.paused = p }
@@ -43,21 +36,21 @@ func (m Model) Size(int) (lo, pref int) { return 1, 2 }
 
 // View renders the header.
 func (m Model) View() string {
-	if m.snap == nil || m.h <= 0 {
+	if m.Snap == nil || m.H <= 0 {
 		return ""
 	}
 	lines := []string{m.first()}
-	if m.h > 1 {
+	if m.H > 1 {
 		lines = append(lines, m.second())
 	}
-	return draw.Block(strings.Join(lines, "\n"), m.w, m.h)
+	return draw.Block(strings.Join(lines, "\n"), m.W, m.H)
 }
 
-func (m Model) sep() string { return m.st.Rule.Render(" │ ") }
+func (m Model) sep() string { return m.St.Rule.Render(" │ ") }
 
 func (m Model) first() string {
-	s, st := m.snap, m.st
-	narrow := m.w < 60
+	s, st := m.Snap, m.St
+	narrow := m.W < 60
 	var parts []string
 	if !narrow {
 		parts = append(parts, st.Title.Render("pipetop"))
@@ -95,7 +88,7 @@ func (m Model) first() string {
 }
 
 func (m Model) link() string {
-	s, st := m.snap, m.st
+	s, st := m.Snap, m.St
 	switch s.Link.State {
 	case snapshot.LinkConnected:
 		return st.Good.Render("● live")
@@ -107,7 +100,7 @@ func (m Model) link() string {
 }
 
 func (m Model) second() string {
-	s, st := m.snap, m.st
+	s, st := m.Snap, m.St
 	var parts []string
 	if m.paused {
 		parts = append(parts, st.Warn.Render("⏸ paused (p to resume)"))

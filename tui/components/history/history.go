@@ -6,27 +6,17 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 	"github.com/pipetop/pipetop/tui/units"
 )
 
 // Model is the history pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-}
+type Model struct{ pane.Base }
 
 // New returns a history pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 
 // Title is the pane title.
 func (m Model) Title() string { return "history" }
@@ -36,10 +26,10 @@ func (m Model) Size(int) (lo, pref int) { return 1, 3 }
 
 // View renders the body.
 func (m Model) View() string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return ""
 	}
-	h := m.snap.History
+	h := m.Snap.History
 	rate, rateTop := last(h.StepsPerSec)
 	busy, _ := last(h.GPUBusy)
 	cpu, _ := last(h.CPU)
@@ -48,17 +38,17 @@ func (m Model) View() string {
 		m.row("GPU %", h.GPUBusy, 100, pct(busy)),
 		m.row("CPU %", h.CPU, 100, pct(cpu)),
 	}
-	return draw.Block(strings.Join(lines, "\n"), m.w, m.h)
+	return draw.Block(strings.Join(lines, "\n"), m.W, m.H)
 }
 
 func (m Model) row(label string, vals []float64, top float64, now string) string {
 	const lw, vw = 6, 7
-	sw := m.w - lw - vw
+	sw := m.W - lw - vw
 	if sw < 1 {
-		return m.st.Label.Render(label) + " " + m.st.Value.Render(now)
+		return m.St.Label.Render(label) + " " + m.St.Value.Render(now)
 	}
-	return m.st.Label.Render(draw.Fit(label, lw)) + m.st.Sparkline.Render(draw.Spark(vals, sw, top)) +
-		m.st.Value.Render(draw.Fit(" "+now, vw))
+	return m.St.Label.Render(draw.Fit(label, lw)) + m.St.Sparkline.Render(draw.Spark(vals, sw, top)) +
+		m.St.Value.Render(draw.Fit(" "+now, vw))
 }
 
 // last returns the newest value and the largest one, NaN-aware.

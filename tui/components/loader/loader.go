@@ -8,27 +8,17 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 	"github.com/pipetop/pipetop/tui/units"
 )
 
 // Model is the loader pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-}
+type Model struct{ pane.Base }
 
 // New returns a loader pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 
 // Title is the pane title.
 func (m Model) Title() string { return "loader" }
@@ -37,17 +27,17 @@ func (m Model) Title() string { return "loader" }
 func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
 
 // View renders the body.
-func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h) }
+func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
 
 func (m Model) lines(w int) []string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return nil
 	}
-	l := m.snap.Loader
+	l := m.Snap.Loader
 	if l == nil {
-		return []string{m.st.Dim.Render("no loader statistics published")}
+		return []string{m.St.Dim.Render("no loader statistics published")}
 	}
-	st := m.st
+	st := m.St
 	workers := fmt.Sprintf("%d workers", l.Workers)
 	if l.Workers == 0 {
 		workers = "inline (no workers)"
@@ -68,7 +58,7 @@ func (m Model) lines(w int) []string {
 func (m Model) amp(a float64) string {
 	s := fmt.Sprintf("%.1f×", a)
 	if a >= stage.HighReadAmp {
-		return m.st.Bad.Render(s)
+		return m.St.Bad.Render(s)
 	}
-	return m.st.Value.Render(s)
+	return m.St.Value.Render(s)
 }

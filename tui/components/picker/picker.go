@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
 )
@@ -34,25 +35,21 @@ var DefaultKeys = KeyMap{
 
 // Model is the trainer picker.
 type Model struct {
-	st     *styles.Styles
+	pane.Box
 	keys   KeyMap
 	eps    []ipc.Endpoint
 	err    error
 	cursor int
-	w, h   int
 }
 
 // New returns a picker drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st, keys: DefaultKeys} }
+func New(st *styles.Styles) Model { return Model{Box: pane.Box{St: st}, keys: DefaultKeys} }
 
 // SetEndpoints sets the trainers to choose from, or the error listing them.
 func (m *Model) SetEndpoints(eps []ipc.Endpoint, err error) {
 	m.eps, m.err = eps, err
 	m.cursor = max(0, min(m.cursor, len(eps)-1))
 }
-
-// SetSize sets the pane's width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
 
 // Update handles the picker's keys.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
@@ -78,20 +75,20 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 // View renders the picker.
 func (m Model) View() string {
-	lines := []string{draw.Rule("attach to a trainer", m.w, m.st.Focused, m.st.Rule)}
+	lines := []string{draw.Rule("attach to a trainer", m.W, m.St.Focused, m.St.Rule)}
 	switch {
 	case m.err != nil:
-		lines = append(lines, m.st.Bad.Render(m.err.Error()))
+		lines = append(lines, m.St.Bad.Render(m.err.Error()))
 	case len(m.eps) == 0:
-		lines = append(lines, m.st.Dim.Render("no live trainer in "+ipc.Dir()))
+		lines = append(lines, m.St.Dim.Render("no live trainer in "+ipc.Dir()))
 	}
 	for i, ep := range m.eps {
-		row := draw.Fit(fmt.Sprintf("  %-20s pid %-8d %s", ep.Name, ep.PID, ep.Path), m.w)
+		row := draw.Fit(fmt.Sprintf("  %-20s pid %-8d %s", ep.Name, ep.PID, ep.Path), m.W)
 		if i == m.cursor {
-			row = m.st.Selected.Render(row)
+			row = m.St.Selected.Render(row)
 		}
 		lines = append(lines, row)
 	}
-	lines = append(lines, "", m.st.Dim.Render("↑/↓ choose · enter attach · esc close"))
-	return draw.Block(strings.Join(lines, "\n"), m.w, m.h)
+	lines = append(lines, "", m.St.Dim.Render("↑/↓ choose · enter attach · esc close"))
+	return draw.Block(strings.Join(lines, "\n"), m.W, m.H)
 }

@@ -7,31 +7,20 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 	"github.com/pipetop/pipetop/tui/units"
 )
 
 // Model is the stage table pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-	off  int
-}
+type Model struct{ pane.Scrolling }
 
 // New returns a stage table drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's body width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 
 // Scroll moves the rows by d, within bounds.
-func (m *Model) Scroll(d int) { m.off = clampOff(m.off+d, len(m.lines()), m.h) }
+func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.lines())) }
 
 // Title is the pane title.
 func (m Model) Title() string { return "stages · p50/p99 per stage" }
@@ -42,11 +31,11 @@ func (m Model) Size(int) (lo, pref int) { return 2, len(m.lines()) }
 // View renders the body.
 func (m Model) View() string {
 	lines := m.lines()
-	off := clampOff(m.off, len(lines), m.h)
+	off := m.Offset(len(lines))
 	if off > 0 {
 		lines = append(lines[:1:1], lines[1+off:]...)
 	}
-	return draw.Block(strings.Join(lines, "\n"), m.w, m.h)
+	return draw.Block(strings.Join(lines, "\n"), m.W, m.H)
 }
 
 const rowFmt = "%-12s %9s %9s %9s %6s %9s %9s"
@@ -54,14 +43,14 @@ const rowFmt = "%-12s %9s %9s %9s %6s %9s %9s"
 const swatchPad = "  "
 
 func (m Model) lines() []string {
-	if m.snap == nil {
+	if m.Snap == nil {
 		return nil
 	}
-	s := m.snap.Summary
+	s := m.Snap.Summary
 	if s == nil {
-		return []string{m.st.Dim.Render("no steps yet")}
+		return []string{m.St.Dim.Render("no steps yet")}
 	}
-	out := []string{swatchPad + m.st.Label.Render(fmt.Sprintf(rowFmt, "stage", "mean", "p50", "p99", "share", "gpu mean", "gpu p99"))}
+	out := []string{swatchPad + m.St.Label.Render(fmt.Sprintf(rowFmt, "stage", "mean", "p50", "p99", "share", "gpu mean", "gpu p99"))}
 	for _, st := range s.Stages {
 		gm, gp := "–", "–"
 		if st.HasGPU {
@@ -69,13 +58,8 @@ func (m Model) lines() []string {
 		}
 		row := fmt.Sprintf(rowFmt, draw.Fit(st.Name, 12), units.Dur(st.Mean), units.Dur(st.P50), units.Dur(st.P99),
 			units.Pct(st.Share), gm, gp)
-		out = append(out, m.st.Swatch(st.Name).Render("■")+" "+m.st.Value.Render(row))
+		out = append(out, m.St.Swatch(st.Name).Render("■")+" "+m.St.Value.Render(row))
 	}
 	step := fmt.Sprintf(rowFmt, "step (wall)", units.Dur(s.WallMean), units.Dur(s.WallP50), units.Dur(s.WallP99), "100 %", "", "")
-	return append(out, swatchPad+m.st.Title.Render(step))
-}
-
-// clampOff keeps a scroll offset of the rows under a header within range.
-func clampOff(off, n, h int) int {
-	return max(0, min(off, n-h))
+	return append(out, swatchPad+m.St.Title.Render(step))
 }

@@ -8,49 +8,40 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
 // Model is the verdict pane.
-type Model struct {
-	st   *styles.Styles
-	snap *snapshot.Snapshot
-	w, h int
-}
+type Model struct{ pane.Base }
 
 // New returns a verdict pane drawn with st.
-func New(st *styles.Styles) Model { return Model{st: st} }
-
-// SetSnapshot sets what to show.
-func (m *Model) SetSnapshot(s *snapshot.Snapshot) { m.snap = s }
-
-// SetSize sets the pane's width and height in cells.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 
 // Size returns the fewest and the preferred number of lines at width w.
 func (m Model) Size(w int) (lo, pref int) { return 1, max(1, len(m.lines(w))) }
 
 // View renders the verdict.
 func (m Model) View() string {
-	return draw.Block(strings.Join(m.lines(m.w), "\n"), m.w, m.h)
+	return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H)
 }
 
 func (m Model) lines(w int) []string {
-	if m.snap == nil || w <= 0 {
+	if m.Snap == nil || w <= 0 {
 		return nil
 	}
-	v := m.snap.Verdict
+	v := m.Snap.Verdict
 	if v == nil {
 		msg := "verdict: no steps yet"
-		if m.snap.Trainer == nil {
+		if m.Snap.Trainer == nil {
 			msg = "verdict: attach a trainer to see where each step's time goes"
 		}
-		return []string{m.st.Dim.Render(msg)}
+		return []string{m.St.Dim.Render(msg)}
 	}
 	head := "▶ " + v.Headline
-	if m.snap.Link.State == snapshot.LinkDisconnected {
+	if m.Snap.Link.State == snapshot.LinkDisconnected {
 		head = "▶ (last known) " + v.Headline
 	}
 	style := m.kindStyle(v.Kind)
@@ -60,9 +51,9 @@ func (m Model) lines(w int) []string {
 	}
 	for i, l := range draw.Wrap("next: "+v.Next, w) {
 		if i == 0 {
-			l = m.st.Label.Render("next:") + m.st.Value.Render(strings.TrimPrefix(l, "next:"))
+			l = m.St.Label.Render("next:") + m.St.Value.Render(strings.TrimPrefix(l, "next:"))
 		} else {
-			l = m.st.Value.Render(l)
+			l = m.St.Value.Render(l)
 		}
 		out = append(out, l)
 	}
@@ -72,9 +63,9 @@ func (m Model) lines(w int) []string {
 func (m Model) kindStyle(k stage.Kind) lipgloss.Style {
 	switch k {
 	case stage.WarmingUp:
-		return m.st.Warn
+		return m.St.Warn
 	case stage.Balanced, stage.GPUBound:
-		return m.st.Good.Bold(m.st.Color)
+		return m.St.Good.Bold(m.St.Color)
 	}
-	return m.st.Bad
+	return m.St.Bad
 }
