@@ -99,6 +99,50 @@ func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []
 // C-ordered buffer of shape count, in stored byte order. Chunks that are
 // missing read as the fill value; partial edge chunks are handled.
 func (a *Array) ReadRegion(start, count []int, dst []byte) error {
+	var raw []byte
+	return a.eachChunk(start, count, len(dst), func(p *chunkPart) error {
+		var err error
+		if raw, err = a.ReadRaw(p.idx, raw[:0]); err != nil {
+			return err
+		}
+		if err := a.DecodeChunk(p.idx, raw, p.buf); err != nil {
+			return err
+		}
+		CopyBox(dst, count, p.inRegion, p.buf, a.chunks, p.inChunk, p.count, a.dtype.Size)
+		return nil
+	})
+}
+
+// WriteRegion writes src (C-ordered, shape count, stored byte order) at
+// start. Chunks only partly covered are read, merged and rewritten.
+func (a *Array) WriteRegion(start, count []int, src []byte) error {
+	return a.eachChunk(start, count, len(src), func(p *chunkPart) error {
+		if p.whole {
+			a.fillChunk(p.buf)
+		} else if err := a.ReadChunk(p.idx, p.buf); err != nil {
+			return err
+		}
+		CopyBox(p.buf, a.chunks, p.inChunk, src, count, p.inRegion, p.count, a.dtype.Size)
+		return a.WriteChunk(p.idx, p.buf)
+	})
+}
+
+// chunkPart is where one chunk meets a region, with a chunk-sized scratch
+// buffer. Its slices are reused from one chunk to the next.
+type chunkPart struct {
+	idx      []int // the chunk's grid index
+	inChunk  []int // the overlap's offset in the chunk
+	inRegion []int // the overlap's offset in the region
+	count    []int // the overlap's extent
+	// whole is true when the region covers the chunk's in-bounds part.
+	whole bool
+	buf   []byte // a.chunkBytes of scratch for the chunk's bytes
+}
+
+// eachChunk checks the region [start, start+count) against the array and
+// a region buffer of bufLen bytes, then calls fn for every chunk the region
+// touches, in C order, stopping at the first error.
+func (a *Array) eachChunk(start, count []int, bufLen int, fn func(*chunkPart) error) error {
 	n := len(a.shape)
 	if len(start) != n || len(count) != n {
 		return fmt.Errorf("array %q: region rank %d/%d, array rank %d", a.path, len(start), len(count), n)
@@ -110,8 +154,8 @@ func (a *Array) ReadRegion(start, count []int, dst []byte) error {
 		}
 		want *= count[i]
 	}
-	if len(dst) != want {
-		return fmt.Errorf("array %q: region buffer is %d bytes, want %d", a.path, len(dst), want)
+	if bufLen != want {
+		return fmt.Errorf("array %q: region buffer is %d bytes, want %d", a.path, bufLen, want)
 	}
 	if want == 0 {
 		return nil
@@ -121,26 +165,24 @@ func (a *Array) ReadRegion(start, count []int, dst []byte) error {
 		lo[i] = start[i] / a.chunks[i]
 		hi[i] = (start[i] + count[i] - 1) / a.chunks[i]
 	}
-	buf := make([]byte, a.chunkBytes)
-	var raw []byte
-	idx := append([]int(nil), lo...)
-	srcOff, dstOff, cnt := make([]int, n), make([]int, n), make([]int, n)
+	p := &chunkPart{idx: append([]int(nil), lo...),
+		inChunk: make([]int, n), inRegion: make([]int, n), count: make([]int, n),
+		buf: make([]byte, a.chunkBytes)}
 	for {
-		var err error
-		if raw, err = a.ReadRaw(idx, raw[:0]); err != nil {
-			return err
-		}
-		if err := a.DecodeChunk(idx, raw, buf); err != nil {
-			return err
-		}
-		for i := range idx {
-			c0 := idx[i] * a.chunks[i]
+		p.whole = true
+		for i, c := range p.idx {
+			c0 := c * a.chunks[i]
 			b0 := max(c0, start[i])
 			b1 := min(c0+a.chunks[i], start[i]+count[i])
-			srcOff[i], dstOff[i], cnt[i] = b0-c0, b0-start[i], b1-b0
+			p.inChunk[i], p.inRegion[i], p.count[i] = b0-c0, b0-start[i], b1-b0
+			if b0 != c0 || b1 != min(c0+a.chunks[i], a.shape[i]) {
+				p.whole = false
+			}
 		}
-		CopyBox(dst, count, dstOff, buf, a.chunks, srcOff, cnt, a.dtype.Size)
-		if !nextIndex(idx, lo, hi) {
+		if err := fn(p); err != nil {
+			return err
+		}
+		if !nextIndex(p.idx, lo, hi) {
 			return nil
 		}
 	}
@@ -156,59 +198,4 @@ func nextIndex(idx, lo, hi []int) bool {
 		idx[i] = lo[i]
 	}
 	return false
-}
-
-// WriteRegion writes src (C-ordered, shape count, stored byte order) at
-// start. Chunks only partly covered are read, merged and rewritten.
-func (a *Array) WriteRegion(start, count []int, src []byte) error {
-	n := len(a.shape)
-	if len(start) != n || len(count) != n {
-		return fmt.Errorf("array %q: region rank %d/%d, array rank %d", a.path, len(start), len(count), n)
-	}
-	want := a.dtype.Size
-	for i := range start {
-		if start[i] < 0 || count[i] < 0 || start[i]+count[i] > a.shape[i] {
-			return fmt.Errorf("array %q: region start %v count %v outside shape %v", a.path, start, count, a.shape)
-		}
-		want *= count[i]
-	}
-	if len(src) != want {
-		return fmt.Errorf("array %q: region buffer is %d bytes, want %d", a.path, len(src), want)
-	}
-	if want == 0 {
-		return nil
-	}
-	lo, hi := make([]int, n), make([]int, n)
-	for i := range start {
-		lo[i] = start[i] / a.chunks[i]
-		hi[i] = (start[i] + count[i] - 1) / a.chunks[i]
-	}
-	buf := make([]byte, a.chunkBytes)
-	idx := append([]int(nil), lo...)
-	srcOff, dstOff, cnt := make([]int, n), make([]int, n), make([]int, n)
-	for {
-		whole := true
-		for i := range idx {
-			c0 := idx[i] * a.chunks[i]
-			b0 := max(c0, start[i])
-			b1 := min(c0+a.chunks[i], start[i]+count[i])
-			dstOff[i], srcOff[i], cnt[i] = b0-c0, b0-start[i], b1-b0
-			// A chunk is whole when the region covers its in-bounds part.
-			if b0 != c0 || b1 != min(c0+a.chunks[i], a.shape[i]) {
-				whole = false
-			}
-		}
-		if whole {
-			a.fillChunk(buf)
-		} else if err := a.ReadChunk(idx, buf); err != nil {
-			return err
-		}
-		CopyBox(buf, a.chunks, dstOff, src, count, srcOff, cnt, a.dtype.Size)
-		if err := a.WriteChunk(idx, buf); err != nil {
-			return err
-		}
-		if !nextIndex(idx, lo, hi) {
-			return nil
-		}
-	}
 }
