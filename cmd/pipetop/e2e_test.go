@@ -45,7 +45,7 @@ func TestTmuxEndToEnd(t *testing.T) {
 	}
 
 	e.tmux("resize-window", "-t", "e2e", "-x", "80", "-y", "24")
-	screen = e.waitScreen("an 80x24 layout", func(s string) bool {
+	e.waitScreen("an 80x24 layout", func(s string) bool {
 		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 		return len(lines) == 24 && strings.Contains(s, "data_wait") && strings.Contains(s, "input-bound") && widest(lines) <= 80
 	})

@@ -10,16 +10,15 @@ import (
 
 // devState is what the sampler keeps per device between samples.
 type devState struct {
-	h                     nvml.Device
-	parent                nvml.Device // MIG only
-	index, migIndex       int
-	gi, ci                int
-	mig                   bool
-	name, uuid            string
-	openErr               string // set when the handle could not be opened
-	gpm                   gpmState
-	lastSeen              uint64 // µs timestamp for process utilization
-	procSupport, procUtil nvml.Return
+	h               nvml.Device
+	parent          nvml.Device // MIG only
+	index, migIndex int
+	gi, ci          int
+	mig             bool
+	name, uuid      string
+	openErr         string // set when the handle could not be opened
+	gpm             gpmState
+	lastSeen        uint64 // µs timestamp for process utilization
 }
 
 // openDevice reads a full GPU's static facts.
