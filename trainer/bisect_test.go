@@ -75,7 +75,7 @@ func TestBisectDefaultChunkingIsInputBound(t *testing.T) {
 	def, _ := bisectData(t)
 	rep := bisect(t, bisectConfig(t, def, 2))
 	v := rep.Verdict
-	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk") {
+	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk "+def+" ") {
 		t.Fatalf("verdict %s, want input-bound with the rechunk advice", v)
 	}
 	if strings.Contains(v.Next, "inline") {

@@ -113,6 +113,10 @@ func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
 	return v
 }
 
+// RechunkArgs stands for the source and destination datasets in the
+// rechunk advice; a caller that knows the dataset replaces it.
+const RechunkArgs = "SRC DST"
+
 // InputAdvice is the suggested next step for an input-bound pipeline, given
 // the loader's statistics (nil when unknown). Every finding that applies is
 // named, most effective first.
@@ -122,7 +126,7 @@ func InputAdvice(l *LoaderStats) string {
 	}
 	var advice []string
 	if l.ReadAmp >= HighReadAmp {
-		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk SRC DST --chunk-frames 1`", l.ReadAmp))
+		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk %s --chunk-frames 1` (or train with --sampler chunk)", l.ReadAmp, RechunkArgs))
 	}
 	switch {
 	case l.Workers == 0:
