@@ -17,12 +17,26 @@ type pane interface {
 // scroller is a pane whose body can scroll when focused.
 type scroller interface{ Scroll(d int) }
 
+// grower is a pane that can use more body lines than it prefers (taller
+// graphs) when the screen has rows to spare.
+type grower interface{ MaxSize(w int) int }
+
+// paneSizes is a pane's fewest, preferred and most body lines at width w.
+func paneSizes(p pane, w int) (lo, pref, most int) {
+	lo, pref = p.Size(w)
+	most = pref
+	if g, ok := p.(grower); ok {
+		most = max(pref, g.MaxSize(w))
+	}
+	return lo, pref, most
+}
+
 // region is one horizontal band of the screen: a pane, or two side by
 // side. Heights include the panes' title rules.
 type region struct {
-	left, right pane
-	lo, pref    int
-	got         int
+	left, right    pane
+	lo, pref, most int
+	got            int
 }
 
 // side reports whether the screen is wide enough for two panes per band.
@@ -31,19 +45,20 @@ func side(w int) bool { return w >= 100 }
 func (r *region) measure(w int) {
 	if r.right == nil || !side(w) {
 		if r.right != nil { // stacked: the band holds both
-			llo, lpref := r.left.Size(w)
-			rlo, rpref := r.right.Size(w)
+			llo, lpref, lmost := paneSizes(r.left, w)
+			rlo, rpref, rmost := paneSizes(r.right, w)
 			r.lo, r.pref = titled(llo)+titled(rlo), titled(lpref)+titled(rpref)
+			r.most = max(r.pref, titled(lmost)+titled(rmost))
 			return
 		}
-		lo, pref := r.left.Size(w)
-		r.lo, r.pref = titled(lo), titled(pref)
+		lo, pref, most := paneSizes(r.left, w)
+		r.lo, r.pref, r.most = titled(lo), titled(pref), titled(most)
 		return
 	}
 	wl, wr := halves(w)
-	llo, lpref := r.left.Size(wl)
-	rlo, rpref := r.right.Size(wr)
-	r.lo, r.pref = titled(max(llo, rlo)), titled(max(lpref, rpref))
+	llo, lpref, lmost := paneSizes(r.left, wl)
+	rlo, rpref, rmost := paneSizes(r.right, wr)
+	r.lo, r.pref, r.most = titled(max(llo, rlo)), titled(max(lpref, rpref)), titled(max(lmost, rmost))
 }
 
 // titled adds the title rule to a body height; an empty body hides the pane.
@@ -59,10 +74,11 @@ func halves(w int) (int, int) {
 	return l, w - 1 - l
 }
 
-// allocate hands out h lines: first each band's minimum in priority order
-// (a band that does not fit gets nothing), then up to each preferred height
-// in the same order. h < 0 gives every band its preferred height.
-func allocate(h int, bands []*region, minOrder, prefOrder []int) {
+// allocate hands out h lines: first each band's minimum in minOrder (a
+// band that does not fit gets nothing), then up to each preferred height in
+// prefOrder, then what is left up to each shown band's most in growOrder.
+// h < 0 gives every band its preferred height.
+func allocate(h int, bands []*region, minOrder, prefOrder, growOrder []int) {
 	for _, b := range bands {
 		b.got = 0
 	}
@@ -90,6 +106,13 @@ func allocate(h int, bands []*region, minOrder, prefOrder []int) {
 			left -= more
 		}
 	}
+	for _, i := range growOrder {
+		b := bands[i]
+		if more := min(b.most-b.got, left); b.got > 0 && more > 0 {
+			b.got += more
+			left -= more
+		}
+	}
 }
 
 // render draws a band into exactly b.got lines of width w; focused names
@@ -105,10 +128,14 @@ func (m *Model) renderBand(b *region, w int, focused pane) string {
 		wl, wr := halves(w)
 		return draw.SideBySide(m.renderPane(b.left, wl, b.got, focused), m.renderPane(b.right, wr, b.got, focused), wl, wr, b.got)
 	}
-	// Stacked: split the band between the two panes by their needs.
+	// Stacked: split the band between the two panes by their needs; a band
+	// grown past its preferred height grows the left pane.
 	llo, lpref := b.left.Size(w)
 	_, rpref := b.right.Size(w)
 	hl := min(titled(lpref), b.got)
+	if b.got > b.pref {
+		hl = b.got - titled(rpref)
+	}
 	if rest := b.got - hl; rest < titled(min(1, rpref)) {
 		hl = max(titled(llo), b.got-titled(min(1, rpref)))
 		hl = min(hl, b.got)

@@ -381,8 +381,8 @@ func (m *Model) body(w, h int) string {
 	bands := []*region{hdr, top, fl, table, bottom, ver}
 	// Minimums: header, verdict, flame, CPU/GPU, stage table, bottom; then
 	// preferred heights: verdict, flame, CPU/GPU, stage table, bottom,
-	// header.
-	allocate(h, bands, []int{0, 5, 2, 1, 3, 4}, []int{5, 2, 1, 3, 4, 0})
+	// header; then rows to spare to the bottom band (taller history graphs).
+	allocate(h, bands, []int{0, 5, 2, 1, 3, 4}, []int{5, 2, 1, 3, 4, 0}, []int{4})
 	focused := m.focused()
 	var parts []string
 	if hdr.got > 0 {
