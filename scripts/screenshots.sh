@@ -9,7 +9,7 @@
 # usage: scripts/screenshots.sh      (make screenshots builds first)
 # env:   DATA       the demo dataset (data/demo.zarr; generated if missing)
 #        SLOW_DATA  the default-chunked dataset (data/demo-default-chunks.zarr)
-#        SETTLE     seconds to let pipetop collect before capturing (8)
+#        SETTLE     seconds to let pipetop collect before capturing (20)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +18,7 @@ work=$(mktemp -d)
 server="pipetop-shots-$$"
 export PATH="/usr/local/go/bin:$PATH"
 export PIPETOP_SOCKET_DIR="$work/sockets"
-SETTLE=${SETTLE:-8}
+SETTLE=${SETTLE:-20}
 DATA=${DATA:-$root/data/demo.zarr}
 SLOW_DATA=${SLOW_DATA:-$root/data/demo-default-chunks.zarr}
 bin="$root/bin"

@@ -249,8 +249,17 @@ func writeLine(w io.Writer, line []cell, y int) {
 			fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", left, top, float64(end-x)*cellW+0.5, cellH+0.5, bg)
 		}
 		var text strings.Builder
-		for _, c := range line[x:end] {
-			if !c.continued {
+		for i, c := range line[x:end] {
+			switch {
+			case c.continued:
+			case blockEighths(c.r) > 0:
+				// Fonts leave gaps between rows of block glyphs; draw the
+				// block as a rectangle so stacked rows join as in a terminal.
+				h := cellH * float64(blockEighths(c.r)) / 8
+				fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n",
+					left+float64(i)*cellW, top+cellH-h, cellW+1, h+0.5, fg)
+				text.WriteString(" ")
+			default:
 				text.WriteString(c.r)
 			}
 		}
@@ -265,6 +274,15 @@ func writeLine(w io.Writer, line []cell, y int) {
 		}
 		x = end
 	}
+}
+
+// blockEighths is the height in eighths of a lower block element
+// (U+2581 to U+2588), or 0 for any other text.
+func blockEighths(r string) int {
+	if rs := []rune(r); len(rs) == 1 && rs[0] >= '\u2581' && rs[0] <= '\u2588' {
+		return int(rs[0]-'\u2581') + 1
+	}
+	return 0
 }
 
 func colors(c cell) (fg, bg string) {
