@@ -63,10 +63,7 @@ func Bisect(ctx context.Context, cfg BisectConfig, log io.Writer) (BisectReport,
 			return rep, err
 		}
 	}
-	rep.Verdict = stage.DiagnoseBisect(rep.Phases)
-	data := strings.TrimSuffix(cfg.Train.Data, "/")
-	rep.Verdict.Next = strings.Replace(rep.Verdict.Next, stage.RechunkArgs,
-		data+" "+strings.TrimSuffix(data, ".zarr")+"-rechunked.zarr", 1)
+	rep.Verdict = stage.DiagnoseBisect(rep.Phases).ForDataset(cfg.Train.Data)
 	if b.srv != nil {
 		b.srv.PublishEvent("verdict", rep.Verdict.String())
 	}

@@ -117,6 +117,16 @@ func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
 // rechunk advice; a caller that knows the dataset replaces it.
 const RechunkArgs = "SRC DST"
 
+// ForDataset returns v with the rechunk advice naming the dataset at data
+// and a destination beside it.
+func (v Verdict) ForDataset(data string) Verdict {
+	data = strings.TrimSuffix(data, "/")
+	if data != "" {
+		v.Next = strings.Replace(v.Next, RechunkArgs, data+" "+strings.TrimSuffix(data, ".zarr")+"-rechunked.zarr", 1)
+	}
+	return v
+}
+
 // InputAdvice is the suggested next step for an input-bound pipeline, given
 // the loader's statistics (nil when unknown). Every finding that applies is
 // named, most effective first.

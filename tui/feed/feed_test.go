@@ -33,7 +33,7 @@ func fill(f *Feed, now time.Time) snapshot.Snapshot {
 
 func TestApplyLifecycle(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	cfg, _ := json.Marshal(map[string]any{"epoch_steps": 1000})
+	cfg, _ := json.Marshal(map[string]any{"epoch_steps": 1000, "data": "/d/run.zarr"})
 	hello := &ipc.Hello{Name: "run", PID: 42, StartNs: t0.Add(-time.Minute).UnixNano(), Stages: names, Config: cfg}
 	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
 	f := New(1000)
@@ -55,8 +55,8 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Fatalf("summary %+v, want 100 steps", s.Summary)
 	case s.Verdict == nil || s.Verdict.Kind != stage.InputBound:
 		t.Errorf("verdict %+v, want input-bound", s.Verdict)
-	case !strings.Contains(s.Verdict.Next, "rechunk"):
-		t.Errorf("verdict advice %q ignores the loader's read amplification", s.Verdict.Next)
+	case !strings.Contains(s.Verdict.Next, "rechunk /d/run.zarr /d/run-rechunked.zarr"):
+		t.Errorf("verdict advice %q ignores the loader's read amplification or the dataset", s.Verdict.Next)
 	case s.Trainer.Dropped != 7 || s.Trainer.LastEvent == nil || s.Trainer.LastEvent.Kind != "checkpoint":
 		t.Errorf("trainer %+v: drops or event lost", s.Trainer)
 	case s.Trainer.UptimeSec != 61:
