@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/pipetop/pipetop/trainer/loader"
@@ -66,9 +67,21 @@ func benchLoader(args []string) error {
 	cacheMB := fs.Int64("cache-mb", 1024, "decoded-chunk cache cap in MiB")
 	seed := fs.Uint64("seed", 1, "sampling seed")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	wf := addWindowFlags(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
 	l, err := loader.New(loader.Config{Dir: *data, Keys: wf.keys(), Window: wf.window(), Batch: *batch,

@@ -214,3 +214,29 @@ func BenchmarkCopyBoxPlanar(b *testing.B) {
 		CopyBox(dst, []int{1, 128, 128, 3}, []int{0, 32, 64, 1}, src, []int{4, 32, 32, 1}, []int{2, 0, 0, 0}, []int{1, 32, 32, 1}, 1)
 	}
 }
+
+func TestScatterMatchesNaive(t *testing.T) {
+	for _, step := range []int{1, 2, 3, 4, 7} {
+		for n := 0; n < 40; n++ {
+			s := make([]byte, n)
+			for i := range s {
+				s[i] = byte(i*7 + 1)
+			}
+			size := 1
+			if n > 0 {
+				size = (n-1)*step + 1
+			}
+			got, want := make([]byte, size+step), make([]byte, size+step)
+			for i := range got {
+				got[i], want[i] = 0xAA, 0xAA
+			}
+			for x, v := range s {
+				want[x*step] = v
+			}
+			scatter(got[:size], s, step)
+			if string(got) != string(want) {
+				t.Fatalf("step %d n %d: got %v want %v", step, n, got, want)
+			}
+		}
+	}
+}
