@@ -570,3 +570,34 @@ func TestClosedErrors(t *testing.T) {
 		t.Fatal("isClosed")
 	}
 }
+
+// TestTrainerDiesMidFrame: a trainer that writes half a frame and dies
+// gives the viewer a clear error, not a hang or a half-decoded frame.
+func TestTrainerDiesMidFrame(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "dying.1.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Write([]byte(`{"type":"hello","v":1,"hello":{"name":"dying","stages":["other"]}}` + "\n"))
+		c.Write([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,`))
+		c.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f, err := conn.Next()
+	if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Next = %+v, %v; want io.ErrUnexpectedEOF", f, err)
+	}
+}
