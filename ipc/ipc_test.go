@@ -585,6 +585,7 @@ func TestTrainerDiesMidFrame(t *testing.T) {
 		if err != nil {
 			return
 		}
+		NewReader(c).ReadLine() // the viewer's hello: closing with it unread would reset
 		c.Write([]byte(`{"type":"hello","v":1,"hello":{"name":"dying","stages":["other"]}}` + "\n"))
 		c.Write([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,`))
 		c.Close()
