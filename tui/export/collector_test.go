@@ -1,0 +1,229 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/pipetop/pipetop/tui/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.prom from the collector's output")
+
+// fixtures are JSON snapshots (the --json format) in testdata, each with
+// the exposition text it must give in testdata/NAME.prom.
+var fixtures = []string{
+	"connected",    // a trainer with GPU times and a counting loader; H200, A4500 and a MIG device
+	"disconnected", // the trainer went away; first CPU sample; no GPU driver
+	"python",       // a young Python loop: no samples, loss, loader or GPU times
+	"monitor",      // no trainer at all
+}
+
+func load(t *testing.T, name string) *snapshot.Snapshot {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s snapshot.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("testdata/%s.json: %v", name, err)
+	}
+	return &s
+}
+
+func collectorOf(t *testing.T, name string) *Collector {
+	c := NewCollector()
+	c.Update(load(t, name))
+	return c
+}
+
+func TestExpositionGolden(t *testing.T) {
+	for _, name := range fixtures {
+		t.Run(name, func(t *testing.T) {
+			c := collectorOf(t, name)
+			path := filepath.Join("testdata", name+".prom")
+			if *update {
+				if err := os.WriteFile(path, format(t, gather(t, c)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := testutil.CollectAndCompare(c, f); err != nil {
+				t.Errorf("%s (rerun with -update after checking the change): %v", path, err)
+			}
+		})
+	}
+}
+
+// gather collects c through a pedantic registry, which also checks every
+// metric against the described descriptors.
+func gather(t *testing.T, c prometheus.Collector) []*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// find returns the series of the named family whose labels include want.
+func find(mfs []*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue next
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// format writes mfs in the text exposition format.
+func format(t *testing.T, mfs []*dto.MetricFamily) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+func value(m *dto.Metric) float64 {
+	if m.GetCounter() != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+type L = map[string]string
+
+// TestReadings checks readings one by one: present ones carry their value
+// and source, and a reading that is missing, not supported or failed has
+// no series at all, while a real 0 keeps its series.
+func TestReadings(t *testing.T) {
+	absent := -1.0
+	tests := []struct {
+		fixture, metric string
+		labels          L
+		want            float64 // absent: no series
+	}{
+		{"connected", "pipetop_gpu_sm_activity_ratio", L{"uuid": "GPU-aaaa", "gpu": "0", "name": "NVIDIA H200", "source": "gpm"}, 0.63},
+		{"connected", "pipetop_gpu_sm_occupancy_ratio", L{"uuid": "GPU-aaaa", "source": "gpm"}, 0.25},
+		{"connected", "pipetop_gpu_kernel_active_ratio", L{"uuid": "GPU-aaaa", "source": "nvml_kernel_active"}, 1},
+		{"connected", "pipetop_gpu_sm_clock_hertz", L{"uuid": "GPU-aaaa", "source": "nvml"}, 1.98e9},
+		{"connected", "pipetop_gpu_trainer_memory_used_bytes", L{"uuid": "GPU-aaaa", "trainer": "demo", "pid": "4242"}, 17179869184},
+		{"connected", "pipetop_gpu_sm_activity_ratio", L{"uuid": "GPU-bbbb"}, absent}, // no GPM before Hopper
+		{"connected", "pipetop_gpu_kernel_active_ratio", L{"uuid": "GPU-bbbb"}, 0},    // an idle GPU: a real 0
+		{"connected", "pipetop_gpu_power_watts", L{"uuid": "GPU-bbbb"}, absent},       // failed
+		{"connected", "pipetop_gpu_trainer_memory_used_bytes", L{"uuid": "GPU-bbbb"}, absent},
+		{"connected", "pipetop_gpu_memory_used_bytes", L{"uuid": "MIG-cccc", "gpu": "2", "mig": "1"}, 1073741824},
+		{"connected", "pipetop_gpu_sm_activity_ratio", L{"uuid": "MIG-cccc"}, absent},   // first GPM sample
+		{"connected", "pipetop_gpu_temperature_celsius", L{"uuid": "MIG-cccc"}, absent}, // parent only
+		{"connected", "pipetop_host_cpu_busy_ratio", L{"cpu": "0", "source": "proc_stat"}, 1},
+		{"connected", "pipetop_host_cpu_busy_ratio", L{"cpu": "2"}, absent}, // offline core
+		{"connected", "pipetop_trainer_gpu_busy_ratio", L{"trainer": "demo", "source": "cuda_events"}, 0.22},
+		{"connected", "pipetop_trainer_stage_mean_seconds", L{"stage": "data_wait"}, 0.07},
+		{"connected", "pipetop_trainer_stage_gpu_mean_seconds", L{"stage": "forward", "source": "cuda_events"}, 0.018},
+		{"connected", "pipetop_trainer_stage_gpu_mean_seconds", L{"stage": "data_wait"}, absent},
+		{"connected", "pipetop_verdict", L{"kind": "input-bound", "stage": "data_wait", "trainer": "demo"}, 1},
+		{"connected", "pipetop_loader_cache_hit_ratio", nil, 0}, // chunks were read: a real 0
+		{"connected", "pipetop_loader_bytes_total", L{"kind": "decoded"}, 6500000},
+		{"disconnected", "pipetop_trainer_connected", L{"trainer": "demo", "pid": "4242"}, 0},
+		{"disconnected", "pipetop_trainer_steps_per_second", nil, absent},
+		{"disconnected", "pipetop_verdict", nil, absent},
+		{"disconnected", "pipetop_loader_samples_per_second", nil, absent},
+		{"disconnected", "pipetop_host_cpu_busy_ratio", nil, absent}, // rates need two samples
+		{"disconnected", "pipetop_host_load15", nil, absent},         // failed
+		{"disconnected", "pipetop_host_swap_used_bytes", L{"source": "proc_meminfo"}, 0},
+		{"python", "pipetop_trainer_steps_per_second", nil, absent}, // no time span yet
+		{"python", "pipetop_trainer_samples_per_second", nil, absent},
+		{"python", "pipetop_trainer_loss", nil, absent},
+		{"python", "pipetop_trainer_gpu_busy_ratio", nil, absent},
+		{"python", "pipetop_trainer_start_time_seconds", nil, absent},
+		{"python", "pipetop_verdict", L{"kind": "warming-up", "stage": ""}, 1},
+		{"monitor", "pipetop_trainer_connected", nil, absent},
+		{"monitor", "pipetop_host_cpu_busy_ratio", L{"cpu": "1"}, 0.75},
+	}
+	gathered := map[string][]*dto.MetricFamily{}
+	for _, name := range fixtures {
+		gathered[name] = gather(t, collectorOf(t, name))
+	}
+	for _, tt := range tests {
+		got := find(gathered[tt.fixture], tt.metric, tt.labels)
+		switch {
+		case tt.want == absent && len(got) > 0:
+			t.Errorf("%s: %s%v = %v, want no series", tt.fixture, tt.metric, tt.labels, value(got[0]))
+		case tt.want == absent:
+		case len(got) != 1:
+			t.Errorf("%s: %s%v: %d series, want 1", tt.fixture, tt.metric, tt.labels, len(got))
+		case value(got[0]) != tt.want:
+			t.Errorf("%s: %s%v = %v, want %v", tt.fixture, tt.metric, tt.labels, value(got[0]), tt.want)
+		}
+	}
+}
+
+func TestNoSnapshotNoMetrics(t *testing.T) {
+	if n := testutil.CollectAndCount(NewCollector()); n != 0 {
+		t.Errorf("a Collector without a snapshot exported %d metrics", n)
+	}
+}
+
+// TestLint runs Prometheus's own naming lint over every fixture's output.
+func TestLint(t *testing.T) {
+	for _, name := range fixtures {
+		problems, err := promlint.NewWithMetricFamilies(gather(t, collectorOf(t, name))).Lint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: %s: %s", name, p.Metric, p.Text)
+		}
+	}
+}
+
+func TestSourceLabel(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"GPM", "gpm"},
+		{"NVML kernel-active", "nvml_kernel_active"},
+		{"NVML compute processes", "nvml_compute_processes"},
+		{"/proc/stat", "proc_stat"},
+		{"/proc/PID/io", "proc_pid_io"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := sourceLabel(tt.in); got != tt.want {
+			t.Errorf("sourceLabel(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package export
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+var (
+	loaderRateDesc = trainerDesc("pipetop_loader_samples_per_second",
+		"Samples per second the data loader delivered over its last interval.")
+	loaderWorkersDesc = trainerDesc("pipetop_loader_workers",
+		"Decode workers of the data loader (0: decoding inline).")
+	loaderBusyDesc = trainerDesc("pipetop_loader_worker_busy_ratio",
+		"Mean share of time the loader's workers spent working.")
+	loaderQueueDesc = trainerDesc("pipetop_loader_queue_batches",
+		"Batches ready in the loader's queue.")
+	loaderQueueCapDesc = trainerDesc("pipetop_loader_queue_capacity_batches",
+		"Capacity of the loader's ready-batch queue.")
+	loaderCacheDesc = trainerDesc("pipetop_loader_cache_hit_ratio",
+		"Hit rate of the loader's decoded-chunk cache; absent until chunks were read or the loader reports hits.")
+	loaderAmpDesc = trainerDesc("pipetop_loader_read_amplification_ratio",
+		"Bytes decompressed per byte used; absent until the loader has used bytes.")
+	loaderBytesDesc = trainerDesc("pipetop_loader_bytes_total",
+		"Bytes through the loader: read (compressed, from storage), decoded (decompressed), used (copied into batches).", "kind")
+	loaderSecondsDesc = trainerDesc("pipetop_loader_worker_seconds_total",
+		"Worker time spent per loader phase.", "phase")
+	loaderErrorsDesc = trainerDesc("pipetop_loader_errors_total",
+		"Failed reads or decodes.")
+)
+
+// loader sends the trainer's latest loader statistics. The protocol has no
+// "unknown" marker, so a zero that can only mean "not counted" is left
+// out: read amplification without used bytes, a cache hit rate before any
+// read, and the cumulative counters of a loader that counts no bytes.
+func (e emitter) loader(l *stage.LoaderStats, id []string) {
+	e.gauge(loaderRateDesc, l.SamplesPerSec, id...)
+	e.gauge(loaderWorkersDesc, float64(l.Workers), id...)
+	e.gauge(loaderBusyDesc, l.WorkerBusy, id...)
+	e.gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
+	e.gauge(loaderQueueCapDesc, float64(l.QueueCap), id...)
+	if l.ReadAmp > 0 {
+		e.gauge(loaderAmpDesc, l.ReadAmp, id...)
+	}
+	if l.CacheHitRate > 0 || l.BytesRead > 0 {
+		e.gauge(loaderCacheDesc, l.CacheHitRate, id...)
+	}
+	counts := l.BytesRead > 0 || l.BytesDecoded > 0 || l.BytesUsed > 0
+	if counts || l.Errors > 0 {
+		e.counter(loaderErrorsDesc, float64(l.Errors), id...)
+	}
+	if !counts {
+		return
+	}
+	for _, c := range []struct {
+		desc  *prometheus.Desc
+		label string
+		v     float64
+	}{
+		{loaderBytesDesc, "read", float64(l.BytesRead)},
+		{loaderBytesDesc, "decoded", float64(l.BytesDecoded)},
+		{loaderBytesDesc, "used", float64(l.BytesUsed)},
+		{loaderSecondsDesc, "read", seconds(float64(l.ReadNs))},
+		{loaderSecondsDesc, "decode", seconds(float64(l.DecodeNs))},
+		{loaderSecondsDesc, "collate", seconds(float64(l.CollateNs))},
+	} {
+		e.counter(c.desc, c.v, append(id, c.label)...)
+	}
+}
