@@ -6,8 +6,10 @@
 //	pipetop [flags]               the only live trainer, a picker, or monitor only
 //	pipetop attach PATH|PID|NAME  a given trainer
 //	pipetop ls [--json]           list live trainers
+//	pipetop export [PATH|PID|NAME] the same readings as Prometheus metrics over HTTP
 //
-// docs/pipetop.md describes the panes, keys and the --json schema.
+// docs/pipetop.md describes the panes, keys, the --json schema and the
+// exported metrics.
 package main
 
 import (
@@ -16,9 +18,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,8 +51,9 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	cmd      string // "", "attach" or "ls"
+	cmd      string // "", "attach", "ls" or "export"
 	spec     string
+	listen   string // export: the HTTP address
 	once     bool
 	json     bool
 	interval time.Duration
@@ -60,15 +65,16 @@ type config struct {
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	c := config{}
-	if len(args) > 0 && (args[0] == "ls" || args[0] == "attach") {
+	if len(args) > 0 && (args[0] == "ls" || args[0] == "attach" || args[0] == "export") {
 		c.cmd, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("pipetop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&c.once, "once", false, "print one text snapshot after collecting for --interval, then exit")
 	fs.BoolVar(&c.json, "json", false, "print one JSON snapshot (with ls: the list as JSON), then exit")
-	fs.DurationVar(&c.interval, "interval", time.Second, "refresh interval (and collection time of --once/--json)")
-	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all")
+	fs.DurationVar(&c.interval, "interval", time.Second, "refresh interval (and collection time of --once/--json; export: 5s)")
+	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all (export: 30s)")
+	fs.StringVar(&c.listen, "listen", defaultListen, "export: serve /metrics at this `host:port`")
 	fs.IntVar(&c.width, "width", 0, "width of the --once text (default: the terminal's, else 100)")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
@@ -78,6 +84,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        or monitor GPU/CPU until a trainer appears
   pipetop attach PATH|PID|NAME [flags] attach to the given trainer
   pipetop ls [--json]                  list live trainers
+  pipetop export [flags] [PATH|PID|NAME]
+                                       serve the same readings as Prometheus metrics at
+                                       http://LISTEN/metrics (the only live trainer, or
+                                       host metrics until one appears)
 
 flags:
 `)
@@ -97,20 +107,44 @@ flags:
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if err := c.check(pos, *window); err != nil {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.check(pos, *window, set); err != nil {
 		return c, usageError{err}
 	}
 	return c, nil
 }
 
-func (c *config) check(pos []string, window string) error {
+// Defaults of pipetop export, which samples for scrapes rather than eyes.
+const (
+	defaultListen         = "127.0.0.1:9464"
+	defaultExportInterval = 5 * time.Second
+	defaultExportWindow   = "30s"
+)
+
+// check validates the command line; set holds the flags given.
+func (c *config) check(pos []string, window string, set map[string]bool) error {
 	switch {
 	case c.cmd == "attach" && len(pos) != 1:
 		return errors.New("attach needs one trainer: a socket path, a pid or a name (see pipetop ls)")
 	case c.cmd == "attach":
 		c.spec = pos[0]
+	case c.cmd == "export" && len(pos) > 1:
+		return fmt.Errorf("export takes at most one trainer, got %d: %s", len(pos), strings.Join(pos, " "))
+	case c.cmd == "export" && len(pos) == 1:
+		c.spec = pos[0]
 	case len(pos) > 0:
 		return fmt.Errorf("unexpected argument %q (did you mean pipetop attach %s?)", pos[0], pos[0])
+	}
+	if c.cmd == "export" {
+		if err := c.checkExport(set); err != nil {
+			return err
+		}
+		if !set["window"] {
+			window = defaultExportWindow
+		}
+	} else if set["listen"] {
+		return errors.New("--listen is for pipetop export")
 	}
 	if c.interval < 50*time.Millisecond {
 		return fmt.Errorf("--interval %v: want at least 50ms", c.interval)
@@ -125,6 +159,23 @@ func (c *config) check(pos []string, window string) error {
 	}
 	if c.width < 0 {
 		return fmt.Errorf("--width %d: want a positive number", c.width)
+	}
+	return nil
+}
+
+// checkExport applies the export defaults and rejects the flags that only
+// make sense on a terminal.
+func (c *config) checkExport(set map[string]bool) error {
+	for _, name := range []string{"once", "json", "width"} {
+		if set[name] {
+			return fmt.Errorf("--%s is not for pipetop export", name)
+		}
+	}
+	if !set["interval"] {
+		c.interval = defaultExportInterval
+	}
+	if _, _, err := net.SplitHostPort(c.listen); err != nil {
+		return fmt.Errorf("--listen %q: want host:port, e.g. %s (or :9464 for every interface): %v", c.listen, defaultListen, err)
 	}
 	return nil
 }
@@ -144,6 +195,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case c.cmd == "ls":
 		return list(stdout, c.json)
+	case c.cmd == "export":
+		return serveMetrics(ctx, c, stderr)
 	case c.once || c.json:
 		return snapshotOnce(ctx, c, stdout)
 	}

@@ -75,6 +75,13 @@ func target(spec string) (attach string, pick bool, err error) {
 	return "", true, nil
 }
 
+// severalTrainers is the error of a command that needs one trainer when
+// several are live; cmd is how to name one (attach or export).
+func severalTrainers(cmd string) error {
+	eps, _ := ipc.List()
+	return fmt.Errorf("%d live trainers: choose one with pipetop %s NAME (see pipetop ls)", len(eps), cmd)
+}
+
 // newCollector wires the real samplers.
 func newCollector(f *feed.Feed, noGPU bool) (*collect.Collector, func()) {
 	var g collect.GPUSource
@@ -93,8 +100,7 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 		return err
 	}
 	if pick {
-		eps, _ := ipc.List()
-		return fmt.Errorf("%d live trainers: choose one with pipetop attach NAME (see pipetop ls)", len(eps))
+		return severalTrainers("attach")
 	}
 	f := feed.New(0)
 	defer f.Close()

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/tui"
+)
+
+func TestParseExport(t *testing.T) {
+	tests := []struct {
+		args     []string
+		spec     string
+		listen   string
+		interval time.Duration
+		window   string
+	}{
+		{[]string{"export"}, "", "127.0.0.1:9464", 5 * time.Second, "30s"},
+		{[]string{"export", "demo", "--listen", ":9100", "--interval", "1s", "--window", "2m"}, "demo", ":9100", time.Second, "2m"},
+		{[]string{"export", "--no-gpu", "4242"}, "4242", "127.0.0.1:9464", 5 * time.Second, "30s"},
+	}
+	for _, tt := range tests {
+		c, err := parse(tt.args, io.Discard)
+		if err != nil {
+			t.Errorf("parse(%q): %v", tt.args, err)
+			continue
+		}
+		if c.cmd != "export" || c.spec != tt.spec || c.listen != tt.listen || c.interval != tt.interval ||
+			tui.Windows[c.window].Label != tt.window {
+			t.Errorf("parse(%q) = %+v, want spec %q listen %q interval %v window %s", tt.args, c, tt.spec, tt.listen, tt.interval, tt.window)
+		}
+	}
+}
+
+func TestParseExportErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "a", "b"}, "export takes at most one trainer"},
+		{[]string{"export", "--once"}, "--once is not for pipetop export"},
+		{[]string{"export", "--json"}, "--json is not for pipetop export"},
+		{[]string{"export", "--listen", "127.0.0.1"}, `--listen "127.0.0.1": want host:port`},
+		{[]string{"export", "--listen", ""}, `--listen "": want host:port`},
+		{[]string{"--listen", ":9464"}, "--listen is for pipetop export"},
+		{[]string{"export", "--interval", "10ms"}, "--interval 10ms"},
+	}
+	for _, tt := range tests {
+		_, err := parse(tt.args, io.Discard)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parse(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestExportBadListen: an address that cannot be listened on is an error
+// naming the flag and the address, before anything is served.
+func TestExportBadListen(t *testing.T) {
+	t.Setenv(ipc.DirEnv, t.TempDir())
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct{ listen, want string }{
+		{"127.0.0.1:99999", "invalid port"},
+		{busy.Addr().String(), "address already in use"},
+	}
+	for _, tt := range tests {
+		err := run(context.Background(), []string{"export", "--no-gpu", "--listen", tt.listen}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--listen "+tt.listen) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("export --listen %s: %v, want an error naming the address and %q", tt.listen, err, tt.want)
+		}
+	}
+}
+
+// TestExportSynthetic runs pipetop export (its real wiring, in-process)
+// against the synthetic publisher in its own process, scrapes /metrics
+// over HTTP, then kills the publisher and starts it again.
+func TestExportSynthetic(t *testing.T) {
+	bin := t.TempDir()
+	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	sockets := t.TempDir()
+	t.Setenv(ipc.DirEnv, sockets)
+	pub := startSynthetic(t, bin, sockets)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"export", "--no-gpu", "--listen", "127.0.0.1:0", "--interval", "100ms", "--window", "5s"}, io.Discard, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no serving line on stderr: %v (run: %v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "pipetop: serving ")
+	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("stderr line %q, want pipetop: serving http://127.0.0.1:PORT/metrics", line)
+	}
+
+	id := map[string]string{"trainer": "exp", "pid": strconv.Itoa(pub.Process.Pid)}
+	m := scrapeFor(t, url, "an input-bound verdict and loader statistics", func(m families) bool {
+		return m.value("pipetop_verdict", with(id, "kind", string(stage.InputBound), "stage", stage.DataWait)) == 1 &&
+			m.has("pipetop_loader_worker_busy_ratio", id)
+	})
+	for _, st := range []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Optim, stage.Other} {
+		for _, name := range []string{"pipetop_trainer_stage_mean_seconds", "pipetop_trainer_stage_p99_seconds", "pipetop_trainer_stage_share_ratio"} {
+			if !m.has(name, with(id, "stage", st)) {
+				t.Errorf("%s{stage=%q} missing", name, st)
+			}
+		}
+	}
+	if v := m.value("pipetop_trainer_stage_share_ratio", with(id, "stage", stage.DataWait)); v < 0.5 || v > 0.7 {
+		t.Errorf("data_wait share %v, want about 0.6 (6 ms of 10)", v)
+	}
+	if v := m.value("pipetop_trainer_steps_per_second", id); v < 50 || v > 250 {
+		t.Errorf("steps/s %v, want about 150", v)
+	}
+	if !m.has("pipetop_trainer_gpu_busy_ratio", with(id, "source", "cuda_events")) {
+		t.Error("pipetop_trainer_gpu_busy_ratio{source=cuda_events} missing")
+	}
+	if !m.has("pipetop_host_cpu_busy_ratio", map[string]string{"cpu": "0", "source": "proc_stat"}) {
+		t.Error("pipetop_host_cpu_busy_ratio{cpu=0} missing")
+	}
+
+	stopSynthetic(pub)
+	scrapeFor(t, url, "connected 0 after the publisher died", func(m families) bool {
+		return m.value("pipetop_trainer_connected", id) == 0 && !m.has("pipetop_verdict", nil)
+	})
+	pub = startSynthetic(t, bin, sockets)
+	id["pid"] = strconv.Itoa(pub.Process.Pid)
+	scrapeFor(t, url, "the restarted publisher", func(m families) bool {
+		return m.value("pipetop_trainer_connected", id) == 1 && m.has("pipetop_trainer_stage_mean_seconds", id)
+	})
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("export after cancel: %v", err)
+	}
+}
+
+func startSynthetic(t *testing.T, bin, sockets string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "synthetic"), "-name", "exp", "-rate", "150", "-quiet",
+		"-stages", "data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,other=0s", "-gpu", "forward=1.5ms,backward=0.8ms")
+	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+sockets)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopSynthetic(cmd) })
+	return cmd
+}
+
+func stopSynthetic(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+// families is one scrape, parsed.
+type families map[string]*dto.MetricFamily
+
+// with returns labels plus the given name/value pairs.
+func with(labels map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// series returns the first series of name whose labels include want.
+func (f families) series(name string, want map[string]string) *dto.Metric {
+	mf := f[name]
+	if mf == nil {
+		return nil
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+func (f families) has(name string, want map[string]string) bool { return f.series(name, want) != nil }
+
+// value is the gauge's value, -1 when there is no such series.
+func (f families) value(name string, want map[string]string) float64 {
+	m := f.series(name, want)
+	if m == nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
+}
+
+// scrapeFor scrapes url until ok accepts a scrape, for at most 10 s.
+func scrapeFor(t *testing.T, url, what string, ok func(families) bool) families {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := scrapeOnce(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s (%d metric families in the last scrape)", what, len(m))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func scrapeOnce(url string) (families, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
