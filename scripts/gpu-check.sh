@@ -30,6 +30,20 @@ while time.time() - t < 5:
 torch.cuda.synchronize()
 ' 2>&1 | tee "$out/gpusample.txt"
 
+log "pipetop export on the real GPU while a matmul runs (GPM next to kernel-active)"
+bin/pipetop export --listen 127.0.0.1:19464 --interval 1s >"$out/export.log" 2>&1 &
+exporter=$!
+"$py" -c '
+import torch, time, urllib.request
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+t = time.time()
+while time.time() - t < 6:
+    b = a @ a
+torch.cuda.synchronize()
+print(urllib.request.urlopen("http://127.0.0.1:19464/metrics").read().decode())
+' 2>&1 | grep -E '^pipetop_gpu_' | tee "$out/export.txt" | head -20
+kill $exporter 2>/dev/null
+
 log "build the shim against PyTorch's libtorch"
 export TORCH_PREFIX=$("$py" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 shim=$(scripts/build-shim.sh build/torch-cuda 2>"$out/shim-build.log" | tail -1) || { tail -30 "$out/shim-build.log"; exit 1; }
