@@ -18,7 +18,7 @@ func trainFlags(fs *flag.FlagSet, cfg *trainer.TrainConfig) {
 	fs.IntVar(&cfg.Batch, "batch", 8, "samples per step")
 	fs.IntVar(&cfg.Workers, "workers", 2, "loader decode workers (0 decodes inline on the training thread)")
 	fs.StringVar(&cfg.Sampler, "sampler", "uniform", "window sampler: uniform (random windows) or chunk (chunk-aware shuffle)")
-	fs.IntVar(&cfg.CacheMB, "cache-mb", 0, "decoded-chunk cache cap in MiB (0: 512)")
+	fs.IntVar(&cfg.CacheMB, "cache-mb", 0, "decoded-chunk cache cap in MiB (0: 1024)")
 	fs.IntVar(&cfg.Model.Threads, "threads", 0, "libtorch intra-op threads (0: half the cores, leaving the rest to the loader)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed (model init, noise, sample order)")
 	fs.StringVar(&cfg.Model.Device, "device", "auto", "auto, cpu, cuda or cuda:N")

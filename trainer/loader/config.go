@@ -26,7 +26,7 @@ type Config struct {
 	Mix int
 	// Seed fixes the sample order.
 	Seed uint64
-	// CacheBytes caps the decoded-chunk cache (512 MiB).
+	// CacheBytes caps the decoded-chunk cache (1 GiB).
 	CacheBytes int64
 	// Prefetch is the number of batches prepared ahead (max(2, Workers)).
 	Prefetch int
@@ -65,7 +65,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("loader: unknown sampler %q (want uniform or chunk)", c.Sampler)
 	}
 	if c.CacheBytes <= 0 {
-		c.CacheBytes = 512 << 20
+		c.CacheBytes = 1 << 30
 	}
 	if c.Prefetch <= 0 {
 		c.Prefetch = max(2, c.Workers)
