@@ -59,8 +59,8 @@ type Link struct {
 	State  string `json:"state"`            // LinkNone, LinkConnected or LinkDisconnected
 	Detail string `json:"detail,omitempty"` // why: resolver or connection error
 	Socket string `json:"socket,omitempty"`
-	// Since is when State last changed.
-	Since time.Time `json:"since"`
+	// Since is when State last changed; absent before any state change.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Trainer identifies the trainer pipetop is attached to (or was, when the
