@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +14,10 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/tui/export/scrapetest"
 )
 
 func TestParseExport(t *testing.T) {
@@ -122,38 +117,38 @@ func TestExportSynthetic(t *testing.T) {
 	}
 
 	id := map[string]string{"trainer": "exp", "pid": strconv.Itoa(pub.Process.Pid)}
-	m := scrapeFor(t, url, "an input-bound verdict and loader statistics", func(m families) bool {
-		return m.value("pipetop_verdict", with(id, "kind", string(stage.InputBound), "stage", stage.DataWait)) == 1 &&
-			m.has("pipetop_loader_worker_busy_ratio", id)
+	m := scrapetest.Until(t, url, "an input-bound verdict and loader statistics", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_verdict", with(id, "kind", string(stage.InputBound), "stage", stage.DataWait), 1) &&
+			m.Has("pipetop_loader_worker_busy_ratio", id)
 	})
 	for _, st := range []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Optim, stage.Other} {
 		for _, name := range []string{"pipetop_trainer_stage_mean_seconds", "pipetop_trainer_stage_p99_seconds", "pipetop_trainer_stage_share_ratio"} {
-			if !m.has(name, with(id, "stage", st)) {
+			if !m.Has(name, with(id, "stage", st)) {
 				t.Errorf("%s{stage=%q} missing", name, st)
 			}
 		}
 	}
-	if v := m.value("pipetop_trainer_stage_share_ratio", with(id, "stage", stage.DataWait)); v < 0.5 || v > 0.7 {
+	if v, ok := m.Value("pipetop_trainer_stage_share_ratio", with(id, "stage", stage.DataWait)); !ok || v < 0.5 || v > 0.7 {
 		t.Errorf("data_wait share %v, want about 0.6 (6 ms of 10)", v)
 	}
-	if v := m.value("pipetop_trainer_steps_per_second", id); v < 50 || v > 250 {
+	if v, ok := m.Value("pipetop_trainer_steps_per_second", id); !ok || v < 50 || v > 250 {
 		t.Errorf("steps/s %v, want about 150", v)
 	}
-	if !m.has("pipetop_trainer_gpu_busy_ratio", with(id, "source", "cuda_events")) {
+	if !m.Has("pipetop_trainer_gpu_busy_ratio", with(id, "source", "cuda_events")) {
 		t.Error("pipetop_trainer_gpu_busy_ratio{source=cuda_events} missing")
 	}
-	if !m.has("pipetop_host_cpu_busy_ratio", map[string]string{"cpu": "0", "source": "proc_stat"}) {
+	if !m.Has("pipetop_host_cpu_busy_ratio", map[string]string{"cpu": "0", "source": "proc_stat"}) {
 		t.Error("pipetop_host_cpu_busy_ratio{cpu=0} missing")
 	}
 
 	stopSynthetic(pub)
-	scrapeFor(t, url, "connected 0 after the publisher died", func(m families) bool {
-		return m.value("pipetop_trainer_connected", id) == 0 && !m.has("pipetop_verdict", nil)
+	scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_trainer_connected", id, 0) && !m.Has("pipetop_verdict", nil)
 	})
 	pub = startSynthetic(t, bin, sockets)
 	id["pid"] = strconv.Itoa(pub.Process.Pid)
-	scrapeFor(t, url, "the restarted publisher", func(m families) bool {
-		return m.value("pipetop_trainer_connected", id) == 1 && m.has("pipetop_trainer_stage_mean_seconds", id)
+	scrapetest.Until(t, url, "the restarted publisher", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_trainer_connected", id, 1) && m.Has("pipetop_trainer_stage_mean_seconds", id)
 	})
 
 	cancel()
@@ -181,9 +176,6 @@ func stopSynthetic(cmd *exec.Cmd) {
 	}
 }
 
-// families is one scrape, parsed.
-type families map[string]*dto.MetricFamily
-
 // with returns labels plus the given name/value pairs.
 func with(labels map[string]string, kv ...string) map[string]string {
 	out := map[string]string{}
@@ -194,69 +186,4 @@ func with(labels map[string]string, kv ...string) map[string]string {
 		out[kv[i]] = kv[i+1]
 	}
 	return out
-}
-
-// series returns the first series of name whose labels include want.
-func (f families) series(name string, want map[string]string) *dto.Metric {
-	mf := f[name]
-	if mf == nil {
-		return nil
-	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		return m
-	}
-	return nil
-}
-
-func (f families) has(name string, want map[string]string) bool { return f.series(name, want) != nil }
-
-// value is the gauge's value, -1 when there is no such series.
-func (f families) value(name string, want map[string]string) float64 {
-	m := f.series(name, want)
-	if m == nil {
-		return -1
-	}
-	return m.GetGauge().GetValue()
-}
-
-// scrapeFor scrapes url until ok accepts a scrape, for at most 10 s.
-func scrapeFor(t *testing.T, url, what string, ok func(families) bool) families {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		m, err := scrapeOnce(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s (%d metric families in the last scrape)", what, len(m))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func scrapeOnce(url string) (families, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
 }

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/pipetop/pipetop/tui/export/scrapetest"
 	"github.com/pipetop/pipetop/tui/snapshot"
 )
 
@@ -82,30 +83,6 @@ func gather(t *testing.T, c prometheus.Collector) []*dto.MetricFamily {
 	return mfs
 }
 
-// find returns the series of the named family whose labels include want.
-func find(mfs []*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
-	var out []*dto.Metric
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue next
-				}
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // format writes mfs in the text exposition format.
 func format(t *testing.T, mfs []*dto.MetricFamily) []byte {
 	t.Helper()
@@ -117,13 +94,6 @@ func format(t *testing.T, mfs []*dto.MetricFamily) []byte {
 		}
 	}
 	return b.Bytes()
-}
-
-func value(m *dto.Metric) float64 {
-	if m.GetCounter() != nil {
-		return m.GetCounter().GetValue()
-	}
-	return m.GetGauge().GetValue()
 }
 
 type L = map[string]string
@@ -180,15 +150,15 @@ func TestReadings(t *testing.T) {
 		gathered[name] = gather(t, collectorOf(t, name))
 	}
 	for _, tt := range tests {
-		got := find(gathered[tt.fixture], tt.metric, tt.labels)
+		got := scrapetest.Index(gathered[tt.fixture]).Series(tt.metric, tt.labels)
 		switch {
 		case tt.want == absent && len(got) > 0:
-			t.Errorf("%s: %s%v = %v, want no series", tt.fixture, tt.metric, tt.labels, value(got[0]))
+			t.Errorf("%s: %s%v = %v, want no series", tt.fixture, tt.metric, tt.labels, scrapetest.Value(got[0]))
 		case tt.want == absent:
 		case len(got) != 1:
 			t.Errorf("%s: %s%v: %d series, want 1", tt.fixture, tt.metric, tt.labels, len(got))
-		case value(got[0]) != tt.want:
-			t.Errorf("%s: %s%v = %v, want %v", tt.fixture, tt.metric, tt.labels, value(got[0]), tt.want)
+		case scrapetest.Value(got[0]) != tt.want:
+			t.Errorf("%s: %s%v = %v, want %v", tt.fixture, tt.metric, tt.labels, scrapetest.Value(got[0]), tt.want)
 		}
 	}
 }

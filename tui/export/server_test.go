@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/tui/collect"
+	"github.com/pipetop/pipetop/tui/export/scrapetest"
 	"github.com/pipetop/pipetop/tui/feed"
 	"github.com/pipetop/pipetop/tui/snapshot"
 )
@@ -78,54 +74,6 @@ func (p *publisher) close() {
 	p.srv.Close()
 }
 
-// scrape fetches url and parses the text exposition.
-func scrape(url string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
-
-// scrapeUntil scrapes url until ok accepts the metrics, for at most 8 s.
-func scrapeUntil(t *testing.T, url, what string, ok func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
-	t.Helper()
-	deadline := time.Now().Add(8 * time.Second)
-	for {
-		mfs, err := scrape(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(mfs) {
-			return mfs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 8 s; last scrape has %d families", what, len(mfs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// series returns the family's series whose labels include want.
-func series(mfs map[string]*dto.MetricFamily, name string, want L) []*dto.Metric {
-	mf, ok := mfs[name]
-	if !ok {
-		return nil
-	}
-	return find([]*dto.MetricFamily{mf}, name, want)
-}
-
-func gaugeIs(mfs map[string]*dto.MetricFamily, name string, want L, v float64) bool {
-	s := series(mfs, name, want)
-	return len(s) == 1 && value(s[0]) == v
-}
-
 // TestServeScrape runs the exporter over the real feed, collector and CPU
 // sampler, attached to a trainer socket, and scrapes it over HTTP; the
 // trainer then goes away and comes back.
@@ -150,14 +98,14 @@ func TestServeScrape(t *testing.T) {
 
 	id := L{"trainer": "exporttest"}
 	verdict := L{"trainer": "exporttest", "kind": string(stage.InputBound), "stage": stage.DataWait}
-	mfs := scrapeUntil(t, base+"/metrics", "input-bound verdict", func(m map[string]*dto.MetricFamily) bool {
-		return gaugeIs(m, "pipetop_verdict", verdict, 1) && len(series(m, "pipetop_loader_samples_per_second", id)) == 1
+	mfs := scrapetest.Until(t, base+"/metrics", "input-bound verdict", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_verdict", verdict, 1) && len(m.Series("pipetop_loader_samples_per_second", id)) == 1
 	})
 	for _, st := range testStages {
 		l := L{"trainer": "exporttest", "stage": st}
 		for _, name := range []string{"pipetop_trainer_stage_mean_seconds", "pipetop_trainer_stage_p50_seconds",
 			"pipetop_trainer_stage_p99_seconds", "pipetop_trainer_stage_share_ratio"} {
-			if len(series(mfs, name, l)) != 1 {
+			if len(mfs.Series(name, l)) != 1 {
 				t.Errorf("%s%v missing", name, l)
 			}
 		}
@@ -180,12 +128,12 @@ func TestServeScrape(t *testing.T) {
 		{"pipetop_host_memory_total_bytes", L{"source": "proc_meminfo"}, 1, 1 << 50},
 	}
 	for _, c := range checks {
-		s := series(mfs, c.name, c.labels)
+		s := mfs.Series(c.name, c.labels)
 		if len(s) != 1 {
 			t.Errorf("%s%v: %d series, want 1", c.name, c.labels, len(s))
 			continue
 		}
-		if v := value(s[0]); v < c.lo-1e-9 || v > c.hi+1e-9 {
+		if v := scrapetest.Value(s[0]); v < c.lo-1e-9 || v > c.hi+1e-9 {
 			t.Errorf("%s%v = %v, want %v..%v", c.name, c.labels, v, c.lo, c.hi)
 		}
 	}
@@ -203,14 +151,14 @@ func TestServeScrape(t *testing.T) {
 
 	// The trainer goes away: connected 0, its window withdrawn.
 	p.close()
-	scrapeUntil(t, base+"/metrics", "connected 0", func(m map[string]*dto.MetricFamily) bool {
-		return gaugeIs(m, "pipetop_trainer_connected", id, 0) && series(m, "pipetop_trainer_stage_mean_seconds", nil) == nil &&
-			series(m, "pipetop_verdict", nil) == nil
+	scrapetest.Until(t, base+"/metrics", "connected 0", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_trainer_connected", id, 0) && m.Series("pipetop_trainer_stage_mean_seconds", nil) == nil &&
+			m.Series("pipetop_verdict", nil) == nil
 	})
 	// It restarts under the same name: the exporter follows.
 	startPublisher(t, "exporttest")
-	scrapeUntil(t, base+"/metrics", "reconnected", func(m map[string]*dto.MetricFamily) bool {
-		return gaugeIs(m, "pipetop_trainer_connected", id, 1) && gaugeIs(m, "pipetop_verdict", verdict, 1)
+	scrapetest.Until(t, base+"/metrics", "reconnected", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_trainer_connected", id, 1) && m.Is("pipetop_verdict", verdict, 1)
 	})
 
 	cancel()
