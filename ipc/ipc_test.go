@@ -288,25 +288,36 @@ func TestWrongVersion(t *testing.T) {
 		}
 	})
 	t.Run("trainer speaks v2", func(t *testing.T) {
-		path := filepath.Join(shortTempDir(t), "fake.1.sock")
-		ln, err := net.Listen("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				c.Write([]byte(`{"type":"hello","v":2,"hello":{"name":"future"}}` + "\n"))
-				time.Sleep(time.Second)
-				c.Close()
-			}
-		}()
-		_, err = Dial(context.Background(), path)
+		path := fakeTrainer(t, func(c net.Conn) {
+			c.Write([]byte(`{"type":"hello","v":2,"hello":{"name":"future"}}` + "\n"))
+			time.Sleep(time.Second)
+		})
+		_, err := Dial(context.Background(), path)
 		if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "v2") {
 			t.Fatalf("err = %v, want a version error naming v2", err)
 		}
 	})
+}
+
+// fakeTrainer listens on a new socket and runs serve on the first
+// connection, then closes it: a hand-written trainer for protocol faults.
+func fakeTrainer(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
+	path := filepath.Join(shortTempDir(t), "fake.1.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return path
 }
 
 func TestUnknownFieldsAreIgnored(t *testing.T) {
@@ -574,22 +585,11 @@ func TestClosedErrors(t *testing.T) {
 // TestTrainerDiesMidFrame: a trainer that writes half a frame and dies
 // gives the viewer a clear error, not a hang or a half-decoded frame.
 func TestTrainerDiesMidFrame(t *testing.T) {
-	path := filepath.Join(shortTempDir(t), "dying.1.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	path := fakeTrainer(t, func(c net.Conn) {
 		NewReader(c).ReadLine() // the viewer's hello: closing with it unread would reset
 		c.Write([]byte(`{"type":"hello","v":1,"hello":{"name":"dying","stages":["other"]}}` + "\n"))
 		c.Write([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,`))
-		c.Close()
-	}()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := Dial(ctx, path)
