@@ -254,17 +254,20 @@ func (l *loop) step(ctx context.Context, src Source, step int64) error {
 }
 
 func (l *loop) network(m Model, st Stages) error {
-	for _, s := range []struct {
-		on   bool
-		name string
-		fn   func() error
-	}{{st.Forward, stage.Forward, m.Forward}, {st.Backward, stage.Backward, m.Backward}, {st.Optim, stage.Optim, m.OptimStep}} {
-		if !s.on {
-			continue
-		}
-		if err := l.span(s.name, s.fn); err != nil {
+	// Three plain calls rather than a table of method values: those would
+	// be allocated on every step.
+	if st.Forward {
+		if err := l.span(stage.Forward, m.Forward); err != nil {
 			return err
 		}
+	}
+	if st.Backward {
+		if err := l.span(stage.Backward, m.Backward); err != nil {
+			return err
+		}
+	}
+	if st.Optim {
+		return l.span(stage.Optim, m.OptimStep)
 	}
 	return nil
 }
