@@ -63,7 +63,7 @@ func Bisect(ctx context.Context, cfg BisectConfig, log io.Writer) (BisectReport,
 			return rep, err
 		}
 	}
-	rep.Verdict = stage.DiagnoseBisect(rep.Phases).ForDataset(cfg.Train.Data)
+	rep.Verdict = stage.DiagnoseBisect(rep.Phases)
 	if b.srv != nil {
 		b.srv.PublishEvent("verdict", rep.Verdict.String())
 	}

@@ -6,6 +6,8 @@ package stage
 type LoaderStats struct {
 	// TimeNs is when the snapshot was taken (Unix nanoseconds).
 	TimeNs int64 `json:"t"`
+	// Dataset is the path of the dataset the loader reads, when known.
+	Dataset string `json:"dataset,omitempty"`
 	// Workers is the number of decode workers (0 means inline decoding).
 	Workers int `json:"workers"`
 	// Batch is the batch size the loader assembles.

@@ -113,20 +113,6 @@ func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
 	return v
 }
 
-// RechunkArgs stands for the source and destination datasets in the
-// rechunk advice; a caller that knows the dataset replaces it.
-const RechunkArgs = "SRC DST"
-
-// ForDataset returns v with the rechunk advice naming the dataset at data
-// and a destination beside it.
-func (v Verdict) ForDataset(data string) Verdict {
-	data = strings.TrimSuffix(data, "/")
-	if data != "" {
-		v.Next = strings.Replace(v.Next, RechunkArgs, data+" "+strings.TrimSuffix(data, ".zarr")+"-rechunked.zarr", 1)
-	}
-	return v
-}
-
 // InputAdvice is the suggested next step for an input-bound pipeline, given
 // the loader's statistics (nil when unknown). Every finding that applies is
 // named, most effective first.
@@ -136,7 +122,7 @@ func InputAdvice(l *LoaderStats) string {
 	}
 	var advice []string
 	if l.ReadAmp >= HighReadAmp {
-		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk %s --chunk-frames 1` (or train with --sampler chunk)", l.ReadAmp, RechunkArgs))
+		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk %s --chunk-frames 1` (or train with --sampler chunk)", l.ReadAmp, rechunkArgs(l.Dataset)))
 	}
 	switch {
 	case l.Workers == 0:
@@ -148,6 +134,16 @@ func InputAdvice(l *LoaderStats) string {
 			pct(l.WorkerBusy), l.QueueDepth, l.QueueCap))
 	}
 	return strings.Join(advice, "; ")
+}
+
+// rechunkArgs names the source and a destination beside it for the
+// rechunk advice, or placeholders when the dataset is unknown.
+func rechunkArgs(data string) string {
+	data = strings.TrimSuffix(data, "/")
+	if data == "" {
+		return "SRC DST"
+	}
+	return data + " " + strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
 }
 
 // biggestOther returns the largest stage that no earlier rule covers.

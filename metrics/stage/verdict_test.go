@@ -124,13 +124,13 @@ func TestInputAdviceNamesEveryFinding(t *testing.T) {
 	}
 }
 
-func TestForDataset(t *testing.T) {
-	v := Diagnose(plantedWith(50, map[string]float64{DataWait: 90, Forward: 10}, 0), &LoaderStats{Workers: 2, ReadAmp: 300, WorkerBusy: 0.5})
-	got := v.ForDataset("data/demo.zarr/").Next
-	if !strings.Contains(got, "pipetrain data rechunk data/demo.zarr data/demo-rechunked.zarr --chunk-frames 1") {
+func TestRechunkAdviceNamesTheDataset(t *testing.T) {
+	l := LoaderStats{Dataset: "data/demo.zarr/", Workers: 2, ReadAmp: 300, WorkerBusy: 0.5}
+	if got := InputAdvice(&l); !strings.Contains(got, "pipetrain data rechunk data/demo.zarr data/demo-rechunked.zarr --chunk-frames 1") {
 		t.Fatalf("advice %q does not name the dataset", got)
 	}
-	if v.ForDataset("").Next != v.Next {
-		t.Fatal("an unknown dataset changed the advice")
+	l.Dataset = ""
+	if got := InputAdvice(&l); !strings.Contains(got, "rechunk SRC DST") {
+		t.Fatalf("advice %q: an unknown dataset should read SRC DST", got)
 	}
 }

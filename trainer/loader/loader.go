@@ -249,7 +249,9 @@ func (l *Loader) Stats() stage.LoaderStats {
 	l.mu.Unlock()
 	hits, misses := l.cache.counts()
 	// Workers fill any free buffer, so the pool bounds the ready queue.
-	return l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.poolSize, hits, misses)
+	s := l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.poolSize, hits, misses)
+	s.Dataset = l.cfg.Dir
+	return s
 }
 
 // orderCache keeps the sample order of the last few epochs.

@@ -221,7 +221,7 @@ func TestStats(t *testing.T) {
 		l.Release(b)
 	}
 	s := l.Stats()
-	if s.Workers != 2 || s.Batch != 16 || s.BytesRead <= 0 || s.BytesUsed <= 0 || s.DecodeNs <= 0 {
+	if s.Dataset != dir || s.Workers != 2 || s.Batch != 16 || s.BytesRead <= 0 || s.BytesUsed <= 0 || s.DecodeNs <= 0 {
 		t.Fatalf("stats %+v", s)
 	}
 	// 1-frame chunks decode exactly the frames used; the low-dim arrays

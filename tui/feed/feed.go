@@ -33,7 +33,6 @@ type Feed struct {
 	loader   *stage.LoaderStats
 	event    *ipc.Event
 	phase    string // the running bisect phase, from "phase" events
-	dataset  string // the trainer's dataset (hello config "data"), for advice
 	dropped  int64
 	total    int64 // steps received since the Feed was made
 	gen      int   // attach generation; messages of older ones are ignored
@@ -159,7 +158,6 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 		f.loader, f.event, f.dropped = nil, nil, 0
 	}
 	f.hello, f.ep = &h, m.Endpoint
-	f.dataset = configString(h.Config, "data")
 	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
 }
 
@@ -249,7 +247,7 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 		return
 	}
 	sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
-	v := stage.Diagnose(sum, s.Loader).ForDataset(f.dataset)
+	v := stage.Diagnose(sum, s.Loader)
 	s.Summary, s.Verdict = &sum, &v
 	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
 		left := n - (sum.LastStep+1)%n
@@ -279,16 +277,6 @@ func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
 }
 
 // epochSteps reads the optional "epoch_steps" field of a trainer config.
-// configString returns a string field of the hello config, or "".
-func configString(cfg json.RawMessage, key string) string {
-	var c map[string]any
-	if json.Unmarshal(cfg, &c) != nil {
-		return ""
-	}
-	v, _ := c[key].(string)
-	return v
-}
-
 func epochSteps(cfg json.RawMessage) int64 {
 	if len(cfg) == 0 {
 		return 0

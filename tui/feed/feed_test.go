@@ -33,7 +33,7 @@ func fill(f *Feed, now time.Time) snapshot.Snapshot {
 
 func TestApplyLifecycle(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	cfg, _ := json.Marshal(map[string]any{"epoch_steps": 1000, "data": "/d/run.zarr"})
+	cfg, _ := json.Marshal(map[string]any{"epoch_steps": 1000})
 	hello := &ipc.Hello{Name: "run", PID: 42, StartNs: t0.Add(-time.Minute).UnixNano(), Stages: names, Config: cfg}
 	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
 	f := New(1000)
@@ -43,7 +43,7 @@ func TestApplyLifecycle(t *testing.T) {
 	}
 	f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0)
 	f.Apply(ipc.Message{Frame: steps(0, 100, t0), Endpoint: ep}, t0)
-	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: &stage.LoaderStats{Workers: 3, ReadAmp: 9}}}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: &stage.LoaderStats{Dataset: "/d/run.zarr", Workers: 3, ReadAmp: 9}}}, t0)
 	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeEvent, Event: &ipc.Event{Kind: "checkpoint", Msg: "step 100"}}}, t0)
 	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeDrops, Dropped: 7}}, t0)
 
