@@ -32,7 +32,8 @@ type Feed struct {
 	link     snapshot.Link
 	loader   *stage.LoaderStats
 	event    *ipc.Event
-	phase    string // the running bisect phase, from "phase" events
+	config   configInfo // parsed from the hello
+	phase    string     // the running bisect phase, from "phase" events
 	dropped  int64
 	total    int64 // steps received since the Feed was made
 	gen      int   // attach generation; messages of older ones are ignored
@@ -158,6 +159,7 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 		f.loader, f.event, f.dropped = nil, nil, 0
 	}
 	f.hello, f.ep = &h, m.Endpoint
+	f.config = parseConfig(h.Config) // once per connection, not per refresh
 	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
 }
 
@@ -272,22 +274,25 @@ func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
 		t.LastEvent = &e
 	}
 	t.Phase = f.phase
-	t.EpochSteps = epochSteps(h.Config)
+	t.EpochSteps, t.Synthetic = f.config.EpochSteps, f.config.Kind == "synthetic"
 	return t
 }
 
-// epochSteps reads the optional "epoch_steps" field of a trainer config.
-func epochSteps(cfg json.RawMessage) int64 {
-	if len(cfg) == 0 {
-		return 0
+// configInfo is what the viewer reads from a trainer's free-form config.
+type configInfo struct {
+	EpochSteps int64  `json:"epoch_steps"` // steps per epoch, for the ETA
+	Kind       string `json:"kind"`        // "synthetic" marks the test publisher
+}
+
+// parseConfig reads the optional fields pipetop uses; anything else, or a
+// config that is not an object, is ignored.
+func parseConfig(cfg json.RawMessage) configInfo {
+	var c configInfo
+	if len(cfg) == 0 || json.Unmarshal(cfg, &c) != nil {
+		return configInfo{}
 	}
-	var c struct {
-		EpochSteps int64 `json:"epoch_steps"`
-	}
-	if json.Unmarshal(cfg, &c) != nil || c.EpochSteps < 0 {
-		return 0
-	}
-	return c.EpochSteps
+	c.EpochSteps = max(0, c.EpochSteps)
+	return c
 }
 
 // Link returns the state of the connection.

@@ -97,20 +97,20 @@ func TestApplyLifecycle(t *testing.T) {
 	}
 }
 
-func TestEpochSteps(t *testing.T) {
+func TestParseConfig(t *testing.T) {
 	tests := []struct {
 		cfg  string
-		want int64
+		want configInfo
 	}{
-		{``, 0},
-		{`{"epoch_steps": 500}`, 500},
-		{`{"epoch_steps": -3}`, 0},
-		{`{"epoch_steps": "many"}`, 0},
-		{`[1,2]`, 0},
+		{``, configInfo{}},
+		{`{"epoch_steps": 500}`, configInfo{EpochSteps: 500}},
+		{`{"epoch_steps": -3, "kind": "synthetic"}`, configInfo{Kind: "synthetic"}},
+		{`{"epoch_steps": "many"}`, configInfo{}},
+		{`[1,2]`, configInfo{}},
 	}
 	for _, tt := range tests {
-		if got := epochSteps(json.RawMessage(tt.cfg)); got != tt.want {
-			t.Errorf("epochSteps(%s) = %d, want %d", tt.cfg, got, tt.want)
+		if got := parseConfig(json.RawMessage(tt.cfg)); got != tt.want {
+			t.Errorf("parseConfig(%s) = %+v, want %+v", tt.cfg, got, tt.want)
 		}
 	}
 }

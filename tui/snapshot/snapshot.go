@@ -85,6 +85,9 @@ type Trainer struct {
 	Dropped int64 `json:"dropped"`
 	// LastEvent is the latest event frame (checkpoint, epoch, warning).
 	LastEvent *ipc.Event `json:"last_event,omitempty"`
+	// Synthetic is set for the synthetic test publisher (config kind
+	// "synthetic"): its numbers are made up, not measured training.
+	Synthetic bool `json:"synthetic,omitempty"`
 	// Phase is the running `pipetrain bisect` phase, from "phase" events.
 	Phase string `json:"phase,omitempty"`
 }

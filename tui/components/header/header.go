@@ -105,6 +105,9 @@ func (m Model) second() string {
 	if m.paused {
 		parts = append(parts, st.Warn.Render("⏸ paused (p to resume)"))
 	}
+	if t := s.Trainer; t != nil && t.Synthetic {
+		parts = append(parts, st.Warn.Render("SYNTHETIC publisher: made-up steps"))
+	}
 	parts = append(parts, st.Label.Render("window ")+st.Value.Render(s.Window.Label))
 	if m.interval > 0 {
 		parts = append(parts, st.Label.Render("refresh ")+st.Value.Render(m.interval.String()))
