@@ -5,13 +5,16 @@
 #
 # usage: scripts/demo.sh [DATA_DIR]     (make demo runs it after building)
 # Environment: DEMO_PRESET (small), DEMO_BATCH (8), DEMO_CHUNK_FRAMES (1; "auto"
-# gives zarr's default chunking, the classic input-bound case).
+# gives zarr's default chunking), DEMO_CACHE_MB (the loader's decoded-chunk
+# cache; 0 = its 1 GiB default, which holds the whole 750 MB demo data: use
+# 512 to stand for a real dataset larger than the cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-data/demo.zarr}
 preset=${DEMO_PRESET:-small}
 batch=${DEMO_BATCH:-8}
 chunk=${DEMO_CHUNK_FRAMES:-1}
+cache=${DEMO_CACHE_MB:-0}
 name=demo
 mkdir -p build/demo
 
@@ -23,7 +26,7 @@ fi
 log=build/demo/train.log
 echo "demo: training preset $preset, batch $batch (log: $log)"
 # One libtorch thread and one loader worker: the two cores of a small box.
-bin/pipetrain train --data "$data" --preset "$preset" --batch "$batch" --workers 1 --threads 1 \
+bin/pipetrain train --data "$data" --preset "$preset" --batch "$batch" --workers 1 --threads 1 --cache-mb "$cache" \
   --name "$name" --ckpt build/demo/ckpt --ckpt-every 1000 --log-every 10 >"$log" 2>&1 &
 trainer=$!
 stop() {

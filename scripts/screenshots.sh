@@ -4,7 +4,8 @@
 # captures the screen with `tmux capture-pane -e -p`, and converts the
 # capture to SVG (scripts/ansi2svg) and PNG (rsvg-convert, Debian package
 # librsvg2-bin). A second run trains on the same kind of data with zarr's
-# default chunking: the input-bound case.
+# default chunking and a decoded-chunk cache smaller than the data, as
+# with a real dataset: the input-bound case.
 #
 # usage: scripts/screenshots.sh      (make screenshots builds first)
 # env:   DATA       the demo dataset (data/demo.zarr; generated if missing)
@@ -39,9 +40,9 @@ done
 [ -d "$DATA" ] || "$bin/pipetrain" data gen --out "$DATA" --episodes 20 --frames 200 --chunk-frames 1
 [ -d "$SLOW_DATA" ] || "$bin/pipetrain" data gen --out "$SLOW_DATA" --episodes 20 --frames 200 --chunk-frames auto
 
-# train DATA NAME WORKERS: start a real training run in the background.
+# train DATA NAME WORKERS CACHE_MB: start a real training run in the background.
 train() {
-	"$bin/pipetrain" train --data "$1" --name "$2" --workers "$3" --threads 1 --preset small --batch 8 \
+	"$bin/pipetrain" train --data "$1" --name "$2" --workers "$3" --cache-mb "$4" --threads 1 --preset small --batch 8 \
 		--log-every 10 >"$work/$2.log" 2>&1 &
 	pub_pid=$!
 	for _ in $(seq 1 100); do
@@ -80,13 +81,15 @@ shot() {
 }
 
 mkdir -p "$out"
-train "$DATA" demo 1
+train "$DATA" demo 1 0
 shot pipetop-120x40 120 40
 shot pipetop-80x24 80 24
 shot pipetop-stages-120x40 120 40 s
 shot pipetop-help-80x24 80 24 '?'
 stop_training
-train "$SLOW_DATA" demo-default-chunks 1
+# The demo data (750 MB decoded) fits the loader's default 1 GiB cache; a real
+# dataset of hundreds of GB would not: a 512 MiB cache, smaller than the data, stands for that.
+train "$SLOW_DATA" demo-default-chunks 1 512
 shot pipetop-input-bound-120x40 120 40
 stop_training
 command -v rsvg-convert >/dev/null || echo "rsvg-convert not found (apt-get install librsvg2-bin): SVG only" >&2
