@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,15 +68,15 @@ func BenchmarkLoop(b *testing.B) {
 			for s.Stats().Viewers != tc.readers+tc.stuck {
 				time.Sleep(time.Millisecond)
 			}
-			timer, _ := stage.NewTimer(stage.Canonical, s)
-			fwd := timer.MustIndex(stage.Forward)
+			timer, _ := stage.NewTimer(stage.Canonical)
+			fwd := slices.Index(timer.Names(), stage.Forward)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				timer.StartStep(int64(i))
 				sp := timer.Begin(fwd)
 				sink += work(stepWork)
 				sp.End()
-				timer.EndStep(64, 0, false)
+				s.Publish(timer.EndStep(64, 0, false))
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(s.Stats().Dropped), "dropped")

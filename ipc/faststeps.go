@@ -3,6 +3,8 @@ package ipc
 import (
 	"errors"
 	"strconv"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 // errNotFast means a steps frame is not in the compact form appendSteps
@@ -25,11 +27,10 @@ func decodeStepsFast(line []byte) (*Frame, error) {
 		return f, p.end()
 	}
 	for {
-		s, err := p.step()
-		if err != nil {
+		f.Steps = append(f.Steps, stage.Record{})
+		if err := p.step(&f.Steps[len(f.Steps)-1]); err != nil {
 			return nil, err
 		}
-		f.Steps = append(f.Steps, s)
 		if p.lit(",") {
 			continue
 		}
@@ -142,72 +143,77 @@ func (p *fastParser) float() (float32, error) {
 	return float32(v), nil
 }
 
-func (p *fastParser) ints(dst []int64) ([]int64, error) {
+// ints reads a JSON array of at most len(dst) integers into dst and
+// returns how many it read.
+func (p *fastParser) ints(dst []int64) (int, error) {
 	if !p.lit("[") {
-		return nil, errNotFast
+		return 0, errNotFast
 	}
 	if p.lit("]") {
-		return dst, nil
+		return 0, nil
 	}
-	for {
+	for n := 0; ; {
+		if n == len(dst) {
+			return 0, errNotFast // too many: the fallback names the error
+		}
 		v, err := p.int()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		dst = append(dst, v)
+		dst[n] = v
+		n++
 		if p.lit(",") {
 			continue
 		}
 		if p.lit("]") {
-			return dst, nil
+			return n, nil
 		}
-		return nil, errNotFast
+		return 0, errNotFast
 	}
 }
 
-func (p *fastParser) step() (Step, error) {
-	var s Step
+// step reads one step object into r.
+func (p *fastParser) step(r *stage.Record) error {
 	var err error
-	field := func(key string, dst *int64) bool {
+	field := func(key string, dst *int64) {
 		if err != nil || !p.lit(key) {
 			err = errNotFast
-			return false
+			return
 		}
 		*dst, err = p.int()
-		return err == nil
 	}
 	if !p.lit("{") {
-		return s, errNotFast
+		return errNotFast
 	}
 	var n int64
-	field(`"step":`, &s.Step)
-	field(`,"t0":`, &s.T0)
-	field(`,"t1":`, &s.T1)
+	field(`"step":`, &r.Step)
+	field(`,"t0":`, &r.StartNs)
+	field(`,"t1":`, &r.EndNs)
 	field(`,"n":`, &n)
 	if err != nil || n < -1<<31 || n > 1<<31-1 {
-		return s, errNotFast
+		return errNotFast
 	}
-	s.N = int32(n)
+	r.Samples = int32(n)
 	if p.lit(`,"loss":`) {
-		loss, err := p.float()
-		if err != nil {
-			return s, err
+		if r.Loss, err = p.float(); err != nil {
+			return err
 		}
-		s.Loss = &loss
+		r.HasLoss = true
 	}
 	if !p.lit(`,"cpu":`) {
-		return s, errNotFast
+		return errNotFast
 	}
-	if s.CPU, err = p.ints(make([]int64, 0, 8)); err != nil {
-		return s, err
+	if r.NumStages, err = p.ints(r.CPU[:]); err != nil {
+		return err
 	}
+	r.ClearGPU()
 	if p.lit(`,"gpu":`) {
-		if s.GPU, err = p.ints(make([]int64, 0, 8)); err != nil {
-			return s, err
+		if _, err = p.ints(r.GPU[:]); err != nil {
+			return err
 		}
 	}
 	if !p.lit("}") {
-		return s, errNotFast
+		return errNotFast
 	}
-	return s, nil
+	return nil
 }

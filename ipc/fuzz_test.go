@@ -29,9 +29,9 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("decoded a frame without a type from %q", data)
 		}
 		for i := range fr.Steps {
-			r := fr.Steps[i].Record()
-			if r.N > len(r.CPU) {
-				t.Fatalf("record with %d stages", r.N)
+			r := &fr.Steps[i]
+			if r.NumStages > len(r.CPU) {
+				t.Fatalf("record with %d stages", r.NumStages)
 			}
 		}
 	})

@@ -49,9 +49,9 @@ func shortTempDir(t *testing.T) string {
 }
 
 func record(step int64) stage.Record {
-	r := stage.Record{Step: step, StartNs: 1000 * step, EndNs: 1000*step + 900, Samples: 64, N: len(stage.Canonical)}
+	r := stage.Record{Step: step, StartNs: 1000 * step, EndNs: 1000*step + 900, Samples: 64, NumStages: len(stage.Canonical)}
 	r.ClearGPU()
-	for i := 0; i < r.N; i++ {
+	for i := 0; i < r.NumStages; i++ {
 		r.CPU[i] = int64(100 + i)
 	}
 	return r
@@ -70,9 +70,9 @@ func dial(t *testing.T, path string) *Conn {
 }
 
 // readSteps reads frames until it has seen step want, returning the steps.
-func readSteps(t *testing.T, c *Conn, want int64) []Step {
+func readSteps(t *testing.T, c *Conn, want int64) []stage.Record {
 	t.Helper()
-	var got []Step
+	var got []stage.Record
 	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
 		f, err := c.Next()
@@ -108,7 +108,7 @@ func TestHelloAndSteps(t *testing.T) {
 	if len(steps) != 10 {
 		t.Fatalf("got %d steps, want 10", len(steps))
 	}
-	last := steps[9].Record()
+	last := steps[9]
 	want := record(9)
 	want.HasLoss, want.Loss = true, 0.25
 	if last != want {
@@ -570,7 +570,7 @@ func TestStepsFrameIsValidJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
-	got := f.Steps[1].Record()
+	got := f.Steps[1]
 	if got != recs[1] {
 		t.Fatalf("got %+v want %+v", got, recs[1])
 	}

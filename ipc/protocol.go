@@ -43,9 +43,11 @@ type Hello struct {
 	Stages  []string        `json:"stages,omitempty"`
 }
 
-// Step is the wire form of one step record. CPU and GPU are indexed like
-// the most recent stage list; a GPU value of -1 means unknown.
-type Step struct {
+// wireStep is the JSON form of one step record, for encoding/json: the
+// fast paths (appendSteps, decodeStepsFast) write and read the same form
+// straight from and into stage.Record. CPU and GPU are indexed like the
+// most recent stage list; a GPU value of -1 means unknown; n counts samples.
+type wireStep struct {
 	Step int64    `json:"step"`
 	T0   int64    `json:"t0"`
 	T1   int64    `json:"t1"`
@@ -69,7 +71,7 @@ type Frame struct {
 	V       int                `json:"v,omitempty"` // protocol version, in hello frames
 	Hello   *Hello             `json:"hello,omitempty"`
 	Stages  []string           `json:"stages,omitempty"`
-	Steps   []Step             `json:"steps,omitempty"`
+	Steps   []stage.Record     `json:"-"` // steps frames; on the wire as "steps"
 	Loader  *stage.LoaderStats `json:"loader,omitempty"`
 	Event   *Event             `json:"event,omitempty"`
 	Dropped int64              `json:"dropped,omitempty"`
@@ -114,7 +116,7 @@ func (f *Frame) validate() error {
 		}
 	case TypeSteps:
 		for i := range f.Steps {
-			if err := f.Steps[i].validate(); err != nil {
+			if err := validateStep(&f.Steps[i]); err != nil {
 				return fmt.Errorf("step %d: %w", i, err)
 			}
 		}
@@ -135,14 +137,14 @@ func (f *Frame) validate() error {
 	return nil
 }
 
-func (s *Step) validate() error {
-	if len(s.CPU) > stage.MaxStages || len(s.GPU) > stage.MaxStages {
+func validateStep(r *stage.Record) error {
+	if r.NumStages > stage.MaxStages {
 		return fmt.Errorf("more than %d stage times", stage.MaxStages)
 	}
-	if s.T1 < s.T0 {
-		return fmt.Errorf("t1 %d before t0 %d", s.T1, s.T0)
+	if r.EndNs < r.StartNs {
+		return fmt.Errorf("t1 %d before t0 %d", r.EndNs, r.StartNs)
 	}
-	for _, v := range s.CPU {
+	for _, v := range r.CPU[:r.NumStages] {
 		if v < 0 {
 			return fmt.Errorf("negative cpu time %d", v)
 		}
@@ -150,16 +152,64 @@ func (s *Step) validate() error {
 	return nil
 }
 
-// Record converts a wire step into a stage record.
-func (s *Step) Record() stage.Record {
-	r := stage.Record{Step: s.Step, StartNs: s.T0, EndNs: s.T1, Samples: s.N, N: len(s.CPU)}
-	r.ClearGPU()
-	copy(r.CPU[:], s.CPU)
-	copy(r.GPU[:], s.GPU)
+// record converts a wire step into a stage record; ok is false when it
+// carries more stage times than a record holds.
+func (s *wireStep) record() (r stage.Record, ok bool) {
+	if len(s.CPU) > stage.MaxStages || len(s.GPU) > stage.MaxStages {
+		return r, false
+	}
+	r = stage.RecordOf(s.Step, s.T0, s.T1, s.N, s.CPU, s.GPU)
 	if s.Loss != nil {
 		r.HasLoss, r.Loss = true, *s.Loss
 	}
-	return r
+	return r, true
+}
+
+// frameJSON is a Frame as encoding/json reads and writes it: the steps in
+// their wire form.
+type frameJSON struct {
+	*frameFields
+	Steps []wireStep `json:"steps,omitempty"`
+}
+
+type frameFields Frame
+
+// MarshalJSON writes f with its steps in the wire form.
+func (f *Frame) MarshalJSON() ([]byte, error) {
+	j := frameJSON{frameFields: (*frameFields)(f)}
+	for i := range f.Steps {
+		r := &f.Steps[i]
+		w := wireStep{Step: r.Step, T0: r.StartNs, T1: r.EndNs, N: r.Samples, CPU: append([]int64{}, r.CPU[:r.NumStages]...)}
+		if r.HasLoss {
+			loss := r.Loss
+			w.Loss = &loss
+		}
+		if r.HasGPU() {
+			w.GPU = append([]int64(nil), r.GPU[:r.NumStages]...)
+		}
+		j.Steps = append(j.Steps, w)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads f with its steps in the wire form.
+func (f *Frame) UnmarshalJSON(b []byte) error {
+	j := frameJSON{frameFields: (*frameFields)(f)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	f.Steps = f.Steps[:0]
+	for i := range j.Steps {
+		r, ok := j.Steps[i].record()
+		if !ok {
+			return fmt.Errorf("step %d: more than %d stage times", i, stage.MaxStages)
+		}
+		f.Steps = append(f.Steps, r)
+	}
+	if len(f.Steps) == 0 {
+		f.Steps = nil
+	}
+	return nil
 }
 
 func clip(b []byte) string {
@@ -207,10 +257,10 @@ func appendStep(dst []byte, r *stage.Record) []byte {
 		dst = strconv.AppendFloat(dst, float64(r.Loss), 'g', -1, 32)
 	}
 	dst = append(dst, `,"cpu":`...)
-	dst = appendInts(dst, r.CPU[:r.N])
+	dst = appendInts(dst, r.CPU[:r.NumStages])
 	if r.HasGPU() {
 		dst = append(dst, `,"gpu":`...)
-		dst = appendInts(dst, r.GPU[:r.N])
+		dst = appendInts(dst, r.GPU[:r.NumStages])
 	}
 	return append(dst, '}')
 }

@@ -125,7 +125,7 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 1000
 	}
-	t, err := stage.NewTimer(stage.Canonical, nil)
+	t, err := stage.NewTimer(stage.Canonical)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func (l *loop) attachGPU(t GPUTiming) {
 				r.GPU[k] = 0
 			}
 			r.GPU[k] += t.Ns
-			l.window.UpdateGPU(r.Step, r.GPU[:r.N])
+			l.window.UpdateGPU(r.Step, r.GPU[:r.NumStages])
 			return
 		}
 	}

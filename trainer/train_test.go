@@ -203,7 +203,7 @@ func TestStagesAddUpToWall(t *testing.T) {
 	}
 	for _, r := range pub.recs {
 		var sum int64
-		for i := 0; i < r.N; i++ {
+		for i := 0; i < r.NumStages; i++ {
 			sum += r.CPU[i]
 		}
 		if sum != r.WallNs() {

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/tui/collect"
-	"github.com/pipetop/pipetop/tui/feed"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/feed"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -23,9 +24,7 @@ func benchFeed(b *testing.B, n int) (*feed.Feed, time.Time) {
 		fr := &ipc.Frame{Type: ipc.TypeSteps}
 		for j := i; j < min(n, i+50); j++ {
 			end := t0.Add(time.Duration(j) * time.Millisecond).UnixNano()
-			fr.Steps = append(fr.Steps, ipc.Step{Step: int64(j), T0: end - 1e6, T1: end, N: 64,
-				CPU: []int64{int64(5e5 + j%7*1000), 5e4, 2e5, 1e5, 4e4, 1e4, 5e4},
-				GPU: []int64{0, 0, 1e5, 1.5e5, 2e4, 0, 0}})
+			fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), end-1e6, end, 64, []int64{int64(5e5 + j%7*1000), 5e4, 2e5, 1e5, 4e4, 1e4, 5e4}, []int64{0, 0, 1e5, 1.5e5, 2e4, 0, 0}))
 		}
 		f.Apply(ipc.Message{Frame: fr}, t0)
 	}
@@ -35,10 +34,10 @@ func benchFeed(b *testing.B, n int) (*feed.Feed, time.Time) {
 // BenchmarkCollect is one refresh's trainer work at 1,000 steps/s: the
 // window summary and verdict, per window length.
 func BenchmarkCollect(b *testing.B) {
-	for _, w := range Windows[:3] {
+	for _, w := range monitor.Windows[:3] {
 		b.Run(w.Label, func(b *testing.B) {
 			f, now := benchFeed(b, int(w.Seconds*1000))
-			col := collect.New(f, nil, nil, nil)
+			col := monitor.NewCollector(f)
 			b.ResetTimer()
 			for range b.N {
 				col.Collect(now, w)
@@ -69,8 +68,7 @@ func BenchmarkDecodeSteps(b *testing.B) {
 	var fr ipc.Frame
 	fr.Type = ipc.TypeSteps
 	for j := range 50 {
-		fr.Steps = append(fr.Steps, ipc.Step{Step: int64(j), T0: 1_800_000_000_000_000_000, T1: 1_800_000_000_001_000_000, N: 64,
-			CPU: []int64{500000, 50000, 200000, 100000, 40000, 10000, 50000}, GPU: []int64{0, 0, 100000, 150000, 20000, 0, 0}})
+		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), 1_800_000_000_000_000_000, 1_800_000_000_001_000_000, 64, []int64{500000, 50000, 200000, 100000, 40000, 10000, 50000}, []int64{0, 0, 100000, 150000, 20000, 0, 0}))
 	}
 	line := mustJSON(fr)
 	b.SetBytes(int64(20 * len(line)))

@@ -6,11 +6,20 @@ import (
 	"github.com/pipetop/pipetop/metrics"
 	"github.com/pipetop/pipetop/metrics/gpu"
 	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/monitor/source"
+	cpusrc "github.com/pipetop/pipetop/monitor/sources/cpu"
+	gpusrc "github.com/pipetop/pipetop/monitor/sources/gpu"
+	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
 // The samplers below are FAKES: fixed host readings so that golden views
 // do not depend on the machine running the tests. The trainer side of the
 // views is real: frames recorded from the synthetic publisher.
+
+// fakeSources are the registered sources over the fake samplers.
+func fakeSources(cores int, noDriver bool) []source.Source {
+	return []source.Source{cpusrc.New(&fakeCPU{n: cores}), procs.New(&fakeProc{}), gpusrc.New(&fakeGPU{noDriver: noDriver}, nil)}
+}
 
 // fakeCPU reports n cores with a fixed load pattern and fixed memory.
 type fakeCPU struct {

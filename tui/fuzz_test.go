@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/tui/collect"
-	"github.com/pipetop/pipetop/tui/feed"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -43,8 +43,8 @@ func FuzzFrames(f *testing.F) {
 			}
 			fd.Apply(ipc.Message{Frame: fr}, now)
 		}
-		col := collect.New(fd, &fakeCPU{n: 3}, &fakeProc{}, &fakeGPU{})
-		snap := col.Collect(now, Windows[3])
+		col := monitor.NewCollector(fd, fakeSources(3, false)...)
+		snap := col.Collect(now, monitor.Windows[3])
 		m := New(Options{Collector: col, Styles: styles.New(true)})
 		m.SetSnapshot(&snap)
 		for _, sz := range [][2]int{{40, 12}, {80, 24}, {20, 5}} {

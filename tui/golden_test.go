@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/tui/collect"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/feed"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/feed"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -41,8 +41,8 @@ func replay(t testing.TB, sc scenario) *Model {
 	end := lastEnd(frames).Add(100 * time.Millisecond)
 	const slices = 5
 	step := end.Sub(firstStart(frames)) / slices
-	col := collect.New(f, &fakeCPU{n: sc.cores}, &fakeProc{}, &fakeGPU{noDriver: sc.noDriver})
-	w := Windows[1]
+	col := monitor.NewCollector(f, fakeSources(sc.cores, sc.noDriver)...)
+	w := monitor.Windows[1]
 	var snap snapshot.Snapshot
 	f.Apply(ipc.Message{Connected: &hello, Endpoint: ep}, end.Add(-slices*step))
 	for i := range slices {

@@ -1,7 +1,7 @@
 // Package tui is pipetop's terminal monitor: a thin bubbletea root model
 // that composes small panes (header, GPU, CPU, flame bar, stage table,
 // history, loader, verdict, help, trainer picker), refreshes them from a
-// collect.Collector on a timer, and renders only on refresh ticks so that
+// monitor.Collector on a timer, and renders only on refresh ticks so that
 // a quiet screen costs almost nothing.
 package tui
 
@@ -15,7 +15,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/tui/collect"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/cpu"
 	"github.com/pipetop/pipetop/tui/components/flame"
 	"github.com/pipetop/pipetop/tui/components/gpu"
@@ -26,25 +27,11 @@ import (
 	"github.com/pipetop/pipetop/tui/components/stages"
 	"github.com/pipetop/pipetop/tui/components/verdict"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
-// Windows are the summary windows the w key cycles through.
-var Windows = []snapshot.Window{{Label: "5s", Seconds: 5}, {Label: "30s", Seconds: 30}, {Label: "2m", Seconds: 120}, {Label: "all", Seconds: 0}}
-
 // Intervals are the refresh intervals + and - step through.
 var Intervals = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
-
-// WindowByLabel returns the index in Windows of a label such as "30s".
-func WindowByLabel(label string) (int, bool) {
-	for i, w := range Windows {
-		if w.Label == label {
-			return i, true
-		}
-	}
-	return 0, false
-}
 
 // TallScreen is the terminal height from which the stage table is shown
 // at start.
@@ -52,10 +39,10 @@ const TallScreen = 36
 
 // Options configures the monitor.
 type Options struct {
-	Collector *collect.Collector
+	Collector *monitor.Collector
 	Styles    *styles.Styles
 	Interval  time.Duration
-	Window    int // index into Windows
+	Window    int // index into monitor.Windows
 	// Pick opens the trainer picker at start (several trainers, no spec).
 	Pick bool
 	// Context bounds the feed's watches started from the picker.
@@ -126,7 +113,7 @@ func New(o Options) *Model {
 		header: header.New(st), gpu: gpu.New(st), cpu: cpu.New(st), flame: flame.New(st),
 		stages: stages.New(st), history: history.New(st), loader: loader.New(st),
 		verdict: verdict.New(st), picker: picker.New(st),
-		interval: o.Interval, window: max(0, min(o.Window, len(Windows)-1)), picking: o.Pick, focus: -1}
+		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
 	return m
 }
@@ -142,7 +129,7 @@ func (m *Model) Init() tea.Cmd {
 
 // collect samples everything off the UI loop.
 func (m *Model) collect() tea.Cmd {
-	gen, c, now, w := m.gen, m.opts.Collector, m.opts.Now, Windows[m.window]
+	gen, c, now, w := m.gen, m.opts.Collector, m.opts.Now, monitor.Windows[m.window]
 	return func() tea.Msg { return snapMsg{gen: gen, snap: c.Collect(now(), w)} }
 }
 
@@ -223,7 +210,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			cmd = m.refresh()
 		}
 	case key.Matches(k, m.keys.Window):
-		m.window = (m.window + 1) % len(Windows)
+		m.window = (m.window + 1) % len(monitor.Windows)
 		cmd = m.refresh()
 	case key.Matches(k, m.keys.Stages):
 		m.showTab = !m.showTab

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +126,7 @@ func lastEnd(frames []*ipc.Frame) time.Time {
 	var t1 int64
 	for _, f := range frames {
 		for _, s := range f.Steps {
-			t1 = max(t1, s.T1)
+			t1 = max(t1, s.EndNs)
 		}
 	}
 	return time.Unix(0, t1)
@@ -146,14 +145,8 @@ func firstStart(frames []*ipc.Frame) time.Time {
 	t0 := int64(1<<63 - 1)
 	for _, f := range frames {
 		for _, s := range f.Steps {
-			t0 = min(t0, s.T0)
+			t0 = min(t0, s.StartNs)
 		}
 	}
 	return time.Unix(0, t0)
-}
-
-func ExampleWindowByLabel() {
-	i, ok := WindowByLabel("2m")
-	fmt.Println(i, ok, Windows[i].Seconds)
-	// Output: 2 true 120
 }

@@ -171,7 +171,7 @@ type received struct {
 	hello  ipc.Hello
 	names  []string
 	window *stage.Window
-	steps  []ipc.Step
+	steps  []stage.Record
 	events []ipc.Event
 }
 
@@ -193,8 +193,7 @@ func readAll(t *testing.T, conn *ipc.Conn) *received {
 			t.Fatalf("stage list changed to %v; the loop declares the canonical stages", f.Stages)
 		case ipc.TypeSteps:
 			for i := range f.Steps {
-				rec := f.Steps[i].Record()
-				r.window.Add(&rec)
+				r.window.Add(&f.Steps[i])
 			}
 			r.steps = append(r.steps, f.Steps...)
 		case ipc.TypeEvent:
@@ -243,7 +242,7 @@ func TestPythonLoopInterop(t *testing.T) {
 		t.Errorf("events = %+v, want the one phase event", got.events)
 	}
 	last := got.steps[steps-1]
-	if last.Loss == nil || math.Abs(float64(*last.Loss)-res.FinalLoss) > 1e-5*math.Max(1, res.FinalLoss) {
+	if !last.HasLoss || math.Abs(float64(last.Loss)-res.FinalLoss) > 1e-5*math.Max(1, res.FinalLoss) {
 		t.Errorf("last published loss %v, printed final loss %v", last.Loss, res.FinalLoss)
 	}
 	checkMeans(t, got.window.Summarize(0), res.StageMeanNs)
@@ -256,25 +255,25 @@ func TestPythonLoopInterop(t *testing.T) {
 }
 
 // checkSteps checks numbering, shapes and the other-stage arithmetic.
-func checkSteps(t *testing.T, steps []ipc.Step, batch int32) {
+func checkSteps(t *testing.T, steps []stage.Record, batch int32) {
 	t.Helper()
 	for i, s := range steps {
 		var sum int64
-		for _, v := range s.CPU {
+		for _, v := range s.CPU[:s.NumStages] {
 			sum += v
 		}
 		switch {
 		case s.Step != int64(i):
 			t.Fatalf("step %d numbered %d", i, s.Step)
-		case len(s.CPU) != len(stage.Canonical) || s.GPU != nil:
-			t.Fatalf("step %d: cpu %v gpu %v", i, s.CPU, s.GPU)
-		case sum != s.T1-s.T0:
-			t.Fatalf("step %d: stage times add up to %d, wall is %d", i, sum, s.T1-s.T0)
-		case s.N != batch:
-			t.Fatalf("step %d: %d samples, want %d", i, s.N, batch)
+		case s.NumStages != len(stage.Canonical) || s.HasGPU():
+			t.Fatalf("step %d: cpu %v gpu %v", i, s.CPU[:s.NumStages], s.GPU[:s.NumStages])
+		case sum != s.WallNs():
+			t.Fatalf("step %d: stage times add up to %d, wall is %d", i, sum, s.WallNs())
+		case s.Samples != batch:
+			t.Fatalf("step %d: %d samples, want %d", i, s.Samples, batch)
 		}
-		if i > 0 && s.T0 < steps[i-1].T1 {
-			t.Fatalf("step %d starts at %d before step %d ends at %d", i, s.T0, i-1, steps[i-1].T1)
+		if i > 0 && s.StartNs < steps[i-1].EndNs {
+			t.Fatalf("step %d starts at %d before step %d ends at %d", i, s.StartNs, i-1, steps[i-1].EndNs)
 		}
 	}
 }
@@ -485,7 +484,7 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 	if strings.Join(names, ",") != "forward,other" {
 		t.Errorf("hello stages %v", names)
 	}
-	var steps []ipc.Step
+	var steps []stage.Record
 	var events int
 	for {
 		f, err := conn.Next()
@@ -500,8 +499,8 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 			names = f.Stages
 		case ipc.TypeSteps:
 			for _, s := range f.Steps {
-				if len(s.CPU) != len(names) {
-					t.Errorf("step %d has %d cpu times for %d stages %v", s.Step, len(s.CPU), len(names), names)
+				if s.NumStages != len(names) {
+					t.Errorf("step %d has %d cpu times for %d stages %v", s.Step, s.NumStages, len(names), names)
 				}
 			}
 			steps = append(steps, f.Steps...)
@@ -518,16 +517,16 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 	}
 	var losses []string
 	for _, s := range steps[:6] {
-		if s.Loss == nil {
+		if !s.HasLoss {
 			losses = append(losses, "-")
 		} else {
-			losses = append(losses, strconv.FormatFloat(float64(*s.Loss), 'g', -1, 32))
+			losses = append(losses, strconv.FormatFloat(float64(s.Loss), 'g', -1, 32))
 		}
 	}
 	if got := strings.Join(losses, " "); got != "0.5 - - 1e-45 -3 -" {
 		t.Errorf("losses %q", got)
 	}
-	if steps[1].N != math.MaxInt32 {
-		t.Errorf("samples %d, want the int32 maximum", steps[1].N)
+	if steps[1].Samples != math.MaxInt32 {
+		t.Errorf("samples %d, want the int32 maximum", steps[1].Samples)
 	}
 }

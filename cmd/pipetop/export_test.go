@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/export/scrapetest"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui"
-	"github.com/pipetop/pipetop/tui/export/scrapetest"
+	"github.com/pipetop/pipetop/monitor"
 )
 
 func TestParseExport(t *testing.T) {
@@ -39,7 +39,7 @@ func TestParseExport(t *testing.T) {
 			continue
 		}
 		if c.cmd != "export" || c.spec != tt.spec || c.listen != tt.listen || c.interval != tt.interval ||
-			tui.Windows[c.window].Label != tt.window {
+			monitor.Windows[c.window].Label != tt.window {
 			t.Errorf("parse(%q) = %+v, want spec %q listen %q interval %v window %s", tt.args, c, tt.spec, tt.listen, tt.interval, tt.window)
 		}
 	}

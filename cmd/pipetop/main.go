@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/monitor"
 )
 
 // usageError is a bad command line; it exits with status 2.
@@ -149,7 +149,7 @@ func (c *config) check(pos []string, window string, set map[string]bool) error {
 	if c.interval < 50*time.Millisecond {
 		return fmt.Errorf("--interval %v: want at least 50ms", c.interval)
 	}
-	w, ok := tui.WindowByLabel(window)
+	w, ok := monitor.WindowByLabel(window)
 	if !ok {
 		return fmt.Errorf("--window %q: want 5s, 30s, 2m or all", window)
 	}

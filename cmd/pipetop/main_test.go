@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -97,7 +97,7 @@ func TestAttachOnceAndList(t *testing.T) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
-			r := stage.Record{Step: i, N: 3, Samples: 4}
+			r := stage.Record{Step: i, NumStages: 3, Samples: 4}
 			r.ClearGPU()
 			r.EndNs = time.Now().UnixNano()
 			r.StartNs = r.EndNs - 2e6

@@ -108,7 +108,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	timer, err := stage.NewTimer(o.names, nil)
+	timer, err := stage.NewTimer(o.names)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (p *publisher) jitter(d time.Duration) int64 {
 }
 
 func (p *publisher) record(step int64, now time.Time) stage.Record {
-	r := stage.Record{Step: step, N: len(p.names), Samples: int32(p.o.batch)}
+	r := stage.Record{Step: step, NumStages: len(p.names), Samples: int32(p.o.batch)}
 	r.ClearGPU()
 	var wall int64
 	for i, name := range p.names {

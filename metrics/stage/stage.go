@@ -37,15 +37,26 @@ func IsCanonical(name string) bool {
 // Record is one training step. Stage times are indexed like the stage list
 // the record was made with (see Timer.Names); unknown GPU times are -1.
 type Record struct {
-	Step    int64 // step number, starting at 0 or at the resumed step
-	StartNs int64 // wall-clock start, Unix nanoseconds
-	EndNs   int64 // wall-clock end, Unix nanoseconds
-	Samples int32 // samples processed in this step
-	HasLoss bool  // Loss is valid
-	Loss    float32
-	N       int // number of stages in CPU and GPU
-	CPU     [MaxStages]int64
-	GPU     [MaxStages]int64
+	Step      int64 // step number, starting at 0 or at the resumed step
+	StartNs   int64 // wall-clock start, Unix nanoseconds
+	EndNs     int64 // wall-clock end, Unix nanoseconds
+	Samples   int32 // samples processed in this step
+	HasLoss   bool  // Loss is valid
+	Loss      float32
+	NumStages int // number of stages in CPU and GPU
+	CPU       [MaxStages]int64
+	GPU       [MaxStages]int64
+}
+
+// RecordOf builds a record from per-stage CPU times and GPU times (gpu may
+// be shorter or nil: the missing ones are unknown). Times beyond MaxStages
+// are dropped; callers that must refuse them check the lengths first.
+func RecordOf(step, startNs, endNs int64, samples int32, cpu, gpu []int64) Record {
+	r := Record{Step: step, StartNs: startNs, EndNs: endNs, Samples: samples, NumStages: min(len(cpu), MaxStages)}
+	r.ClearGPU()
+	copy(r.CPU[:], cpu)
+	copy(r.GPU[:], gpu)
+	return r
 }
 
 // WallNs is the step's wall time in nanoseconds.
@@ -53,7 +64,7 @@ func (r *Record) WallNs() int64 { return r.EndNs - r.StartNs }
 
 // HasGPU reports whether any stage of r carries a GPU time.
 func (r *Record) HasGPU() bool {
-	for i := 0; i < r.N; i++ {
+	for i := 0; i < r.NumStages; i++ {
 		if r.GPU[i] >= 0 {
 			return true
 		}
@@ -64,7 +75,7 @@ func (r *Record) HasGPU() bool {
 // GPUBusyNs is the sum of the known GPU stage times of r.
 func (r *Record) GPUBusyNs() int64 {
 	var sum int64
-	for i := 0; i < r.N; i++ {
+	for i := 0; i < r.NumStages; i++ {
 		if r.GPU[i] > 0 {
 			sum += r.GPU[i]
 		}

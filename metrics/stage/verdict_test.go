@@ -79,7 +79,7 @@ func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
 	w := NewWindow(names, 1024)
 	var t0 int64
 	for i := 0; i < n; i++ {
-		r := Record{Step: int64(i), N: len(names), Samples: 64}
+		r := Record{Step: int64(i), NumStages: len(names), Samples: 64}
 		r.ClearGPU()
 		var sum int64
 		for k, name := range names {

@@ -95,7 +95,7 @@ func (w *Window) UpdateGPU(step int64, gpu []int64) bool {
 	for i := w.Len() - 1; i >= 0; i-- {
 		r := w.at(i)
 		if r.Step == step {
-			copy(r.GPU[:r.N], gpu)
+			copy(r.GPU[:r.NumStages], gpu)
 			return true
 		}
 	}
@@ -157,13 +157,13 @@ func (w *Window) Summarize(d time.Duration) Summary {
 
 func (w *Window) stageStat(first, k int, name string, wallMean float64) StageStat {
 	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = w.stats(first, func(r *Record) (int64, bool) { return r.CPU[k], k < r.N })
+	st.Mean, st.P50, st.P99 = w.stats(first, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
 	if wallMean > 0 {
 		st.Share = st.Mean / wallMean
 	}
 	var gpuN int
 	st.GPUMean, _, st.GPUP99 = w.stats(first, func(r *Record) (int64, bool) {
-		ok := k < r.N && r.GPU[k] >= 0
+		ok := k < r.NumStages && r.GPU[k] >= 0
 		if ok {
 			gpuN++
 		}

@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 	"github.com/pipetop/pipetop/tui/units"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 

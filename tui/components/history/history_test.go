@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 

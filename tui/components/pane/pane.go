@@ -5,7 +5,7 @@
 package pane
 
 import (
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 

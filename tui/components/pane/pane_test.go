@@ -3,7 +3,7 @@ package pane
 import (
 	"testing"
 
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 

@@ -8,9 +8,9 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
-	"github.com/pipetop/pipetop/tui/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 

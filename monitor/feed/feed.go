@@ -14,7 +14,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // DefaultCapacity is how many steps a Feed holds: two minutes at 1,000
@@ -167,8 +167,7 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	switch fr.Type {
 	case ipc.TypeSteps:
 		for i := range fr.Steps {
-			r := fr.Steps[i].Record()
-			f.win.Add(&r)
+			f.win.Add(&fr.Steps[i])
 		}
 		f.total += int64(len(fr.Steps))
 	case ipc.TypeStages:

@@ -3,8 +3,10 @@ package export
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipetop/pipetop/monitor/source"
+
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // cudaEvents is the source label of the trainer's own GPU times.
@@ -44,11 +46,11 @@ var summaryMetrics = []summaryMetric{
 	{trainerDesc("pipetop_trainer_samples_per_second", "Samples per second over the window; absent when the trainer does not count samples."),
 		func(s *stage.Summary) (float64, bool) { return s.SamplesPerSec, s.SpanNs > 0 && s.SamplesPerSec > 0 }},
 	{trainerDesc("pipetop_trainer_step_wall_mean_seconds", "Mean wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return seconds(s.WallMean), true }},
+		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallMean), true }},
 	{trainerDesc("pipetop_trainer_step_wall_p50_seconds", "Median wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return seconds(s.WallP50), true }},
+		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallP50), true }},
 	{trainerDesc("pipetop_trainer_step_wall_p99_seconds", "99th percentile wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return seconds(s.WallP99), true }},
+		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallP99), true }},
 	{trainerDesc("pipetop_trainer_loss", "Loss of the newest step that reported one."),
 		func(s *stage.Summary) (float64, bool) { return float64(s.LastLoss), s.HasLoss }},
 }
@@ -61,11 +63,11 @@ type stageMetric struct {
 
 var stageMetrics = []stageMetric{
 	{trainerDesc("pipetop_trainer_stage_mean_seconds", "Mean CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return seconds(s.Mean), true }},
+		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.Mean), true }},
 	{trainerDesc("pipetop_trainer_stage_p50_seconds", "Median CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return seconds(s.P50), true }},
+		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.P50), true }},
 	{trainerDesc("pipetop_trainer_stage_p99_seconds", "99th percentile CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return seconds(s.P99), true }},
+		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.P99), true }},
 	{trainerDesc("pipetop_trainer_stage_share_ratio", "The stage's mean over the mean step wall time.", "stage"),
 		func(s *stage.StageStat) (float64, bool) { return s.Share, true }},
 }
@@ -73,9 +75,9 @@ var stageMetrics = []stageMetric{
 // stageGPUMetrics carry a source label: the times come from CUDA events.
 var stageGPUMetrics = []stageMetric{
 	{trainerDesc("pipetop_trainer_stage_gpu_mean_seconds", "Mean GPU time of the stage per step.", "stage", "source"),
-		func(s *stage.StageStat) (float64, bool) { return seconds(s.GPUMean), s.HasGPU }},
+		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.GPUMean), s.HasGPU }},
 	{trainerDesc("pipetop_trainer_stage_gpu_p99_seconds", "99th percentile GPU time of the stage per step.", "stage", "source"),
-		func(s *stage.StageStat) (float64, bool) { return seconds(s.GPUP99), s.HasGPU }},
+		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.GPUP99), s.HasGPU }},
 }
 
 // trainer sends the trainer's link state and, while it is connected, its
@@ -86,21 +88,21 @@ func (e emitter) trainer(s *snapshot.Snapshot) {
 	if t == nil {
 		return
 	}
-	id := []string{t.Name, itoa(t.PID)}
+	id := []string{t.Name, source.Itoa(t.PID)}
 	if s.Link.State != snapshot.LinkConnected {
-		e.gauge(connectedDesc, 0, id...)
+		e.Gauge(connectedDesc, 0, id...)
 		return
 	}
-	e.gauge(connectedDesc, 1, id...)
-	e.counter(droppedDesc, float64(t.Dropped), id...)
+	e.Gauge(connectedDesc, 1, id...)
+	e.Counter(droppedDesc, float64(t.Dropped), id...)
 	if t.Started != nil {
-		e.gauge(startDesc, float64(t.Started.Unix())+seconds(float64(t.Started.Nanosecond())), id...)
+		e.Gauge(startDesc, float64(t.Started.Unix())+source.Seconds(float64(t.Started.Nanosecond())), id...)
 	}
 	if s.Summary != nil {
 		e.summary(s.Summary, id)
 	}
 	if v := s.Verdict; v != nil {
-		e.gauge(verdictDesc, 1, append(id, string(v.Kind), v.Stage)...)
+		e.Gauge(verdictDesc, 1, append(id, string(v.Kind), v.Stage)...)
 	}
 	if s.Loader != nil {
 		e.loader(s.Loader, id)
@@ -110,23 +112,23 @@ func (e emitter) trainer(s *snapshot.Snapshot) {
 func (e emitter) summary(sum *stage.Summary, id []string) {
 	for _, m := range summaryMetrics {
 		if v, ok := m.get(sum); ok {
-			e.gauge(m.desc, v, id...)
+			e.Gauge(m.desc, v, id...)
 		}
 	}
 	if sum.HasGPU {
-		e.gauge(gpuBusyDesc, sum.GPUBusy, append(id, cudaEvents)...)
+		e.Gauge(gpuBusyDesc, sum.GPUBusy, append(id, cudaEvents)...)
 	}
 	for i := range sum.Stages {
 		st := &sum.Stages[i]
 		labels := append(id[:len(id):len(id)], st.Name)
 		for _, m := range stageMetrics {
 			if v, ok := m.get(st); ok {
-				e.gauge(m.desc, v, labels...)
+				e.Gauge(m.desc, v, labels...)
 			}
 		}
 		for _, m := range stageGPUMetrics {
 			if v, ok := m.get(st); ok {
-				e.gauge(m.desc, v, append(labels, cudaEvents)...)
+				e.Gauge(m.desc, v, append(labels, cudaEvents)...)
 			}
 		}
 	}

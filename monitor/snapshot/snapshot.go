@@ -46,6 +46,16 @@ type Snapshot struct {
 	Process *Process `json:"process"`
 	// History feeds the sparklines; it is not part of the JSON.
 	History History `json:"-"`
+	// Samplers says how each registered source's sampling went at this
+	// refresh, in registry order; the exporter serves it, --json does not.
+	Samplers []SamplerStat `json:"-"`
+}
+
+// SamplerStat is one source's sampling at one refresh.
+type SamplerStat struct {
+	Name    string  // the source's name, e.g. "gpu"
+	Seconds float64 // how long Sample took
+	OK      bool    // Sample returned no error
 }
 
 // Window is the span of steps the summary covers.

@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/export/scrapetest"
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui/collect"
-	"github.com/pipetop/pipetop/tui/export/scrapetest"
-	"github.com/pipetop/pipetop/tui/feed"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // publisher is a trainer socket served in-process: steps of 10 ms of which
@@ -49,7 +47,7 @@ func (p *publisher) run() {
 			return
 		case <-time.After(2 * time.Millisecond):
 		}
-		r := stage.Record{Step: i, N: len(testStages), Samples: 8, HasLoss: true, Loss: 0.25}
+		r := stage.Record{Step: i, NumStages: len(testStages), Samples: 8, HasLoss: true, Loss: 0.25}
 		r.ClearGPU()
 		r.EndNs = time.Now().UnixNano()
 		r.StartNs = r.EndNs - 10e6
@@ -83,11 +81,12 @@ func TestServeScrape(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := feed.New(0)
-	defer f.Close()
-	f.Attach(ctx, "") // the only live trainer, as pipetop export without a spec
-	col := collect.New(f, host.NewCPUSampler(""), host.NewProcSampler(0, ""), nil)
-	e := New(col, Options{Interval: 50 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
+	m, err := monitor.Open(ctx, "", monitor.Options{NoGPU: true}) // the only live trainer, as pipetop export without a spec
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e := New(m.Collector, Options{Interval: 50 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,8 +15,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/pipetop/pipetop/tui/export/scrapetest"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/export/scrapetest"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources/cpu"
+	"github.com/pipetop/pipetop/monitor/sources/gpu"
+	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.prom from the collector's output")
@@ -42,8 +47,14 @@ func load(t *testing.T, name string) *snapshot.Snapshot {
 	return &s
 }
 
+// sources are the registered sources' exporters; Describe and Collect read
+// only the snapshot, so no sampler is behind them.
+func sources() []source.Source {
+	return []source.Source{cpu.New(nil), procs.New(nil), gpu.New(nil, nil)}
+}
+
 func collectorOf(t *testing.T, name string) *Collector {
-	c := NewCollector()
+	c := NewCollector(sources())
 	c.Update(load(t, name))
 	return c
 }
@@ -164,7 +175,7 @@ func TestReadings(t *testing.T) {
 }
 
 func TestNoSnapshotNoMetrics(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector()); n != 0 {
+	if n := testutil.CollectAndCount(NewCollector(sources())); n != 0 {
 		t.Errorf("a Collector without a snapshot exported %d metrics", n)
 	}
 }
@@ -192,8 +203,29 @@ func TestSourceLabel(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := sourceLabel(tt.in); got != tt.want {
+		if got := source.Label(tt.in); got != tt.want {
 			t.Errorf("sourceLabel(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestSamplerMetrics checks that each source's sampling is served with its
+// duration and success.
+func TestSamplerMetrics(t *testing.T) {
+	s := load(t, "monitor")
+	s.Samplers = []snapshot.SamplerStat{{Name: "cpu", Seconds: 0.002, OK: true}, {Name: "gpu", Seconds: 0.5, OK: false}}
+	c := NewCollector(sources())
+	c.Update(s)
+	want := `# HELP pipetop_sampler_success 1 when the source's last sampling worked as a whole, else 0.
+# TYPE pipetop_sampler_success gauge
+pipetop_sampler_success{sampler="cpu"} 1
+pipetop_sampler_success{sampler="gpu"} 0
+# HELP pipetop_sampler_duration_seconds How long the source's last sampling took.
+# TYPE pipetop_sampler_duration_seconds gauge
+pipetop_sampler_duration_seconds{sampler="cpu"} 0.002
+pipetop_sampler_duration_seconds{sampler="gpu"} 0.5
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "pipetop_sampler_success", "pipetop_sampler_duration_seconds"); err != nil {
+		t.Error(err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 var names = []string{stage.DataWait, stage.Forward, stage.Other}
@@ -19,8 +19,7 @@ func steps(from, n int64, t0 time.Time) *ipc.Frame {
 	f := &ipc.Frame{Type: ipc.TypeSteps}
 	for i := range n {
 		start := t0.Add(time.Duration(from+i) * 10 * time.Millisecond).UnixNano()
-		f.Steps = append(f.Steps, ipc.Step{Step: from + i, T0: start, T1: start + 10e6, N: 32,
-			CPU: []int64{6e6, 3e6, 1e6}})
+		f.Steps = append(f.Steps, stage.RecordOf(from+i, start, start+10e6, 32, []int64{6e6, 3e6, 1e6}, nil))
 	}
 	return f
 }
@@ -164,7 +163,7 @@ func TestAttachUnknownSays(t *testing.T) {
 
 func publish(srv *ipc.Server, from, n int64) {
 	for i := range n {
-		r := stage.Record{Step: from + i, N: len(names), Samples: 8}
+		r := stage.Record{Step: from + i, NumStages: len(names), Samples: 8}
 		r.ClearGPU()
 		r.EndNs = time.Now().UnixNano()
 		r.StartNs = r.EndNs - 10e6

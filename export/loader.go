@@ -3,6 +3,8 @@ package export
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipetop/pipetop/monitor/source"
+
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
@@ -34,20 +36,20 @@ var (
 // out: read amplification without used bytes, a cache hit rate before any
 // read, and the cumulative counters of a loader that counts no bytes.
 func (e emitter) loader(l *stage.LoaderStats, id []string) {
-	e.gauge(loaderRateDesc, l.SamplesPerSec, id...)
-	e.gauge(loaderWorkersDesc, float64(l.Workers), id...)
-	e.gauge(loaderBusyDesc, l.WorkerBusy, id...)
-	e.gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
-	e.gauge(loaderQueueCapDesc, float64(l.QueueCap), id...)
+	e.Gauge(loaderRateDesc, l.SamplesPerSec, id...)
+	e.Gauge(loaderWorkersDesc, float64(l.Workers), id...)
+	e.Gauge(loaderBusyDesc, l.WorkerBusy, id...)
+	e.Gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
+	e.Gauge(loaderQueueCapDesc, float64(l.QueueCap), id...)
 	if l.ReadAmp > 0 {
-		e.gauge(loaderAmpDesc, l.ReadAmp, id...)
+		e.Gauge(loaderAmpDesc, l.ReadAmp, id...)
 	}
 	if l.CacheHitRate > 0 || l.BytesRead > 0 {
-		e.gauge(loaderCacheDesc, l.CacheHitRate, id...)
+		e.Gauge(loaderCacheDesc, l.CacheHitRate, id...)
 	}
 	counts := l.BytesRead > 0 || l.BytesDecoded > 0 || l.BytesUsed > 0
 	if counts || l.Errors > 0 {
-		e.counter(loaderErrorsDesc, float64(l.Errors), id...)
+		e.Counter(loaderErrorsDesc, float64(l.Errors), id...)
 	}
 	if !counts {
 		return
@@ -60,10 +62,10 @@ func (e emitter) loader(l *stage.LoaderStats, id []string) {
 		{loaderBytesDesc, "read", float64(l.BytesRead)},
 		{loaderBytesDesc, "decoded", float64(l.BytesDecoded)},
 		{loaderBytesDesc, "used", float64(l.BytesUsed)},
-		{loaderSecondsDesc, "read", seconds(float64(l.ReadNs))},
-		{loaderSecondsDesc, "decode", seconds(float64(l.DecodeNs))},
-		{loaderSecondsDesc, "collate", seconds(float64(l.CollateNs))},
+		{loaderSecondsDesc, "read", source.Seconds(float64(l.ReadNs))},
+		{loaderSecondsDesc, "decode", source.Seconds(float64(l.DecodeNs))},
+		{loaderSecondsDesc, "collate", source.Seconds(float64(l.CollateNs))},
 	} {
-		e.counter(c.desc, c.v, append(id, c.label)...)
+		e.Counter(c.desc, c.v, append(id, c.label)...)
 	}
 }

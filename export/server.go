@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pipetop/pipetop/tui/collect"
-	"github.com/pipetop/pipetop/tui/snapshot"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // Options configure an Exporter.
@@ -26,18 +26,18 @@ type Options struct {
 	ErrorLog *log.Logger
 }
 
-// Exporter samples a collect.Collector every Options.Interval and serves the
-// latest snapshot as Prometheus metrics from its own registry.
+// Exporter samples a monitor.Collector every Options.Interval and serves
+// the latest snapshot as Prometheus metrics from its own registry.
 type Exporter struct {
-	src     *collect.Collector
+	src     *monitor.Collector
 	opts    Options
 	metrics *Collector
 	reg     *prometheus.Registry
 }
 
 // New returns an Exporter over src. Interval must be positive.
-func New(src *collect.Collector, opts Options) *Exporter {
-	c := NewCollector()
+func New(src *monitor.Collector, opts Options) *Exporter {
+	c := NewCollector(src.Sources)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return &Exporter{src: src, opts: opts, metrics: c, reg: reg}

@@ -1,0 +1,65 @@
+// Package procs is the monitor's source for the trainer's process tree:
+// the trainer and its descendants, such as loader workers
+// (host.ProcSampler, read from /proc).
+package procs
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+)
+
+// Sampler reads one process tree (host.ProcSampler).
+type Sampler interface {
+	SetPID(pid int)
+	Sample(now time.Time) error
+	Snapshot() host.ProcSnapshot
+}
+
+// Source is the trainer-process source.
+type Source struct {
+	s   Sampler
+	pid int
+}
+
+// New returns the process source over s.
+func New(s Sampler) *Source { return &Source{s: s} }
+
+// Name implements source.Source.
+func (p *Source) Name() string { return "process" }
+
+// Sample implements source.Source; without a trainer there is nothing to
+// read.
+func (p *Source) Sample(now time.Time, t source.Target) error {
+	if t.PID != p.pid {
+		p.pid = t.PID
+		if t.PID > 0 {
+			p.s.SetPID(t.PID)
+		}
+	}
+	if p.pid <= 0 {
+		return nil
+	}
+	return p.s.Sample(now)
+}
+
+// Fill implements source.Source.
+func (p *Source) Fill(s *snapshot.Snapshot) {
+	if p.pid > 0 {
+		s.Process = snapshot.FromProc(p.s.Snapshot())
+	}
+}
+
+// Describe implements source.Source: the process tree is on screen and in
+// --json only.
+func (p *Source) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements source.Source.
+func (p *Source) Collect(*snapshot.Snapshot, source.Emitter) {}
+
+// Close implements source.Source.
+func (p *Source) Close() error { return nil }
