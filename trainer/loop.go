@@ -36,10 +36,12 @@ type Model interface {
 	PollGPU(dst []GPUTiming) int
 }
 
-// GPUTiming is the GPU time of one stage of one step.
+// GPUTiming is the GPU time of one stage of one step. Stage is the
+// stage's index in the loop's records (stage.Canonical), as the model
+// binding reports it: no name lookups between the device and the record.
 type GPUTiming struct {
 	Step  int64
-	Stage string
+	Stage int
 	Ns    int64
 }
 
@@ -312,8 +314,8 @@ func (l *loop) collectGPU() {
 
 func (l *loop) attachGPU(t GPUTiming) {
 	l.sawGPU = true
-	k, ok := l.idx[t.Stage]
-	if !ok {
+	k := t.Stage
+	if k < 0 || k >= stage.MaxStages {
 		return
 	}
 	for i := range l.pending {

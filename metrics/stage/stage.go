@@ -6,33 +6,79 @@
 // The trainer, the viewer and bisect all use this one implementation.
 package stage
 
-// Canonical stage names, in critical-path order. Custom names are allowed;
-// these get fixed colours and are what the verdict rules know about.
+// Stage names with a fixed meaning, in critical-path order. Custom names
+// are allowed; these get fixed colours and are what the verdict rules know
+// about.
 const (
 	DataWait = "data_wait" // waiting for the next batch from the loader
 	H2D      = "h2d"       // host-to-device copy
 	Forward  = "forward"   // encoder + policy + loss
 	Backward = "backward"  // gradient computation
+	Comm     = "comm"      // gradient all-reduce and other collectives (multi-rank)
 	Optim    = "optim"     // optimizer step + zero_grad
 	Sync     = "sync"      // explicit synchronization, loss readback, logging
 	Other    = "other"     // the rest of the step's wall time
+	Eval     = "eval"      // evaluation passes outside training steps
 )
 
-// Canonical lists the canonical stages in critical-path order.
+// Canonical lists the stages a single-process training step is timed in,
+// in critical-path order: the stage list of the Go trainer's timer. Comm
+// joins it on multi-rank runs; eval is outside steps.
 var Canonical = []string{DataWait, H2D, Forward, Backward, Optim, Sync, Other}
 
 // MaxStages is the most stages one record can carry.
 const MaxStages = 16
 
-// IsCanonical reports whether name is one of the canonical stage names.
-func IsCanonical(name string) bool {
-	for _, c := range Canonical {
-		if c == name {
-			return true
+// Class groups stages by what the step waits on in them. The verdict,
+// bisect and the screen read a stage's class from Known, never from their
+// own lists.
+type Class string
+
+// Stage classes.
+const (
+	ClassInput   Class = "input"   // waiting for data
+	ClassNetwork Class = "network" // the model's own work: copy, forward, backward, optimizer
+	ClassComm    Class = "comm"    // waiting for other ranks
+	ClassSync    Class = "sync"    // the host waiting for the device
+	ClassOther   Class = "other"   // untimed remainder of the step
+	ClassEval    Class = "eval"    // evaluation, outside training steps
+	ClassCustom  Class = "custom"  // a name this table does not know
+)
+
+// Info describes one stage with a fixed meaning.
+type Info struct {
+	Name  string
+	Class Class
+	Help  string // one line for help screens and docs
+}
+
+// Known is the one table of stages with a fixed meaning, in critical-path
+// order.
+var Known = []Info{
+	{DataWait, ClassInput, "waiting for the next batch from the loader"},
+	{H2D, ClassNetwork, "host-to-device copy of the batch"},
+	{Forward, ClassNetwork, "encoder + policy + loss"},
+	{Backward, ClassNetwork, "gradient computation"},
+	{Comm, ClassComm, "gradient all-reduce and other collectives"},
+	{Optim, ClassNetwork, "optimizer step and zero_grad"},
+	{Sync, ClassSync, "explicit synchronization, loss readback, logging"},
+	{Other, ClassOther, "the rest of the step's wall time"},
+	{Eval, ClassEval, "evaluation passes outside training steps"},
+}
+
+// ClassOf returns the class of a stage name; ClassCustom for names Known
+// does not list.
+func ClassOf(name string) Class {
+	for _, k := range Known {
+		if k.Name == name {
+			return k.Class
 		}
 	}
-	return false
+	return ClassCustom
 }
+
+// IsKnown reports whether name is a stage with a fixed meaning.
+func IsKnown(name string) bool { return ClassOf(name) != ClassCustom }
 
 // Record is one training step. Stage times are indexed like the stage list
 // the record was made with (see Timer.Names); unknown GPU times are -1.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Kind names the bottleneck a Verdict found.
@@ -68,32 +70,32 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 		return 0
 	}
 	wait := share(DataWait)
-	network := share(H2D) + share(Forward) + share(Backward) + share(Optim)
+	network := classShare(s, ClassNetwork)
 	switch {
 	case wait >= InputShare:
 		return inputBound(s, wait, l)
 	case s.HasGPU && s.GPUBusy >= GPUBusyBound:
-		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step", pct(s.GPUBusy), ms(s.WallMean)),
+		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step", units.Pct(s.GPUBusy), units.Dur(s.WallMean)),
 			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}
 	case s.HasGPU && network >= NetworkShare && s.GPUBusy < LaunchGPUBusy:
-		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s", pct(network), pct(s.GPUBusy)),
+		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s", units.Pct(network), units.Pct(s.GPUBusy)),
 			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
 	case share(Sync) >= SyncShare:
-		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", pct(share(Sync)), ms(s.Stage(Sync).Mean)),
+		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(Sync)), units.Dur(s.Stage(Sync).Mean)),
 			Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
 	case share(Other) >= OtherShare:
-		return Verdict{Kind: Untimed, Stage: Other, Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", pct(share(Other)), ms(s.Stage(Other).Mean)),
+		return Verdict{Kind: Untimed, Stage: Other, Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", units.Pct(share(Other)), units.Dur(s.Stage(Other).Mean)),
 			Next: "wrap the missing work in a stage span to see what it is"}
 	}
 	if name, sh := biggestOther(s); sh >= SingleStageShare {
-		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, pct(sh), ms(s.Stage(name).Mean)),
+		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, units.Pct(sh), units.Dur(s.Stage(name).Mean)),
 			Next: fmt.Sprintf("look inside %s: it dominates the step", name)}
 	}
 	if !s.HasGPU && network >= NetworkShare {
-		top := largestOf(s, H2D, Forward, Backward, Optim)
+		top := largestOf(s, ClassNetwork)
 		return Verdict{Kind: ComputeBound, Stage: top.Name,
 			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s); no GPU timings",
-				pct(network), ms(s.WallMean), top.Name, pct(top.Share)),
+				units.Pct(network), units.Dur(s.WallMean), top.Name, units.Pct(top.Share)),
 			Next: "the input keeps up; a faster device or a smaller model is what helps now"}
 	}
 	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
@@ -104,10 +106,10 @@ func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
 	v := Verdict{Kind: InputBound, Stage: DataWait}
 	if s.HasGPU {
 		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)",
-			pct(1-s.GPUBusy), ms(s.Stage(DataWait).Mean), ms(s.WallMean))
+			units.Pct(1-s.GPUBusy), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
 	} else {
 		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
-			pct(wait), ms(s.Stage(DataWait).Mean), ms(s.WallMean))
+			units.Pct(wait), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
 	}
 	v.Next = InputAdvice(l)
 	return v
@@ -128,10 +130,10 @@ func InputAdvice(l *LoaderStats) string {
 	case l.Workers == 0:
 		advice = append(advice, "the loader decodes inline on the training thread: use --workers 2 or more")
 	case l.WorkerBusy >= BusyWorkers:
-		advice = append(advice, fmt.Sprintf("all %d loader workers are busy %s of the time: add workers or use a faster codec (blosc lz4)", l.Workers, pct(l.WorkerBusy)))
+		advice = append(advice, fmt.Sprintf("all %d loader workers are busy %s of the time: add workers or use a faster codec (blosc lz4)", l.Workers, units.Pct(l.WorkerBusy)))
 	case len(advice) == 0:
 		advice = append(advice, fmt.Sprintf("loader workers are busy only %s: look for I/O stalls or a small prefetch queue (%d/%d ready)",
-			pct(l.WorkerBusy), l.QueueDepth, l.QueueCap))
+			units.Pct(l.WorkerBusy), l.QueueDepth, l.QueueCap))
 	}
 	return strings.Join(advice, "; ")
 }
@@ -146,33 +148,41 @@ func rechunkArgs(data string) string {
 	return data + " " + strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
 }
 
-// biggestOther returns the largest stage that no earlier rule covers.
+// biggestOther returns the largest stage that no earlier rule covers: a
+// custom stage, or with GPU timings a network stage that alone dominates.
 func biggestOther(s Summary) (string, float64) {
 	var name string
 	var best float64
 	for _, st := range s.Stages {
-		switch st.Name {
-		case DataWait, Sync, Other, H2D, Forward, Backward, Optim:
-			continue
-		}
-		if st.Share > best {
+		if ClassOf(st.Name) == ClassCustom && st.Share > best {
 			name, best = st.Name, st.Share
 		}
 	}
 	for _, st := range s.Stages {
-		if (st.Name == H2D || st.Name == Forward || st.Name == Backward || st.Name == Optim) && st.Share > best && st.Share >= SingleStageShare && s.HasGPU {
+		if ClassOf(st.Name) == ClassNetwork && st.Share > best && st.Share >= SingleStageShare && s.HasGPU {
 			name, best = st.Name, st.Share
 		}
 	}
 	return name, best
 }
 
-// largestOf returns the largest of the named stages.
-func largestOf(s Summary, names ...string) StageStat {
+// classShare is the summed share of the stages of class c.
+func classShare(s Summary, c Class) float64 {
+	var sum float64
+	for _, st := range s.Stages {
+		if ClassOf(st.Name) == c {
+			sum += st.Share
+		}
+	}
+	return sum
+}
+
+// largestOf returns the largest stage of class c.
+func largestOf(s Summary, c Class) StageStat {
 	var best StageStat
-	for _, n := range names {
-		if st := s.Stage(n); st != nil && st.Share > best.Share {
-			best = *st
+	for _, st := range s.Stages {
+		if ClassOf(st.Name) == c && st.Share > best.Share {
+			best = st
 		}
 	}
 	return best
@@ -184,18 +194,5 @@ func largest(s Summary) string {
 	if len(st) == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%s %s", st[0].Name, pct(st[0].Share))
-}
-
-func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
-
-func ms(ns float64) string {
-	switch {
-	case ns >= 100e6:
-		return fmt.Sprintf("%.0f ms", ns/1e6)
-	case ns >= 1e6:
-		return fmt.Sprintf("%.1f ms", ns/1e6)
-	default:
-		return fmt.Sprintf("%.0f µs", ns/1e3)
-	}
+	return fmt.Sprintf("%s %s", st[0].Name, units.Pct(st[0].Share))
 }

@@ -71,7 +71,7 @@ func TestDiagnoseWarmingUp(t *testing.T) {
 func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
 	names := append([]string(nil), Canonical[:len(Canonical)-1]...)
 	for name := range stages {
-		if !IsCanonical(name) {
+		if !IsKnown(name) {
 			names = append(names, name)
 		}
 	}

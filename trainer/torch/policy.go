@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -80,13 +81,17 @@ type Info struct {
 
 // StageTiming is one GPU stage interval measured with CUDA events.
 type StageTiming struct {
-	Step  int64  // the step passed to BeginStep
-	Stage string // stage.H2D, stage.Forward, stage.Backward or stage.Optim
-	Ns    int64  // GPU nanoseconds
+	Step  int64 // the step passed to BeginStep
+	Stage int   // index in stage.Canonical: of h2d, forward, backward or optim; -1 unknown
+	Ns    int64 // GPU nanoseconds
 }
 
-// stageNames maps PT_STAGE_* indices to stage names.
-var stageNames = [...]string{stage.H2D, stage.Forward, stage.Backward, stage.Optim}
+// stageIndex maps PT_STAGE_* indices to indices in stage.Canonical, the
+// stage list of the trainer's records.
+var stageIndex = [...]int{
+	slices.Index(stage.Canonical, stage.H2D), slices.Index(stage.Canonical, stage.Forward),
+	slices.Index(stage.Canonical, stage.Backward), slices.Index(stage.Canonical, stage.Optim),
+}
 
 // ErrClosed is returned by methods of a closed Policy.
 var ErrClosed = errors.New("torch: policy is closed")
@@ -281,7 +286,7 @@ func (p *Policy) PollGPUTimings(dst []StageTiming) int {
 		}
 		src := unsafe.Slice(p.poll, n)
 		for i := range src {
-			dst[total+i] = StageTiming{Step: int64(src[i].step), Stage: stageName(int(src[i].stage)), Ns: int64(src[i].ns)}
+			dst[total+i] = StageTiming{Step: int64(src[i].step), Stage: canonicalIndex(int(src[i].stage)), Ns: int64(src[i].ns)}
 		}
 		total += n
 		if n < want {
@@ -291,11 +296,13 @@ func (p *Policy) PollGPUTimings(dst []StageTiming) int {
 	return total
 }
 
-func stageName(i int) string {
-	if i >= 0 && i < len(stageNames) {
-		return stageNames[i]
+// canonicalIndex is the stage.Canonical index of PT_STAGE_* index i, -1
+// for an index this build does not know.
+func canonicalIndex(i int) int {
+	if i >= 0 && i < len(stageIndex) {
+		return stageIndex[i]
 	}
-	return fmt.Sprintf("stage%d", i)
+	return -1
 }
 
 // Save writes model, optimizer and noise-generator state plus extra to

@@ -12,7 +12,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
-	"github.com/pipetop/pipetop/tui/units"
+	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Model is the header pane.

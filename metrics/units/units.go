@@ -1,4 +1,4 @@
-// Package units formats numbers for pipetop's panes: durations in ms or µs,
+// Package units formats numbers for pipetop's panes and verdicts: durations,
 // byte sizes, rates, shares and counts, each short and of stable width so
 // that a redraw changes as few cells as possible.
 package units
