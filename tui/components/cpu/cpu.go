@@ -10,11 +10,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
-	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Model is the CPU pane.

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
-	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Model is the flame bar pane.

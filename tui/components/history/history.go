@@ -7,10 +7,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
-	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Model is the history pane.
