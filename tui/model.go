@@ -7,6 +7,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,14 +18,8 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
-	"github.com/pipetop/pipetop/tui/components/cpu"
-	"github.com/pipetop/pipetop/tui/components/flame"
-	"github.com/pipetop/pipetop/tui/components/gpu"
 	"github.com/pipetop/pipetop/tui/components/header"
-	"github.com/pipetop/pipetop/tui/components/history"
-	"github.com/pipetop/pipetop/tui/components/loader"
 	"github.com/pipetop/pipetop/tui/components/picker"
-	"github.com/pipetop/pipetop/tui/components/stages"
 	"github.com/pipetop/pipetop/tui/components/verdict"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -59,12 +54,7 @@ type Model struct {
 	help help.Model
 
 	header  header.Model
-	gpu     gpu.Model
-	cpu     cpu.Model
-	flame   flame.Model
-	stages  stages.Model
-	history history.Model
-	loader  loader.Model
+	panes   []placed // from paneRows
 	verdict verdict.Model
 	picker  picker.Model
 
@@ -110,9 +100,7 @@ func New(o Options) *Model {
 		h.Styles = help.Styles{}
 	}
 	m := &Model{opts: o, st: st, keys: DefaultKeys, help: h,
-		header: header.New(st), gpu: gpu.New(st), cpu: cpu.New(st), flame: flame.New(st),
-		stages: stages.New(st), history: history.New(st), loader: loader.New(st),
-		verdict: verdict.New(st), picker: picker.New(st),
+		header: header.New(st), panes: makePanes(st), verdict: verdict.New(st), picker: picker.New(st),
 		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
 	return m
@@ -255,11 +243,13 @@ func (m *Model) setInterval(step int) tea.Cmd {
 
 // focusable lists the panes tab moves between, top to bottom.
 func (m *Model) focusable() []pane {
-	ps := []pane{&m.gpu, &m.cpu, &m.flame}
-	if m.showTab {
-		ps = append(ps, &m.stages)
+	var ps []pane
+	for _, p := range m.panes {
+		if m.shown(p.band) {
+			ps = append(ps, p.p)
+		}
 	}
-	return append(ps, &m.history, &m.loader)
+	return ps
 }
 
 // focused is the focused pane, nil until tab is first pressed.
@@ -281,12 +271,9 @@ func (m *Model) scroll(d int) {
 func (m *Model) SetSnapshot(s *snapshot.Snapshot) {
 	m.snap = s
 	m.header.SetSnapshot(s)
-	m.gpu.SetSnapshot(s)
-	m.cpu.SetSnapshot(s)
-	m.flame.SetSnapshot(s)
-	m.stages.SetSnapshot(s)
-	m.history.SetSnapshot(s)
-	m.loader.SetSnapshot(s)
+	for _, p := range m.panes {
+		p.p.SetSnapshot(s)
+	}
 	m.verdict.SetSnapshot(s)
 	m.render()
 }
@@ -348,35 +335,50 @@ func (m *Model) Render(w, h int) string {
 	return body + "\n" + footer
 }
 
-// body lays the panes out in h lines (all of them when h < 0).
+// body lays the panes out in h lines (all of them when h < 0): the header,
+// the bands of the layout table, the verdict.
 func (m *Model) body(w, h int) string {
-	hdr := &region{}
-	lo, pref := m.header.Size(w)
-	hdr.lo, hdr.pref = lo, pref
-	ver := &region{}
+	hdr, ver := &region{}, &region{}
+	hdr.lo, hdr.pref = m.header.Size(w)
 	ver.lo, ver.pref = m.verdict.Size(w)
-	top := &region{left: &m.gpu, right: &m.cpu}
-	fl := &region{left: &m.flame}
-	table := &region{left: &m.stages}
-	bottom := &region{left: &m.history, right: &m.loader}
-	for _, r := range []*region{top, fl, table, bottom} {
-		r.measure(w)
+	regions := make([]*region, len(bands))
+	all := []*region{hdr}
+	// Minimums: header, verdict, then the bands by minRank; preferred
+	// heights: verdict, the bands by prefRank, header; rows to spare go to
+	// the bands that grow (taller history graphs).
+	minOrder, prefOrder := []int{0, len(bands) + 1}, []int{len(bands) + 1}
+	var growOrder []int
+	for i, spec := range bands {
+		r := &region{}
+		for _, p := range m.panes {
+			switch {
+			case p.band != spec.id:
+			case r.left == nil:
+				r.left = p.p
+			default:
+				r.right = p.p
+			}
+		}
+		if r.left != nil && m.shown(spec.id) {
+			r.measure(w)
+		}
+		regions[i] = r
+		all = append(all, r)
+		if spec.grows {
+			growOrder = append(growOrder, i+1)
+		}
 	}
-	if !m.showTab {
-		table.lo, table.pref = 0, 0
-	}
-	bands := []*region{hdr, top, fl, table, bottom, ver}
-	// Minimums: header, verdict, flame, CPU/GPU, stage table, bottom; then
-	// preferred heights: verdict, flame, CPU/GPU, stage table, bottom,
-	// header; then rows to spare to the bottom band (taller history graphs).
-	allocate(h, bands, []int{0, 5, 2, 1, 3, 4}, []int{5, 2, 1, 3, 4, 0}, []int{4})
+	all = append(all, ver)
+	minOrder = append(minOrder, ranked(func(s bandSpec) int { return s.minRank })...)
+	prefOrder = append(append(prefOrder, ranked(func(s bandSpec) int { return s.prefRank })...), 0)
+	allocate(h, all, minOrder, prefOrder, growOrder)
 	focused := m.focused()
 	var parts []string
 	if hdr.got > 0 {
 		m.header.SetSize(w, hdr.got)
 		parts = append(parts, m.header.View())
 	}
-	for _, r := range []*region{top, fl, table, bottom} {
+	for _, r := range regions {
 		parts = append(parts, m.renderBand(r, w, focused))
 	}
 	if ver.got > 0 {
@@ -384,4 +386,18 @@ func (m *Model) body(w, h int) string {
 		parts = append(parts, m.verdict.View())
 	}
 	return strings.Join(nonEmpty(parts), "\n")
+}
+
+// ranked lists the bands' indices in allocate's band list (1-based: the
+// header is 0), ordered by rank.
+func ranked(rank func(bandSpec) int) []int {
+	idx := make([]int, len(bands))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return rank(bands[a]) - rank(bands[b]) })
+	for i := range idx {
+		idx[i]++
+	}
+	return idx
 }

@@ -1,0 +1,92 @@
+package tui
+
+import (
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/tui/components/cpu"
+	"github.com/pipetop/pipetop/tui/components/flame"
+	"github.com/pipetop/pipetop/tui/components/gpu"
+	"github.com/pipetop/pipetop/tui/components/history"
+	"github.com/pipetop/pipetop/tui/components/loader"
+	"github.com/pipetop/pipetop/tui/components/stages"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+// panel is a titled pane that shows snapshots: everything in the layout
+// table is one.
+type panel interface {
+	pane
+	SetSnapshot(s *snapshot.Snapshot)
+}
+
+// band names a horizontal band of the screen between the header and the
+// verdict.
+type band int
+
+// The bands, top to bottom.
+const (
+	bandDevices band = iota // GPU and CPU side by side
+	bandFlame               // where each step's time goes
+	bandTable               // the stage table, toggled with s
+	bandBottom              // history graphs and the loader
+)
+
+// bandSpec says how a band competes for rows: the rank at which it gets
+// its minimum height and then its preferred one (0 first; the header and
+// the verdict rank around them, see Model.body), whether it takes the rows
+// left over, and when it is hidden.
+type bandSpec struct {
+	id                band
+	minRank, prefRank int
+	grows             bool
+	hidden            func(m *Model) bool
+}
+
+// bands is the layout, top to bottom.
+var bands = []bandSpec{
+	{id: bandDevices, minRank: 3, prefRank: 2},
+	{id: bandFlame, minRank: 2, prefRank: 1},
+	{id: bandTable, minRank: 4, prefRank: 3, hidden: func(m *Model) bool { return !m.showTab }},
+	{id: bandBottom, minRank: 5, prefRank: 4, grows: true},
+}
+
+// paneRow places one pane: its band and how to make it. Panes of a band
+// sit side by side on a wide screen, left first, and stack on a narrow
+// one; tab visits panes in this order. Adding a pane is its package plus
+// one row here.
+type paneRow struct {
+	band band
+	make func(st *styles.Styles) panel
+}
+
+var paneRows = []paneRow{
+	{bandDevices, func(st *styles.Styles) panel { p := gpu.New(st); return &p }},
+	{bandDevices, func(st *styles.Styles) panel { p := cpu.New(st); return &p }},
+	{bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
+	{bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
+	{bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
+	{bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},
+}
+
+// placed is a pane made from its row.
+type placed struct {
+	band band
+	p    panel
+}
+
+func makePanes(st *styles.Styles) []placed {
+	ps := make([]placed, len(paneRows))
+	for i, r := range paneRows {
+		ps[i] = placed{r.band, r.make(st)}
+	}
+	return ps
+}
+
+// shown reports whether band b is on screen.
+func (m *Model) shown(b band) bool {
+	for _, spec := range bands {
+		if spec.id == b {
+			return spec.hidden == nil || !spec.hidden(m)
+		}
+	}
+	return false
+}
