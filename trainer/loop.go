@@ -111,7 +111,7 @@ type loop struct {
 	cfg       LoopConfig
 	timer     *stage.Timer
 	idx       map[string]int
-	window    *stage.Window
+	window    *stage.StepRing
 	pending   []stage.Record // waiting for GPU timings
 	timings   []GPUTiming
 	sawGPU    bool  // the model has reported GPU timings
@@ -131,7 +131,7 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{cfg: cfg, timer: t, idx: map[string]int{}, window: stage.NewWindow(t.Names(), cfg.Window),
+	l := &loop{cfg: cfg, timer: t, idx: map[string]int{}, window: stage.NewStepRing(t.Names(), cfg.Window),
 		timings: make([]GPUTiming, 64)}
 	for i, n := range t.Names() {
 		l.idx[n] = i

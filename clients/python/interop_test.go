@@ -170,7 +170,7 @@ func (l *loop) endpoint(t *testing.T, dir, name string) ipc.Endpoint {
 type received struct {
 	hello  ipc.Hello
 	names  []string
-	window *stage.Window
+	window *stage.StepRing
 	steps  []stage.Record
 	events []ipc.Event
 }
@@ -179,7 +179,7 @@ type received struct {
 func readAll(t *testing.T, conn *ipc.Conn) *received {
 	t.Helper()
 	h := conn.Hello()
-	r := &received{hello: h, names: h.Stages, window: stage.NewWindow(h.Stages, 1<<16)}
+	r := &received{hello: h, names: h.Stages, window: stage.NewStepRing(h.Stages, 1<<16)}
 	for {
 		f, err := conn.Next()
 		if err != nil {

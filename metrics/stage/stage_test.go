@@ -88,7 +88,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestWindowRingAndDuration(t *testing.T) {
-	w := NewWindow([]string{Forward, Other}, 10)
+	w := NewStepRing([]string{Forward, Other}, 10)
 	for i := 0; i < 25; i++ {
 		r := Record{Step: int64(i), StartNs: int64(i) * 1e9, EndNs: int64(i)*1e9 + int64(i+1)*1e6, NumStages: 2}
 		r.ClearGPU()
@@ -165,7 +165,7 @@ func BenchmarkStep(b *testing.B) {
 }
 
 func BenchmarkSummarize(b *testing.B) {
-	w := NewWindow(Canonical, 1000)
+	w := NewStepRing(Canonical, 1000)
 	r := Record{NumStages: len(Canonical)}
 	for i := 0; i < 1000; i++ {
 		r.Step, r.StartNs, r.EndNs = int64(i), int64(i)*1e6, int64(i+1)*1e6
@@ -177,7 +177,7 @@ func BenchmarkSummarize(b *testing.B) {
 	}
 }
 
-func gpuMean(w *Window) float64 {
+func gpuMean(w *StepRing) float64 {
 	s := w.Summarize(0)
 	return s.Stage(Forward).GPUMean
 }

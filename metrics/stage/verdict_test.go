@@ -76,7 +76,7 @@ func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
 		}
 	}
 	names = append(names, Other)
-	w := NewWindow(names, 1024)
+	w := NewStepRing(names, 1024)
 	var t0 int64
 	for i := 0; i < n; i++ {
 		r := Record{Step: int64(i), NumStages: len(names), Samples: 64}

@@ -1,5 +1,5 @@
 // Package feed receives a trainer's frames off the UI loop: it runs
-// ipc.Watch, keeps the step records in a stage.Window and remembers the
+// ipc.Watch, keeps the step records in a stage.StepRing and remembers the
 // trainer's hello, loader statistics, last event and link state, so that a
 // refresh only has to summarize what is already there. A lost trainer keeps
 // its last state; a restarted one is found again by name.
@@ -26,7 +26,7 @@ const DefaultCapacity = 1 << 17
 type Feed struct {
 	mu       sync.Mutex
 	capacity int
-	win      *stage.Window
+	win      *stage.StepRing
 	hello    *ipc.Hello
 	ep       ipc.Endpoint
 	link     snapshot.Link
@@ -45,7 +45,7 @@ func New(capacity int) *Feed {
 	if capacity < 1 {
 		capacity = DefaultCapacity
 	}
-	return &Feed{capacity: capacity, win: stage.NewWindow(nil, capacity),
+	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity),
 		link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
@@ -193,7 +193,7 @@ func (f *Feed) frame(fr *ipc.Frame) {
 }
 
 func (f *Feed) reset(names []string) {
-	f.win = stage.NewWindow(names, f.capacity)
+	f.win = stage.NewStepRing(names, f.capacity)
 }
 
 func (f *Feed) setLink(state, detail, socket string, now time.Time) {

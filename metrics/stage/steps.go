@@ -43,9 +43,9 @@ func (s *Summary) Stage(name string) *StageStat {
 	return nil
 }
 
-// Window keeps the most recent step records of one stage list in a ring and
+// StepRing keeps the most recent step records of one stage list in a ring and
 // aggregates them. It is not safe for concurrent use.
-type Window struct {
+type StepRing struct {
 	names   []string
 	ring    []Record
 	next    int
@@ -53,13 +53,13 @@ type Window struct {
 	scratch []float64
 }
 
-// NewWindow returns a Window that holds up to capacity records made with
+// NewStepRing returns a StepRing that holds up to capacity records made with
 // the stage list names.
-func NewWindow(names []string, capacity int) *Window {
+func NewStepRing(names []string, capacity int) *StepRing {
 	if capacity < 1 {
 		capacity = 1
 	}
-	return &Window{
+	return &StepRing{
 		names:   append([]string(nil), names...),
 		ring:    make([]Record, capacity),
 		scratch: make([]float64, 0, capacity),
@@ -67,10 +67,10 @@ func NewWindow(names []string, capacity int) *Window {
 }
 
 // Names returns the stage list of the window.
-func (w *Window) Names() []string { return w.names }
+func (w *StepRing) Names() []string { return w.names }
 
 // Len is the number of records held.
-func (w *Window) Len() int {
+func (w *StepRing) Len() int {
 	if w.full {
 		return len(w.ring)
 	}
@@ -78,7 +78,7 @@ func (w *Window) Len() int {
 }
 
 // Add copies r into the window, evicting the oldest record when full.
-func (w *Window) Add(r *Record) {
+func (w *StepRing) Add(r *Record) {
 	w.ring[w.next] = *r
 	w.next++
 	if w.next == len(w.ring) {
@@ -87,11 +87,11 @@ func (w *Window) Add(r *Record) {
 }
 
 // Reset drops every record.
-func (w *Window) Reset() { w.next, w.full = 0, false }
+func (w *StepRing) Reset() { w.next, w.full = 0, false }
 
 // UpdateGPU sets the GPU times of a step still held in the window. It
 // reports whether the step was found.
-func (w *Window) UpdateGPU(step int64, gpu []int64) bool {
+func (w *StepRing) UpdateGPU(step int64, gpu []int64) bool {
 	for i := w.Len() - 1; i >= 0; i-- {
 		r := w.at(i)
 		if r.Step == step {
@@ -103,7 +103,7 @@ func (w *Window) UpdateGPU(step int64, gpu []int64) bool {
 }
 
 // at returns the i-th record, oldest first.
-func (w *Window) at(i int) *Record {
+func (w *StepRing) at(i int) *Record {
 	if !w.full {
 		return &w.ring[i]
 	}
@@ -111,7 +111,7 @@ func (w *Window) at(i int) *Record {
 }
 
 // Last returns the newest record, or nil when empty.
-func (w *Window) Last() *Record {
+func (w *StepRing) Last() *Record {
 	if w.Len() == 0 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (w *Window) Last() *Record {
 
 // Summarize aggregates the records that ended within d of the newest one
 // (all records when d <= 0).
-func (w *Window) Summarize(d time.Duration) Summary {
+func (w *StepRing) Summarize(d time.Duration) Summary {
 	first := w.firstWithin(d)
 	n := w.Len() - first
 	s := Summary{Steps: n}
@@ -155,7 +155,7 @@ func (w *Window) Summarize(d time.Duration) Summary {
 	return s
 }
 
-func (w *Window) stageStat(first, k int, name string, wallMean float64) StageStat {
+func (w *StepRing) stageStat(first, k int, name string, wallMean float64) StageStat {
 	st := StageStat{Name: name}
 	st.Mean, st.P50, st.P99 = w.stats(first, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
 	if wallMean > 0 {
@@ -175,7 +175,7 @@ func (w *Window) stageStat(first, k int, name string, wallMean float64) StageSta
 
 // stats returns mean, p50 and p99 of the values get yields from records
 // first.. (skipping those it rejects).
-func (w *Window) stats(first int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
+func (w *StepRing) stats(first int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
 	v := w.scratch[:0]
 	var sum float64
 	for i := first; i < w.Len(); i++ {
@@ -244,7 +244,7 @@ func selectKth(v []float64, k int) float64 {
 	return v[k]
 }
 
-func (w *Window) firstWithin(d time.Duration) int {
+func (w *StepRing) firstWithin(d time.Duration) int {
 	n := w.Len()
 	if n == 0 || d <= 0 {
 		return 0
@@ -260,7 +260,7 @@ func (w *Window) firstWithin(d time.Duration) int {
 	return i
 }
 
-func (w *Window) lastLoss(first int) (bool, float32) {
+func (w *StepRing) lastLoss(first int) (bool, float32) {
 	for i := w.Len() - 1; i >= first; i-- {
 		if r := w.at(i); r.HasLoss {
 			return true, r.Loss
