@@ -327,11 +327,28 @@ func TestUnknownFieldsAreIgnored(t *testing.T) {
 	}
 }
 
+// TestHelloRankFields decodes the optional multi-process fields, and their
+// absence as a single-process trainer (nil rank).
+func TestHelloRankFields(t *testing.T) {
+	f, err := DecodeFrame([]byte(`{"type":"hello","v":1,"hello":{"name":"t","rank":0,"world_size":2,"run":"r1"}}`))
+	if err != nil || f.Hello.Rank == nil || *f.Hello.Rank != 0 || f.Hello.WorldSize != 2 || f.Hello.Run != "r1" {
+		t.Fatalf("rank 0 of 2: f=%+v err=%v", f.Hello, err)
+	}
+	f, err = DecodeFrame([]byte(`{"type":"hello","v":1,"hello":{"name":"t"}}`))
+	if err != nil || f.Hello.Rank != nil || f.Hello.WorldSize != 0 || f.Hello.Run != "" {
+		t.Fatalf("single process: f=%+v err=%v", f.Hello, err)
+	}
+}
+
 func TestDecodeFrameErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "missing type"},
 		{`{"type":"nope"}`, "unknown frame type"},
 		{`{"type":"hello","v":1}`, "without hello"},
+		{`{"type":"hello","v":1,"hello":{"rank":-1}}`, "hello rank -1"},
+		{`{"type":"hello","v":1,"hello":{"rank":2,"world_size":2}}`, "not below world_size 2"},
+		{`{"type":"hello","v":1,"hello":{"world_size":-3}}`, "world_size -3"},
+		{`{"type":"hello","v":1,"hello":{"run":"` + strings.Repeat("r", MaxRunLen+1) + `"}}`, "run: 129 bytes"},
 		{`{"type":"steps","steps":[{"step":1,"t0":5,"t1":4,"cpu":[]}]}`, "before t0"},
 		{`{"type":"steps","steps":[{"step":1,"t0":1,"t1":4,"cpu":[-1]}]}`, "negative"},
 		{`{"type":"stages","stages":[]}`, "stages frame with 0"},

@@ -41,6 +41,31 @@ type Hello struct {
 	StartNs int64           `json:"start_ns,omitempty"` // process start, Unix ns
 	Config  json.RawMessage `json:"config,omitempty"`   // free-form trainer configuration
 	Stages  []string        `json:"stages,omitempty"`
+	// Rank is the process's rank in a multi-process run (nil for a
+	// single-process trainer), WorldSize the number of ranks and Run the
+	// run's identifier, the same on every rank (e.g. torchrun's
+	// TORCHELASTIC_RUN_ID). All three are optional.
+	Rank      *int   `json:"rank,omitempty"`
+	WorldSize int    `json:"world_size,omitempty"`
+	Run       string `json:"run,omitempty"`
+}
+
+// MaxRunLen is the longest run identifier a hello may carry.
+const MaxRunLen = 128
+
+// validate checks the optional rank fields.
+func (h *Hello) validate() error {
+	switch {
+	case h.Rank != nil && *h.Rank < 0:
+		return fmt.Errorf("hello rank %d: want 0 or more", *h.Rank)
+	case h.WorldSize < 0:
+		return fmt.Errorf("hello world_size %d: want 0 or more", h.WorldSize)
+	case h.Rank != nil && h.WorldSize > 0 && *h.Rank >= h.WorldSize:
+		return fmt.Errorf("hello rank %d: not below world_size %d", *h.Rank, h.WorldSize)
+	case len(h.Run) > MaxRunLen:
+		return fmt.Errorf("hello run: %d bytes, want at most %d", len(h.Run), MaxRunLen)
+	}
+	return nil
 }
 
 // wireStep is the JSON form of one step record, for encoding/json: the
@@ -109,6 +134,9 @@ func (f *Frame) validate() error {
 		}
 		if f.Hello == nil {
 			return errors.New("hello frame without hello")
+		}
+		if err := f.Hello.validate(); err != nil {
+			return err
 		}
 	case TypeStages:
 		if len(f.Stages) == 0 || len(f.Stages) > stage.MaxStages {

@@ -66,6 +66,9 @@ type Server struct {
 // Listen creates the socket for a trainer called name and starts serving.
 // hello.Stages must be the stage list that published records use.
 func Listen(name string, hello Hello, opts ServerOptions) (*Server, error) {
+	if err := hello.validate(); err != nil {
+		return nil, fmt.Errorf("listen as %s: %w", name, err)
+	}
 	opts = withDefaults(opts)
 	path := opts.Path
 	if path == "" {

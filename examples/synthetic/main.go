@@ -38,6 +38,9 @@ type options struct {
 	quiet  bool
 	loader bool
 	socket string
+	rank   int // -1: single process
+	world  int
+	run    string
 }
 
 func parse(args []string) (options, error) {
@@ -54,6 +57,9 @@ func parse(args []string) (options, error) {
 	fs.BoolVar(&o.loader, "loader", true, "also publish made-up loader statistics once a second")
 	fs.StringVar(&o.socket, "socket", "", "exact socket path (default: the pipetop socket directory)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path")
+	fs.IntVar(&o.rank, "rank", -1, "rank to announce in the hello (-1: a single-process trainer)")
+	fs.IntVar(&o.world, "world-size", 0, "world size to announce in the hello (0: none)")
+	fs.StringVar(&o.run, "run", "", "run identifier to announce in the hello")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: synthetic [flags]\n\nPublishes SYNTHETIC step records (no training) for testing pipetop.")
 		fs.PrintDefaults()
@@ -113,7 +119,11 @@ func run(args []string) error {
 		return err
 	}
 	hello := ipc.Hello{Stages: timer.Names(), Config: ipc.EncodeConfig(map[string]any{
-		"kind": "synthetic", "rate": o.rate, "batch": o.batch, "stages": o.names})}
+		"kind": "synthetic", "rate": o.rate, "batch": o.batch, "stages": o.names}),
+		WorldSize: o.world, Run: o.run}
+	if o.rank >= 0 {
+		hello.Rank = &o.rank
+	}
 	srv, err := ipc.Listen(o.name, hello, ipc.ServerOptions{Path: o.socket})
 	if err != nil {
 		return err
