@@ -27,6 +27,7 @@ type Feed struct {
 	mu       sync.Mutex
 	capacity int
 	win      *stage.StepRing
+	totals   *stage.Totals // of the current trainer process
 	hello    *ipc.Hello
 	ep       ipc.Endpoint
 	link     snapshot.Link
@@ -45,7 +46,7 @@ func New(capacity int) *Feed {
 	if capacity < 1 {
 		capacity = DefaultCapacity
 	}
-	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity),
+	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), totals: stage.NewTotals(nil),
 		link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
@@ -64,6 +65,7 @@ func (f *Feed) Attach(ctx context.Context, spec string) {
 	gen := f.gen
 	if f.hello != nil {
 		f.reset(nil)
+		f.totals = stage.NewTotals(nil)
 		f.hello, f.loader, f.event, f.dropped = nil, nil, nil, 0
 	}
 	f.setLink(snapshot.LinkNone, "looking for "+describe(spec), "", time.Now())
@@ -150,10 +152,17 @@ func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {
 }
 
 // connected records a new hello; a different process or stage list starts
-// a fresh window, a reconnection to the same process keeps it.
+// a fresh window, a reconnection to the same process keeps it. The totals
+// last as long as the process: a new one starts them from zero (a counter
+// reset to Prometheus).
 func (f *Feed) connected(m ipc.Message, now time.Time) {
 	h := *m.Connected
 	same := f.hello != nil && f.hello.PID == h.PID && f.hello.StartNs == h.StartNs
+	if !same {
+		f.totals = stage.NewTotals(h.Stages)
+	} else {
+		f.totals.SetStages(h.Stages)
+	}
 	if !same || !slices.Equal(f.win.Names(), h.Stages) {
 		f.reset(h.Stages)
 		f.loader, f.event, f.dropped = nil, nil, 0
@@ -168,10 +177,12 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	case ipc.TypeSteps:
 		for i := range fr.Steps {
 			f.win.Add(&fr.Steps[i])
+			f.totals.Add(&fr.Steps[i])
 		}
 		f.total += int64(len(fr.Steps))
 	case ipc.TypeStages:
 		f.reset(fr.Stages)
+		f.totals.SetStages(fr.Stages)
 		if f.hello != nil {
 			f.hello.Stages = append([]string(nil), fr.Stages...)
 		}
@@ -214,6 +225,19 @@ func (f *Feed) Steps() int64 {
 	return f.total
 }
 
+// Totals returns a copy of the current trainer process's totals and that
+// process's pid and start time (as in its hello); ok is false before any
+// hello. The exporter reads it at each scrape, so counters are as fresh as
+// the scrape, whatever the sampling interval.
+func (f *Feed) Totals() (t *stage.Totals, pid int, startNs int64, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hello == nil {
+		return nil, 0, 0, false
+	}
+	return f.totals.Clone(), f.hello.PID, f.hello.StartNs, true
+}
+
 // TrainerPID returns the pid to watch for the attached (or last) trainer's
 // process tree and GPU use, 0 when none.
 func (f *Feed) TrainerPID() int {
@@ -235,11 +259,12 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.Link = f.link
-	s.Trainer, s.Summary, s.Verdict, s.Loader = nil, nil, nil, nil
+	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = nil, nil, nil, nil, nil
 	if f.hello == nil {
 		return
 	}
 	s.Trainer = f.trainer(s.Time)
+	s.Totals = f.totals.Clone()
 	if f.loader != nil {
 		l := *f.loader
 		s.Loader = &l
@@ -273,6 +298,7 @@ func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
 		t.LastEvent = &e
 	}
 	t.Phase = f.phase
+	t.Rank, t.WorldSize, t.Run = h.Rank, h.WorldSize, h.Run
 	t.EpochSteps, t.Synthetic = f.config.EpochSteps, f.config.Kind == "synthetic"
 	return t
 }

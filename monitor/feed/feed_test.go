@@ -198,3 +198,54 @@ func TestPhaseEventRestartsTheWindow(t *testing.T) {
 		t.Fatalf("phase %q, %d steps in the window; want the loader phase's 20", s.Trainer.Phase, s.Summary.Steps)
 	}
 }
+
+// TestTotalsLifecycle: the totals count every step of one trainer process
+// across reconnections, stage-list changes and bisect phases (which reset
+// the window), and start from zero for a new process; the hello's rank,
+// world size and run reach the snapshot.
+func TestTotalsLifecycle(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	rank := 1
+	hello := &ipc.Hello{Name: "r", PID: 7, StartNs: 1, Stages: names, Rank: &rank, WorldSize: 2, Run: "exp1"}
+	ep := ipc.Endpoint{Path: "/tmp/r.7.sock", Name: "r", PID: 7}
+	f := New(1000)
+	if tot, _, _, ok := f.Totals(); ok || tot != nil {
+		t.Fatal("totals before any hello")
+	}
+	f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: steps(0, 30, t0)}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeEvent, Event: &ipc.Event{Kind: "phase", Msg: "b"}}}, t0)
+	f.Apply(ipc.Message{Endpoint: ep, Disconnected: errors.New("EOF")}, t0)
+	f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0)
+	f.Apply(ipc.Message{Frame: steps(30, 10, t0)}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStages, Stages: []string{stage.Forward, "eval"}}}, t0)
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeSteps, Steps: []stage.Record{
+		stage.RecordOf(40, 0, 5e6, 32, []int64{1e6, 4e6}, nil)}}}, t0)
+
+	s := fill(f, t0)
+	tot := s.Totals
+	if tot == nil || tot.Steps != 41 || tot.Samples != 41*32 || tot.Wall.Count != 41 || tot.DataWait.Count != 40 {
+		t.Fatalf("totals %+v, want 41 steps, 40 with data_wait", tot)
+	}
+	if fw := tot.Stages[1]; fw.Name != stage.Forward || fw.CPUNs != 40*3e6+1e6 {
+		t.Errorf("forward total %+v, want %d ns over both stage lists", fw, int64(40*3e6+1e6))
+	}
+	if s.Trainer.Rank == nil || *s.Trainer.Rank != 1 || s.Trainer.WorldSize != 2 || s.Trainer.Run != "exp1" {
+		t.Errorf("trainer rank %v world %d run %q", s.Trainer.Rank, s.Trainer.WorldSize, s.Trainer.Run)
+	}
+	// The snapshot's totals are a copy: later steps do not change them.
+	f.Apply(ipc.Message{Frame: steps(41, 1, t0)}, t0)
+	if tot.Steps != 41 {
+		t.Error("the snapshot's totals changed after Fill")
+	}
+	if live, pid, start, ok := f.Totals(); !ok || live.Steps != 42 || pid != 7 || start != 1 {
+		t.Errorf("live totals: %d steps, pid %d start %d ok %v", live.Steps, pid, start, ok)
+	}
+
+	restarted := *hello
+	restarted.PID, restarted.StartNs = 8, 2
+	f.Apply(ipc.Message{Connected: &restarted, Endpoint: ep}, t0)
+	if s = fill(f, t0); s.Totals.Steps != 0 || s.Totals.Wall.Count != 0 {
+		t.Errorf("a new process kept %d steps", s.Totals.Steps)
+	}
+}

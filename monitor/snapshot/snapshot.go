@@ -46,6 +46,10 @@ type Snapshot struct {
 	Process *Process `json:"process"`
 	// History feeds the sparklines; it is not part of the JSON.
 	History History `json:"-"`
+	// Totals are the trainer process's cumulative counts (steps, samples,
+	// stage times, step-time histograms) since the viewer first saw it:
+	// the exporter's counters. Nil without a trainer; not part of the JSON.
+	Totals *stage.Totals `json:"-"`
 	// Samplers says how each registered source's sampling went at this
 	// refresh, in registry order; the exporter serves it, --json does not.
 	Samplers []SamplerStat `json:"-"`
@@ -100,6 +104,11 @@ type Trainer struct {
 	Synthetic bool `json:"synthetic,omitempty"`
 	// Phase is the running `pipetrain bisect` phase, from "phase" events.
 	Phase string `json:"phase,omitempty"`
+	// Rank, WorldSize and Run come from the hello of a multi-process run;
+	// Rank is nil for a single-process trainer.
+	Rank      *int   `json:"rank,omitempty"`
+	WorldSize int    `json:"world_size,omitempty"`
+	Run       string `json:"run,omitempty"`
 }
 
 // Reading is one measured number with its source. Value is null unless
