@@ -3,9 +3,13 @@
 // view (package monitor), sampled at its own interval; a scrape reads the latest
 // one, so scrapers neither pay for sampling nor change the rates.
 //
-// A reading that is missing, not supported or failed is not exported at
-// all: an absent series, never a made-up 0. docs/pipetop.md lists every
-// metric.
+// Trainer metrics are counters and histograms over the life of the trainer
+// process (steps, samples, stage seconds, step wall and data_wait times),
+// so that Prometheus can rate them over any window and add them up across
+// ranks and hosts; the verdict is the one reading over pipetop's own
+// window. A reading that is missing, not supported or failed is not
+// exported at all: an absent series, never a made-up 0. docs/pipetop.md
+// lists every metric, docs/prometheus.md how to query them.
 package export
 
 import (
@@ -13,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 )
@@ -24,7 +29,19 @@ import (
 type Collector struct {
 	sources []source.Source
 	latest  atomic.Pointer[snapshot.Snapshot]
+	live    LiveTotals
 }
+
+// LiveTotals returns the current totals of the trainer process the feed is
+// attached to, with that process's pid and start time (Unix ns); ok is
+// false when there is none. feed.Feed.Totals is one.
+type LiveTotals func() (t *stage.Totals, pid int, startNs int64, ok bool)
+
+// SetLive makes scrapes read the trainer's counters and histograms from
+// live rather than from the latest snapshot, so that they are as fresh as
+// the scrape whatever the sampling interval. Counts of another process
+// than the snapshot's (a restart between two samples) are not used.
+func (c *Collector) SetLive(live LiveTotals) { c.live = live }
 
 // NewCollector returns a Collector over the given sources with no snapshot
 // yet: it exports nothing until the first Update.
@@ -71,27 +88,27 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
-	e.trainer(s)
+	e.trainer(s, c.totals(s))
+}
+
+// totals returns the freshest totals of the snapshot's trainer process.
+func (c *Collector) totals(s *snapshot.Snapshot) *stage.Totals {
+	t := s.Trainer
+	if c.live == nil || t == nil {
+		return s.Totals
+	}
+	live, pid, startNs, ok := c.live()
+	var want int64
+	if t.Started != nil {
+		want = t.Started.UnixNano()
+	}
+	if !ok || pid != t.PID || startNs != want {
+		return s.Totals
+	}
+	return live
 }
 
 // emitter adds the trainer's metrics to source.Emitter.
 type emitter struct {
 	source.Emitter
-}
-
-// trainerDescs lists the descriptor of every trainer metric.
-func trainerDescs() []*prometheus.Desc {
-	d := []*prometheus.Desc{connectedDesc, startDesc, droppedDesc, gpuBusyDesc, verdictDesc,
-		loaderRateDesc, loaderWorkersDesc, loaderBusyDesc, loaderQueueDesc, loaderQueueCapDesc,
-		loaderCacheDesc, loaderAmpDesc, loaderBytesDesc, loaderSecondsDesc, loaderErrorsDesc}
-	for _, m := range summaryMetrics {
-		d = append(d, m.desc)
-	}
-	for _, m := range stageMetrics {
-		d = append(d, m.desc)
-	}
-	for _, m := range stageGPUMetrics {
-		d = append(d, m.desc)
-	}
-	return d
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/pipetop/pipetop/export/scrapetest"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources/cpu"
@@ -44,7 +45,38 @@ func load(t *testing.T, name string) *snapshot.Snapshot {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("testdata/%s.json: %v", name, err)
 	}
+	s.Totals = fixtureTotals(s.Trainer)
 	return &s
+}
+
+// fixtureTotals are the counts behind a fixture's trainer (the JSON
+// snapshot does not carry them): for the connected trainer, three 100 ms
+// steps with GPU times and one of 150 ms; for the Python loop two 2 ms
+// steps without samples.
+func fixtureTotals(t *snapshot.Trainer) *stage.Totals {
+	if t == nil {
+		return nil
+	}
+	tot := stage.NewTotals(t.Stages)
+	add := func(samples int32, cpu, gpu []int64) {
+		var wall int64
+		for _, c := range cpu {
+			wall += c
+		}
+		r := stage.RecordOf(0, 0, wall, samples, cpu, gpu)
+		tot.Add(&r)
+	}
+	switch len(t.Stages) {
+	case 4: // data_wait, h2d, forward, other
+		for range 3 {
+			add(64, []int64{70e6, 5e6, 20e6, 5e6}, []int64{-1, 4e6, 18e6, -1})
+		}
+		add(64, []int64{120e6, 5e6, 20e6, 5e6}, []int64{-1, 4e6, 18e6, -1})
+	case 2: // forward, other (python)
+		add(0, []int64{15e5, 5e5}, nil)
+		add(0, []int64{15e5, 5e5}, nil)
+	}
+	return tot
 }
 
 // sources are the registered sources' exporters; Describe and Collect read
@@ -133,24 +165,28 @@ func TestReadings(t *testing.T) {
 		{"connected", "pipetop_gpu_temperature_celsius", L{"uuid": "MIG-cccc"}, absent}, // parent only
 		{"connected", "pipetop_host_cpu_busy_ratio", L{"cpu": "0", "source": "proc_stat"}, 1},
 		{"connected", "pipetop_host_cpu_busy_ratio", L{"cpu": "2"}, absent}, // offline core
-		{"connected", "pipetop_trainer_gpu_busy_ratio", L{"trainer": "demo", "source": "cuda_events"}, 0.22},
-		{"connected", "pipetop_trainer_stage_mean_seconds", L{"stage": "data_wait"}, 0.07},
-		{"connected", "pipetop_trainer_stage_gpu_mean_seconds", L{"stage": "forward", "source": "cuda_events"}, 0.018},
-		{"connected", "pipetop_trainer_stage_gpu_mean_seconds", L{"stage": "data_wait"}, absent},
-		{"connected", "pipetop_verdict", L{"kind": "input-bound", "stage": "data_wait", "trainer": "demo"}, 1},
+		{"connected", "pipetop_trainer_steps_total", L{"trainer": "demo", "run": "exp7", "rank": "0"}, 4},
+		{"connected", "pipetop_trainer_samples_total", L{"trainer": "demo"}, 256},
+		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "data_wait", "clock": "cpu"}, 0.33},
+		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "forward", "clock": "gpu"}, 0.072},
+		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "data_wait", "clock": "gpu"}, absent},
+		{"connected", "pipetop_trainer_info", L{"trainer": "demo", "pid": "4242", "world_size": "2"}, 1},
+		{"connected", "pipetop_trainer_stage_mean_seconds", nil, absent}, // window gauges are gone
+		{"connected", "pipetop_verdict", L{"kind": "input-bound", "stage": "data_wait", "trainer": "demo", "rank": "0"}, 1},
 		{"connected", "pipetop_loader_cache_hit_ratio", nil, 0}, // chunks were read: a real 0
-		{"connected", "pipetop_loader_bytes_total", L{"kind": "decoded"}, 6500000},
-		{"disconnected", "pipetop_trainer_connected", L{"trainer": "demo", "pid": "4242"}, 0},
-		{"disconnected", "pipetop_trainer_steps_per_second", nil, absent},
+		{"connected", "pipetop_loader_bytes_decoded_total", L{"trainer": "demo"}, 6500000},
+		{"disconnected", "pipetop_trainer_connected", L{"trainer": "demo", "run": "", "rank": ""}, 0},
+		{"disconnected", "pipetop_trainer_steps_total", nil, absent},
 		{"disconnected", "pipetop_verdict", nil, absent},
-		{"disconnected", "pipetop_loader_samples_per_second", nil, absent},
+		{"disconnected", "pipetop_loader_workers", nil, absent},
 		{"disconnected", "pipetop_host_cpu_busy_ratio", nil, absent}, // rates need two samples
 		{"disconnected", "pipetop_host_load15", nil, absent},         // failed
 		{"disconnected", "pipetop_host_swap_used_bytes", L{"source": "proc_meminfo"}, 0},
-		{"python", "pipetop_trainer_steps_per_second", nil, absent}, // no time span yet
-		{"python", "pipetop_trainer_samples_per_second", nil, absent},
+		{"python", "pipetop_trainer_steps_total", L{"trainer": "my-run", "rank": ""}, 2},
+		{"python", "pipetop_trainer_samples_total", nil, absent}, // the loop counts no samples
+		{"python", "pipetop_trainer_stage_seconds_total", L{"clock": "gpu"}, absent},
+		{"python", "pipetop_trainer_data_wait_seconds", nil, absent}, // no data_wait stage
 		{"python", "pipetop_trainer_loss", nil, absent},
-		{"python", "pipetop_trainer_gpu_busy_ratio", nil, absent},
 		{"python", "pipetop_trainer_start_time_seconds", nil, absent},
 		{"python", "pipetop_verdict", L{"kind": "warming-up", "stage": ""}, 1},
 		{"monitor", "pipetop_trainer_connected", nil, absent},

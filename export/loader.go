@@ -9,8 +9,6 @@ import (
 )
 
 var (
-	loaderRateDesc = trainerDesc("pipetop_loader_samples_per_second",
-		"Samples per second the data loader delivered over its last interval.")
 	loaderWorkersDesc = trainerDesc("pipetop_loader_workers",
 		"Decode workers of the data loader (0: decoding inline).")
 	loaderBusyDesc = trainerDesc("pipetop_loader_worker_busy_ratio",
@@ -21,10 +19,12 @@ var (
 		"Capacity of the loader's ready-batch queue.")
 	loaderCacheDesc = trainerDesc("pipetop_loader_cache_hit_ratio",
 		"Hit rate of the loader's decoded-chunk cache; absent until chunks were read or the loader reports hits.")
-	loaderAmpDesc = trainerDesc("pipetop_loader_read_amplification_ratio",
-		"Bytes decompressed per byte used; absent until the loader has used bytes.")
-	loaderBytesDesc = trainerDesc("pipetop_loader_bytes_total",
-		"Bytes through the loader: read (compressed, from storage), decoded (decompressed), used (copied into batches).", "kind")
+	loaderReadDesc = trainerDesc("pipetop_loader_bytes_read_total",
+		"Compressed bytes the loader read from storage.")
+	loaderDecodedDesc = trainerDesc("pipetop_loader_bytes_decoded_total",
+		"Bytes the loader decompressed; over pipetop_loader_bytes_used_total it is the read amplification.")
+	loaderUsedDesc = trainerDesc("pipetop_loader_bytes_used_total",
+		"Bytes the loader copied into batches.")
 	loaderSecondsDesc = trainerDesc("pipetop_loader_worker_seconds_total",
 		"Worker time spent per loader phase.", "phase")
 	loaderErrorsDesc = trainerDesc("pipetop_loader_errors_total",
@@ -33,17 +33,15 @@ var (
 
 // loader sends the trainer's latest loader statistics. The protocol has no
 // "unknown" marker, so a zero that can only mean "not counted" is left
-// out: read amplification without used bytes, a cache hit rate before any
-// read, and the cumulative counters of a loader that counts no bytes.
+// out: a cache hit rate before any read and the cumulative counters of a
+// loader that counts no bytes. The loader's own rate and read
+// amplification are not served: rate() over samples_total and the byte
+// counters gives both over any window.
 func (e emitter) loader(l *stage.LoaderStats, id []string) {
-	e.Gauge(loaderRateDesc, l.SamplesPerSec, id...)
 	e.Gauge(loaderWorkersDesc, float64(l.Workers), id...)
 	e.Gauge(loaderBusyDesc, l.WorkerBusy, id...)
 	e.Gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
 	e.Gauge(loaderQueueCapDesc, float64(l.QueueCap), id...)
-	if l.ReadAmp > 0 {
-		e.Gauge(loaderAmpDesc, l.ReadAmp, id...)
-	}
 	if l.CacheHitRate > 0 || l.BytesRead > 0 {
 		e.Gauge(loaderCacheDesc, l.CacheHitRate, id...)
 	}
@@ -59,13 +57,17 @@ func (e emitter) loader(l *stage.LoaderStats, id []string) {
 		label string
 		v     float64
 	}{
-		{loaderBytesDesc, "read", float64(l.BytesRead)},
-		{loaderBytesDesc, "decoded", float64(l.BytesDecoded)},
-		{loaderBytesDesc, "used", float64(l.BytesUsed)},
+		{loaderReadDesc, "", float64(l.BytesRead)},
+		{loaderDecodedDesc, "", float64(l.BytesDecoded)},
+		{loaderUsedDesc, "", float64(l.BytesUsed)},
 		{loaderSecondsDesc, "read", source.Seconds(float64(l.ReadNs))},
 		{loaderSecondsDesc, "decode", source.Seconds(float64(l.DecodeNs))},
 		{loaderSecondsDesc, "collate", source.Seconds(float64(l.CollateNs))},
 	} {
-		e.Counter(c.desc, c.v, append(id, c.label)...)
+		labels := id
+		if c.label != "" {
+			labels = append(id[:len(id):len(id)], c.label)
+		}
+		e.Counter(c.desc, c.v, labels...)
 	}
 }

@@ -38,6 +38,7 @@ type Exporter struct {
 // New returns an Exporter over src. Interval must be positive.
 func New(src *monitor.Collector, opts Options) *Exporter {
 	c := NewCollector(src.Sources)
+	c.SetLive(src.Feed.Totals)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return &Exporter{src: src, opts: opts, metrics: c, reg: reg}

@@ -1,105 +1,101 @@
 package export
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"strconv"
 
-	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
 )
 
-// cudaEvents is the source label of the trainer's own GPU times.
-const cudaEvents = "cuda_events"
+// trainerLabels name one trainer process's series: the same labels for
+// every rank of a run on every host, so that Prometheus can add them up
+// and a restart continues the same series (as a counter reset).
+var trainerLabels = []string{"trainer", "run", "rank"}
 
 func trainerDesc(name, help string, extra ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, append([]string{"trainer", "pid"}, extra...), nil)
+	return prometheus.NewDesc(name, help, append(trainerLabels[:len(trainerLabels):len(trainerLabels)], extra...), nil)
 }
 
 var (
+	infoDesc = trainerDesc("pipetop_trainer_info",
+		"Always 1: the trainer process's pid (in its own namespace) and world size (empty for a single process).", "pid", "world_size")
 	connectedDesc = trainerDesc("pipetop_trainer_connected",
 		"1 while frames arrive from the trainer, 0 once it is gone (its other metrics are then withdrawn).")
 	startDesc = trainerDesc("pipetop_trainer_start_time_seconds",
-		"Start time of the trainer process, Unix seconds.")
+		"Start time of the trainer process, Unix seconds; a new value means the counters started again.")
 	droppedDesc = trainerDesc("pipetop_trainer_dropped_frames_total",
 		"Frames the trainer dropped for this viewer because it read too slowly.")
-	gpuBusyDesc = trainerDesc("pipetop_trainer_gpu_busy_ratio",
-		"GPU busy time per step (the trainer's CUDA events) over the mean step wall time.", "source")
+	stepsDesc = trainerDesc("pipetop_trainer_steps_total",
+		"Training steps of this trainer process the viewer received.")
+	samplesDesc = trainerDesc("pipetop_trainer_samples_total",
+		"Samples in those steps; absent when the trainer does not count samples.")
+	stageSecondsDesc = trainerDesc("pipetop_trainer_stage_seconds_total",
+		"Time spent in each stage of those steps: CPU wall time (clock=cpu) and, from CUDA events, GPU time (clock=gpu).", "stage", "clock")
+	wallDesc = trainerDesc("pipetop_trainer_step_wall_seconds",
+		"Wall time of each step.")
+	dataWaitDesc = trainerDesc("pipetop_trainer_data_wait_seconds",
+		"Time each step waited for its batch (the data_wait stage).")
+	lastStepDesc = trainerDesc("pipetop_trainer_last_step",
+		"Number of the newest step.")
+	lossDesc = trainerDesc("pipetop_trainer_loss",
+		"Loss of the newest step that reported one.")
 	verdictDesc = trainerDesc("pipetop_verdict",
-		"The bottleneck verdict over the window: 1 for the current kind and the stage it names.", "kind", "stage")
+		"The bottleneck verdict over the --window: 1 for the current kind and the stage it names.", "kind", "stage")
 )
 
-// summaryMetric is one number of the window summary; ok is false when the
-// summary does not know it.
-type summaryMetric struct {
-	desc *prometheus.Desc
-	get  func(*stage.Summary) (v float64, ok bool)
+// trainerDescs lists the descriptor of every trainer metric.
+func trainerDescs() []*prometheus.Desc {
+	return []*prometheus.Desc{infoDesc, connectedDesc, startDesc, droppedDesc, stepsDesc, samplesDesc,
+		stageSecondsDesc, wallDesc, dataWaitDesc, lastStepDesc, lossDesc, verdictDesc,
+		loaderWorkersDesc, loaderBusyDesc, loaderQueueDesc, loaderQueueCapDesc, loaderCacheDesc,
+		loaderReadDesc, loaderDecodedDesc, loaderUsedDesc, loaderSecondsDesc, loaderErrorsDesc}
 }
 
-var summaryMetrics = []summaryMetric{
-	{trainerDesc("pipetop_trainer_window_steps", "Steps in the summary window (--window)."),
-		func(s *stage.Summary) (float64, bool) { return float64(s.Steps), true }},
-	{trainerDesc("pipetop_trainer_last_step", "Number of the newest step."),
-		func(s *stage.Summary) (float64, bool) { return float64(s.LastStep), true }},
-	{trainerDesc("pipetop_trainer_steps_per_second", "Steps per second over the window."),
-		func(s *stage.Summary) (float64, bool) { return s.StepsPerSec, s.SpanNs > 0 }},
-	{trainerDesc("pipetop_trainer_samples_per_second", "Samples per second over the window; absent when the trainer does not count samples."),
-		func(s *stage.Summary) (float64, bool) { return s.SamplesPerSec, s.SpanNs > 0 && s.SamplesPerSec > 0 }},
-	{trainerDesc("pipetop_trainer_step_wall_mean_seconds", "Mean wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallMean), true }},
-	{trainerDesc("pipetop_trainer_step_wall_p50_seconds", "Median wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallP50), true }},
-	{trainerDesc("pipetop_trainer_step_wall_p99_seconds", "99th percentile wall time of a step over the window."),
-		func(s *stage.Summary) (float64, bool) { return source.Seconds(s.WallP99), true }},
-	{trainerDesc("pipetop_trainer_loss", "Loss of the newest step that reported one."),
-		func(s *stage.Summary) (float64, bool) { return float64(s.LastLoss), s.HasLoss }},
-}
-
-// stageMetric is one number per stage.
-type stageMetric struct {
-	desc *prometheus.Desc
-	get  func(*stage.StageStat) (v float64, ok bool)
-}
-
-var stageMetrics = []stageMetric{
-	{trainerDesc("pipetop_trainer_stage_mean_seconds", "Mean CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.Mean), true }},
-	{trainerDesc("pipetop_trainer_stage_p50_seconds", "Median CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.P50), true }},
-	{trainerDesc("pipetop_trainer_stage_p99_seconds", "99th percentile CPU wall time of the stage per step.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.P99), true }},
-	{trainerDesc("pipetop_trainer_stage_share_ratio", "The stage's mean over the mean step wall time.", "stage"),
-		func(s *stage.StageStat) (float64, bool) { return s.Share, true }},
-}
-
-// stageGPUMetrics carry a source label: the times come from CUDA events.
-var stageGPUMetrics = []stageMetric{
-	{trainerDesc("pipetop_trainer_stage_gpu_mean_seconds", "Mean GPU time of the stage per step.", "stage", "source"),
-		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.GPUMean), s.HasGPU }},
-	{trainerDesc("pipetop_trainer_stage_gpu_p99_seconds", "99th percentile GPU time of the stage per step.", "stage", "source"),
-		func(s *stage.StageStat) (float64, bool) { return source.Seconds(s.GPUP99), s.HasGPU }},
+// trainerID returns the values of trainerLabels: rank is empty for a
+// single-process trainer.
+func trainerID(t *snapshot.Trainer) []string {
+	rank := ""
+	if t.Rank != nil {
+		rank = strconv.Itoa(*t.Rank)
+	}
+	return []string{t.Name, t.Run, rank}
 }
 
 // trainer sends the trainer's link state and, while it is connected, its
-// window summary, verdict and loader statistics. A disconnected trainer's
-// last window is history, not a reading: only connected 0 remains.
-func (e emitter) trainer(s *snapshot.Snapshot) {
+// totals, verdict and loader statistics. A disconnected trainer's last
+// state is history, not a reading: only connected 0 remains. totals are
+// the freshest counts of the snapshot's trainer process.
+func (e emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
 	t := s.Trainer
 	if t == nil {
 		return
 	}
-	id := []string{t.Name, source.Itoa(t.PID)}
+	id := trainerID(t)
 	if s.Link.State != snapshot.LinkConnected {
 		e.Gauge(connectedDesc, 0, id...)
 		return
 	}
 	e.Gauge(connectedDesc, 1, id...)
+	world := ""
+	if t.WorldSize > 0 {
+		world = source.Itoa(t.WorldSize)
+	}
+	e.Gauge(infoDesc, 1, append(id, source.Itoa(t.PID), world)...)
 	e.Counter(droppedDesc, float64(t.Dropped), id...)
 	if t.Started != nil {
 		e.Gauge(startDesc, float64(t.Started.Unix())+source.Seconds(float64(t.Started.Nanosecond())), id...)
 	}
-	if s.Summary != nil {
-		e.summary(s.Summary, id)
+	if totals != nil {
+		e.totals(totals, id)
+	}
+	if sum := s.Summary; sum != nil {
+		e.Gauge(lastStepDesc, float64(sum.LastStep), id...)
+		if sum.HasLoss {
+			e.Gauge(lossDesc, float64(sum.LastLoss), id...)
+		}
 	}
 	if v := s.Verdict; v != nil {
 		e.Gauge(verdictDesc, 1, append(id, string(v.Kind), v.Stage)...)
@@ -109,27 +105,23 @@ func (e emitter) trainer(s *snapshot.Snapshot) {
 	}
 }
 
-func (e emitter) summary(sum *stage.Summary, id []string) {
-	for _, m := range summaryMetrics {
-		if v, ok := m.get(sum); ok {
-			e.Gauge(m.desc, v, id...)
+// totals sends the counters and histograms of one trainer process.
+func (e emitter) totals(t *stage.Totals, id []string) {
+	e.Counter(stepsDesc, float64(t.Steps), id...)
+	if t.Samples > 0 {
+		e.Counter(samplesDesc, float64(t.Samples), id...)
+	}
+	for i := range t.Stages {
+		st := &t.Stages[i]
+		labels := append(id[:len(id):len(id)], st.Name, "cpu")
+		e.Counter(stageSecondsDesc, source.Seconds(float64(st.CPUNs)), labels...)
+		if st.HasGPU {
+			labels[len(labels)-1] = "gpu"
+			e.Counter(stageSecondsDesc, source.Seconds(float64(st.GPUNs)), labels...)
 		}
 	}
-	if sum.HasGPU {
-		e.Gauge(gpuBusyDesc, sum.GPUBusy, append(id, cudaEvents)...)
-	}
-	for i := range sum.Stages {
-		st := &sum.Stages[i]
-		labels := append(id[:len(id):len(id)], st.Name)
-		for _, m := range stageMetrics {
-			if v, ok := m.get(st); ok {
-				e.Gauge(m.desc, v, labels...)
-			}
-		}
-		for _, m := range stageGPUMetrics {
-			if v, ok := m.get(st); ok {
-				e.Gauge(m.desc, v, append(labels, cudaEvents)...)
-			}
-		}
+	e.Ch <- newHistogram(wallDesc, &t.Wall, id)
+	if t.HasDataWait {
+		e.Ch <- newHistogram(dataWaitDesc, &t.DataWait, id)
 	}
 }
