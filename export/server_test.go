@@ -3,6 +3,9 @@ package export
 import (
 	"context"
 	"io"
+	"math"
+	"os"
+	"strconv"
 	"net"
 	"net/http"
 	"strings"
@@ -97,32 +100,41 @@ func TestServeScrape(t *testing.T) {
 
 	id := L{"trainer": "exporttest"}
 	verdict := L{"trainer": "exporttest", "kind": string(stage.InputBound), "stage": stage.DataWait}
-	mfs := scrapetest.Until(t, base+"/metrics", "input-bound verdict", func(m scrapetest.Families) bool {
-		return m.Is("pipetop_verdict", verdict, 1) && len(m.Series("pipetop_loader_samples_per_second", id)) == 1
+	mfs := scrapetest.Until(t, base+"/metrics", "input-bound verdict and 50 steps", func(m scrapetest.Families) bool {
+		v, _ := m.Value("pipetop_trainer_steps_total", id)
+		return m.Is("pipetop_verdict", verdict, 1) && v >= 50 && m.Has("pipetop_loader_worker_busy_ratio", id)
 	})
-	for _, st := range testStages {
-		l := L{"trainer": "exporttest", "stage": st}
-		for _, name := range []string{"pipetop_trainer_stage_mean_seconds", "pipetop_trainer_stage_p50_seconds",
-			"pipetop_trainer_stage_p99_seconds", "pipetop_trainer_stage_share_ratio"} {
-			if len(mfs.Series(name, l)) != 1 {
-				t.Errorf("%s%v missing", name, l)
-			}
+	// One scrape reads one copy of the totals: per-step figures are exact.
+	steps, _ := mfs.Value("pipetop_trainer_steps_total", id)
+	perStep := []struct {
+		name   string
+		labels L
+		want   float64
+	}{
+		{"pipetop_trainer_stage_seconds_total", L{"stage": stage.DataWait, "clock": "cpu"}, 0.007},
+		{"pipetop_trainer_stage_seconds_total", L{"stage": stage.Other, "clock": "cpu"}, 0.0005},
+		{"pipetop_trainer_stage_seconds_total", L{"stage": stage.Backward, "clock": "gpu"}, 0.0012},
+		{"pipetop_trainer_samples_total", nil, 8},
+	}
+	for _, c := range perStep {
+		v, ok := mfs.Value(c.name, c.labels)
+		if !ok || math.Abs(v/steps-c.want) > 1e-9 {
+			t.Errorf("%s%v = %v over %v steps, want %v per step", c.name, c.labels, v, steps, c.want)
 		}
 	}
+	if mfs.Has("pipetop_trainer_stage_seconds_total", L{"stage": stage.DataWait, "clock": "gpu"}) {
+		t.Error("GPU seconds for data_wait, which has no GPU times")
+	}
+	checkHistogram(t, mfs, "pipetop_trainer_step_wall_seconds", steps, 0.01)
+	checkHistogram(t, mfs, "pipetop_trainer_data_wait_seconds", steps, 0.007)
 	checks := []struct {
 		name   string
 		labels L
 		lo, hi float64
 	}{
-		{"pipetop_trainer_stage_mean_seconds", L{"stage": stage.DataWait}, 0.007, 0.007},
-		{"pipetop_trainer_stage_share_ratio", L{"stage": stage.DataWait}, 0.7, 0.7},
-		{"pipetop_trainer_stage_gpu_mean_seconds", L{"stage": stage.Backward, "source": "cuda_events"}, 0.0012, 0.0012},
-		{"pipetop_trainer_gpu_busy_ratio", L{"source": "cuda_events"}, 0.2, 0.2},
-		{"pipetop_trainer_step_wall_mean_seconds", nil, 0.01, 0.01},
-		{"pipetop_trainer_steps_per_second", nil, 1, 1000},
 		{"pipetop_trainer_loss", nil, 0.25, 0.25},
 		{"pipetop_trainer_connected", nil, 1, 1},
-		{"pipetop_loader_read_amplification_ratio", nil, 5, 5},
+		{"pipetop_trainer_info", L{"pid": strconv.Itoa(os.Getpid()), "world_size": ""}, 1, 1},
 		{"pipetop_host_cpu_busy_ratio", L{"cpu": "0", "source": "proc_stat"}, 0, 1},
 		{"pipetop_host_memory_total_bytes", L{"source": "proc_meminfo"}, 1, 1 << 50},
 	}
@@ -142,27 +154,55 @@ func TestServeScrape(t *testing.T) {
 		}
 	}
 	// The synthetic loader counts no bytes: no made-up zero counters.
-	if _, ok := mfs["pipetop_loader_bytes_total"]; ok {
-		t.Error("pipetop_loader_bytes_total exported for a loader that counts no bytes")
+	if _, ok := mfs["pipetop_loader_bytes_decoded_total"]; ok {
+		t.Error("pipetop_loader_bytes_decoded_total exported for a loader that counts no bytes")
 	}
 
 	checkIndex(t, base)
 
-	// The trainer goes away: connected 0, its window withdrawn.
+	// The trainer goes away: connected 0, its counters withdrawn.
 	p.close()
 	scrapetest.Until(t, base+"/metrics", "connected 0", func(m scrapetest.Families) bool {
-		return m.Is("pipetop_trainer_connected", id, 0) && m.Series("pipetop_trainer_stage_mean_seconds", nil) == nil &&
+		return m.Is("pipetop_trainer_connected", id, 0) && m.Series("pipetop_trainer_steps_total", nil) == nil &&
 			m.Series("pipetop_verdict", nil) == nil
 	})
-	// It restarts under the same name: the exporter follows.
+	before := steps
+	// A server under the same name comes back in the same process (same
+	// pid and start time): the exporter follows and the counters go on
+	// from where they were, as for a reconnection.
 	startPublisher(t, "exporttest")
-	scrapetest.Until(t, base+"/metrics", "reconnected", func(m scrapetest.Families) bool {
-		return m.Is("pipetop_trainer_connected", id, 1) && m.Is("pipetop_verdict", verdict, 1)
+	scrapetest.Until(t, base+"/metrics", "reconnected, counting on", func(m scrapetest.Families) bool {
+		v, _ := m.Value("pipetop_trainer_steps_total", id)
+		return m.Is("pipetop_trainer_connected", id, 1) && m.Is("pipetop_verdict", verdict, 1) && v > before+10
 	})
 
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("Serve after cancel: %v", err)
+	}
+}
+
+// checkHistogram checks a histogram of steps observations of each the same
+// value v: count, sum, and the classic bucket that holds v (bounds are
+// inclusive) is the first to count them all.
+func checkHistogram(t *testing.T, mfs scrapetest.Families, name string, steps, v float64) {
+	t.Helper()
+	s := mfs.Series(name, nil)
+	if len(s) != 1 {
+		t.Fatalf("%s: %d series, want 1", name, len(s))
+	}
+	h := s[0].GetHistogram()
+	if float64(h.GetSampleCount()) != steps || math.Abs(h.GetSampleSum()-v*steps) > 1e-6 {
+		t.Errorf("%s: count %d sum %v, want %v and %v", name, h.GetSampleCount(), h.GetSampleSum(), steps, v*steps)
+	}
+	for _, b := range h.GetBucket() {
+		want := uint64(0)
+		if b.GetUpperBound() >= v-1e-12 {
+			want = h.GetSampleCount()
+		}
+		if b.GetCumulativeCount() != want {
+			t.Errorf("%s{le=%v} = %d, want %d", name, b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
 	}
 }
 

@@ -116,39 +116,42 @@ func TestExportSynthetic(t *testing.T) {
 		t.Fatalf("stderr line %q, want pipetop: serving http://127.0.0.1:PORT/metrics", line)
 	}
 
-	id := map[string]string{"trainer": "exp", "pid": strconv.Itoa(pub.Process.Pid)}
-	m := scrapetest.Until(t, url, "an input-bound verdict and loader statistics", func(m scrapetest.Families) bool {
+	id := map[string]string{"trainer": "exp", "rank": "1", "run": "r"}
+	m := scrapetest.Until(t, url, "an input-bound verdict, loader statistics and 150 steps", func(m scrapetest.Families) bool {
+		v, _ := m.Value("pipetop_trainer_steps_total", id)
 		return m.Is("pipetop_verdict", with(id, "kind", string(stage.InputBound), "stage", stage.DataWait), 1) &&
-			m.Has("pipetop_loader_worker_busy_ratio", id)
+			m.Has("pipetop_loader_worker_busy_ratio", id) && v >= 150
 	})
+	if !m.Is("pipetop_trainer_info", with(id, "pid", strconv.Itoa(pub.Process.Pid), "world_size", "2"), 1) {
+		t.Errorf("pipetop_trainer_info{pid=%d, world_size=2} missing", pub.Process.Pid)
+	}
+	steps, _ := m.Value("pipetop_trainer_steps_total", id)
 	for _, st := range []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Optim, stage.Other} {
-		for _, name := range []string{"pipetop_trainer_stage_mean_seconds", "pipetop_trainer_stage_p99_seconds", "pipetop_trainer_stage_share_ratio"} {
-			if !m.Has(name, with(id, "stage", st)) {
-				t.Errorf("%s{stage=%q} missing", name, st)
-			}
+		if !m.Has("pipetop_trainer_stage_seconds_total", with(id, "stage", st, "clock", "cpu")) {
+			t.Errorf("pipetop_trainer_stage_seconds_total{stage=%q,clock=cpu} missing", st)
 		}
 	}
-	if v, ok := m.Value("pipetop_trainer_stage_share_ratio", with(id, "stage", stage.DataWait)); !ok || v < 0.5 || v > 0.7 {
-		t.Errorf("data_wait share %v, want about 0.6 (6 ms of 10)", v)
+	if v, ok := m.Value("pipetop_trainer_stage_seconds_total", with(id, "stage", stage.DataWait, "clock", "cpu")); !ok || v/steps < 0.0054 || v/steps > 0.0066 {
+		t.Errorf("data_wait %v s over %v steps, want about 6 ms each", v, steps)
 	}
-	if v, ok := m.Value("pipetop_trainer_steps_per_second", id); !ok || v < 50 || v > 250 {
-		t.Errorf("steps/s %v, want about 150", v)
-	}
-	if !m.Has("pipetop_trainer_gpu_busy_ratio", with(id, "source", "cuda_events")) {
-		t.Error("pipetop_trainer_gpu_busy_ratio{source=cuda_events} missing")
+	if v, ok := m.Value("pipetop_trainer_stage_seconds_total", with(id, "stage", stage.Forward, "clock", "gpu")); !ok || v/steps < 0.00135 || v/steps > 0.00165 {
+		t.Errorf("forward GPU %v s over %v steps, want about 1.5 ms each", v, steps)
 	}
 	if !m.Has("pipetop_host_cpu_busy_ratio", map[string]string{"cpu": "0", "source": "proc_stat"}) {
 		t.Error("pipetop_host_cpu_busy_ratio{cpu=0} missing")
 	}
 
 	stopSynthetic(pub)
-	scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
+	m = scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
 		return m.Is("pipetop_trainer_connected", id, 0) && !m.Has("pipetop_verdict", nil)
 	})
 	pub = startSynthetic(t, bin, sockets)
-	id["pid"] = strconv.Itoa(pub.Process.Pid)
+	// The same series go on for the new process, from zero: a counter
+	// reset (below the 150 steps of the first process), with a new pid.
 	scrapetest.Until(t, url, "the restarted publisher", func(m scrapetest.Families) bool {
-		return m.Is("pipetop_trainer_connected", id, 1) && m.Has("pipetop_trainer_stage_mean_seconds", id)
+		v, ok := m.Value("pipetop_trainer_steps_total", id)
+		return m.Is("pipetop_trainer_connected", id, 1) && ok && v > 0 && v < steps &&
+			m.Has("pipetop_trainer_info", with(id, "pid", strconv.Itoa(pub.Process.Pid)))
 	})
 
 	cancel()
@@ -159,7 +162,7 @@ func TestExportSynthetic(t *testing.T) {
 
 func startSynthetic(t *testing.T, bin, sockets string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "synthetic"), "-name", "exp", "-rate", "150", "-quiet",
+	cmd := exec.Command(filepath.Join(bin, "synthetic"), "-name", "exp", "-rate", "150", "-quiet", "-rank", "1", "-world-size", "2", "-run", "r",
 		"-stages", "data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,other=0s", "-gpu", "forward=1.5ms,backward=0.8ms")
 	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+sockets)
 	if err := cmd.Start(); err != nil {
