@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,6 +114,14 @@ func TestRealPrometheus(t *testing.T) {
 		t.Errorf("run:pipetop_straggler_rank:top1m = %v, want rank 1 alone", res)
 	} else {
 		t.Logf("straggler: rank %s, gap %s", res[0].Metric["rank"], res[0].Value[1])
+	}
+
+	// Every query of the Grafana dashboard works; all but the GPU ones
+	// (the synthetic ranks publish no GPU times) have data.
+	for _, q := range dashboardQueries(t, "10s") {
+		if res := classic.query(t, q.expr, time.Now()); len(res) == 0 && !strings.Contains(q.expr, "gpu") {
+			t.Errorf("dashboard panel %q: %s: no data", q.panel, q.expr)
+		}
 	}
 
 	// Rank 0 restarts: the same series start again from zero (a counter

@@ -13,6 +13,7 @@ packages=(
   btop                            # the overhead comparison in bench/
   socat util-linux                # debugging the protocol; setpriv for the peer-credential test
   librsvg2-bin fonts-dejavu-core  # screenshots: SVG to PNG
+  prometheus                      # exporter tests: promtool checks and a real Prometheus server
 )
 
 missing=()
