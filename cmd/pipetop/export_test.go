@@ -142,7 +142,7 @@ func TestExportSynthetic(t *testing.T) {
 	}
 
 	stopSynthetic(pub)
-	m = scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
+	scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
 		return m.Is("pipetop_trainer_connected", id, 0) && !m.Has("pipetop_verdict", nil)
 	})
 	pub = startSynthetic(t, bin, sockets)
