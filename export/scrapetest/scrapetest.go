@@ -1,5 +1,5 @@
 // Package scrapetest fetches and queries Prometheus text expositions, for
-// the tests of pipetop's exporter (in tui/export and cmd/pipetop).
+// the tests of pipetop's exporter (in export and cmd/pipetop).
 package scrapetest
 
 import (

@@ -132,12 +132,26 @@ const (
 // in seconds: 2^-20, about 0.95 µs.
 var NativeZeroThreshold = math.Ldexp(1, -20)
 
-// nativeFrac[j] is 2^((j-8)/8): the bounds within one power of two.
-var nativeFrac = func() (b [1<<NativeSchema + 1]float64) {
-	for j := range b {
-		b[j] = math.Exp2(float64(j-1<<NativeSchema) / (1 << NativeSchema))
+// nativeBase and nativeBound find a value's place within its power of
+// two without a search: for a mantissa m in [1, 2) whose top four bits are
+// q, nativeBase[q] bounds 2^(k/8) (k = 0..7) lie below the slice
+// [1+q/16, 1+(q+1)/16), and at most one more, nativeBound[q] (+Inf if
+// none), lies within it, since the bounds are more than 1/16 apart.
+var nativeBase, nativeBound = func() (base [16]int, bound [16]float64) {
+	for q := range 16 {
+		lo, hi := 1+float64(q)/16, 1+float64(q+1)/16
+		bound[q] = math.Inf(1)
+		for k := range 1 << NativeSchema {
+			b := math.Exp2(float64(k) / (1 << NativeSchema))
+			switch {
+			case b < lo:
+				base[q]++
+			case b < hi:
+				bound[q] = b
+			}
+		}
 	}
-	return b
+	return base, bound
 }()
 
 // Histogram counts durations both in the classic buckets of StepBounds
@@ -183,14 +197,18 @@ func classicBucket(ns int64) int {
 }
 
 // NativeIndex returns the native bucket of s seconds (s above
-// NativeZeroThreshold), clamped to NativeMinIndex..NativeMaxIndex.
+// NativeZeroThreshold), clamped to NativeMinIndex..NativeMaxIndex: the
+// smallest i with s <= 2^(i/8).
 func NativeIndex(s float64) int {
-	frac, exp := math.Frexp(s) // s = frac * 2^exp, frac in [0.5, 1)
-	j := 0
-	for nativeFrac[j] < frac {
-		j++
+	bits := math.Float64bits(s)
+	exp := int(bits>>52&0x7ff) - 1023 // s = m * 2^exp, m in [1, 2)
+	q := bits >> 48 & 0xf
+	m := math.Float64frombits(bits&(1<<52-1) | 1023<<52)
+	sub := nativeBase[q] // bounds 2^(k/8) below m
+	if m > nativeBound[q] {
+		sub++
 	}
-	i := exp<<NativeSchema + j - 1<<NativeSchema
+	i := exp<<NativeSchema + sub
 	return min(max(i, NativeMinIndex), NativeMaxIndex)
 }
 

@@ -3,6 +3,7 @@ package stage
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -100,7 +101,16 @@ func TestClassicBuckets(t *testing.T) {
 // TestNativeIndex checks the bucket of each value against the definition:
 // bucket i holds (2^((i-1)/8), 2^(i/8)].
 func TestNativeIndex(t *testing.T) {
-	for _, s := range []float64{1, 0.5, 2, 1.05, 0.0123, 3.7, 1e-5, 1e-6, 59.9, 1234} {
+	values := []float64{1, 0.5, 2, 1.05, 0.0123, 3.7, 1e-5, 1e-6, 59.9, 1234}
+	for k := range 8 { // every bound within a power of two, and next to it
+		b := math.Exp2(float64(k) / 8)
+		values = append(values, b, math.Nextafter(b, 2), math.Nextafter(b, 0))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		values = append(values, math.Exp2(-19+31*rng.Float64()))
+	}
+	for _, s := range values {
 		i := NativeIndex(s)
 		lo, hi := math.Exp2(float64(i-1)/8), math.Exp2(float64(i)/8)
 		if !(s > lo*(1-1e-12) && s <= hi*(1+1e-12)) {

@@ -249,3 +249,26 @@ func TestTotalsLifecycle(t *testing.T) {
 		t.Errorf("a new process kept %d steps", s.Totals.Steps)
 	}
 }
+
+// BenchmarkApplySecond is the feed's work for one second at 1,000
+// steps/s: 20 frames of 50 steps of seven stages with GPU times, into the
+// window and the totals.
+func BenchmarkApplySecond(b *testing.B) {
+	names := stage.Canonical
+	f := New(0)
+	t0 := time.Unix(1_800_000_000, 0)
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "bench", PID: 1, Stages: names}}, t0)
+	fr := &ipc.Frame{Type: ipc.TypeSteps}
+	for j := range 50 {
+		end := t0.Add(time.Duration(j) * time.Millisecond).UnixNano()
+		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), end-1e6, end, 64,
+			[]int64{5e5, 5e4, 2e5, 1e5, 4e4, 1e4, 5e4}, []int64{-1, 4e4, 1.8e5, 9e4, 3e4, -1, -1}))
+	}
+	m := ipc.Message{Frame: fr}
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 20 {
+			f.Apply(m, t0)
+		}
+	}
+}
