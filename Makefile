@@ -52,7 +52,7 @@ lint:
 
 ## bench: Go benchmarks and the side-by-side bench/ scripts
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./metrics/... ./ipc/... ./tui/... ./trainer/zarr/... ./trainer/loader/...
+	$(GO) test -run '^$$' -bench . -benchmem ./metrics/... ./ipc/... ./monitor/... ./tui/... ./trainer/zarr/... ./trainer/loader/...
 	$(GO) test -run '^$$' -bench SmallPreset -benchtime 60x ./trainer
 	$(PY) clients/python/bench_publish.py
 	@for s in bench/*.sh; do echo "== $$s"; "$$s" || exit 1; done
