@@ -248,6 +248,15 @@ func clip(b []byte) string {
 	return string(b)
 }
 
+// AppendFrame appends f as one protocol line, JSON and a newline, to dst;
+// a steps frame takes the compact form that viewers decode fastest.
+func AppendFrame(dst []byte, f *Frame) []byte {
+	if f.Type == TypeSteps {
+		return appendSteps(dst, f.Steps)
+	}
+	return appendJSON(dst, f)
+}
+
 // appendJSON appends v as JSON and a newline to dst.
 func appendJSON(dst []byte, v any) []byte {
 	b, err := json.Marshal(v)

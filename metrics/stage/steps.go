@@ -86,6 +86,9 @@ func (w *StepRing) Add(r *Record) {
 	}
 }
 
+// Cap is how many records the ring holds at most.
+func (w *StepRing) Cap() int { return len(w.ring) }
+
 // Reset drops every record.
 func (w *StepRing) Reset() { w.next, w.full = 0, false }
 

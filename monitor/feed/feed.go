@@ -39,6 +39,7 @@ type Feed struct {
 	total    int64 // steps received since the Feed was made
 	gen      int   // attach generation; messages of older ones are ignored
 	cancel   context.CancelFunc
+	tap      func(m ipc.Message, now time.Time)
 }
 
 // New returns a Feed holding up to capacity steps (DefaultCapacity if < 1).
@@ -86,6 +87,16 @@ func describe(spec string) string {
 	return "trainer " + spec
 }
 
+// Reset forgets the trainer: no hello, no steps, no link (replays seeking
+// backwards start over with it).
+func (f *Feed) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reset(nil)
+	f.hello, f.loader, f.event, f.phase, f.dropped, f.total = nil, nil, nil, "", 0, 0
+	f.link = snapshot.Link{State: snapshot.LinkNone}
+}
+
 // Close stops the watch.
 func (f *Feed) Close() {
 	f.mu.Lock()
@@ -127,11 +138,24 @@ func (f *Feed) Apply(m ipc.Message, now time.Time) {
 	f.apply(gen, m, now)
 }
 
+// SetTap makes fn see every message the feed applies from now on, in
+// order, before it is applied (recordings); nil stops it. fn runs on the
+// feed's goroutine with the feed locked: it must be quick and must not
+// call the Feed.
+func (f *Feed) SetTap(fn func(m ipc.Message, now time.Time)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tap = fn
+}
+
 func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if gen != f.gen {
 		return
+	}
+	if f.tap != nil {
+		f.tap(m, now)
 	}
 	switch {
 	case m.Connected != nil:

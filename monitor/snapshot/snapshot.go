@@ -44,6 +44,9 @@ type Snapshot struct {
 	// Process is the trainer's process tree; null without a trainer or when
 	// its pid is not visible from here.
 	Process *Process `json:"process"`
+	// Replay is set when the snapshot comes from a recording (pipetop
+	// replay): where in it, and how fast it plays.
+	Replay *Replay `json:"replay,omitempty"`
 	// History feeds the sparklines; it is not part of the JSON.
 	History History `json:"-"`
 	// Totals are the trainer process's cumulative counts (steps, samples,
@@ -60,6 +63,17 @@ type SamplerStat struct {
 	Name    string  // the source's name, e.g. "gpu"
 	Seconds float64 // how long Sample took
 	OK      bool    // Sample returned no error
+}
+
+// Replay is the position of a replayed snapshot in its recording.
+type Replay struct {
+	File      string  `json:"file"`
+	AtSec     float64 `json:"at_sec"`     // seconds since the recording began
+	LengthSec float64 `json:"length_sec"` // the recording's length in seconds
+	Speed     float64 `json:"speed"`      // 1 = as recorded
+	Paused    bool    `json:"paused"`
+	// Damage says where a damaged recording stops being readable.
+	Damage string `json:"damage,omitempty"`
 }
 
 // Window is the span of steps the summary covers.

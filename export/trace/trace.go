@@ -1,0 +1,175 @@
+// Package trace turns a recording into Chrome trace-event JSON, the format
+// Perfetto's UI and chrome://tracing open: one process per trainer process
+// (rank), a track of steps with their stages as child slices on the CPU, a
+// track of GPU stage times, and counters for GPU activity and memory.
+//
+// Stage times are per-step totals, not intervals: the slices lay them end
+// to end in the record's stage order from the step's start, so durations
+// are measured and positions inside a step are approximate.
+package trace
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// Thread ids of each trainer process's tracks.
+const (
+	tidSteps = 1
+	tidGPU   = 2
+)
+
+// Event is one trace event.
+type Event struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"` // µs
+	Dur  *float64       `json:"dur,omitempty"`
+	PID  int            `json:"pid"`
+	TID  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// Write writes the trace of the recorded entries to w.
+func Write(w io.Writer, es []recording.Entry) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	t := &tracer{w: bw, first: true}
+	if _, err := bw.WriteString(`{"displayTimeUnit":"ms","traceEvents":[` + "\n"); err != nil {
+		return err
+	}
+	for _, e := range es {
+		t.entry(e)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if _, err := bw.WriteString("\n]}\n"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+type tracer struct {
+	w     *bufio.Writer
+	first bool
+	err   error
+	pid   int
+	names []string
+}
+
+func (t *tracer) entry(e recording.Entry) {
+	switch {
+	case e.Hello != nil:
+		t.pid, t.names = e.Hello.PID, e.Hello.Stages
+		t.meta(e.Hello)
+	case e.Host != nil:
+		t.counters(e)
+	case e.Frame == nil:
+	case e.Frame.Type == ipc.TypeStages:
+		t.names = e.Frame.Stages
+	case e.Frame.Type == ipc.TypeSteps:
+		for i := range e.Frame.Steps {
+			t.step(&e.Frame.Steps[i])
+		}
+	case e.Frame.Type == ipc.TypeEvent:
+		ev := e.Frame.Event
+		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: us(ev.TimeNs), PID: t.pid, TID: tidSteps,
+			Args: map[string]any{"msg": ev.Msg, "s": "p"}})
+	}
+}
+
+// meta names the process and its tracks.
+func (t *tracer) meta(h *ipc.Hello) {
+	name := fmt.Sprintf("%s (pid %d)", h.Name, h.PID)
+	t.emit(Event{Name: "process_name", Ph: "M", PID: h.PID, Args: map[string]any{"name": name}})
+	t.emit(Event{Name: "thread_name", Ph: "M", PID: h.PID, TID: tidSteps, Args: map[string]any{"name": "steps (CPU)"}})
+	t.emit(Event{Name: "thread_name", Ph: "M", PID: h.PID, TID: tidGPU, Args: map[string]any{"name": "GPU (CUDA events)"}})
+}
+
+// step emits the step slice and its stages, CPU and GPU.
+func (t *tracer) step(r *stage.Record) {
+	wall := float64(r.WallNs()) / 1e3
+	args := map[string]any{"samples": r.Samples}
+	if r.HasLoss {
+		args["loss"] = r.Loss
+	}
+	t.emit(Event{Name: "step " + strconv.FormatInt(r.Step, 10), Cat: "step", Ph: "X", Ts: us(r.StartNs), Dur: &wall,
+		PID: t.pid, TID: tidSteps, Args: args})
+	t.lay(r, r.CPU[:r.NumStages], tidSteps, "stage")
+	if r.HasGPU() {
+		t.lay(r, r.GPU[:r.NumStages], tidGPU, "gpu")
+	}
+}
+
+// lay emits the stage times end to end from the step's start, clipped to
+// the step.
+func (t *tracer) lay(r *stage.Record, times []int64, tid int, cat string) {
+	at, end := r.StartNs, r.EndNs
+	for k, ns := range times {
+		if ns <= 0 || at >= end {
+			continue
+		}
+		ns = min(ns, end-at)
+		d := float64(ns) / 1e3
+		t.emit(Event{Name: t.name(k), Cat: cat, Ph: "X", Ts: us(at), Dur: &d, PID: t.pid, TID: tid})
+		at += ns
+	}
+}
+
+func (t *tracer) name(k int) string {
+	if k < len(t.names) {
+		return t.names[k]
+	}
+	return "stage " + strconv.Itoa(k)
+}
+
+// counters emits each device's activity and memory at one refresh.
+func (t *tracer) counters(e recording.Entry) {
+	for _, d := range e.Host.GPU.Devices {
+		args := map[string]any{}
+		for name, r := range map[string]*float64{"sm_activity %": d.SMActivity.Value, "kernel_active %": d.KernelActive.Value} {
+			if r != nil {
+				args[name] = *r
+			}
+		}
+		if len(args) > 0 {
+			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid, Args: args})
+		}
+		if v := d.MemUsed.Value; v != nil {
+			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid,
+				Args: map[string]any{"used bytes": *v}})
+		}
+	}
+	if v := e.Host.CPU.Total.Value; v != nil {
+		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid, Args: map[string]any{"all cores %": *v}})
+	}
+}
+
+func (t *tracer) emit(e Event) {
+	if t.err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.err = fmt.Errorf("encode trace event: %w", err)
+		return
+	}
+	if !t.first {
+		t.w.WriteString(",\n")
+	}
+	t.first = false
+	if _, err := t.w.Write(b); err != nil {
+		t.err = fmt.Errorf("write trace: %w", err)
+	}
+}
+
+// us converts Unix nanoseconds to trace microseconds.
+func us(ns int64) float64 { return float64(ns) / 1e3 }

@@ -1,0 +1,61 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// Record writes everything the monitor's feed receives to w, and the host
+// readings every interval, until ctx ends. The caller closes w.
+func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time.Duration) error {
+	m.Feed.SetTap(func(msg ipc.Message, now time.Time) { tapEntry(w, msg, now) })
+	defer m.Feed.SetTap(nil)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s := m.Snapshot(time.Now(), Windows[0])
+		w.Host(s.Time, &recording.Host{CPU: s.CPU, GPU: s.GPU, Process: s.Process})
+		if err := w.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// tapEntry writes one feed message as a recording entry.
+func tapEntry(w *recording.Writer, msg ipc.Message, now time.Time) {
+	switch {
+	case msg.Connected != nil:
+		w.Hello(now, msg.Connected, msg.Endpoint.Path)
+	case msg.Frame != nil:
+		w.Frame(now, msg.Frame)
+	default:
+		detail := "connection lost"
+		if msg.Disconnected != nil {
+			detail = msg.Disconnected.Error()
+		}
+		w.Lost(now, detail)
+	}
+}
+
+// Messages turns a recording entry back into the feed message it was
+// recorded from; ok is false for host readings.
+func Messages(e recording.Entry) (msg ipc.Message, ok bool) {
+	switch {
+	case e.Hello != nil:
+		return ipc.Message{Connected: e.Hello, Endpoint: ipc.Endpoint{Path: e.Socket, Name: e.Hello.Name, PID: e.Hello.PID}}, true
+	case e.Frame != nil:
+		return ipc.Message{Frame: e.Frame}, true
+	case e.Lost != nil:
+		return ipc.Message{Disconnected: errors.New(*e.Lost)}, true
+	}
+	return ipc.Message{}, false
+}

@@ -1,0 +1,62 @@
+// Package recording writes and reads pipetop recordings: everything a
+// viewer received from a trainer (hello, every frame, lost links) and the
+// host readings at each refresh, so that a run can be replayed, summarized,
+// compared and turned into a trace afterwards.
+//
+// A recording is newline-delimited JSON, one entry a line, compressed with
+// zstd (gzip and plain text are read too). The writer flushes a complete
+// zstd block at least once a second, so a crash loses at most the last
+// second, and a truncated file reads up to the damage. docs/recording.md is
+// the format.
+package recording
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+)
+
+// Version is the recording format version, in the first line.
+const Version = 1
+
+// Header is the first line of a recording.
+type Header struct {
+	Recording int    `json:"pipetop_recording"` // Version
+	StartNs   int64  `json:"start_ns"`          // when recording began, Unix ns
+	Host      string `json:"host,omitempty"`    // the machine's hostname
+	Source    string `json:"source,omitempty"`  // what was recorded: a spec, or "in-process"
+}
+
+// Entry is one line after the header. T is when the viewer received it;
+// exactly one of the other fields is set.
+type Entry struct {
+	T time.Time
+	// Hello is a (re)connection to the trainer at Socket.
+	Hello  *ipc.Hello
+	Socket string
+	// Frame is a frame from the trainer (steps, loader, event, ...).
+	Frame *ipc.Frame
+	// Lost is why the link to the trainer ended.
+	Lost *string
+	// Host holds the machine's readings at one refresh.
+	Host *Host
+}
+
+// Host is the machine's readings at one refresh, in the --json form.
+type Host struct {
+	CPU     snapshot.CPU      `json:"cpu"`
+	GPU     snapshot.GPU      `json:"gpu"`
+	Process *snapshot.Process `json:"process,omitempty"`
+}
+
+// line is an entry as it is stored.
+type line struct {
+	T      int64           `json:"t"`
+	Hello  *ipc.Hello      `json:"hello,omitempty"`
+	Socket string          `json:"socket,omitempty"`
+	Frame  json.RawMessage `json:"frame,omitempty"`
+	Lost   *string         `json:"lost,omitempty"`
+	Host   *Host           `json:"host,omitempty"`
+}

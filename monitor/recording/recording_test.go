@@ -1,0 +1,140 @@
+package recording_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/recording/rectest"
+)
+
+func planted() rectest.Run {
+	ms := time.Millisecond
+	return rectest.Run{Name: "rec", PID: 42, Start: time.Unix(1_800_000_000, 0), Steps: 300,
+		Stages: []string{stage.DataWait, stage.Forward, stage.Other}, Means: []time.Duration{2 * ms, 6 * ms, 1 * ms},
+		GPU: []time.Duration{0, 5 * ms, 0}, Jitter: 0.2, Seed: 1}
+}
+
+func TestRoundTrip(t *testing.T) {
+	es := planted().Entries()
+	lost := "trainer /tmp/x: EOF"
+	es = append(es, recording.Entry{T: es[len(es)-1].T.Add(time.Second), Lost: &lost})
+	path := filepath.Join(t.TempDir(), "run.pipetop")
+	if err := rectest.Write(path, es); err != nil {
+		t.Fatal(err)
+	}
+	h, got, err := recording.ReadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Recording != recording.Version || h.StartNs != es[0].T.UnixNano() {
+		t.Errorf("header %+v", h)
+	}
+	if len(got) != len(es) {
+		t.Fatalf("read %d entries, wrote %d", len(got), len(es))
+	}
+	for i := range es {
+		if !reflect.DeepEqual(got[i], es[i]) {
+			t.Fatalf("entry %d:\n got %+v\nwant %+v", i, got[i], es[i])
+		}
+	}
+}
+
+// TestTruncatedReplaysToTheDamage cuts a recording at many points: every
+// cut reads a prefix of the entries and then says where the damage is.
+func TestTruncatedReplaysToTheDamage(t *testing.T) {
+	es := planted().Entries()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.pipetop")
+	if err := rectest.Write(path, es); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.pipetop")
+	for _, n := range []int{len(whole) - 1, len(whole) * 3 / 4, len(whole) / 2, len(whole) / 5, 40} {
+		if err := os.WriteFile(cut, whole[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := recording.ReadAll(cut)
+		if err == nil {
+			t.Fatalf("cut at %d of %d bytes: no error", n, len(whole))
+		}
+		if !errors.Is(err, recording.ErrDamaged) && got != nil {
+			t.Fatalf("cut at %d: %v, want ErrDamaged", n, err)
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], es[i]) {
+				t.Fatalf("cut at %d: entry %d differs", n, i)
+			}
+		}
+		t.Logf("cut at %d/%d bytes: %d of %d entries: %v", n, len(whole), len(got), len(es), err)
+	}
+}
+
+// TestPlainAndGzip: recordings made by other writers (plain NDJSON, gzip)
+// read the same.
+func TestPlainAndGzip(t *testing.T) {
+	plain := []byte(`{"pipetop_recording":1,"start_ns":5}
+{"t":10,"hello":{"name":"py","pid":7,"stages":["forward","other"]},"socket":"/s"}
+{"t":20,"frame":{"type":"steps","steps":[{"step":0,"t0":1,"t1":9,"n":4,"cpu":[5,3]}]}}
+`)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	for name, b := range map[string][]byte{"plain": plain, "gzip": gz.Bytes()} {
+		path := filepath.Join(t.TempDir(), name)
+		os.WriteFile(path, b, 0o644)
+		_, es, err := recording.ReadAll(path)
+		if err != nil || len(es) != 2 || es[1].Frame.Steps[0].CPU[0] != 5 || es[0].Hello.Name != "py" {
+			t.Errorf("%s: %v %+v", name, err, es)
+		}
+	}
+}
+
+func TestNotARecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	os.WriteFile(path, []byte(`{"hello":1}`+"\n"), 0o644)
+	if _, _, err := recording.ReadAll(path); err == nil {
+		t.Fatal("accepted a file that is not a recording")
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("{\"pipetop_recording\":1}\n{\"t\":1,\"lost\":\"x\"}\n"))
+	f.Add([]byte("{\"pipetop_recording\":1}\n{\"t\":1,\"frame\":{\"type\":\"steps\",\"steps\":[]}}\n"))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0})
+	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "fuzz")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, es, err := recording.ReadAll(path)
+		if err != nil && es != nil && !errors.Is(err, recording.ErrDamaged) {
+			t.Fatalf("entries with an error that is not damage: %v", err)
+		}
+		for _, e := range es {
+			n := 0
+			for _, set := range []bool{e.Hello != nil, e.Frame != nil, e.Lost != nil, e.Host != nil} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("entry with %d kinds", n)
+			}
+		}
+	})
+}

@@ -1,0 +1,204 @@
+package summary
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// Load reads a run from a recording or from a summary JSON file (what
+// `pipetop summary --json` prints).
+func Load(path string) (Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Run{}, fmt.Errorf("read run: %w", err)
+	}
+	var r Run
+	if json.Unmarshal(b, &r) == nil && r.Version > 0 {
+		if r.Version != Version {
+			return Run{}, fmt.Errorf("%s: summary version %d, this pipetop reads %d", path, r.Version, Version)
+		}
+		if r.Source == "" {
+			r.Source = path
+		}
+		return r, nil
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) && !bytes.Contains(b[:min(len(b), 200)], []byte("pipetop_recording")) {
+		return Run{}, fmt.Errorf("%s: neither a pipetop recording nor a summary (no summary_version)", path)
+	}
+	r, err = FromFile(path)
+	if errors.Is(err, recording.ErrDamaged) {
+		return r, nil
+	}
+	return r, err
+}
+
+// Change is a difference between two runs in one number.
+type Change struct {
+	Name        string  `json:"name"` // "step time" or a stage name
+	A           float64 `json:"a"`    // step time: ns; a stage: its mean ns per step
+	B           float64 `json:"b"`
+	Delta       float64 `json:"delta"`       // B - A, ns
+	Noise       float64 `json:"noise"`       // the smallest |Delta| the runs' spread makes meaningful, ns
+	Significant bool    `json:"significant"` // |Delta| > Noise
+	// Stages only: the share of the step in A and B, in points (0..100).
+	ShareA float64 `json:"share_a,omitempty"`
+	ShareB float64 `json:"share_b,omitempty"`
+}
+
+// Comparison is run B measured against run A.
+type Comparison struct {
+	A, B     string   `json:"-"`
+	StepTime Change   `json:"step_time"` // mean step wall time, ns
+	Relative float64  `json:"relative"`  // (B - A) / A of the step time
+	Stages   []Change `json:"stages"`    // share of the step, in points
+	Text     string   `json:"text"`
+}
+
+// Thresholds of a significant difference.
+const (
+	// MinStepChange is the smallest step time change reported, whatever
+	// the spread: a relative difference below it is noise on any machine.
+	MinStepChange = 0.01
+	// MinStagePart is the smallest change in a stage's time reported, as a
+	// part of A's step time: a stage's share moves when another stage
+	// grows, so significance is judged on its own time.
+	MinStagePart = 0.02
+	// DefaultSpread stands for the spread of a run too short to measure
+	// one (fewer than 3 buckets).
+	DefaultSpread = 0.05
+)
+
+// Compare measures b against a. A difference counts when it exceeds twice
+// the standard error of the two runs' per-bucket means (and the minimums
+// above).
+func Compare(a, b Run) Comparison {
+	c := Comparison{A: a.Source, B: b.Source}
+	ma, sa := bucketStats(a, func(p Point) float64 { return p.WallMeanNs })
+	mb, sb := bucketStats(b, func(p Point) float64 { return p.WallMeanNs })
+	wa, wb := a.Whole.WallMean, b.Whole.WallMean
+	if math.IsNaN(ma) || math.IsNaN(mb) {
+		sa, sb = DefaultSpread*wa/2, DefaultSpread*wb/2
+	}
+	c.StepTime = change("step time", wa, wb, max(2*math.Hypot(sa, sb), MinStepChange*wa))
+	if wa > 0 {
+		c.Relative = (wb - wa) / wa
+	}
+	for _, name := range stageNames(a, b) {
+		get := func(p Point) float64 { return p.Shares[name] * p.WallMeanNs }
+		_, ssa := bucketStats(a, get)
+		_, ssb := bucketStats(b, get)
+		noise := MinStagePart * wa
+		if !math.IsNaN(ssa) && !math.IsNaN(ssb) {
+			noise = max(noise, 2*math.Hypot(ssa, ssb))
+		}
+		sc := change(name, mean(a, name), mean(b, name), noise)
+		sc.ShareA, sc.ShareB = 100*share(a, name), 100*share(b, name)
+		c.Stages = append(c.Stages, sc)
+	}
+	c.Text = c.describe()
+	return c
+}
+
+func change(name string, a, b, noise float64) Change {
+	d := b - a
+	return Change{Name: name, A: a, B: b, Delta: d, Noise: noise, Significant: math.Abs(d) > noise}
+}
+
+// bucketStats is the mean of get over the run's buckets with steps and the
+// standard error of that mean; NaN for fewer than 3 buckets.
+func bucketStats(r Run, get func(Point) float64) (mean, se float64) {
+	var v []float64
+	for _, p := range r.Throughput {
+		if p.Steps > 0 {
+			v = append(v, get(p))
+		}
+	}
+	if len(v) < 3 {
+		return math.NaN(), math.NaN()
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	mean = sum / float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(len(v)-1))
+	return mean, sd / math.Sqrt(float64(len(v)))
+}
+
+func mean(r Run, name string) float64 {
+	if st := r.Whole.Stage(name); st != nil {
+		return st.Mean
+	}
+	return 0
+}
+
+func share(r Run, name string) float64 {
+	if st := r.Whole.Stage(name); st != nil {
+		return st.Share
+	}
+	return 0
+}
+
+// stageNames lists the stages of either run, a's order first.
+func stageNames(a, b Run) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, r := range []Run{a, b} {
+		for _, st := range r.Whole.Stages {
+			if !seen[st.Name] {
+				seen[st.Name] = true
+				names = append(names, st.Name)
+			}
+		}
+	}
+	return names
+}
+
+// describe says the difference in words: the step time first, then the
+// stages that changed, largest first, then the largest that did not.
+func (c Comparison) describe() string {
+	st := c.StepTime
+	if !st.Significant {
+		return fmt.Sprintf("no significant difference: a step takes %s in A and %s in B (%+.1f %%, within the runs' spread of ±%.1f %%)",
+			units.Dur(st.A), units.Dur(st.B), 100*c.Relative, 100*st.Noise/max(st.A, 1))
+	}
+	word := "slower"
+	if st.Delta < 0 {
+		word = "faster"
+	}
+	head := fmt.Sprintf("B is %.1f %% %s per step (%s vs %s)", 100*math.Abs(c.Relative), word, units.Dur(st.B), units.Dur(st.A))
+	changed, same := []Change{}, []Change{}
+	for _, s := range c.Stages {
+		if s.Significant {
+			changed = append(changed, s)
+		} else {
+			same = append(same, s)
+		}
+	}
+	sort.SliceStable(changed, func(i, j int) bool { return math.Abs(changed[i].Delta) > math.Abs(changed[j].Delta) })
+	sort.SliceStable(same, func(i, j int) bool { return max(same[i].A, same[i].B) > max(same[j].A, same[j].B) })
+	var parts []string
+	for _, s := range changed {
+		parts = append(parts, fmt.Sprintf("%s %+.1f points (%s → %s)", s.Name, s.ShareB-s.ShareA, units.Dur(s.A), units.Dur(s.B)))
+	}
+	for _, s := range same[:min(2, len(same))] {
+		parts = append(parts, s.Name+" unchanged")
+	}
+	if len(parts) == 0 {
+		return head
+	}
+	return head + ": " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,213 @@
+// Package summary turns a recording into the summary of a whole run
+// (throughput over time, the stage table, the verdicts the run went
+// through and for how long), and compares two runs. The JSON form is
+// documented in docs/recording.md and is what `pipetop compare` reads.
+package summary
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// Version is the version of the summary JSON.
+const Version = 1
+
+// VerdictWindow is the span of steps each verdict over time covers, as
+// pipetop export's default window does.
+const VerdictWindow = 30 * time.Second
+
+// Run is the summary of one recorded run.
+type Run struct {
+	Version     int     `json:"summary_version"`
+	Name        string  `json:"name"`
+	PID         int     `json:"pid"`
+	Source      string  `json:"source"` // the file it was made from
+	StartNs     int64   `json:"start_ns"`
+	DurationSec float64 `json:"duration_sec"` // first step start to last step end
+	// Whole is the stage table over every step of the run (the last trainer
+	// process, when it restarted with another stage list).
+	Whole stage.Summary `json:"whole"`
+	// Verdict is the verdict over the whole run.
+	Verdict stage.Verdict `json:"verdict"`
+	// Over time: one point per bucket, about 60 over the run.
+	BucketSec  float64  `json:"bucket_sec"`
+	Throughput []Point  `json:"throughput"`
+	Verdicts   []Period `json:"verdicts"`
+	// Damage names where a damaged recording stopped being readable.
+	Damage string `json:"damage,omitempty"`
+}
+
+// Point is one bucket of the run: its steps' rate and mean wall time, and
+// each stage's share of it.
+type Point struct {
+	AtSec       float64            `json:"at_sec"` // bucket end, since the first step
+	Steps       int                `json:"steps"`
+	StepsPerSec float64            `json:"steps_per_sec"`
+	WallMeanNs  float64            `json:"wall_mean_ns"`
+	Shares      map[string]float64 `json:"shares"`
+}
+
+// Period is a stretch of the run under one verdict.
+type Period struct {
+	Kind     stage.Kind `json:"kind"`
+	Stage    string     `json:"stage,omitempty"`
+	Headline string     `json:"headline"`
+	FromSec  float64    `json:"from_sec"`
+	ToSec    float64    `json:"to_sec"`
+}
+
+// FromFile summarizes the recording at path. A damaged recording is
+// summarized up to the damage, which Damage names.
+func FromFile(path string) (Run, error) {
+	_, es, err := recording.ReadAll(path)
+	if es == nil && err != nil {
+		return Run{}, err
+	}
+	r := FromEntries(es)
+	r.Source = path
+	if err != nil {
+		r.Damage = err.Error()
+	}
+	return r, nil
+}
+
+// FromEntries summarizes recorded entries.
+func FromEntries(es []recording.Entry) Run {
+	b := newBuilder(es)
+	for _, e := range es {
+		b.add(e)
+	}
+	return b.finish()
+}
+
+// builder walks the entries once, in order.
+type builder struct {
+	run     Run
+	names   []string
+	ring    *stage.StepRing // every step of the current stage list
+	loader  *stage.LoaderStats
+	bucket  time.Duration
+	first   int64 // first step's start, ns
+	edge    int64 // current bucket's end, ns
+	inBkt   []stage.Record
+	periods []Period
+}
+
+func newBuilder(es []recording.Entry) *builder {
+	steps, lo, hi := 0, int64(math.MaxInt64), int64(0)
+	for _, e := range es {
+		if e.Frame != nil && e.Frame.Type == ipc.TypeSteps {
+			steps += len(e.Frame.Steps)
+			for i := range e.Frame.Steps {
+				lo, hi = min(lo, e.Frame.Steps[i].StartNs), max(hi, e.Frame.Steps[i].EndNs)
+			}
+		}
+	}
+	span := time.Duration(max(0, hi-lo))
+	bucket := max(time.Second, (span/60).Round(time.Second))
+	return &builder{run: Run{Version: Version}, ring: stage.NewStepRing(nil, max(1, steps)), bucket: bucket, first: -1}
+}
+
+func (b *builder) add(e recording.Entry) {
+	switch {
+	case e.Hello != nil:
+		b.run.Name, b.run.PID = e.Hello.Name, e.Hello.PID
+		b.setNames(e.Hello.Stages)
+	case e.Frame == nil:
+	case e.Frame.Type == ipc.TypeStages:
+		b.setNames(e.Frame.Stages)
+	case e.Frame.Type == ipc.TypeLoader:
+		l := *e.Frame.Loader
+		b.loader = &l
+	case e.Frame.Type == ipc.TypeSteps:
+		for i := range e.Frame.Steps {
+			b.step(&e.Frame.Steps[i])
+		}
+	}
+}
+
+func (b *builder) setNames(names []string) {
+	if slices.Equal(names, b.names) {
+		return
+	}
+	b.names = slices.Clone(names)
+	b.ring = stage.NewStepRing(b.names, b.ring.Cap())
+}
+
+func (b *builder) step(r *stage.Record) {
+	if b.first < 0 {
+		b.first = r.StartNs
+		b.run.StartNs = r.StartNs
+		b.edge = r.StartNs + int64(b.bucket)
+	}
+	for r.EndNs > b.edge {
+		b.closeBucket()
+	}
+	b.ring.Add(r)
+	b.inBkt = append(b.inBkt, *r)
+}
+
+// closeBucket ends the current bucket: its throughput point and the
+// verdict over the VerdictWindow that ends with it.
+func (b *builder) closeBucket() {
+	at := float64(b.edge-b.first) / 1e9
+	p := Point{AtSec: at, Steps: len(b.inBkt), StepsPerSec: float64(len(b.inBkt)) / b.bucket.Seconds(),
+		Shares: map[string]float64{}}
+	if len(b.inBkt) > 0 {
+		tmp := stage.NewStepRing(b.names, len(b.inBkt))
+		for i := range b.inBkt {
+			tmp.Add(&b.inBkt[i])
+		}
+		sum := tmp.Summarize(0)
+		p.WallMeanNs = sum.WallMean
+		for _, st := range sum.Stages {
+			p.Shares[st.Name] = st.Share
+		}
+		b.period(stage.Diagnose(b.ring.Summarize(VerdictWindow), b.loader), at)
+	}
+	b.run.Throughput = append(b.run.Throughput, p)
+	b.inBkt = b.inBkt[:0]
+	b.edge += int64(b.bucket)
+}
+
+// period extends the last period or starts a new one at the verdict v.
+func (b *builder) period(v stage.Verdict, at float64) {
+	from := at - b.bucket.Seconds()
+	if n := len(b.periods); n > 0 && b.periods[n-1].Kind == v.Kind && b.periods[n-1].Stage == v.Stage {
+		b.periods[n-1].ToSec = at
+		return
+	}
+	if n := len(b.periods); n > 0 {
+		from = b.periods[n-1].ToSec
+	}
+	b.periods = append(b.periods, Period{Kind: v.Kind, Stage: v.Stage, Headline: v.Headline, FromSec: max(0, from), ToSec: at})
+}
+
+func (b *builder) finish() Run {
+	if len(b.inBkt) > 0 {
+		b.closeBucket()
+	}
+	b.run.BucketSec = b.bucket.Seconds()
+	b.run.Whole = b.ring.Summarize(0)
+	b.run.Verdict = stage.Diagnose(b.run.Whole, b.loader)
+	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
+	b.run.Verdicts = b.periods
+	if b.run.Throughput == nil {
+		b.run.Throughput = []Point{}
+	}
+	if b.run.Verdicts == nil {
+		b.run.Verdicts = []Period{}
+	}
+	return b.run
+}
+
+// Describe is a one-line description of a run for headings.
+func (r Run) Describe() string {
+	return fmt.Sprintf("%s (pid %d): %d steps in %.1f s", r.Name, r.PID, r.Whole.Steps, r.DurationSec)
+}

@@ -1,0 +1,115 @@
+package summary
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// WriteText writes the summary for people: the run, its stage table, the
+// verdict over the whole run, the verdicts it went through and its
+// throughput over time.
+func WriteText(w io.Writer, r Run) error {
+	s := r.Whole
+	fmt.Fprintf(w, "run %s (pid %d) from %s\n", r.Name, r.PID, r.Source)
+	if r.Damage != "" {
+		fmt.Fprintf(w, "note: %s\n", r.Damage)
+	}
+	fmt.Fprintf(w, "%s steps in %s: %s steps/s", units.Count(int64(s.Steps)), clock(r.DurationSec), units.Rate(s.StepsPerSec))
+	if s.SamplesPerSec > 0 {
+		fmt.Fprintf(w, ", %s samples/s", units.Rate(s.SamplesPerSec))
+	}
+	fmt.Fprintf(w, "\nstep time: mean %s, p50 %s, p99 %s\n\n", units.Dur(s.WallMean), units.Dur(s.WallP50), units.Dur(s.WallP99))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tmean\tp50\tp99\tshare\tgpu mean\t")
+	for _, st := range s.Stages {
+		gpu := "–"
+		if st.HasGPU {
+			gpu = units.Dur(st.GPUMean)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Name, units.Dur(st.Mean), units.Dur(st.P50), units.Dur(st.P99), units.Pct(st.Share), gpu)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nverdict over the run: %s\n  next: %s\n", r.Verdict.Headline, r.Verdict.Next)
+	if len(r.Verdicts) > 0 {
+		fmt.Fprintf(w, "\nverdicts over time (each over the %s before):\n", VerdictWindow)
+		for _, p := range r.Verdicts {
+			fmt.Fprintf(w, "  %s–%s  %s\n", clock(p.FromSec), clock(p.ToSec), p.Headline)
+		}
+	}
+	if len(r.Throughput) > 0 {
+		fmt.Fprintf(w, "\nsteps/s per %s: %s  (%s)\n", clock(r.BucketSec), spark(r.Throughput), rangeOf(r.Throughput))
+	}
+	return nil
+}
+
+// clock formats seconds as 1:02:03, 2:03 or 4.5s.
+func clock(sec float64) string {
+	if sec < 60 {
+		return fmt.Sprintf("%.1fs", sec)
+	}
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+// spark draws the steps/s of each bucket as one block character.
+func spark(ps []Point) string {
+	const blocks = "▁▂▃▄▅▆▇█"
+	bs := []rune(blocks)
+	hi := 0.0
+	for _, p := range ps {
+		hi = max(hi, p.StepsPerSec)
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		i := 0
+		if hi > 0 {
+			i = min(len(bs)-1, int(p.StepsPerSec/hi*float64(len(bs)-1)+0.5))
+		}
+		b.WriteRune(bs[i])
+	}
+	return b.String()
+}
+
+func rangeOf(ps []Point) string {
+	lo, hi := ps[0].StepsPerSec, ps[0].StepsPerSec
+	for _, p := range ps {
+		lo, hi = min(lo, p.StepsPerSec), max(hi, p.StepsPerSec)
+	}
+	return fmt.Sprintf("min %s, max %s", units.Rate(lo), units.Rate(hi))
+}
+
+// WriteComparison writes a comparison for people: the two runs side by
+// side, then the difference in words.
+func WriteComparison(w io.Writer, a, b Run, c Comparison) error {
+	fmt.Fprintf(w, "A: %s  %s\nB: %s  %s\n\n", a.Source, a.Describe(), b.Source, b.Describe())
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tA\tB\tchange\t")
+	fmt.Fprintf(tw, "step time\t%s\t%s\t%+.1f %%\t\n", units.Dur(c.StepTime.A), units.Dur(c.StepTime.B), 100*c.Relative)
+	fmt.Fprintf(tw, "steps/s\t%s\t%s\t\t\n", units.Rate(a.Whole.StepsPerSec), units.Rate(b.Whole.StepsPerSec))
+	if a.Whole.SamplesPerSec > 0 || b.Whole.SamplesPerSec > 0 {
+		fmt.Fprintf(tw, "samples/s\t%s\t%s\t\t\n", units.Rate(a.Whole.SamplesPerSec), units.Rate(b.Whole.SamplesPerSec))
+	}
+	for _, s := range c.Stages {
+		mark := ""
+		if s.Significant {
+			mark = " *"
+		}
+		fmt.Fprintf(tw, "%s share\t%.1f %%\t%.1f %%\t%+.1f points%s\t\n", s.Name, s.ShareA, s.ShareB, s.ShareB-s.ShareA, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", c.Text)
+	return err
+}
