@@ -117,6 +117,14 @@ func (m *Monitor) AwaitLink(ctx context.Context, d time.Duration) {
 	}
 }
 
+// AwaitDown waits until the feed is no longer connected, at most d.
+func (m *Monitor) AwaitDown(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && m.Feed.Link().State == snapshot.LinkConnected {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Close stops the watch and closes the sources.
 func (m *Monitor) Close() {
 	m.Feed.Close()

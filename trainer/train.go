@@ -33,6 +33,9 @@ type TrainConfig struct {
 	Model     torch.Config // Preset, Device, Precision, Threads, LR, EncoderWeights ...
 	NoServe   bool         // do not open a pipetop socket
 	Log       io.Writer    // progress lines; nil: discard
+	// Serving, when set, is called with the pipetop socket's path once it
+	// listens and before the first step (an in-process recorder attaches).
+	Serving func(socket string)
 }
 
 // ckptMeta is the loop's part of a checkpoint, stored as the shim's extra
@@ -178,6 +181,9 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 		}
 		defer srv.Close()
 		fmt.Fprintf(logw, "pipetop socket: %s\n", srv.Path())
+		if cfg.Serving != nil {
+			cfg.Serving(srv.Path())
+		}
 	}
 	lc := LoopConfig{StartStep: s.StartStep(), MaxSteps: s.maxSteps(), LogEvery: cfg.LogEvery,
 		Stages: AllStages, Model: PolicyModel{s.Policy}, LoaderStats: s.Loader.Stats,

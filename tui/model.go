@@ -44,6 +44,9 @@ type Options struct {
 	Context context.Context
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Replay, when set, is the recording being played: the seek and speed
+	// keys drive it, and pausing stops its clock.
+	Replay Replayer
 }
 
 // Model is the root model.
@@ -194,6 +197,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Pause):
 		m.paused = !m.paused
 		m.header.SetPaused(m.paused)
+		if m.opts.Replay != nil {
+			m.opts.Replay.SetPaused(m.paused)
+		}
 		if !m.paused {
 			cmd = m.refresh()
 		}
@@ -209,6 +215,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		cmd = m.setInterval(-1)
 	case key.Matches(k, m.keys.Slower):
 		cmd = m.setInterval(+1)
+	case m.opts.Replay != nil && m.replayKey(k):
+		cmd = m.refresh()
 	case key.Matches(k, m.keys.Redraw):
 		cmd = tea.ClearScreen
 	case key.Matches(k, m.keys.Focus):
@@ -239,6 +247,15 @@ func (m *Model) setInterval(step int) tea.Cmd {
 		return nil
 	}
 	return m.refresh()
+}
+
+// fullHelp is the help overlay's columns, with the replay keys in a replay.
+func (m *Model) fullHelp() [][]key.Binding {
+	cols := m.keys.FullHelp()
+	if m.opts.Replay != nil {
+		cols = append(cols, DefaultReplayKeys.bindings())
+	}
+	return cols
 }
 
 // focusable lists the panes tab moves between, top to bottom.
@@ -322,7 +339,7 @@ func (m *Model) Render(w, h int) string {
 		body = m.header.View() + "\n" + m.picker.View()
 	case m.showHelp:
 		m.header.SetSize(w, 1)
-		body = m.header.View() + "\n" + draw.Rule("keys", w, m.st.Focused, m.st.Rule) + "\n" + m.help.FullHelpView(m.keys.FullHelp())
+		body = m.header.View() + "\n" + draw.Rule("keys", w, m.st.Focused, m.st.Rule) + "\n" + m.help.FullHelpView(m.fullHelp())
 	default:
 		body = m.body(w, bodyH)
 	}

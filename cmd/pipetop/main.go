@@ -7,6 +7,11 @@
 //	pipetop attach PATH|PID|NAME  a given trainer
 //	pipetop ls [--json]           list live trainers
 //	pipetop export [PATH|PID|NAME] the same readings as Prometheus metrics over HTTP
+//	pipetop record [-o FILE] [NAME] write everything a viewer receives to a recording
+//	pipetop replay FILE           the monitor on a recording (--once/--json --at D)
+//	pipetop summary FILE          the end-of-run summary of a recording
+//	pipetop compare A B           two runs side by side
+//	pipetop trace FILE -o OUT     Chrome/Perfetto trace-event JSON
 //
 // docs/pipetop.md describes the panes, keys, the --json schema and the
 // exported metrics.
@@ -88,6 +93,15 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        serve the same readings as Prometheus metrics at
                                        http://LISTEN/metrics (the only live trainer, or
                                        host metrics until one appears)
+  pipetop record [-o FILE] [--duration D] [PATH|PID|NAME]
+                                       write everything the trainer sends, and the host
+                                       readings, to a recording (zstd NDJSON)
+  pipetop replay FILE [--at D] [--once|--json]
+                                       the monitor on a recording: ←/→ seek, g/G start/end,
+                                       [ ] speed 1x-64x, p pause
+  pipetop summary FILE [--json]        throughput, stage table and verdicts of a whole run
+  pipetop compare A B [--json]         two runs (recordings or summary JSON) side by side
+  pipetop trace FILE -o trace.json     Chrome/Perfetto trace-event JSON of a recording
 
 flags:
 `)
@@ -181,6 +195,11 @@ func (c *config) checkExport(set map[string]bool) error {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if cmd, ok := runCommands[args[0]]; ok {
+			return cmd(ctx, args[1:], stdout, stderr)
+		}
+	}
 	c, err := parse(args, stderr)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ func runTrain(args []string) error {
 	fs.Int64Var(&cfg.CkptEvery, "ckpt-every", 500, "write a checkpoint every N steps (and at the end, and on SIGINT/SIGTERM)")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from --ckpt DIR/latest.ckpt: step, model, optimizer, RNG and sample order")
 	fs.BoolVar(&cfg.NoServe, "no-serve", false, "do not open a socket for pipetop")
+	recordTo := fs.String("record", "", "record every step, loader statistics and host readings to this `file` (replay with pipetop replay)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: pipetrain train --data DIR [flags]
 
@@ -57,8 +58,17 @@ SIGINT or SIGTERM stops after the current step and writes a checkpoint.
 		fs.Usage()
 		return fmt.Errorf("train: --data is required")
 	}
+	if *recordTo != "" && cfg.NoServe {
+		return fmt.Errorf("train: --record needs the pipetop socket (drop --no-serve)")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var rec *recorder
+	if *recordTo != "" {
+		rec = &recorder{path: *recordTo}
+		cfg.Serving = rec.start
+		defer rec.stop()
+	}
 	res, err := trainer.Train(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

@@ -5,7 +5,8 @@
 //
 // Stage times are per-step totals, not intervals: the slices lay them end
 // to end in the record's stage order from the step's start, so durations
-// are measured and positions inside a step are approximate.
+// are measured and positions inside a step are approximate. Times count
+// from the recording's first entry (otherData.start_unix_ns).
 package trace
 
 import (
@@ -42,7 +43,11 @@ type Event struct {
 func Write(w io.Writer, es []recording.Entry) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	t := &tracer{w: bw, first: true}
-	if _, err := bw.WriteString(`{"displayTimeUnit":"ms","traceEvents":[` + "\n"); err != nil {
+	if len(es) > 0 {
+		t.origin = es[0].T.UnixNano()
+	}
+	head := fmt.Sprintf(`{"displayTimeUnit":"ms","otherData":{"start_unix_ns":%d},"traceEvents":[`+"\n", t.origin)
+	if _, err := bw.WriteString(head); err != nil {
 		return err
 	}
 	for _, e := range es {
@@ -58,11 +63,12 @@ func Write(w io.Writer, es []recording.Entry) error {
 }
 
 type tracer struct {
-	w     *bufio.Writer
-	first bool
-	err   error
-	pid   int
-	names []string
+	w      *bufio.Writer
+	origin int64 // Unix ns of the trace's time 0: the first entry
+	first  bool
+	err    error
+	pid    int
+	names  []string
 }
 
 func (t *tracer) entry(e recording.Entry) {
@@ -81,7 +87,7 @@ func (t *tracer) entry(e recording.Entry) {
 		}
 	case e.Frame.Type == ipc.TypeEvent:
 		ev := e.Frame.Event
-		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: us(ev.TimeNs), PID: t.pid, TID: tidSteps,
+		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: t.us(ev.TimeNs), PID: t.pid, TID: tidSteps,
 			Args: map[string]any{"msg": ev.Msg, "s": "p"}})
 	}
 }
@@ -101,7 +107,7 @@ func (t *tracer) step(r *stage.Record) {
 	if r.HasLoss {
 		args["loss"] = r.Loss
 	}
-	t.emit(Event{Name: "step " + strconv.FormatInt(r.Step, 10), Cat: "step", Ph: "X", Ts: us(r.StartNs), Dur: &wall,
+	t.emit(Event{Name: "step " + strconv.FormatInt(r.Step, 10), Cat: "step", Ph: "X", Ts: t.us(r.StartNs), Dur: &wall,
 		PID: t.pid, TID: tidSteps, Args: args})
 	t.lay(r, r.CPU[:r.NumStages], tidSteps, "stage")
 	if r.HasGPU() {
@@ -119,7 +125,7 @@ func (t *tracer) lay(r *stage.Record, times []int64, tid int, cat string) {
 		}
 		ns = min(ns, end-at)
 		d := float64(ns) / 1e3
-		t.emit(Event{Name: t.name(k), Cat: cat, Ph: "X", Ts: us(at), Dur: &d, PID: t.pid, TID: tid})
+		t.emit(Event{Name: t.name(k), Cat: cat, Ph: "X", Ts: t.us(at), Dur: &d, PID: t.pid, TID: tid})
 		at += ns
 	}
 }
@@ -141,15 +147,15 @@ func (t *tracer) counters(e recording.Entry) {
 			}
 		}
 		if len(args) > 0 {
-			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid, Args: args})
+			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid, Args: args})
 		}
 		if v := d.MemUsed.Value; v != nil {
-			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid,
+			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid,
 				Args: map[string]any{"used bytes": *v}})
 		}
 	}
 	if v := e.Host.CPU.Total.Value; v != nil {
-		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: us(e.T.UnixNano()), PID: t.pid, Args: map[string]any{"all cores %": *v}})
+		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid, Args: map[string]any{"all cores %": *v}})
 	}
 }
 
@@ -171,5 +177,6 @@ func (t *tracer) emit(e Event) {
 	}
 }
 
-// us converts Unix nanoseconds to trace microseconds.
-func us(ns int64) float64 { return float64(ns) / 1e3 }
+// us converts Unix nanoseconds to trace microseconds since the origin:
+// small numbers keep a float64 exact to the nanosecond.
+func (t *tracer) us(ns int64) float64 { return float64(ns-t.origin) / 1e3 }

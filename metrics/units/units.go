@@ -105,3 +105,13 @@ func Age(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
 }
+
+// Clock formats a position in a run as 1:02:03 or 2:03.
+func Clock(d time.Duration) string {
+	d = max(0, d).Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}

@@ -139,13 +139,19 @@ func (f *Feed) Apply(m ipc.Message, now time.Time) {
 }
 
 // SetTap makes fn see every message the feed applies from now on, in
-// order, before it is applied (recordings); nil stops it. fn runs on the
-// feed's goroutine with the feed locked: it must be quick and must not
+// order, before it is applied (recordings); nil stops it. A trainer
+// already connected is first passed as its connection, with the current
+// stage list. fn runs with the feed locked: it must be quick and must not
 // call the Feed.
 func (f *Feed) SetTap(fn func(m ipc.Message, now time.Time)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tap = fn
+	if fn != nil && f.hello != nil && f.link.State == snapshot.LinkConnected {
+		h := *f.hello
+		h.Stages = slices.Clone(f.win.Names())
+		fn(ipc.Message{Connected: &h, Endpoint: f.ep}, time.Now())
+	}
 }
 
 func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {

@@ -138,3 +138,26 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestDaySize: a day at 10 steps/s (7 stages with GPU times, steps as a
+// trainer batches them) stays under 200 MB, extrapolated from 20,000 steps.
+func TestDaySize(t *testing.T) {
+	ms := time.Millisecond
+	r := rectest.Run{Name: "day", PID: 1, Start: time.Unix(1_800_000_000, 0), Steps: 20000,
+		Stages: stage.Canonical, Means: []time.Duration{30 * ms, ms, 25 * ms, 30 * ms, 5 * ms, ms, ms},
+		GPU: []time.Duration{0, ms, 20 * ms, 28 * ms, 4 * ms, 0, 0}, Jitter: 0.3, Seed: 2, Batch: 1}
+	path := filepath.Join(t.TempDir(), "day.pipetop")
+	if err := rectest.Write(path, r.Entries()); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perStep := float64(fi.Size()) / 20000
+	day := perStep * 10 * 86400
+	t.Logf("%.1f bytes/step: %.0f MB for 24 h at 10 steps/s", perStep, day/1e6)
+	if day > 200e6 {
+		t.Errorf("%.0f MB a day, want < 200 MB", day/1e6)
+	}
+}

@@ -112,6 +112,12 @@ func (p *Player) SeekTo(t time.Time) {
 	p.seekLocked(t)
 }
 
+// SeekStart moves the position to the start.
+func (p *Player) SeekStart() { p.SeekTo(p.start) }
+
+// SeekEnd moves the position to the end.
+func (p *Player) SeekEnd() { p.SeekTo(p.end) }
+
 // Seek moves the position by d.
 func (p *Player) Seek(d time.Duration) {
 	p.mu.Lock()

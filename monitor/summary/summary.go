@@ -110,7 +110,7 @@ func newBuilder(es []recording.Entry) *builder {
 		}
 	}
 	span := time.Duration(max(0, hi-lo))
-	bucket := max(time.Second, (span/60).Round(time.Second))
+	bucket := max(time.Second, (span / 60).Round(time.Second))
 	return &builder{run: Run{Version: Version}, ring: stage.NewStepRing(nil, max(1, steps)), bucket: bucket, first: -1}
 }
 

@@ -49,17 +49,12 @@ func WriteText(w io.Writer, r Run) error {
 	return nil
 }
 
-// clock formats seconds as 1:02:03, 2:03 or 4.5s.
+// clock formats seconds as 4.5s under a minute, else as 2:03 or 1:02:03.
 func clock(sec float64) string {
 	if sec < 60 {
 		return fmt.Sprintf("%.1fs", sec)
 	}
-	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	if h > 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
-	}
-	return fmt.Sprintf("%d:%02d", m, s)
+	return units.Clock(time.Duration(sec * float64(time.Second)))
 }
 
 // spark draws the steps/s of each bucket as one block character.

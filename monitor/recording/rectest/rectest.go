@@ -73,7 +73,9 @@ func (r Run) Entries() []recording.Entry {
 
 // host is a made-up machine reading.
 func host(t time.Time) *recording.Host {
-	v := func(x float64) snapshot.Reading { return snapshot.Reading{Value: &x, Source: "/proc/stat", State: "ok"} }
+	v := func(x float64) snapshot.Reading {
+		return snapshot.Reading{Value: &x, Source: "/proc/stat", State: "ok"}
+	}
 	busy := float64(t.Unix()%50) + 25
 	return &recording.Host{CPU: snapshot.CPU{Total: v(busy), Cores: []snapshot.Reading{v(busy)}},
 		GPU: snapshot.GPU{Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "test GPU", SMActivity: v(busy / 2),

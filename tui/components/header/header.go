@@ -89,6 +89,9 @@ func (m Model) first() string {
 
 func (m Model) link() string {
 	s, st := m.Snap, m.St
+	if r := s.Replay; r != nil {
+		return st.Warn.Render(fmt.Sprintf("▶ replay %s / %s", units.Clock(seconds(r.AtSec)), units.Clock(seconds(r.LengthSec))))
+	}
 	switch s.Link.State {
 	case snapshot.LinkConnected:
 		return st.Good.Render("● live")
@@ -104,6 +107,12 @@ func (m Model) second() string {
 	var parts []string
 	if m.paused {
 		parts = append(parts, st.Warn.Render("⏸ paused (p to resume)"))
+	}
+	if r := s.Replay; r != nil {
+		parts = append(parts, st.Label.Render("recording ")+st.Value.Render(r.File)+st.Dim.Render(fmt.Sprintf(" at %gx (←/→ seek, [ ] speed)", r.Speed)))
+		if r.Damage != "" {
+			parts = append(parts, st.Bad.Render("damaged: ")+st.Dim.Render(r.Damage))
+		}
 	}
 	if t := s.Trainer; t != nil && t.Synthetic {
 		parts = append(parts, st.Warn.Render("SYNTHETIC publisher: made-up steps"))
@@ -128,3 +137,5 @@ func (m Model) second() string {
 	}
 	return strings.Join(parts, m.sep())
 }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/pipetop/pipetop/export/trace"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/replay"
+	"github.com/pipetop/pipetop/monitor/summary"
+	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+// runCommands are the commands about recordings; each parses its own flags.
+var runCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"record":  record,
+	"replay":  replayCmd,
+	"summary": summaryCmd,
+	"compare": compareCmd,
+	"trace":   traceCmd,
+}
+
+// flags returns a flag set for a recordings command that prints usage to
+// stderr.
+func flags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("pipetop "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: pipetop %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags wherever they stand among the positional
+// arguments and checks their count.
+func parseArgs(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) < lo || len(pos) > hi {
+		fs.Usage()
+		return nil, usageError{fmt.Errorf("%s: want %d to %d arguments, got %d", fs.Name(), lo, hi, len(pos))}
+	}
+	return pos, nil
+}
+
+// record implements pipetop record: attach like pipetop attach and write
+// everything to a recording until interrupted (or --duration).
+func record(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flags("record", "[-o FILE] [flags] [PATH|PID|NAME]", stderr)
+	out := fs.String("o", "", "the recording `file` (default pipetop-NAME-TIME.pipetop)")
+	interval := fs.Duration("interval", time.Second, "how often host and GPU readings are recorded")
+	duration := fs.Duration("duration", 0, "stop after this long (default: until interrupted)")
+	noGPU := fs.Bool("no-gpu", false, "do not load NVML")
+	pos, err := parseArgs(fs, args, 0, 1)
+	if err != nil {
+		return err
+	}
+	if *interval < 50*time.Millisecond {
+		return usageError{fmt.Errorf("--interval %v: want at least 50ms", *interval)}
+	}
+	spec := strings.Join(pos, "")
+	m, err := monitor.Open(ctx, spec, monitor.Options{NoGPU: *noGPU})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if m.Pick {
+		return severalTrainers("record")
+	}
+	path := *out
+	if path == "" {
+		path = defaultRecording(spec, time.Now())
+	}
+	host, _ := os.Hostname()
+	w, err := recording.Create(path, recording.Header{StartNs: time.Now().UnixNano(), Host: host, Source: spec})
+	if err != nil {
+		return err
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	fmt.Fprintf(stderr, "pipetop: recording to %s (Ctrl-C to stop)\n", path)
+	err = m.Record(ctx, w, *interval)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// defaultRecording names a recording after the trainer and the time.
+func defaultRecording(spec string, now time.Time) string {
+	name := "trainer"
+	if spec != "" && !strings.Contains(spec, "/") {
+		name = spec
+	}
+	return fmt.Sprintf("pipetop-%s-%s.pipetop", name, now.Format("20060102-150405"))
+}
+
+// replayCmd implements pipetop replay.
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("replay", "FILE [--at D] [--once|--json] [flags]", stderr)
+	at := fs.Duration("at", 0, "start at this position in the recording (e.g. 1m30s; negative: from the end)")
+	once := fs.Bool("once", false, "print the text snapshot at --at and exit")
+	asJSON := fs.Bool("json", false, "print the JSON snapshot at --at and exit")
+	speed := fs.Int("speed", 1, "play at this speed: 1, 2, 4, ... 64")
+	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all")
+	width := fs.Int("width", 0, "width of the --once text (default: the terminal's, else 100)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	wi, ok := monitor.WindowByLabel(*window)
+	if !ok {
+		return usageError{fmt.Errorf("--window %q: want 5s, 30s, 2m or all", *window)}
+	}
+	si, err := speedIndex(*speed)
+	if err != nil {
+		return err
+	}
+	p, err := replay.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	if p.Damage != nil {
+		fmt.Fprintf(stderr, "pipetop: %v; replaying up to there\n", p.Damage)
+	}
+	p.SetSpeed(si)
+	start := p.Start().Add(*at)
+	if *at < 0 {
+		start = p.End().Add(*at)
+	}
+	if *once || *asJSON {
+		p.SetPaused(true)
+		p.SeekTo(start)
+		s := p.Snapshot(monitor.Windows[wi])
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(s)
+		}
+		return printText(stdout, &s, config{width: *width})
+	}
+	p.SeekTo(start)
+	prof := colorprofile.Detect(os.Stdout, os.Environ())
+	root := tui.New(tui.Options{Collector: p.Collector(), Styles: styles.New(prof >= colorprofile.ANSI),
+		Window: wi, Context: ctx, Now: p.Now, Replay: p})
+	_, err = tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(10)).Run()
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// speedIndex is the index of speed in replay.Speeds.
+func speedIndex(speed int) (int, error) {
+	for i, s := range replay.Speeds {
+		if float64(speed) == s {
+			return i, nil
+		}
+	}
+	return 0, usageError{fmt.Errorf("--speed %d: want one of %v", speed, replay.Speeds)}
+}
+
+// summaryCmd implements pipetop summary.
+func summaryCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("summary", "FILE [--json]", stderr)
+	asJSON := fs.Bool("json", false, "print the summary as JSON (what pipetop compare reads)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	r, err := summary.FromFile(pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return summary.WriteText(stdout, r)
+}
+
+// compareCmd implements pipetop compare.
+func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("compare", "A B [--json]   (recordings or summary JSON files)", stderr)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	pos, err := parseArgs(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	a, err := summary.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	b, err := summary.Load(pos[1])
+	if err != nil {
+		return err
+	}
+	c := summary.Compare(a, b)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	}
+	return summary.WriteComparison(stdout, a, b, c)
+}
+
+// traceCmd implements pipetop trace.
+func traceCmd(_ context.Context, args []string, _, stderr io.Writer) error {
+	fs := flags("trace", "FILE -o trace.json", stderr)
+	out := fs.String("o", "", "the trace-event JSON `file` to write (opens in Perfetto's UI)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError{errors.New("trace needs -o FILE")}
+	}
+	_, es, err := recording.ReadAll(pos[0])
+	if es == nil && err != nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pipetop: %v; tracing up to there\n", err)
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if err := trace.Write(f, es); err != nil {
+		f.Close()
+		return fmt.Errorf("write trace %s: %w", *out, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,95 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording/rectest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden.json")
+
+func planted(steps int) rectest.Run {
+	ms := time.Millisecond
+	return rectest.Run{Name: "trace", PID: 77, Start: time.Unix(1_800_000_000, 0), Steps: steps,
+		Stages: []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Other},
+		Means:  []time.Duration{3 * ms, ms / 2, 6 * ms, 4 * ms, ms / 4},
+		GPU:    []time.Duration{0, ms / 3, 5 * ms, 3 * ms, 0}, Jitter: 0.3, Seed: 3, Batch: 4, Host: 50 * ms}
+}
+
+type file struct {
+	TraceEvents []Event `json:"traceEvents"`
+}
+
+// TestStructure: every stage slice lies inside its step slice, and a
+// step's stage slices add up to its wall time within 1 %.
+func TestStructure(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, planted(400).Entries()); err != nil {
+		t.Fatal(err)
+	}
+	var f file
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	var step *Event
+	var sum float64
+	steps, counters := 0, 0
+	check := func() {
+		if step != nil && math.Abs(sum-*step.Dur) > 0.01**step.Dur {
+			t.Fatalf("%s: stages add up to %.1f µs, wall %.1f µs", step.Name, sum, *step.Dur)
+		}
+	}
+	for i := range f.TraceEvents {
+		e := &f.TraceEvents[i]
+		switch {
+		case e.Cat == "step":
+			check()
+			step, sum = e, 0
+			steps++
+		case e.Cat == "stage":
+			if step == nil || e.Ts < step.Ts-0.001 || e.Ts+*e.Dur > step.Ts+*step.Dur+0.001 || e.TID != step.TID {
+				t.Fatalf("stage slice %+v outside its step %+v", e, step)
+			}
+			sum += *e.Dur
+		case e.Cat == "gpu":
+			if e.TID != tidGPU || e.Ts < step.Ts-0.001 || e.Ts+*e.Dur > step.Ts+*step.Dur+0.001 {
+				t.Fatalf("gpu slice %+v outside its step", e)
+			}
+		case e.Ph == "C":
+			counters++
+		}
+	}
+	check()
+	if steps != 400 || counters == 0 {
+		t.Fatalf("%d steps, %d counter events", steps, counters)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, planted(3).Entries()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden.json")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("trace differs from %s (rerun with -update after checking):\n%s", path, b.String())
+	}
+}
