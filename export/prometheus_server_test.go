@@ -185,7 +185,7 @@ func stopRank(cmd *exec.Cmd) {
 // loopback port and returns its address.
 func serveExporter(ctx context.Context, t *testing.T, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	var m *monitor.Monitor
 	for {
 		var err error
