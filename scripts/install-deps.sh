@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   libtorch-dev cmake g++ make    # the libtorch shim (CPU libtorch 1.13)
+  libgloo-dev                     # Gloo headers: multi-rank CPU training through c10d
   libblosc-dev                    # blosc codecs through cgo
   python3-zarr python3-numcodecs  # zarr-python interop tests and the loader peer
   python3-torch                   # the Python publisher example and the loader peer

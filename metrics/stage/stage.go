@@ -26,6 +26,10 @@ const (
 // joins it on multi-rank runs; eval is outside steps.
 var Canonical = []string{DataWait, H2D, Forward, Backward, Optim, Sync, Other}
 
+// MultiRank lists the stages a step of one rank of a multi-rank run is
+// timed in: Canonical with comm (the gradient all-reduce) after backward.
+var MultiRank = []string{DataWait, H2D, Forward, Backward, Comm, Optim, Sync, Other}
+
 // MaxStages is the most stages one record can carry.
 const MaxStages = 16
 

@@ -119,3 +119,43 @@ func (c *ChunkAware) Order(epoch int64) []int32 {
 	}
 	return out
 }
+
+// Shard is one rank's part of another sampler's order, with the semantics
+// of PyTorch's DistributedSampler: each epoch the inner order (already
+// shuffled by seed and epoch, the same on every rank) is padded by
+// repeating its start until its length is a multiple of World, and rank R
+// takes positions R, R+World, R+2*World, ... So the ranks' shards are
+// disjoint apart from the padding, cover every window, and are equally
+// long, which keeps every rank at the same number of steps.
+type Shard struct {
+	Inner Sampler
+	Rank  int
+	World int
+}
+
+// NewShard checks rank and world and returns rank's shard of inner.
+func NewShard(inner Sampler, rank, world int) (*Shard, error) {
+	if world < 1 || rank < 0 || rank >= world {
+		return nil, fmt.Errorf("shard: rank %d of world %d: want 0 <= rank < world", rank, world)
+	}
+	if inner.Len() < 1 {
+		return nil, fmt.Errorf("shard: no windows to share among %d ranks", world)
+	}
+	return &Shard{Inner: inner, Rank: rank, World: world}, nil
+}
+
+// Order implements Sampler.
+func (s *Shard) Order(epoch int64) []int32 {
+	all := s.Inner.Order(epoch)
+	out := make([]int32, 0, s.Len())
+	for i := s.Rank; len(out) < s.Len(); i += s.World {
+		out = append(out, all[i%len(all)])
+	}
+	return out
+}
+
+// Len implements Sampler: ceil(inner windows / world).
+func (s *Shard) Len() int { return (s.Inner.Len() + s.World - 1) / s.World }
+
+// Name implements Sampler: the inner sampler's name.
+func (s *Shard) Name() string { return s.Inner.Name() }

@@ -34,6 +34,13 @@ typedef struct pt_api {
 	int (*load)(pt_policy*, const char*, uint8_t**, size_t*);
 	int (*save_encoder)(pt_policy*, const char*);
 	void (*free)(void*);
+	int (*dist_create)(const pt_dist_options*, pt_dist**);
+	void (*dist_destroy)(pt_dist*);
+	int (*dist_info)(pt_dist*, char*, size_t, size_t*);
+	int (*dist_barrier)(pt_dist*);
+	int (*join)(pt_policy*, pt_dist*, int64_t);
+	int (*allreduce_grads)(pt_policy*, pt_dist*, int32_t, int32_t*);
+	int (*checksum)(pt_policy*, uint64_t*);
 } pt_api;
 
 static inline void* pt_open(const char* path, char* err, size_t n) {
@@ -133,5 +140,43 @@ static inline int pt_call_save_encoder(pt_api* a, pt_policy* p, const char* path
 }
 
 static inline void pt_call_free(pt_api* a, void* ptr) { a->free(ptr); }
+
+static inline int pt_call_dist_create(pt_api* a, const pt_dist_options* o, pt_dist** out, char* err, size_t n) {
+	int rc = a->dist_create(o, out);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline void pt_call_dist_destroy(pt_api* a, pt_dist* d) { a->dist_destroy(d); }
+
+static inline int pt_call_dist_info(pt_api* a, pt_dist* d, char* buf, size_t cap, size_t* need, char* err, size_t n) {
+	int rc = a->dist_info(d, buf, cap, need);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline int pt_call_dist_barrier(pt_api* a, pt_dist* d, char* err, size_t n) {
+	int rc = a->dist_barrier(d);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline int pt_call_join(pt_api* a, pt_policy* p, pt_dist* d, int64_t step, char* err, size_t n) {
+	int rc = a->join(p, d, step);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline int pt_call_allreduce_grads(pt_api* a, pt_policy* p, pt_dist* d, int32_t vote, int32_t* votes, char* err, size_t n) {
+	int rc = a->allreduce_grads(p, d, vote, votes);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
+
+static inline int pt_call_checksum(pt_api* a, pt_policy* p, uint64_t* out, char* err, size_t n) {
+	int rc = a->checksum(p, out);
+	if (rc) pt_copy_err(a, err, n);
+	return rc;
+}
 
 #endif

@@ -158,6 +158,13 @@ func resolve(api *C.pt_api, h unsafe.Pointer) error {
 		{"pt_policy_load", (*unsafe.Pointer)(unsafe.Pointer(&api.load))},
 		{"pt_policy_save_encoder", (*unsafe.Pointer)(unsafe.Pointer(&api.save_encoder))},
 		{"pt_free", (*unsafe.Pointer)(unsafe.Pointer(&api.free))},
+		{"pt_dist_create", (*unsafe.Pointer)(unsafe.Pointer(&api.dist_create))},
+		{"pt_dist_destroy", (*unsafe.Pointer)(unsafe.Pointer(&api.dist_destroy))},
+		{"pt_dist_info", (*unsafe.Pointer)(unsafe.Pointer(&api.dist_info))},
+		{"pt_dist_barrier", (*unsafe.Pointer)(unsafe.Pointer(&api.dist_barrier))},
+		{"pt_policy_join", (*unsafe.Pointer)(unsafe.Pointer(&api.join))},
+		{"pt_policy_allreduce_grads", (*unsafe.Pointer)(unsafe.Pointer(&api.allreduce_grads))},
+		{"pt_policy_checksum", (*unsafe.Pointer)(unsafe.Pointer(&api.checksum))},
 	}
 	for _, s := range slots {
 		cname := C.CString(s.name)

@@ -35,13 +35,14 @@ extern "C" {
 #endif
 
 /* PT_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define PT_ABI_VERSION 2
+#define PT_ABI_VERSION 3
 
 /* Stage indices reported by pt_policy_poll_timings. */
 #define PT_STAGE_H2D 0
 #define PT_STAGE_FORWARD 1
 #define PT_STAGE_BACKWARD 2
 #define PT_STAGE_OPTIM 3
+#define PT_STAGE_COMM 4
 
 /* pt_timing is one finished GPU stage interval, measured with a pair of
  * CUDA events recorded on the stream that ran the stage. */
@@ -141,6 +142,57 @@ PT_API int pt_policy_load(pt_policy* p, const char* path, uint8_t** extra,
 /* pt_policy_save_encoder writes the frozen encoder's weights with
  * torch::save, a file that "encoder_weights" accepts. */
 PT_API int pt_policy_save_encoder(pt_policy* p, const char* path);
+
+/* pt_dist is one rank's membership of a c10d process group. */
+typedef struct pt_dist pt_dist;
+
+/* pt_dist_options configures pt_dist_create. NULL strings and zero
+ * numbers take the defaults noted. */
+typedef struct pt_dist_options {
+  const char* backend;     /* "gloo", "nccl" or "auto" (default: nccl
+                              with a device_index, else gloo) */
+  const char* master_addr; /* host of rank 0's TCPStore (127.0.0.1) */
+  int32_t master_port;     /* its port (required) */
+  int32_t rank;            /* this rank, 0..world_size-1 */
+  int32_t world_size;      /* number of ranks, >= 1 */
+  int32_t device_index;    /* this rank's CUDA device (NCCL); -1: CPU */
+  int64_t timeout_ms;      /* rendezvous and collective timeout (300000) */
+  int64_t bucket_bytes;    /* gradient bucket size (25 MiB) */
+} pt_dist_options;
+
+/* pt_dist_create joins the process group: rank 0 serves a c10d TCPStore
+ * at master_addr:master_port, every rank connects to it and the Gloo or
+ * NCCL group is built over it. It fails, naming the missing ranks, when
+ * not every rank joins within the timeout. */
+PT_API int pt_dist_create(const pt_dist_options* opts, pt_dist** out);
+
+/* pt_dist_destroy leaves the group; NULL is ignored. */
+PT_API void pt_dist_destroy(pt_dist* d);
+
+/* pt_dist_info writes a JSON object (backend, rank, world_size,
+ * timeout_ms, bucket_bytes); buf/cap/needed work like pt_policy_info. */
+PT_API int pt_dist_info(pt_dist* d, char* buf, size_t cap, size_t* needed);
+
+/* pt_dist_barrier waits until every rank calls it (or the timeout). */
+PT_API int pt_dist_barrier(pt_dist* d);
+
+/* pt_policy_join makes p one replica of the group: every parameter and
+ * buffer is overwritten with rank 0's, and ranks other than 0 reseed
+ * their noise generator from (seed, rank, step) so replicas draw
+ * different noise. Call it after creating (and loading) the policy. */
+PT_API int pt_policy_join(pt_policy* p, pt_dist* d, int64_t step);
+
+/* pt_policy_allreduce_grads is the comm stage: it replaces every gradient
+ * with its mean over the ranks (bucketed, after backward has finished).
+ * vote is this rank's stop vote (0 or 1); *votes receives the sum over
+ * all ranks, so every rank can stop at the same step. On failure the
+ * error names the ranks that did not reach this step. */
+PT_API int pt_policy_allreduce_grads(pt_policy* p, pt_dist* d, int32_t vote,
+                                     int32_t* votes);
+
+/* pt_policy_checksum hashes the bytes of every trainable parameter
+ * (FNV-1a, 64 bits): replicas in step have equal checksums. */
+PT_API int pt_policy_checksum(pt_policy* p, uint64_t* out);
 
 /* pt_free releases memory returned by this library. */
 PT_API void pt_free(void* ptr);

@@ -82,15 +82,18 @@ type Info struct {
 // StageTiming is one GPU stage interval measured with CUDA events.
 type StageTiming struct {
 	Step  int64 // the step passed to BeginStep
-	Stage int   // index in stage.Canonical: of h2d, forward, backward or optim; -1 unknown
+	Stage int   // index in the policy's stage list (SetStageList) of h2d, forward, backward, comm or optim; -1 unknown
 	Ns    int64 // GPU nanoseconds
 }
 
-// stageIndex maps PT_STAGE_* indices to indices in stage.Canonical, the
-// stage list of the trainer's records.
-var stageIndex = [...]int{
-	slices.Index(stage.Canonical, stage.H2D), slices.Index(stage.Canonical, stage.Forward),
-	slices.Index(stage.Canonical, stage.Backward), slices.Index(stage.Canonical, stage.Optim),
+// stageIndex maps PT_STAGE_* indices to indices in names, the stage list
+// of the trainer's records (-1 for a stage names lacks).
+func stageIndex(names []string) [5]int {
+	return [...]int{
+		slices.Index(names, stage.H2D), slices.Index(names, stage.Forward),
+		slices.Index(names, stage.Backward), slices.Index(names, stage.Optim),
+		slices.Index(names, stage.Comm),
+	}
 }
 
 // ErrClosed is returned by methods of a closed Policy.
@@ -110,6 +113,7 @@ type Policy struct {
 	poll *C.pt_timing // C buffer of pollCap timings
 	out  *C.float     // C buffer for Sync's loss and grad norm (no Go escape)
 	info Info
+	idx  [5]int // PT_STAGE_* -> index in the records' stage list
 }
 
 // NewPolicy creates a policy; the error names the offending config key.
@@ -125,6 +129,7 @@ func (l *Lib) NewPolicy(cfg Config) (*Policy, error) {
 		err:  (*C.char)(C.calloc(errBufSize, 1)),
 		poll: (*C.pt_timing)(C.calloc(pollCap, C.sizeof_pt_timing)),
 		out:  (*C.float)(C.calloc(2, C.sizeof_float)),
+		idx:  stageIndex(stage.Canonical),
 	}
 	if C.pt_call_create(l.api, ccfg, &p.h, p.err, errBufSize) != 0 {
 		e := p.lastErr("create policy")
@@ -286,7 +291,7 @@ func (p *Policy) PollGPUTimings(dst []StageTiming) int {
 		}
 		src := unsafe.Slice(p.poll, n)
 		for i := range src {
-			dst[total+i] = StageTiming{Step: int64(src[i].step), Stage: canonicalIndex(int(src[i].stage)), Ns: int64(src[i].ns)}
+			dst[total+i] = StageTiming{Step: int64(src[i].step), Stage: p.stageIdx(int(src[i].stage)), Ns: int64(src[i].ns)}
 		}
 		total += n
 		if n < want {
@@ -296,13 +301,22 @@ func (p *Policy) PollGPUTimings(dst []StageTiming) int {
 	return total
 }
 
-// canonicalIndex is the stage.Canonical index of PT_STAGE_* index i, -1
-// for an index this build does not know.
-func canonicalIndex(i int) int {
-	if i >= 0 && i < len(stageIndex) {
-		return stageIndex[i]
+// stageIdx is the stage-list index of PT_STAGE_* index i, -1 for an index
+// this build does not know.
+func (p *Policy) stageIdx(i int) int {
+	if i >= 0 && i < len(p.idx) {
+		return p.idx[i]
 	}
 	return -1
+}
+
+// SetStageList says which stage list the trainer's records use
+// (stage.Canonical by default, stage.MultiRank on a multi-rank run), so
+// that PollGPUTimings reports indices into it.
+func (p *Policy) SetStageList(names []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idx = stageIndex(names)
 }
 
 // Save writes model, optimizer and noise-generator state plus extra to

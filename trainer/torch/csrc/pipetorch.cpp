@@ -17,6 +17,10 @@ struct pt_policy {
   std::unique_ptr<pipetorch::Policy> impl;
 };
 
+struct pt_dist {
+  std::unique_ptr<pipetorch::Dist> impl;
+};
+
 namespace {
 
 thread_local std::string g_error;
@@ -41,6 +45,11 @@ int Guard(const char* op, F&& f) {
 pipetorch::Policy& Impl(pt_policy* p) {
   if (!p || !p->impl) throw std::invalid_argument("NULL policy handle");
   return *p->impl;
+}
+
+pipetorch::Dist& DistImpl(pt_dist* d) {
+  if (!d || !d->impl) throw std::invalid_argument("NULL process group handle");
+  return *d->impl;
 }
 
 // WithPolicy runs f(policy) with the policy's device and stream selected on
@@ -177,6 +186,46 @@ int pt_policy_save_encoder(pt_policy* p, const char* path) {
   return WithPolicy("save_encoder", p, [&](pipetorch::Policy& impl) {
     if (!path) throw std::invalid_argument("NULL path");
     impl.SaveEncoder(path);
+  });
+}
+
+int pt_dist_create(const pt_dist_options* opts, pt_dist** out) {
+  return Guard("dist_create", [&] {
+    if (!opts || !out) throw std::invalid_argument("NULL argument");
+    *out = nullptr;
+    auto h = std::make_unique<pt_dist>();
+    h->impl = std::make_unique<pipetorch::Dist>(pipetorch::DistOptionsFrom(*opts));
+    *out = h.release();
+  });
+}
+
+void pt_dist_destroy(pt_dist* d) {
+  Guard("dist_destroy", [&] { delete d; });
+}
+
+int pt_dist_info(pt_dist* d, char* buf, size_t cap, size_t* needed) {
+  return Guard("dist_info", [&] { CopyOut(DistImpl(d).InfoJSON(), buf, cap, needed); });
+}
+
+int pt_dist_barrier(pt_dist* d) {
+  return Guard("barrier", [&] { DistImpl(d).Barrier("pt_dist_barrier"); });
+}
+
+int pt_policy_join(pt_policy* p, pt_dist* d, int64_t step) {
+  return WithPolicy("join", p, [&](pipetorch::Policy& impl) { impl.Join(DistImpl(d), step); });
+}
+
+int pt_policy_allreduce_grads(pt_policy* p, pt_dist* d, int32_t vote, int32_t* votes) {
+  return WithPolicy("comm", p, [&](pipetorch::Policy& impl) {
+    int v = impl.AllReduceGrads(DistImpl(d), vote != 0);
+    if (votes) *votes = v;
+  });
+}
+
+int pt_policy_checksum(pt_policy* p, uint64_t* out) {
+  return Guard("checksum", [&] {
+    if (!out) throw std::invalid_argument("NULL argument");
+    *out = Impl(p).ParamChecksum();
   });
 }
 

@@ -410,6 +410,49 @@ int Policy::PollTimings(pt_timing* dst, int cap) {
   return 0;
 }
 
+void Policy::Join(Dist& d, int64_t step) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> all;
+  for (auto& t : encoder_->parameters()) all.push_back(t);
+  for (auto& t : encoder_->buffers()) all.push_back(t);
+  for (auto& t : net_->parameters()) all.push_back(t);
+  for (auto& t : net_->buffers()) all.push_back(t);
+  d.Broadcast(all, "rank 0's parameters");
+  if (d.Rank() == 0) return;
+  uint64_t seed = static_cast<uint64_t>(cfg_.seed) ^ 0x9e3779b97f4a7c15ULL;
+  seed ^= (static_cast<uint64_t>(d.Rank()) * 0xbf58476d1ce4e5b9ULL) ^
+          (static_cast<uint64_t>(step) * 0x94d049bb133111ebULL);
+  gen_.set_current_seed(seed);
+}
+
+int Policy::AllReduceGrads(Dist& d, int vote) {
+#ifdef PIPETORCH_CUDA
+  if (gpu_) gpu_->timer.Start(step_, PT_STAGE_COMM, gpu_->compute);
+#endif
+  std::vector<torch::Tensor> grads;
+  for (auto& p : net_->parameters())
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) throw std::logic_error("allreduce_grads: no gradients (run backward first)");
+  int votes = d.AverageGrads(grads, step_, vote);
+#ifdef PIPETORCH_CUDA
+  if (gpu_) gpu_->timer.Stop(gpu_->compute);
+#endif
+  return votes;
+}
+
+uint64_t Policy::ParamChecksum() const {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const auto& p : net_->parameters()) {
+    auto c = p.detach().to(torch::kCPU).contiguous();
+    const auto* b = static_cast<const uint8_t*>(c.data_ptr());
+    for (size_t i = 0, n = c.numel() * c.element_size(); i < n; ++i) {
+      h ^= b[i];
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
+}
+
 void Policy::SaveEncoder(const std::string& path) {
   torch::NoGradGuard no_grad;
   auto cpu = ResNet18(cfg_.encoder_width);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.h"
+#include "dist.h"
 #include "gpu.h"
 #include "model.h"
 #include "pipetorch.h"
@@ -34,6 +35,15 @@ class Policy {
   void Save(const std::string& path, const std::string& extra);
   std::string Load(const std::string& path);  // returns the extra bytes
   void SaveEncoder(const std::string& path);
+
+  // Join overwrites parameters and buffers with rank 0's and gives ranks
+  // other than 0 their own noise stream.
+  void Join(Dist& d, int64_t step);
+  // AllReduceGrads averages the gradients over the ranks (the comm stage)
+  // and returns the sum of the ranks' stop votes.
+  int AllReduceGrads(Dist& d, int vote);
+  // ParamChecksum hashes the trainable parameters' bytes.
+  uint64_t ParamChecksum() const;
 
   std::string InfoJSON() const;
   int64_t EncoderParams() const { return CountParams(*encoder_); }

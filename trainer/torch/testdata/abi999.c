@@ -21,3 +21,10 @@ int pt_policy_save(pt_policy* p, const char* f, const uint8_t* e, size_t n) { re
 int pt_policy_load(pt_policy* p, const char* f, uint8_t** e, size_t* n) { return -1; }
 int pt_policy_save_encoder(pt_policy* p, const char* f) { return -1; }
 void pt_free(void* x) {}
+int pt_dist_create(const pt_dist_options* o, pt_dist** d) { return -1; }
+void pt_dist_destroy(pt_dist* d) {}
+int pt_dist_info(pt_dist* d, char* b, size_t c, size_t* n) { return -1; }
+int pt_dist_barrier(pt_dist* d) { return -1; }
+int pt_policy_join(pt_policy* p, pt_dist* d, int64_t s) { return -1; }
+int pt_policy_allreduce_grads(pt_policy* p, pt_dist* d, int32_t v, int32_t* n) { return -1; }
+int pt_policy_checksum(pt_policy* p, uint64_t* o) { return -1; }
