@@ -37,7 +37,7 @@ type Model interface {
 }
 
 // GPUTiming is the GPU time of one stage of one step. Stage is the
-// stage's index in the loop's records (stage.Canonical), as the model
+// stage's index in the loop's records (StageList), as the model
 // binding reports it: no name lookups between the device and the record.
 type GPUTiming struct {
 	Step  int64
@@ -50,6 +50,23 @@ type Publisher interface {
 	Publish(r *stage.Record)
 	PublishLoader(ls stage.LoaderStats)
 	PublishEvent(kind, msg string)
+}
+
+// StageList is the stage list of the loop's records: stage.Canonical, or
+// stage.MultiRank (with comm) when the loop is one rank of several.
+func StageList(multiRank bool) []string {
+	if multiRank {
+		return stage.MultiRank
+	}
+	return stage.Canonical
+}
+
+// Collective is the comm stage of a multi-rank run.
+type Collective interface {
+	// AllReduce averages the step's gradients over the ranks. vote is this
+	// rank's wish to stop after this step; stopAll reports that some rank
+	// voted so, the same answer on every rank.
+	AllReduce(vote bool) (stopAll bool, err error)
 }
 
 // Stages switches the model's stages on and off (bisect phases).
@@ -79,6 +96,11 @@ type LoopConfig struct {
 	CkptEvery  int64
 	// Window is how many recent steps Result.Summary covers; default 1000.
 	Window int
+	// Comm, when set, makes the run one rank of several: gradients are
+	// averaged after backward (the comm stage), and the ranks stop
+	// together: cancelling ctx or reaching Duration only votes to stop,
+	// and every rank ends after the step in which some rank voted.
+	Comm Collective
 }
 
 // Result is what a run did.
@@ -118,6 +140,7 @@ type loop struct {
 	newestGPU int64 // newest step with a GPU timing
 	res       Result
 	start     time.Time
+	stopAll   bool // some rank voted to stop (multi-rank)
 }
 
 func newLoop(cfg LoopConfig) (*loop, error) {
@@ -127,7 +150,7 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 1000
 	}
-	t, err := stage.NewTimer(stage.Canonical)
+	t, err := stage.NewTimer(StageList(cfg.Comm != nil))
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +171,14 @@ func (l *loop) run(ctx context.Context, src Source) (Result, error) {
 		if l.cfg.MaxSteps > 0 && step >= l.cfg.MaxSteps {
 			break
 		}
-		if l.cfg.Duration > 0 && time.Since(l.start) >= l.cfg.Duration {
+		if l.stopAll {
+			l.res.Stopped = true
 			break
 		}
-		if ctx.Err() != nil {
+		if l.cfg.Comm == nil && l.cfg.Duration > 0 && time.Since(l.start) >= l.cfg.Duration {
+			break
+		}
+		if l.cfg.Comm == nil && ctx.Err() != nil {
 			l.res.Stopped = true
 			break
 		}
@@ -220,7 +247,12 @@ func (l *loop) step(ctx context.Context, src Source, step int64) error {
 	l.timer.StartStep(step)
 	m, st := l.cfg.Model, l.cfg.Stages
 	var b *loader.Batch
-	err := l.span(stage.DataWait, func() (err error) { b, err = src.Next(ctx); return err })
+	dataCtx := ctx
+	if l.cfg.Comm != nil {
+		// A rank leaves only at a step boundary all ranks agreed on.
+		dataCtx = context.WithoutCancel(ctx)
+	}
+	err := l.span(stage.DataWait, func() (err error) { b, err = src.Next(dataCtx); return err })
 	if err != nil {
 		return err
 	}
@@ -237,7 +269,7 @@ func (l *loop) step(ctx context.Context, src Source, step int64) error {
 	}
 	src.Release(b)
 	if m != nil {
-		if err := l.network(m, st); err != nil {
+		if err := l.network(ctx, m, st); err != nil {
 			return err
 		}
 	}
@@ -255,7 +287,7 @@ func (l *loop) step(ctx context.Context, src Source, step int64) error {
 	return nil
 }
 
-func (l *loop) network(m Model, st Stages) error {
+func (l *loop) network(ctx context.Context, m Model, st Stages) error {
 	// Three plain calls rather than a table of method values: those would
 	// be allocated on every step.
 	if st.Forward {
@@ -267,10 +299,29 @@ func (l *loop) network(m Model, st Stages) error {
 		if err := l.span(stage.Backward, m.Backward); err != nil {
 			return err
 		}
+		if l.cfg.Comm != nil {
+			if err := l.comm(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	if st.Optim {
 		return l.span(stage.Optim, m.OptimStep)
 	}
+	return nil
+}
+
+// comm runs the gradient all-reduce as the comm stage, carrying this
+// rank's stop vote.
+func (l *loop) comm(ctx context.Context) error {
+	vote := ctx.Err() != nil || (l.cfg.Duration > 0 && time.Since(l.start) >= l.cfg.Duration)
+	sp := l.timer.Begin(l.idx[stage.Comm])
+	stop, err := l.cfg.Comm.AllReduce(vote)
+	sp.End()
+	if err != nil {
+		return fmt.Errorf("%s: %w", stage.Comm, err)
+	}
+	l.stopAll = l.stopAll || stop
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -36,6 +38,10 @@ type TrainConfig struct {
 	// Serving, when set, is called with the pipetop socket's path once it
 	// listens and before the first step (an in-process recorder attaches).
 	Serving func(socket string)
+	// Rank places this process in a multi-rank run (RankFromEnv); the zero
+	// value and Single are a single process.
+	Rank Rank
+	Dist DistConfig // process group settings of a multi-rank run
 }
 
 // ckptMeta is the loop's part of a checkpoint, stored as the shim's extra
@@ -48,6 +54,9 @@ type ckptMeta struct {
 	Batch    int    `json:"batch"`
 	Seed     int64  `json:"seed"`
 	Sampler  string `json:"sampler"`
+	// WorldSize is the number of ranks that wrote it (0 in checkpoints of
+	// single-process runs made before ranks existed: 1).
+	WorldSize int `json:"world_size,omitempty"`
 }
 
 // Session is an opened training setup: the shim, the policy and the loader.
@@ -55,6 +64,7 @@ type Session struct {
 	Lib    *torch.Lib
 	Policy *torch.Policy
 	Loader *loader.Loader
+	Dist   *torch.Dist // nil in a single-process run
 	cfg    TrainConfig
 	start  ckptMeta
 }
@@ -64,6 +74,9 @@ type Session struct {
 func Open(cfg TrainConfig) (*Session, error) {
 	if cfg.Batch < 1 {
 		return nil, fmt.Errorf("--batch %d: want at least 1", cfg.Batch)
+	}
+	if cfg.Rank.World < 1 {
+		cfg.Rank = Single
 	}
 	shim := cfg.Shim
 	if shim == "" {
@@ -84,7 +97,7 @@ func Open(cfg TrainConfig) (*Session, error) {
 	m := cfg.Model
 	m.Cams, m.H, m.W, m.NObs, m.Horizon, m.StateDim, m.ActionDim = sh.Cams, sh.H, sh.W, sh.NObs, sh.Horizon, sh.StateDim, sh.ActionDim
 	m.Seed = cfg.Seed
-	if s.Policy, err = lib.NewPolicy(m); err != nil {
+	if s.Policy, err = s.newPolicy(m); err != nil {
 		s.Loader.Close()
 		return nil, err
 	}
@@ -94,7 +107,56 @@ func Open(cfg TrainConfig) (*Session, error) {
 			return nil, err
 		}
 	}
+	if cfg.Rank.Distributed() {
+		if err := s.join(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// newPolicy builds the policy; on a multi-rank run whose device is auto or
+// cuda, rank LOCAL_RANK takes CUDA device LOCAL_RANK.
+func (s *Session) newPolicy(m torch.Config) (*torch.Policy, error) {
+	p, err := s.Lib.NewPolicy(m)
+	if err != nil || !s.cfg.Rank.Distributed() {
+		return p, err
+	}
+	want := fmt.Sprintf("cuda:%d", s.cfg.Rank.LocalRank)
+	if dev := p.Info().Device; strings.HasPrefix(dev, "cuda") && dev != want && (m.Device == "" || m.Device == "auto" || m.Device == "cuda") {
+		p.Close()
+		m.Device = want
+		return s.Lib.NewPolicy(m)
+	}
+	return p, nil
+}
+
+// join enters the process group and makes the policy a replica of rank 0's.
+func (s *Session) join() error {
+	r := s.cfg.Rank
+	dev := -1
+	if d := s.Policy.Info().Device; strings.HasPrefix(d, "cuda") {
+		dev = 0
+		if _, idx, ok := strings.Cut(d, ":"); ok {
+			dev, _ = strconv.Atoi(idx)
+		}
+	}
+	timeout := s.cfg.Dist.Timeout
+	if timeout <= 0 {
+		timeout = DefaultDistTimeout
+	}
+	d, err := s.Lib.NewDist(torch.DistOptions{Backend: s.cfg.Dist.Backend, MasterAddr: r.MasterAddr, MasterPort: r.MasterPort,
+		Rank: r.Rank, WorldSize: r.World, DeviceIndex: dev, Timeout: timeout, BucketBytes: s.cfg.Dist.BucketBytes})
+	if err != nil {
+		return fmt.Errorf("rank %d of %d: %w", r.Rank, r.World, err)
+	}
+	s.Dist = d
+	s.Policy.SetStageList(StageList(true))
+	if err := s.Policy.Join(d, s.start.NextStep); err != nil {
+		return fmt.Errorf("rank %d of %d: %w", r.Rank, r.World, err)
+	}
+	return nil
 }
 
 func (s *Session) openLoader(startSample int64) (*loader.Loader, error) {
@@ -118,6 +180,11 @@ func (s *Session) resume() error {
 	if err := json.Unmarshal(extra, &meta); err != nil || meta.Version != 1 {
 		return fmt.Errorf("resume from %s: unreadable loop state (%v)", path, err)
 	}
+	if w := max(1, meta.WorldSize); w != s.cfg.Rank.World {
+		return fmt.Errorf("resume from %s: checkpoint was written by a run of %d rank(s), this run has %d; "+
+			"resume needs the same world size (each rank's shard of the windows and the sample position depend on it)",
+			path, w, s.cfg.Rank.World)
+	}
 	if meta.Batch != s.cfg.Batch || meta.Seed != s.cfg.Seed || meta.Sampler != s.Loader.SamplerName() {
 		return fmt.Errorf("resume from %s: checkpoint was made with --batch %d --seed %d --sampler %s; this run has --batch %d --seed %d --sampler %s",
 			path, meta.Batch, meta.Seed, meta.Sampler, s.cfg.Batch, s.cfg.Seed, s.Loader.SamplerName())
@@ -133,7 +200,8 @@ func (s *Session) resume() error {
 
 func (c TrainConfig) loaderConfig(batch int, startSample int64) loader.Config {
 	return loader.Config{Dir: c.Data, Batch: batch, Workers: c.Workers, Sampler: c.Sampler,
-		Seed: uint64(c.Seed), StartSample: startSample, CacheBytes: int64(c.CacheMB) << 20}
+		Seed: uint64(c.Seed), StartSample: startSample, CacheBytes: int64(c.CacheMB) << 20,
+		Rank: c.Rank.Rank, World: c.Rank.World}
 }
 
 // StartStep is the step the run starts at (non-zero when resumed).
@@ -142,7 +210,7 @@ func (s *Session) StartStep() int64 { return s.start.NextStep }
 // Checkpoint writes the policy and the loop state into CkptDir atomically.
 func (s *Session) Checkpoint(nextStep int64) (string, error) {
 	meta := ckptMeta{Version: 1, NextStep: nextStep, Sample: s.Loader.Position(), Preset: s.Policy.Info().Config.Preset,
-		Batch: s.cfg.Batch, Seed: s.cfg.Seed, Sampler: s.Loader.SamplerName()}
+		Batch: s.cfg.Batch, Seed: s.cfg.Seed, Sampler: s.Loader.SamplerName(), WorldSize: s.cfg.Rank.World}
 	extra, err := json.Marshal(meta)
 	if err != nil {
 		return "", err
@@ -150,10 +218,13 @@ func (s *Session) Checkpoint(nextStep int64) (string, error) {
 	return WriteCheckpoint(s.cfg.CkptDir, func(tmp string) error { return s.Policy.Save(tmp, extra) })
 }
 
-// Close releases the loader and the policy.
+// Close releases the loader, the process group and the policy.
 func (s *Session) Close() {
 	if s.Loader != nil {
 		s.Loader.Close()
+	}
+	if s.Dist != nil {
+		s.Dist.Close()
 	}
 	if s.Policy != nil {
 		s.Policy.Close()
@@ -176,7 +247,7 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 	s.describe(logw)
 	var srv *ipc.Server
 	if !cfg.NoServe {
-		if srv, err = ipc.Listen(cfg.Name, s.hello(), ipc.ServerOptions{}); err != nil {
+		if srv, err = ipc.Listen(s.socketName(), s.hello(), ipc.ServerOptions{}); err != nil {
 			return Result{}, err
 		}
 		defer srv.Close()
@@ -191,7 +262,10 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 	if srv != nil {
 		lc.Publisher = srv
 	}
-	if cfg.CkptDir != "" {
+	if s.Dist != nil {
+		lc.Comm = distComm{s.Policy, s.Dist}
+	}
+	if cfg.CkptDir != "" && s.cfg.Rank.Rank == 0 { // rank 0 writes; every rank reads on resume
 		lc.CkptEvery = cfg.CkptEvery
 		lc.Checkpoint = func(next int64) error {
 			path, err := s.Checkpoint(next)
@@ -209,7 +283,33 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 		err = lc.Checkpoint(res.NextStep) // the end of the run
 	}
 	fmt.Fprintf(logw, "done: %d steps in %s (%s, %s)\n", res.Steps, res.Wall.Round(time.Millisecond), info.Device, info.Precision)
+	if s.Dist != nil {
+		if sum, cerr := s.Policy.Checksum(); cerr == nil {
+			fmt.Fprintf(logw, "rank %d: parameter checksum %016x at step %d\n", s.cfg.Rank.Rank, sum, res.NextStep)
+		}
+	}
 	return res, err
+}
+
+// socketName is the pipetop socket's NAME: --name, plus -rankR on a
+// multi-rank run, so NAME-rankR.PID.sock tells which rank a pid is.
+func (s *Session) socketName() string {
+	if !s.cfg.Rank.Distributed() {
+		return s.cfg.Name
+	}
+	return fmt.Sprintf("%s-rank%d", s.cfg.Name, s.cfg.Rank.Rank)
+}
+
+// distComm is the loop's comm stage over a process group.
+type distComm struct {
+	p *torch.Policy
+	d *torch.Dist
+}
+
+// AllReduce averages the gradients and adds up the stop votes.
+func (c distComm) AllReduce(vote bool) (bool, error) {
+	n, err := c.p.AllReduceGrads(c.d, vote)
+	return n > 0, err
 }
 
 // maxSteps turns --max-steps and --epochs into a last step number.
@@ -225,17 +325,23 @@ func (s *Session) maxSteps() int64 {
 }
 
 func (s *Session) stepsPerEpoch() int64 {
-	return max(1, int64(s.Loader.Windows()/s.cfg.Batch))
+	return max(1, int64(s.Loader.EpochWindows()/s.cfg.Batch))
 }
 
 func (s *Session) hello() ipc.Hello {
 	info := s.Policy.Info()
-	return ipc.Hello{Stages: stage.Canonical, Config: ipc.EncodeConfig(map[string]any{
+	r := s.cfg.Rank
+	h := ipc.Hello{Stages: StageList(r.Distributed()), Config: ipc.EncodeConfig(map[string]any{
 		"kind": "pipetrain", "data": s.cfg.Data, "preset": info.Config.Preset, "batch": s.cfg.Batch,
 		"workers": s.cfg.Workers, "sampler": s.Loader.SamplerName(), "device": info.Device,
 		"precision": info.Precision, "encoder_params": info.EncoderParams, "policy_params": info.PolicyParams,
 		"encoder_random_init": info.EncoderRandomInit, "epoch_steps": s.stepsPerEpoch(),
 		"start_step": s.StartStep(), "max_steps": s.maxSteps(), "torch": info.TorchVersion})}
+	if r.Distributed() {
+		rank := r.Rank
+		h.Rank, h.WorldSize, h.Run = &rank, r.World, r.Run
+	}
+	return h
 }
 
 func (s *Session) describe(w io.Writer) {
@@ -247,6 +353,11 @@ func (s *Session) describe(w io.Writer) {
 	}
 	fmt.Fprintf(w, "data: %s, %d windows, %d steps/epoch, batch %d, %d workers, %s sampler\n",
 		s.cfg.Data, s.Loader.Windows(), s.stepsPerEpoch(), s.cfg.Batch, s.cfg.Workers, s.Loader.SamplerName())
+	if r := s.cfg.Rank; r.Distributed() {
+		di := s.Dist.Info()
+		fmt.Fprintf(w, "rank %d of %d (run %s): %s process group, shard of %d windows, all-reduce in %d MiB buckets, timeout %s\n",
+			r.Rank, r.World, r.Run, di.Backend, s.Loader.EpochWindows(), di.BucketBytes>>20, time.Duration(di.TimeoutMs)*time.Millisecond)
+	}
 	if s.StartStep() > 0 {
 		fmt.Fprintf(w, "resumed at step %d (sample %d)\n", s.StartStep(), s.start.Sample)
 	}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pipetop/pipetop/trainer"
+	"github.com/pipetop/pipetop/trainer/launch"
 )
 
 // trainFlags registers the flags shared by train and bisect.
@@ -41,12 +44,20 @@ func runTrain(args []string) error {
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from --ckpt DIR/latest.ckpt: step, model, optimizer, RNG and sample order")
 	fs.BoolVar(&cfg.NoServe, "no-serve", false, "do not open a socket for pipetop")
 	recordTo := fs.String("record", "", "record every step, loader statistics and host readings to this `file` (replay with pipetop replay)")
+	nproc := fs.Int("nproc", 1, "start this many data-parallel ranks on this host (torchrun's variables, when set, make this process one rank instead)")
+	fs.DurationVar(&cfg.Dist.Timeout, "dist-timeout", trainer.DefaultDistTimeout, "multi-rank: how long a rank waits for the others (rendezvous, all-reduce) before failing with an error naming the missing rank")
+	fs.StringVar(&cfg.Dist.Backend, "dist-backend", "", "multi-rank: c10d backend gloo or nccl (default: nccl on CUDA, gloo on CPU)")
+	bucketMB := fs.Int("bucket-mb", 25, "multi-rank: gradient all-reduce bucket size in MiB")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: pipetrain train --data DIR [flags]
 
 Trains the policy (frozen ResNet18 over the cameras + DiT, DDPM loss, AdamW) on a
 Zarr replay buffer, timing every stage and publishing each step to pipetop.
 SIGINT or SIGTERM stops after the current step and writes a checkpoint.
+
+With --nproc N, starts N data-parallel ranks on this host (gradients averaged by
+libtorch's c10d: Gloo on CPU, NCCL on CUDA); under torchrun (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT set) this process is one rank. See docs/distributed.md.
 
 `)
 		fs.PrintDefaults()
@@ -61,8 +72,26 @@ SIGINT or SIGTERM stops after the current step and writes a checkpoint.
 	if *recordTo != "" && cfg.NoServe {
 		return fmt.Errorf("train: --record needs the pipetop socket (drop --no-serve)")
 	}
+	cfg.Dist.BucketBytes = int64(*bucketMB) << 20
+	rank, err := trainer.RankFromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *nproc < 1 {
+		return fmt.Errorf("train: --nproc %d: want at least 1", *nproc)
+	}
+	if *nproc > 1 {
+		if rank.World > 1 {
+			return fmt.Errorf("train: --nproc %d under a launcher that already set WORLD_SIZE=%d; leave --nproc out", *nproc, rank.World)
+		}
+		if *recordTo != "" {
+			return fmt.Errorf("train: --record with --nproc: every rank would write the same file; record a rank with pipetop record NAME-rankR")
+		}
+		return launchRanks(ctx, *nproc, cfg.Dist.Timeout, args)
+	}
+	cfg.Rank = rank
 	var rec *recorder
 	if *recordTo != "" {
 		rec = &recorder{path: *recordTo}
@@ -77,4 +106,44 @@ SIGINT or SIGTERM stops after the current step and writes a checkpoint.
 		fmt.Fprintf(os.Stderr, "stopped by signal at step %d\n", res.NextStep)
 	}
 	return nil
+}
+
+// launchRanks runs `pipetrain train` n times as ranks of one run, with the
+// same arguments minus --nproc.
+func launchRanks(ctx context.Context, n int, timeout time.Duration, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("train: find this program to launch ranks: %w", err)
+	}
+	_, err = launch.Run(ctx, launch.Config{NProc: n, Path: exe, Args: append([]string{"train"}, withoutFlag(args, "nproc")...),
+		Grace: timeout + 5*time.Second, Kill: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "stopped by signal: all %d ranks stopped cleanly\n", n)
+	}
+	return nil
+}
+
+// withoutFlag removes -name/--name with its value (separate or after =)
+// from args, up to a "--" terminator.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		flag := strings.TrimLeft(a, "-")
+		if strings.HasPrefix(a, "-") && (flag == name) {
+			i++ // skip the value
+			continue
+		}
+		if strings.HasPrefix(a, "-") && strings.HasPrefix(flag, name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

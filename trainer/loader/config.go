@@ -33,6 +33,9 @@ type Config struct {
 	// StartSample resumes the sample stream at this position (see
 	// Loader.Position).
 	StartSample int64
+	// Rank and World shard the windows among data-parallel ranks (see
+	// replay.Shard); World 0 or 1 reads every window.
+	Rank, World int
 }
 
 func (c *Config) setDefaults() error {

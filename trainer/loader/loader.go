@@ -102,6 +102,18 @@ func New(cfg Config) (*Loader, error) {
 }
 
 func (l *Loader) newSampler() (replay.Sampler, error) {
+	s, err := l.baseSampler()
+	if err != nil || l.cfg.World <= 1 {
+		return s, err
+	}
+	sh, err := replay.NewShard(s, l.cfg.Rank, l.cfg.World)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	return sh, nil
+}
+
+func (l *Loader) baseSampler() (replay.Sampler, error) {
 	if l.cfg.Sampler == "uniform" {
 		return replay.Uniform{N: l.idx.Len(), Seed: l.cfg.Seed}, nil
 	}
@@ -125,14 +137,18 @@ func (l *Loader) newSampler() (replay.Sampler, error) {
 // Shape is the geometry of the batches.
 func (l *Loader) Shape() Shape { return l.shape }
 
-// Windows is the number of training windows per epoch.
+// Windows is the number of training windows in the dataset.
 func (l *Loader) Windows() int { return l.idx.Len() }
+
+// EpochWindows is the number of windows this loader visits per epoch: all
+// of them, or this rank's shard.
+func (l *Loader) EpochWindows() int { return l.sampler.Len() }
 
 // SamplerName is the sampler in use ("uniform" or "chunk").
 func (l *Loader) SamplerName() string { return l.sampler.Name() }
 
 // Position is the stream index of the next sample Next will deliver; pass
-// it as Config.StartSample to resume. Epoch = Position / Windows.
+// it as Config.StartSample to resume. Epoch = Position / EpochWindows.
 func (l *Loader) Position() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
