@@ -283,7 +283,7 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 		err = lc.Checkpoint(res.NextStep) // the end of the run
 	}
 	fmt.Fprintf(logw, "done: %d steps in %s (%s, %s)\n", res.Steps, res.Wall.Round(time.Millisecond), info.Device, info.Precision)
-	if s.Dist != nil {
+	if s.Dist != nil && err == nil {
 		if sum, cerr := s.Policy.Checksum(); cerr == nil {
 			fmt.Fprintf(logw, "rank %d: parameter checksum %016x at step %d\n", s.cfg.Rank.Rank, sum, res.NextStep)
 		}

@@ -116,7 +116,7 @@ func launchRanks(ctx context.Context, n int, timeout time.Duration, args []strin
 		return fmt.Errorf("train: find this program to launch ranks: %w", err)
 	}
 	_, err = launch.Run(ctx, launch.Config{NProc: n, Path: exe, Args: append([]string{"train"}, withoutFlag(args, "nproc")...),
-		Grace: timeout + 5*time.Second, Kill: 10 * time.Second})
+		Grace: timeout + 5*time.Second, Kill: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}

@@ -100,6 +100,8 @@ type launcher struct {
 	procs []*exec.Cmd
 	exits chan Exit
 	wg    sync.WaitGroup
+	// forced is set once the launcher terminated the remaining ranks.
+	forced bool
 }
 
 // start launches one rank with its environment and prefixed output.
@@ -162,8 +164,10 @@ func (l *launcher) watch(ctx context.Context) ([]Exit, error) {
 		switch stage {
 		case 0, 1:
 			stage = 2
+			l.forced = true
 			l.say("%s: sending SIGTERM to the remaining ranks", reason)
 			l.signalAll(syscall.SIGTERM)
+			l.signalAll(syscall.SIGCONT) // a stopped rank acts on it too
 			deadline = time.After(l.cfg.Kill)
 		case 2:
 			stage = 3
@@ -176,6 +180,9 @@ func (l *launcher) watch(ctx context.Context) ([]Exit, error) {
 	for len(exits) < len(l.procs) {
 		select {
 		case e := <-l.exits:
+			if l.forced && e.Err != nil {
+				e.Cause = fmt.Sprintf("did not stop on its own within %s (hung?); after the launcher's SIGTERM it %s", l.cfg.Grace, e.Cause)
+			}
 			exits = append(exits, e)
 			l.markExited(e.Rank)
 			if e.Err != nil && first == nil {

@@ -141,7 +141,7 @@ func (p *Policy) AllReduceGrads(d *Dist, vote bool) (votes int, err error) {
 	}
 	out := (*C.int32_t)(unsafe.Pointer(p.out)) // p.out has room for two floats
 	if C.pt_call_allreduce_grads(p.lib.api, p.h, d.h, v, out, p.err, errBufSize) != 0 {
-		return 0, p.lastErr("comm")
+		return 0, fmt.Errorf("torch: %s", C.GoString(p.err))
 	}
 	return int(*out), nil
 }

@@ -216,7 +216,7 @@ int pt_policy_join(pt_policy* p, pt_dist* d, int64_t step) {
 }
 
 int pt_policy_allreduce_grads(pt_policy* p, pt_dist* d, int32_t vote, int32_t* votes) {
-  return WithPolicy("comm", p, [&](pipetorch::Policy& impl) {
+  return WithPolicy("c10d", p, [&](pipetorch::Policy& impl) {
     int v = impl.AllReduceGrads(DistImpl(d), vote != 0);
     if (votes) *votes = v;
   });
