@@ -48,6 +48,7 @@ __all__ = [
     "ProtocolError",
     "check_peer",
     "decode_viewer_line",
+    "rank_fields",
     "socket_dir",
     "socket_name",
 ]
@@ -125,6 +126,30 @@ def _ensure_dir(path: str) -> None:
             "pipetop: socket dir %s has mode %04o: others can write to it "
             "(chmod 700 %s, or choose another with PIPETOP_SOCKET_DIR)" % (path, st.st_mode & 0o777, path)
         )
+
+
+def rank_fields(env: Any) -> Dict[str, Any]:
+    """The hello's rank, world_size and run of a torchrun-launched process.
+
+    Read from torchrun's RANK and WORLD_SIZE; the run id is
+    TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT. Empty (a single
+    process, rank 0 of 1) when WORLD_SIZE is unset or the values are not
+    usable.
+    """
+    try:
+        world = int(env.get("WORLD_SIZE", ""))
+        rank = int(env.get("RANK", "0"))
+    except ValueError:
+        return {}
+    if world < 1 or not 0 <= rank < world:
+        return {}
+    run = env.get("TORCHELASTIC_RUN_ID") or ""
+    if not run and env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        run = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
+    out: Dict[str, Any] = {"rank": rank, "world_size": world}
+    if run:
+        out["run"] = run
+    return out
 
 
 def _host_pid(status_path: str = "/proc/self/status") -> int:
@@ -362,6 +387,7 @@ class Publisher:
             "host_pid": _host_pid(),
             "start_ns": _process_start_ns(),
         }
+        hello.update(rank_fields(os.environ))
         cfg = _encode_config(config)
         if cfg is not None:
             hello["config"] = cfg

@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 import unittest
+from unittest import mock
 from typing import Any, Dict, List, Optional
 
 import pipetop_publish as pp
@@ -121,6 +122,18 @@ class TestFrames(PublisherCase):
         self.assertEqual(h["stages"], list(pp.CANONICAL))
         self.assertLess(h["start_ns"], time.time_ns())
         self.assertGreater(h["start_ns"], time.time_ns() - 3600 * 10**9)
+
+    def test_hello_rank_fields(self) -> None:
+        env = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
+        with mock.patch.dict(os.environ, env):
+            h = self.viewer(self.publisher()).frame()["hello"]
+        self.assertEqual((h["rank"], h["world_size"], h["run"]), (1, 2, "10.0.0.1:29500"))
+        env["TORCHELASTIC_RUN_ID"] = "job7"
+        self.assertEqual(pp.rank_fields(env)["run"], "job7")
+        # A single process, or unusable values: no rank fields (rank 0 of 1).
+        self.assertEqual(pp.rank_fields({}), {})
+        self.assertEqual(pp.rank_fields({"WORLD_SIZE": "2", "RANK": "2"}), {})
+        self.assertEqual(pp.rank_fields({"WORLD_SIZE": "x"}), {})
 
     def test_steps(self) -> None:
         pub = self.publisher()
