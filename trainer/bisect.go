@@ -264,9 +264,6 @@ func phaseLine(p stage.PhaseResult) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%-11s %5d %8.2f %9.1f", p.Name, p.Batch, p.StepsPerSec, p.SamplesPerSec)
 	for _, name := range stage.Canonical {
-		if name == stage.Comm {
-			continue // bisect runs one process: no collectives
-		}
 		if st := p.Summary.Stage(name); st != nil && p.Summary.Steps > 0 {
 			fmt.Fprintf(&sb, " %4.0f", 100*st.Share)
 		} else {
