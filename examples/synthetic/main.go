@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,13 @@ type options struct {
 	rank   int // -1: single process
 	world  int
 	run    string
+	// Multi-rank simulation: ranks sockets NAME-rankR; rank straggler (-1:
+	// none) spends straggle more in data_wait each step, and every rank
+	// waits in comm (base comm plus its gap to the slowest rank).
+	ranks     int
+	straggler int
+	straggle  time.Duration
+	comm      time.Duration
 }
 
 func parse(args []string) (options, error) {
@@ -56,10 +64,14 @@ func parse(args []string) (options, error) {
 	gpu := fs.String("gpu", "", "comma-separated STAGE=DURATION of GPU time per step (empty: no GPU times)")
 	fs.BoolVar(&o.loader, "loader", true, "also publish made-up loader statistics once a second")
 	fs.StringVar(&o.socket, "socket", "", "exact socket path (default: the pipetop socket directory)")
-	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path(s)")
 	fs.IntVar(&o.rank, "rank", -1, "rank to announce in the hello (-1: a single-process trainer)")
 	fs.IntVar(&o.world, "world-size", 0, "world size to announce in the hello (0: none)")
-	fs.StringVar(&o.run, "run", "", "run identifier to announce in the hello")
+	fs.StringVar(&o.run, "run", "", "run identifier to announce in the hello (with -ranks: default synthetic-PID)")
+	fs.IntVar(&o.ranks, "ranks", 1, "simulate this many ranks of one run, one socket each (NAME-rankR.PID.sock); adds a comm stage")
+	fs.IntVar(&o.straggler, "straggler", -1, "with -ranks: this rank is the planted straggler (-1: none)")
+	fs.DurationVar(&o.straggle, "straggle", 8*time.Millisecond, "with -straggler: extra data_wait of the straggler per step; the other ranks wait that long in comm")
+	fs.DurationVar(&o.comm, "comm", 300*time.Microsecond, "with -ranks: the all-reduce's own time per step")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: synthetic [flags]\n\nPublishes SYNTHETIC step records (no training) for testing pipetop.")
 		fs.PrintDefaults()
@@ -82,7 +94,43 @@ func parse(args []string) (options, error) {
 			return o, fmt.Errorf("-gpu: stage %q is not in -stages", name)
 		}
 	}
-	return o, nil
+	return o, o.checkRanks()
+}
+
+// checkRanks validates the multi-rank flags and puts comm into the stage
+// list (after backward, or before optim, sync and other) when ranks > 1.
+func (o *options) checkRanks() error {
+	if o.ranks < 1 || o.ranks > 4096 {
+		return fmt.Errorf("-ranks %d: want 1..4096", o.ranks)
+	}
+	if o.ranks > 1 && (o.rank >= 0 || o.world > 0) {
+		return fmt.Errorf("-ranks %d sets every rank and the world size; leave out -rank and -world-size", o.ranks)
+	}
+	if o.straggler < -1 || o.straggler >= o.ranks {
+		return fmt.Errorf("-straggler %d: want -1 (none) or a rank in 0..%d", o.straggler, o.ranks-1)
+	}
+	if o.straggler >= 0 {
+		if _, ok := o.cpu[stage.DataWait]; !ok {
+			return fmt.Errorf("-straggler: the stage list has no %s to slow down", stage.DataWait)
+		}
+	}
+	if o.ranks == 1 || slices.Contains(o.names, stage.Comm) {
+		return nil
+	}
+	at := len(o.names)
+	for i, n := range o.names {
+		if n == stage.Backward {
+			at = i + 1
+			break
+		}
+		if n == stage.Optim || n == stage.Sync || n == stage.Other {
+			at = i
+			break
+		}
+	}
+	o.names = slices.Insert(o.names, at, stage.Comm)
+	o.cpu[stage.Comm] = 0 // filled per step
+	return nil
 }
 
 func parseDurations(s string) ([]string, map[string]time.Duration, error) {
@@ -118,19 +166,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	hello := ipc.Hello{Stages: timer.Names(), Config: ipc.EncodeConfig(map[string]any{
-		"kind": "synthetic", "rate": o.rate, "batch": o.batch, "stages": o.names}),
-		WorldSize: o.world, Run: o.run}
-	if o.rank >= 0 {
-		hello.Rank = &o.rank
+	srvs, err := listen(o, timer.Names())
+	for _, srv := range srvs {
+		defer srv.Close()
 	}
-	srv, err := ipc.Listen(o.name, hello, ipc.ServerOptions{Path: o.socket})
 	if err != nil {
 		return err
-	}
-	defer srv.Close()
-	if !o.quiet {
-		fmt.Println(srv.Path())
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -143,16 +184,57 @@ func run(args []string) error {
 		case <-sig:
 			return nil
 		case now := <-tick.C:
-			r := p.record(step, now)
-			srv.Publish(&r)
+			recs := p.ranks(step, now)
+			for i, srv := range srvs {
+				srv.Publish(&recs[i])
+			}
 			if o.loader && now.Sub(lastLoader) >= time.Second {
-				srv.PublishLoader(p.loaderStats(now, lastLoader))
+				ls := p.loaderStats(now, lastLoader)
+				for _, srv := range srvs {
+					srv.PublishLoader(ls)
+				}
 				lastLoader = now
 			}
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // let the last frames go out
 	return nil
+}
+
+// listen opens one socket per simulated rank (one in all without -ranks)
+// and prints their paths.
+func listen(o options, names []string) ([]*ipc.Server, error) {
+	run := o.run
+	if run == "" && o.ranks > 1 {
+		run = fmt.Sprintf("synthetic-%d", os.Getpid())
+	}
+	var srvs []*ipc.Server
+	for r := range o.ranks {
+		hello := ipc.Hello{Stages: names, Config: ipc.EncodeConfig(map[string]any{
+			"kind": "synthetic", "rate": o.rate, "batch": o.batch, "stages": o.names}),
+			WorldSize: o.world, Run: run}
+		if o.rank >= 0 {
+			hello.Rank = &o.rank
+		}
+		name, path := o.name, o.socket
+		if o.ranks > 1 {
+			rank := r
+			hello.Rank, hello.WorldSize = &rank, o.ranks
+			name = fmt.Sprintf("%s-rank%d", o.name, r)
+			if path != "" {
+				path = fmt.Sprintf("%s-rank%d", o.socket, r)
+			}
+		}
+		srv, err := ipc.Listen(name, hello, ipc.ServerOptions{Path: path})
+		if err != nil {
+			return srvs, fmt.Errorf("rank %d: %w", r, err)
+		}
+		srvs = append(srvs, srv)
+		if !o.quiet {
+			fmt.Println(srv.Path())
+		}
+	}
+	return srvs, nil
 }
 
 // publisher makes the synthetic records.
@@ -198,6 +280,47 @@ func (p *publisher) record(step int64, now time.Time) stage.Record {
 	r.HasLoss, r.Loss = true, float32(1/(1+float64(step)/500))
 	p.samples += int64(p.o.batch)
 	return r
+}
+
+// ranks makes one step's records for every simulated rank. Every rank
+// runs the same step from the same start: its stages are jittered on
+// their own, the straggler's data_wait is longer, and each rank's comm is
+// the all-reduce's own time plus its wait for the slowest rank, so all
+// ranks end the step together.
+func (p *publisher) ranks(step int64, now time.Time) []stage.Record {
+	if p.o.ranks == 1 {
+		return []stage.Record{p.record(step, now)}
+	}
+	comm, wait := slices.Index(p.names, stage.Comm), slices.Index(p.names, stage.DataWait)
+	other := slices.Index(p.names, stage.Other)
+	recs := make([]stage.Record, p.o.ranks)
+	busy := make([]int64, p.o.ranks)
+	var slowest int64
+	for r := range recs {
+		recs[r] = p.record(step, now)
+		rec := &recs[r]
+		if r == p.o.straggler {
+			rec.CPU[wait] += int64(p.o.straggle)
+		}
+		for i := range rec.NumStages {
+			if i != comm && i != other {
+				busy[r] += rec.CPU[i]
+			}
+		}
+		slowest = max(slowest, busy[r])
+	}
+	for r := range recs {
+		rec := &recs[r]
+		rec.CPU[comm] = int64(p.o.comm) + slowest - busy[r]
+		wall := slowest + int64(p.o.comm)
+		if other >= 0 {
+			rec.CPU[other] = wall / 50
+			wall += rec.CPU[other]
+		}
+		rec.StartNs = rec.EndNs - wall
+	}
+	p.samples -= int64(p.o.ranks-1) * int64(p.o.batch) // loader stats are per rank
+	return recs
 }
 
 func (p *publisher) loaderStats(now, last time.Time) stage.LoaderStats {
