@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/pipetop/pipetop/ipc"
 )
 
 // Rank is this process's place in a data-parallel run, read from the
@@ -77,6 +79,9 @@ func RankFromEnv(getenv func(string) string) (Rank, error) {
 	r.Run = getenv(EnvRunID)
 	if r.Run == "" && r.World > 1 {
 		r.Run = net.JoinHostPort(r.MasterAddr, strconv.Itoa(r.MasterPort))
+	}
+	if len(r.Run) > ipc.MaxRunLen {
+		return Rank{}, fmt.Errorf("%s: %d bytes, want at most %d (the run id every rank's pipetop hello carries)", EnvRunID, len(r.Run), ipc.MaxRunLen)
 	}
 	return r, nil
 }

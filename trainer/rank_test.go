@@ -35,6 +35,7 @@ func TestRankFromEnv(t *testing.T) {
 		{[]string{"WORLD_SIZE", "2", "RANK", "0"}, `MASTER_PORT=""`},
 		{[]string{"WORLD_SIZE", "2", "RANK", "0", "MASTER_PORT", "70000"}, "MASTER_PORT"},
 		{[]string{"WORLD_SIZE", "2", "RANK", "0", "MASTER_PORT", "1", "LOCAL_RANK", "-1"}, "LOCAL_RANK"},
+		{[]string{"WORLD_SIZE", "2", "RANK", "0", "MASTER_PORT", "1", "TORCHELASTIC_RUN_ID", strings.Repeat("x", 129)}, "TORCHELASTIC_RUN_ID: 129 bytes"},
 	} {
 		if _, err := RankFromEnv(env(tc.kv...)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("RankFromEnv(%v) = %v, want an error with %q", tc.kv, err, tc.want)

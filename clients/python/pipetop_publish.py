@@ -148,7 +148,7 @@ def rank_fields(env: Any) -> Dict[str, Any]:
         run = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
     out: Dict[str, Any] = {"rank": rank, "world_size": world}
     if run:
-        out["run"] = run
+        out["run"] = run.encode("utf-8")[:128].decode("utf-8", "ignore")  # the protocol's cap
     return out
 
 
