@@ -140,7 +140,8 @@ type loop struct {
 	newestGPU int64 // newest step with a GPU timing
 	res       Result
 	start     time.Time
-	stopAll   bool // some rank voted to stop (multi-rank)
+	stopAll   bool            // some rank voted to stop (multi-rank)
+	dataCtx   context.Context // what the data wait honours
 }
 
 func newLoop(cfg LoopConfig) (*loop, error) {
@@ -164,6 +165,12 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 }
 
 func (l *loop) run(ctx context.Context, src Source) (Result, error) {
+	l.dataCtx = ctx
+	if l.cfg.Comm != nil {
+		// A rank leaves only at a step boundary all ranks agreed on, so
+		// its data wait does not abort on a signal.
+		l.dataCtx = context.WithoutCancel(ctx)
+	}
 	l.start = time.Now()
 	lastLoader := l.start
 	step := l.cfg.StartStep
@@ -247,12 +254,7 @@ func (l *loop) step(ctx context.Context, src Source, step int64) error {
 	l.timer.StartStep(step)
 	m, st := l.cfg.Model, l.cfg.Stages
 	var b *loader.Batch
-	dataCtx := ctx
-	if l.cfg.Comm != nil {
-		// A rank leaves only at a step boundary all ranks agreed on.
-		dataCtx = context.WithoutCancel(ctx)
-	}
-	err := l.span(stage.DataWait, func() (err error) { b, err = src.Next(dataCtx); return err })
+	err := l.span(stage.DataWait, func() (err error) { b, err = src.Next(l.dataCtx); return err })
 	if err != nil {
 		return err
 	}
