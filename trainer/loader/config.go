@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
 // Config configures a Loader. Zero fields take the defaults noted.
@@ -33,6 +34,10 @@ type Config struct {
 	// StartSample resumes the sample stream at this position (see
 	// Loader.Position).
 	StartSample int64
+
+	// onDecode, when set (by tests), sees every chunk decode and the
+	// batch it was for.
+	onDecode func(batch int64, a *zarr.Array, idx []int)
 }
 
 func (c *Config) setDefaults() error {
