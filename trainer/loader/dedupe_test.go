@@ -132,7 +132,7 @@ func TestChunkDecodedAtMostOncePerBatch(t *testing.T) {
 // evict the frame needed furthest ahead, admit a frame only when it is
 // needed sooner than that one, never evict a pinned frame.
 func TestFrameStoreAdmission(t *testing.T) {
-	s := newFrameStore(2*8, 8)
+	s := newFrameStore(2*8, 8, 0)
 	j := &job{}
 	key := func(f int64) frameKey { return frameKey{0, f} }
 	admit := func(f, next int64) *frameEntry {

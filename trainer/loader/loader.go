@@ -89,7 +89,8 @@ func New(cfg Config) (*Loader, error) {
 	l.orders.sampler = l.sampler
 	lowCap := min(cfg.CacheBytes/8, lowDimBytes(b))
 	l.low = newChunkCache(lowCap)
-	l.store = newFrameStore(cfg.CacheBytes-lowCap, l.shape.FrameBytes())
+	// The first job keeps at most four batches' worth of frames for later.
+	l.store = newFrameStore(cfg.CacheBytes-lowCap, l.shape.FrameBytes(), 4*cfg.Batch*l.shape.NObs*l.shape.Cams*l.shape.FrameBytes())
 	l.uses = uses{orders: &l.orders, idx: idx, nobs: cfg.Window.NObs, frames: b.Frames, per: int64(l.sampler.Len())}
 	l.poolSize = cfg.Prefetch + cfg.Workers + 2
 	l.free = make(chan *Batch, l.poolSize)
@@ -260,6 +261,9 @@ func (l *Loader) Close() error {
 	}
 	close(l.done)
 	l.wg.Wait()
+	l.planMu.Lock()
+	l.store.mem.release()
+	l.planMu.Unlock()
 	return nil
 }
 

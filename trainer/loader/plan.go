@@ -131,11 +131,14 @@ func (w *worker) planJob(n int64) {
 	}
 	slices.SortFunc(p.cands, func(x, y candidate) int { return cmp.Compare(x.next, y.next) })
 	admitting := true
+	harvest := s.harvest
 	for _, c := range p.cands {
 		var e *frameEntry
-		if admitting && c.next < limit {
+		if admitting && c.next < limit && (c.g >= 0 || harvest >= s.frameBytes) {
 			if e = s.admit(c.key, c.next, p.end, j); e == nil {
 				admitting = false
+			} else if c.g < 0 {
+				harvest -= s.frameBytes
 			}
 		}
 		switch {
@@ -152,6 +155,7 @@ func (w *worker) planJob(n int64) {
 			w.addTarget(c.pass, c.key.frame, w.batchSlot(p.needs[g.a].slot))
 		}
 	}
+	s.harvest = min(2*s.harvest, s.cap)
 	// Targets in pass order, frames ascending within a pass.
 	slices.SortFunc(p.tgts, func(x, y struct {
 		pass int

@@ -33,16 +33,21 @@ type frameEntry struct {
 // and a batch's own frames are pinned until it has copied them. All
 // methods run under the loader's plan lock.
 type frameStore struct {
-	cap, used    int64
-	frameBytes   int64
-	m            map[frameKey]*frameEntry
-	h            entryHeap // unpinned entries, furthest next use first
-	spare        [][]byte  // buffers of evicted entries, for reuse
+	cap, used  int64
+	frameBytes int64
+	m          map[frameKey]*frameEntry
+	h          entryHeap // unpinned entries, furthest next use first
+	mem        *arena    // entry buffers
+	// harvest caps the bytes one job may add for later batches. It starts
+	// small and doubles with every job, so the first batches do not wait
+	// for the whole cache to be filled.
+	harvest      int64
 	hits, misses int64
 }
 
-func newFrameStore(capBytes int64, frameBytes int) *frameStore {
-	return &frameStore{cap: capBytes, frameBytes: int64(frameBytes), m: map[frameKey]*frameEntry{}}
+func newFrameStore(capBytes int64, frameBytes, firstHarvest int) *frameStore {
+	return &frameStore{cap: capBytes, frameBytes: int64(frameBytes), m: map[frameKey]*frameEntry{},
+		harvest: int64(firstHarvest), mem: newArena(capBytes, frameBytes)}
 }
 
 // pin marks e as needed by a batch ending at stream position end.
@@ -98,13 +103,7 @@ func (s *frameStore) admit(k frameKey, next, end int64, j *job) *frameEntry {
 		}
 		s.evict(heap.Pop(&s.h).(*frameEntry))
 	}
-	var buf []byte
-	if n := len(s.spare); n > 0 {
-		buf, s.spare = s.spare[n-1], s.spare[:n-1]
-	} else {
-		buf = make([]byte, s.frameBytes)
-	}
-	e := &frameEntry{key: k, data: buf, pins: 1, next: next, last: end, hi: -1, fill: j}
+	e := &frameEntry{key: k, data: s.mem.get(), pins: 1, next: next, last: end, hi: -1, fill: j}
 	s.m[k] = e
 	s.used += s.frameBytes
 	return e
@@ -127,11 +126,7 @@ func (s *frameStore) drop(e *frameEntry) {
 	e.dead = true
 }
 
-func (s *frameStore) recycle(b []byte) {
-	if len(s.spare) < 64 && int64(len(b)) == s.frameBytes {
-		s.spare = append(s.spare, b)
-	}
-}
+func (s *frameStore) recycle(b []byte) { s.mem.put(b) }
 
 // entryHeap is a max-heap of entries by next use.
 type entryHeap []*frameEntry
