@@ -42,10 +42,13 @@ type plan struct {
 	waits   []*job // jobs of earlier batches filling entries this one uses
 	own     *job
 	cands   []candidate
-	tgts    []struct {
-		pass int
-		t    target
-	}
+	tgts    []passTarget
+}
+
+// passTarget is a target of the pass with index pass, while planning.
+type passTarget struct {
+	pass int
+	t    target
 }
 
 // planCameras builds w.plan for batch b, number n (windows already
@@ -157,10 +160,7 @@ func (w *worker) planJob(n int64) {
 	}
 	s.harvest = min(2*s.harvest, s.cap)
 	// Targets in pass order, frames ascending within a pass.
-	slices.SortFunc(p.tgts, func(x, y struct {
-		pass int
-		t    target
-	}) int {
+	slices.SortFunc(p.tgts, func(x, y passTarget) int {
 		return cmp.Or(cmp.Compare(x.pass, y.pass), cmp.Compare(x.t.off, y.t.off))
 	})
 	j.targets = make([]target, len(p.tgts))
@@ -177,10 +177,7 @@ func (w *worker) planJob(n int64) {
 
 func (w *worker) addTarget(pass int, frame int64, dst []byte) {
 	rf := int64(w.l.cams[w.plan.own.passes[pass].cam].rowFrames)
-	w.plan.tgts = append(w.plan.tgts, struct {
-		pass int
-		t    target
-	}{pass, target{int(frame % rf), dst}})
+	w.plan.tgts = append(w.plan.tgts, passTarget{pass, target{int(frame % rf), dst}})
 }
 
 // batchSlot is image slot i of the batch being planned.
