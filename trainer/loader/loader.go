@@ -39,6 +39,11 @@ type Loader struct {
 	store  *frameStore
 	uses   uses
 	low    *chunkCache // decoded low-dim chunks
+	// directHorizon bounds how far ahead (in samples) a frame of a
+	// one-frame-per-chunk camera may be needed to be cached: decoding
+	// such a frame costs only a few copies of it, so keeping it pays
+	// only when it is used again soon.
+	directHorizon int64
 
 	free     chan *Batch
 	poolSize int
@@ -89,8 +94,9 @@ func New(cfg Config) (*Loader, error) {
 	l.orders.sampler = l.sampler
 	lowCap := min(cfg.CacheBytes/8, lowDimBytes(b))
 	l.low = newChunkCache(lowCap)
-	// The first job keeps at most four batches' worth of frames for later.
-	l.store = newFrameStore(cfg.CacheBytes-lowCap, l.shape.FrameBytes(), 4*cfg.Batch*l.shape.NObs*l.shape.Cams*l.shape.FrameBytes())
+	// The first job keeps at most one batch's worth of frames for later.
+	l.store = newFrameStore(cfg.CacheBytes-lowCap, l.shape.FrameBytes(), cfg.Batch*l.shape.NObs*l.shape.Cams*l.shape.FrameBytes())
+	l.directHorizon = int64(8 * cfg.Batch)
 	l.uses = uses{orders: &l.orders, idx: idx, nobs: cfg.Window.NObs, frames: b.Frames, per: int64(l.sampler.Len())}
 	l.poolSize = cfg.Prefetch + cfg.Workers + 2
 	l.free = make(chan *Batch, l.poolSize)

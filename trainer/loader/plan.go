@@ -136,8 +136,9 @@ func (w *worker) planJob(n int64) {
 	admitting := true
 	harvest := s.harvest
 	for _, c := range p.cands {
+		cam := &l.cams[c.key.cam]
 		var e *frameEntry
-		if admitting && c.next < limit && (c.g >= 0 || harvest >= s.frameBytes) {
+		if admitting && c.next < limit && (c.g >= 0 || harvest >= s.frameBytes) && (!cam.direct || c.next < p.end+l.directHorizon) {
 			if e = s.admit(c.key, c.next, p.end, j); e == nil {
 				admitting = false
 			} else if c.g < 0 {
