@@ -15,9 +15,9 @@ import (
 const benchUsage = `usage: pipetrain bench <command> [flags]
 
 commands:
-  loader   --data DIR --workers N --batch N --seconds N [--sampler uniform|chunk]
-           measure the data loader alone (no model): samples/s, worker busy,
-           cache hit rate and read amplification
+  loader   --data DIR --workers N --batch N --seconds N [--sampler uniform|chunk] [--cache-mb N]
+           measure the data loader alone (no model): samples/s, first batch,
+           worker busy, cache hit rate, read amplification and process CPU
 
 Run a command with -h for its flags.
 `
