@@ -13,7 +13,7 @@
 # Environment: BENCH_DIR (datasets, default /tmp/pipetop-bench), EPISODES
 # (20), FRAMES (250), WORKERS (2), BATCH (64), OURS_SECONDS (5),
 # PEER_SECONDS (10; on the default chunking the peer runs one round of
-# WORKERS batches after its first, about 20 s at its ~7 samples/s),
+# WORKERS batches after its first, about 40 s at its ~7 samples/s),
 # CACHES_MB (cache sizes for the default chunking, "1024 512 90 16"),
 # PIPETRAIN (a prebuilt binary; default: go build ./cmd/pipetrain).
 set -euo pipefail
