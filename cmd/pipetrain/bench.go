@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/pipetop/pipetop/trainer/loader"
@@ -14,9 +15,9 @@ import (
 const benchUsage = `usage: pipetrain bench <command> [flags]
 
 commands:
-  loader   --data DIR --workers N --batch N --seconds N [--sampler uniform|chunk]
-           measure the data loader alone (no model): samples/s, worker busy,
-           cache hit rate and read amplification
+  loader   --data DIR --workers N --batch N --seconds N [--sampler uniform|chunk] [--cache-mb N]
+           measure the data loader alone (no model): samples/s, first batch,
+           worker busy, cache hit rate, read amplification and process CPU
 
 Run a command with -h for its flags.
 `
@@ -54,6 +55,8 @@ type loaderResult struct {
 	ReadSec       float64 `json:"read_sec"`
 	DecodeSec     float64 `json:"decode_sec"`
 	CollateSec    float64 `json:"collate_sec"`
+	// CPUSec is the process's user+system CPU time over the measurement.
+	CPUSec float64 `json:"cpu_sec"`
 }
 
 func benchLoader(args []string) error {
@@ -98,6 +101,7 @@ func benchLoader(args []string) error {
 	l.Release(b)
 	startup := time.Since(t0)
 	s0 := l.Stats()
+	cpu0 := cpuTime()
 	start := time.Now()
 	var n int64
 	for time.Since(start).Seconds() < *secs {
@@ -110,11 +114,12 @@ func benchLoader(args []string) error {
 	}
 	el := time.Since(start).Seconds()
 	s1 := l.Stats()
+	cpu := cpuTime() - cpu0
 	r := loaderResult{Data: *data, Sampler: l.SamplerName(), Workers: *workers, Batch: *batch, Seconds: el,
 		Samples: n, SamplesPerSec: float64(n) / el, DecodedMBps: float64(s1.BytesDecoded-s0.BytesDecoded) / el / 1e6,
 		CacheHitRate: s1.CacheHitRate, WorkerBusy: s1.WorkerBusy, StartupSec: startup.Seconds(),
 		ReadSec: float64(s1.ReadNs-s0.ReadNs) / 1e9, DecodeSec: float64(s1.DecodeNs-s0.DecodeNs) / 1e9,
-		CollateSec: float64(s1.CollateNs-s0.CollateNs) / 1e9}
+		CollateSec: float64(s1.CollateNs-s0.CollateNs) / 1e9, CPUSec: cpu}
 	if used := s1.BytesUsed - s0.BytesUsed; used > 0 {
 		r.ReadAmp = float64(s1.BytesDecoded-s0.BytesDecoded) / float64(used)
 	}
@@ -125,6 +130,16 @@ func benchLoader(args []string) error {
 	fmt.Printf("  %.0f samples/s over %.1fs (startup %.2fs)\n", r.SamplesPerSec, el, r.StartupSec)
 	fmt.Printf("  decoded %.0f MB/s, read amplification %.2f, cache hit rate %.1f%%, worker busy %.0f%%\n",
 		r.DecodedMBps, r.ReadAmp, 100*r.CacheHitRate, 100*r.WorkerBusy)
-	fmt.Printf("  worker time: read %.2fs, decode %.2fs, collate %.2fs\n", r.ReadSec, r.DecodeSec, r.CollateSec)
+	fmt.Printf("  worker time: read %.2fs, decode %.2fs, collate %.2fs; process CPU %.2fs (%.0f samples per CPU second)\n",
+		r.ReadSec, r.DecodeSec, r.CollateSec, r.CPUSec, float64(n)/max(r.CPUSec, 1e-9))
 	return nil
+}
+
+// cpuTime is the process's user+system CPU time in seconds.
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

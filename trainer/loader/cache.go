@@ -2,130 +2,76 @@ package loader
 
 import (
 	"container/list"
+	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
-// chunkKey identifies a cache entry: an array (its position in the
-// loader's array list) and a unit of it (a chunk's linear index for
-// low-dim arrays, a row of frame chunks for cameras).
+// chunkKey identifies a decoded low-dim chunk: an array (its position in
+// the loader's array list) and the chunk's linear index.
 type chunkKey struct {
 	array int
 	unit  int64
 }
 
-// assembler fills part i of an entry's buffer, using the calling worker's
-// scratch memory.
-type assembler func(w *worker, buf []byte, part int) error
-
-// entry is a cached decoded unit. Its buffer is assembled from parts (the
-// chunks it is made of); every worker that wants the entry while it is
-// being assembled takes unclaimed parts, so a large entry is built by all
-// workers together instead of one working while the others wait. done is
-// closed when the last part is finished.
-type entry struct {
-	key      chunkKey
-	data     []byte
-	parts    int32
-	assemble assembler
-	next     atomic.Int32 // next unclaimed part
-	finished atomic.Int32
-	errMu    sync.Mutex
-	err      error
-	done     chan struct{}
-	elem     *list.Element
-	onDone   func(e *entry)
+// chunkEntry is a cached decoded chunk; done is closed once data is
+// decoded (or err set).
+type chunkEntry struct {
+	key  chunkKey
+	data []byte
+	err  error
+	done chan struct{}
+	elem *list.Element
 }
 
-// help assembles unclaimed parts of e until none are left.
-func (e *entry) help(c *cache, w *worker) {
-	for {
-		i := e.next.Add(1) - 1
-		if i >= e.parts {
-			return
-		}
-		if err := e.assemble(w, e.data, int(i)); err != nil {
-			e.errMu.Lock()
-			if e.err == nil {
-				e.err = err
-			}
-			e.errMu.Unlock()
-		}
-		if e.finished.Add(1) == e.parts {
-			c.finish(e)
-		}
-	}
-}
-
-// cache holds decoded entries up to a byte cap, evicting least recently
-// used ones. Eviction only drops an entry from the map, so a worker may keep
-// reading an entry it already holds.
-type cache struct {
+// chunkCache holds decoded low-dim chunks (state, action) up to a byte cap,
+// evicting the least recently used, with single-flight decoding: two
+// workers never decode the same chunk at once. Eviction only drops an
+// entry from the map, so a worker keeps reading an entry it already holds
+// (each batch keeps the chunks it got for as long as it needs them).
+type chunkCache struct {
 	mu           sync.Mutex
 	cap, used    int64
-	m            map[chunkKey]*entry
+	m            map[chunkKey]*chunkEntry
 	lru          list.List // front = most recent
 	hits, misses int64
 }
 
-func newCache(capBytes int64) *cache {
-	return &cache{cap: capBytes, m: map[chunkKey]*entry{}}
+func newChunkCache(capBytes int64) *chunkCache {
+	return &chunkCache{cap: capBytes, m: map[chunkKey]*chunkEntry{}}
 }
 
-// get returns the entry for k, creating it (size bytes, assembled from
-// parts) when absent. onDone, if set, runs once when a new entry completes
-// without error.
-func (c *cache) get(w *worker, k chunkKey, size, parts int, asm assembler, onDone func(*entry)) ([]byte, error) {
+// get returns the decoded chunk k (size bytes), decoding it with decode
+// when absent.
+func (c *chunkCache) get(k chunkKey, size int, decode func(buf []byte) error) ([]byte, error) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	if ok {
 		c.hits++
 		c.lru.MoveToFront(e.elem)
-	} else {
-		c.misses++
-		e = &entry{key: k, data: make([]byte, size), parts: int32(parts), assemble: asm,
-			done: make(chan struct{}), onDone: onDone}
-		e.elem = c.lru.PushFront(e)
-		c.m[k] = e
-		c.used += int64(size)
-		c.evict()
+		c.mu.Unlock()
+		<-e.done
+		return e.data, e.err
 	}
+	c.misses++
+	e = &chunkEntry{key: k, data: make([]byte, size), done: make(chan struct{})}
+	e.elem = c.lru.PushFront(e)
+	c.m[k] = e
+	c.used += int64(size)
+	c.evict()
 	c.mu.Unlock()
-	e.help(c, w)
-	<-e.done
-	if e.err != nil {
-		return nil, e.err
-	}
-	return e.data, nil
-}
-
-// peek returns a finished entry's data without loading anything.
-func (c *cache) peek(k chunkKey) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[k]
-	if !ok || e.finished.Load() != e.parts || e.err != nil {
-		return nil
-	}
-	c.hits++
-	c.lru.MoveToFront(e.elem)
-	return e.data
-}
-
-func (c *cache) finish(e *entry) {
+	e.err = safeDecode(decode, e.data)
 	if e.err != nil {
 		c.mu.Lock()
-		if c.m[e.key] == e {
+		if c.m[k] == e {
 			c.remove(e) // a later get retries
 		}
 		c.mu.Unlock()
-	} else if e.onDone != nil {
-		e.onDone(e)
 	}
 	close(e.done)
+	return e.data, e.err
 }
 
-func (c *cache) remove(e *entry) {
+func (c *chunkCache) remove(e *chunkEntry) {
 	c.lru.Remove(e.elem)
 	delete(c.m, e.key)
 	c.used -= int64(len(e.data))
@@ -133,15 +79,26 @@ func (c *cache) remove(e *entry) {
 
 // evict drops least recently used entries until under the cap, always
 // keeping the most recent one.
-func (c *cache) evict() {
+func (c *chunkCache) evict() {
 	for c.used > c.cap && c.lru.Len() > 1 {
-		c.remove(c.lru.Back().Value.(*entry))
+		c.remove(c.lru.Back().Value.(*chunkEntry))
 	}
 }
 
 // counts returns cumulative hits and misses.
-func (c *cache) counts() (hits, misses int64) {
+func (c *chunkCache) counts() (hits, misses int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hits, c.misses
+}
+
+// safeDecode runs decode, turning a panic into an error so that workers
+// waiting on the entry are released.
+func safeDecode(decode func([]byte) error, buf []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return decode(buf)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
 // Config configures a Loader. Zero fields take the defaults noted.
@@ -36,6 +37,10 @@ type Config struct {
 	// Rank and World shard the windows among data-parallel ranks (see
 	// replay.Shard); World 0 or 1 reads every window.
 	Rank, World int
+
+	// onDecode, when set (by tests), sees every chunk decode and the
+	// batch it was for.
+	onDecode func(batch int64, a *zarr.Array, idx []int)
 }
 
 func (c *Config) setDefaults() error {

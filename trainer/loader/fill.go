@@ -3,217 +3,172 @@ package loader
 import (
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
-// worker holds one decode goroutine's scratch memory. Workers also lend it
-// to each other's cache entries while helping to assemble them.
+// worker holds one decode goroutine's scratch memory and its batch plan.
+// Workers also lend it to each other's jobs while helping with them.
 type worker struct {
-	l     *Loader
-	raw   []byte // compressed chunk bytes
-	chunk []byte // one decoded chunk, when it must be scattered
+	l      *Loader
+	raw    []byte    // compressed chunk bytes
+	chunk  []byte    // one decoded chunk, when frames are copied out of it
+	planes [3][]byte // the channel chunks of one tile (planar cameras)
+	batch  *Batch    // the batch being planned
+	plan   plan
+	memo   map[chunkKey][]byte // low-dim chunks this batch already got
+	n      int64               // the batch being filled
 }
 
-func (l *Loader) newWorker() *worker { return &worker{l: l} }
+func (l *Loader) newWorker() *worker { return &worker{l: l, memo: map[chunkKey][]byte{}} }
 
 // camera describes how a camera array is chunked.
 type camera struct {
 	a *zarr.Array
-	// direct: one whole frame per chunk, decoded straight into the batch.
+	// direct: one whole frame per chunk, decoded straight into its slot.
 	direct bool
-	// rowFrames is the chunk length along the frame axis; a "row" is that
-	// many whole frames assembled from every chunk covering them.
+	// rowFrames is the chunk length along the frame axis; a chunk "row"
+	// is that many whole frames, spread over every chunk covering them.
 	rowFrames int
 	spatial   []int // chunks per row along H, W, C
-	parts     int   // chunks per row
+	// planar: every chunk holds one channel (zarr's default chunking of
+	// RGB frames); a part then decodes the three channel chunks of one
+	// spatial tile and interleaves them, writing each frame sequentially.
+	planar bool
+	parts  int // parts per row: chunks, or tiles when planar
 }
 
 func newCamera(a *zarr.Array) camera {
 	c, s, g := a.Chunks(), a.Shape(), a.Grid()
 	cam := camera{a: a, rowFrames: c[0], spatial: []int{g[1], g[2], g[3]}, parts: g[1] * g[2] * g[3]}
 	cam.direct = c[0] == 1 && c[1] == s[1] && c[2] == s[2] && c[3] == s[3]
+	if c[3] == 1 && s[3] == 3 {
+		cam.planar, cam.parts = true, g[1]*g[2]
+	}
 	return cam
 }
 
-// edges keeps the last frames of each assembled camera row, so a window
-// whose observations start in the previous row needs no reassembly of that
-// whole row (the chunk-aware sampler groups windows by the row of their
-// last observation, and the previous row is usually long evicted). Edge
-// frames are few (NObs-1 per row) and kept for the loader's life, within a
-// byte budget; past it, rows are simply reassembled when needed.
-type edges struct {
-	mu     sync.Mutex
-	frames map[[2]int64][]byte // (camera, frame) -> HWC bytes
-	bytes  int64
-	limit  int64
-}
-
-func (e *edges) get(cam int, f int64) []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.frames[[2]int64{int64(cam), f}]
-}
-
-func (e *edges) put(cam int, f int64, frame []byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	k := [2]int64{int64(cam), f}
-	if _, ok := e.frames[k]; ok || e.bytes+int64(len(frame)) > e.limit {
-		return
-	}
-	if e.frames == nil {
-		e.frames = map[[2]int64][]byte{}
-	}
-	e.frames[k] = append([]byte(nil), frame...)
-	e.bytes += int64(len(frame))
-}
-
-// fillBatch fills b with batch number n of the sample stream. A panic in
-// the decoders is turned into an error so the loop sees it.
-func (w *worker) fillBatch(b *Batch, n int64) (err error) {
+// fillBatch claims the next batch number (the delivery counter when
+// inline), fills b with that batch of the sample stream and returns its
+// number. A panic in the decoders is turned into an error so the loop
+// sees it.
+func (w *worker) fillBatch(b *Batch, inline bool) (n int64, err error) {
 	t0 := time.Now()
+	n = -1
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("loader: batch %d: internal error: %v\n%s", n, r, debug.Stack())
 		}
 		w.l.st.busyNs.Add(time.Since(t0).Nanoseconds())
 	}()
+	n = w.start(b, inline)
+	w.n = n
+	if err := w.runCameras(); err != nil {
+		return n, fmt.Errorf("loader: batch %d: %w", n, err)
+	}
+	return n, w.fillLowDim(b)
+}
+
+// start claims a batch number and plans the batch, under the plan lock so
+// that batches are planned in stream order: a batch sees every frame the
+// batches before it decided to keep.
+func (w *worker) start(b *Batch, inline bool) int64 {
 	l := w.l
+	l.planMu.Lock()
+	defer l.planMu.Unlock()
+	n := l.claim(inline)
 	first := l.cfg.StartSample + n*int64(l.cfg.Batch)
 	b.Sample = first
 	per := int64(l.sampler.Len())
 	for i := 0; i < b.Size; i++ {
 		s := first + int64(i)
-		id := l.orders.get(s / per)[s%per]
-		b.Windows[i] = id
-		if err := w.fillSample(b, i, id); err != nil {
-			return fmt.Errorf("loader: sample %d (window %d): %w", s, id, err)
-		}
+		b.Windows[i] = l.orders.get(s / per)[s%per]
 	}
-	return nil
+	w.batch = b
+	w.planCameras(b, n, first+int64(b.Size))
+	return n
 }
 
-func (w *worker) fillSample(b *Batch, i int, id int32) error {
-	l := w.l
-	win := l.idx.Windows[id]
-	for j := 0; j < b.NObs; j++ {
-		f := win.Frame(j)
-		for c := range l.cams {
-			if err := w.frame(c, f, b.Frame(i, j, c)); err != nil {
-				return err
-			}
-		}
-		off := (i*b.NObs + j) * b.StateDim
-		for k, a := range l.buf.LowDim {
-			d := a.Shape()[1]
-			if err := w.row(len(l.cams)+k, a, f, b.State[off:off+d]); err != nil {
-				return err
-			}
-			off += d
+// runCameras does the planned camera work: helps with its own job and the
+// jobs it waits on, copies frames out of the store, and unpins them.
+func (w *worker) runCameras() error {
+	l, p := w.l, &w.plan
+	if p.own != nil {
+		p.own.help(l, w)
+	}
+	for _, j := range p.waits {
+		j.help(l, w)
+	}
+	var err error
+	if p.own != nil {
+		err = p.own.wait(l, w)
+	}
+	for _, j := range p.waits {
+		if e := j.wait(l, w); e != nil && err == nil {
+			err = e
 		}
 	}
-	act := len(l.arrays) - 1
-	for j := 0; j < b.Horizon; j++ {
-		off := (i*b.Horizon + j) * b.ActionDim
-		if err := w.row(act, l.buf.Action, win.Frame(j), b.Action[off:off+b.ActionDim]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// frame copies frame f of camera c into dst.
-func (w *worker) frame(c int, f int64, dst []byte) error {
-	cam := &w.l.cams[c]
-	if cam.direct {
-		return w.decodeInto(cam.a, []int{int(f), 0, 0, 0}, dst, true)
-	}
-	st := &w.l.st
-	fb := int64(len(dst))
-	rf := int64(cam.rowFrames)
-	r := f / rf
-	key := chunkKey{c, r}
-	data := w.l.cache.peek(key)
-	var off int64
-	if data != nil {
-		off = (f - r*rf) * fb
-	} else if f%rf >= rf-int64(w.l.cfg.Window.NObs-1) {
-		data = w.l.edges.get(c, f) // a single frame
-	}
-	if data == nil {
-		var err error
-		data, err = w.l.cache.get(w, key, int(rf*fb), cam.parts, w.l.assembleRow(c, r), w.l.keepEdges(c, r))
-		if err != nil {
-			return err
-		}
-		off = (f - r*rf) * fb
-	}
-	t0 := time.Now()
-	copy(dst, data[off:off+fb])
-	st.collateNs.Add(time.Since(t0).Nanoseconds())
-	st.bytesUsed.Add(fb)
-	return nil
-}
-
-// assembleRow returns the assembler of row r of camera c: part i decodes
-// one chunk of the row and scatters it into whole HWC frames.
-func (l *Loader) assembleRow(c int, r int64) assembler {
-	cam := &l.cams[c]
-	return func(w *worker, buf []byte, part int) error {
-		a := cam.a
-		sh, ch := a.Shape(), a.Chunks()
-		sp := cam.spatial
-		idx := []int{int(r), part / (sp[1] * sp[2]), part / sp[2] % sp[1], part % sp[2]}
-		if cam.parts == 1 {
-			return w.decodeInto(a, idx, buf, false) // whole frames: no scatter
-		}
-		if len(w.chunk) != a.ChunkBytes() {
-			w.chunk = make([]byte, a.ChunkBytes())
-		}
-		if err := w.decodeInto(a, idx, w.chunk, false); err != nil {
-			return err
-		}
+	if err == nil {
 		t0 := time.Now()
-		rows := min(ch[0], sh[0]-idx[0]*ch[0])
-		dstShape := []int{ch[0], sh[1], sh[2], sh[3]}
-		var off, cnt [4]int
-		cnt[0] = rows
-		for k := 1; k < 4; k++ {
-			off[k] = idx[k] * ch[k]
-			cnt[k] = min(ch[k], sh[k]-off[k])
+		for _, c := range p.copies {
+			for _, nd := range p.needs[c.g.a:c.g.b] {
+				copy(w.batchSlot(nd.slot), c.e.data)
+			}
 		}
-		zarr.CopyBox(buf, dstShape, off[:], w.chunk, ch, []int{0, 0, 0, 0}, cnt[:], 1)
+		for _, g := range p.direct {
+			src := w.batchSlot(p.needs[g.a].slot)
+			for _, nd := range p.needs[g.a+1 : g.b] {
+				copy(w.batchSlot(nd.slot), src)
+			}
+		}
 		l.st.collateNs.Add(time.Since(t0).Nanoseconds())
-		return nil
+		l.st.bytesUsed.Add(int64(len(p.needs) * l.shape.FrameBytes()))
 	}
+	l.planMu.Lock()
+	for _, c := range p.copies {
+		l.store.unpin(c.e, l.uses.next)
+	}
+	l.planMu.Unlock()
+	return err
 }
 
-// keepEdges returns the completion hook that keeps the last NObs-1 frames
-// of a camera row as edge frames.
-func (l *Loader) keepEdges(c int, r int64) func(*entry) {
-	keep := int64(l.cfg.Window.NObs - 1)
-	rf := int64(l.cams[c].rowFrames)
-	if keep == 0 || rf == 1 {
-		return nil
-	}
-	fb := int64(l.shape.FrameBytes())
-	last := min((r+1)*rf, int64(l.cams[c].a.Shape()[0]))
-	return func(e *entry) {
-		for f := max(r*rf, last-keep); f < last; f++ {
-			o := (f - r*rf) * fb
-			l.edges.put(c, f, e.data[o:o+fb])
+// fillLowDim copies the state and action rows of every sample.
+func (w *worker) fillLowDim(b *Batch) error {
+	l := w.l
+	clear(w.memo)
+	for i := 0; i < b.Size; i++ {
+		win := l.idx.Windows[b.Windows[i]]
+		for j := 0; j < b.NObs; j++ {
+			f := win.Frame(j)
+			off := (i*b.NObs + j) * b.StateDim
+			for k, a := range l.buf.LowDim {
+				d := a.Shape()[1]
+				if err := w.row(len(l.cams)+k, a, f, b.State[off:off+d]); err != nil {
+					return fmt.Errorf("loader: sample %d (window %d): %w", b.Sample+int64(i), b.Windows[i], err)
+				}
+				off += d
+			}
+		}
+		act := len(l.arrays) - 1
+		for j := 0; j < b.Horizon; j++ {
+			off := (i*b.Horizon + j) * b.ActionDim
+			if err := w.row(act, l.buf.Action, win.Frame(j), b.Action[off:off+b.ActionDim]); err != nil {
+				return fmt.Errorf("loader: sample %d (window %d): %w", b.Sample+int64(i), b.Windows[i], err)
+			}
 		}
 	}
+	return nil
 }
 
 // decodeInto reads chunk idx of a and decodes it into dst (ChunkBytes
-// long). used says whether all of dst goes into a batch.
-func (w *worker) decodeInto(a *zarr.Array, idx []int, dst []byte, used bool) error {
+// long) for batch number batch.
+func (w *worker) decodeInto(a *zarr.Array, idx []int, dst []byte, batch int64) error {
 	st := &w.l.st
+	if h := w.l.cfg.onDecode; h != nil {
+		h(batch, a, idx)
+	}
 	t0 := time.Now()
 	raw, err := a.ReadRaw(idx, w.raw[:0])
 	t1 := time.Now()
@@ -230,26 +185,27 @@ func (w *worker) decodeInto(a *zarr.Array, idx []int, dst []byte, used bool) err
 	st.decodeNs.Add(time.Since(t1).Nanoseconds())
 	st.bytesRead.Add(int64(len(raw)))
 	st.bytesDecoded.Add(int64(len(dst)))
-	if used {
-		st.bytesUsed.Add(int64(len(dst)))
-	}
 	return nil
 }
 
 // row copies row f of a 2-D float32 array (index ai) into dst, in native
-// byte order, through the chunk cache.
+// byte order. Each chunk is taken from the low-dim cache once per batch.
 func (w *worker) row(ai int, a *zarr.Array, f int64, dst []float32) error {
 	sh, ch, g := a.Shape(), a.Chunks(), a.Grid()
 	out := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), 4*len(dst))
 	r := int(f) / ch[0]
 	for cc := 0; cc < g[1]; cc++ {
 		key := chunkKey{ai, int64(r*g[1] + cc)}
-		idx := []int{r, cc}
-		data, err := w.l.cache.get(w, key, a.ChunkBytes(), 1, func(w *worker, buf []byte, _ int) error {
-			return w.decodeInto(a, idx, buf, false)
-		}, nil)
-		if err != nil {
-			return err
+		data, ok := w.memo[key]
+		if !ok {
+			var err error
+			data, err = w.l.low.get(key, a.ChunkBytes(), func(buf []byte) error {
+				return w.decodeInto(a, []int{r, cc}, buf, w.n)
+			})
+			if err != nil {
+				return err
+			}
+			w.memo[key] = data
 		}
 		rr := int(f) - r*ch[0]
 		c0 := cc * ch[1]

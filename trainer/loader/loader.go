@@ -32,9 +32,18 @@ type Loader struct {
 	shape   Shape
 	arrays  []*zarr.Array // cameras, then low-dim, then action
 	cams    []camera
-	cache   *cache
-	edges   edges
 	orders  orderCache
+
+	// planMu orders batch planning and guards store and uses.
+	planMu sync.Mutex
+	store  *frameStore
+	uses   uses
+	low    *chunkCache // decoded low-dim chunks
+	// directHorizon bounds how far ahead (in samples) a frame of a
+	// one-frame-per-chunk camera may be needed to be cached: decoding
+	// such a frame costs only a few copies of it, so keeping it pays
+	// only when it is used again soon.
+	directHorizon int64
 
 	free     chan *Batch
 	poolSize int
@@ -71,8 +80,6 @@ func New(cfg Config) (*Loader, error) {
 		cfg: cfg, buf: b, idx: idx,
 		shape: Shape{NObs: cfg.Window.NObs, Cams: len(b.Cameras), H: b.H, W: b.W,
 			Horizon: cfg.Window.Horizon, StateDim: b.StateDim, ActionDim: b.ActionDim},
-		cache:   newCache(cfg.CacheBytes),
-		edges:   edges{limit: cfg.CacheBytes / 8},
 		ready:   map[int64]result{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -85,6 +92,12 @@ func New(cfg Config) (*Loader, error) {
 		return nil, err
 	}
 	l.orders.sampler = l.sampler
+	lowCap := min(cfg.CacheBytes/8, lowDimBytes(b))
+	l.low = newChunkCache(lowCap)
+	// The first job keeps at most one batch's worth of frames for later.
+	l.store = newFrameStore(cfg.CacheBytes-lowCap, l.shape.FrameBytes(), cfg.Batch*l.shape.NObs*l.shape.Cams*l.shape.FrameBytes())
+	l.directHorizon = int64(8 * cfg.Batch)
+	l.uses = uses{orders: &l.orders, idx: idx, nobs: cfg.Window.NObs, frames: b.Frames, per: int64(l.sampler.Len())}
 	l.poolSize = cfg.Prefetch + cfg.Workers + 2
 	l.free = make(chan *Batch, l.poolSize)
 	for range l.poolSize {
@@ -166,11 +179,7 @@ func (l *Loader) run(w *worker) {
 		case <-l.done:
 			return
 		}
-		l.mu.Lock()
-		n := l.nextBatch
-		l.nextBatch++
-		l.mu.Unlock()
-		err := w.fillBatch(b, n)
+		n, err := w.fillBatch(b, false)
 		l.publish(n, result{b, err})
 	}
 }
@@ -220,11 +229,30 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 
 func (l *Loader) nextInline() (*Batch, error) {
 	b := <-l.free
+	_, err := l.inline.fillBatch(b, true)
+	return l.deliver(result{b, err})
+}
+
+// claim assigns the next batch number: the workers' counter, or the
+// delivery counter when decoding inline.
+func (l *Loader) claim(inline bool) int64 {
 	l.mu.Lock()
-	n := l.nextOut
-	l.nextOut++
-	l.mu.Unlock()
-	return l.deliver(result{b, l.inline.fillBatch(b, n)})
+	defer l.mu.Unlock()
+	if inline {
+		l.nextOut++
+		return l.nextOut - 1
+	}
+	l.nextBatch++
+	return l.nextBatch - 1
+}
+
+// lowDimBytes is the decoded size of the low-dim and action arrays.
+func lowDimBytes(b *replay.Buffer) int64 {
+	var n int64
+	for _, a := range append(append([]*zarr.Array(nil), b.LowDim...), b.Action) {
+		n += int64(a.NumChunks()) * int64(a.ChunkBytes())
+	}
+	return n
 }
 
 func (l *Loader) deliver(r result) (*Batch, error) {
@@ -255,6 +283,9 @@ func (l *Loader) Close() error {
 	}
 	close(l.done)
 	l.wg.Wait()
+	l.planMu.Lock()
+	l.store.mem.release()
+	l.planMu.Unlock()
 	return nil
 }
 
@@ -263,7 +294,10 @@ func (l *Loader) Stats() stage.LoaderStats {
 	l.mu.Lock()
 	depth := len(l.ready)
 	l.mu.Unlock()
-	hits, misses := l.cache.counts()
+	hits, misses := l.low.counts()
+	l.planMu.Lock()
+	hits, misses = hits+l.store.hits, misses+l.store.misses
+	l.planMu.Unlock()
 	// Workers fill any free buffer, so the pool bounds the ready queue.
 	s := l.st.snapshot(time.Now(), l.cfg.Workers, l.cfg.Batch, depth, l.poolSize, hits, misses)
 	s.Dataset = l.cfg.Dir

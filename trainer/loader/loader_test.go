@@ -144,7 +144,11 @@ func TestLoaderMatchesReference(t *testing.T) {
 			for _, sampler := range []string{"uniform", "chunk"} {
 				var first []*Batch
 				for _, workers := range []int{0, 1, 3} {
-					got := collect(t, Config{Dir: dir, Batch: 8, Workers: workers, Sampler: sampler, Seed: 5}, 12)
+					cfg := Config{Dir: dir, Batch: 8, Workers: workers, Sampler: sampler, Mix: 3, Seed: 5}
+					if workers == 3 {
+						cfg.CacheBytes = 1 // nothing cached: every batch decodes what it needs (Mix is set: its default follows the cache)
+					}
+					got := collect(t, cfg, 12)
 					for _, b := range got {
 						ref.check(t, b)
 					}
@@ -224,10 +228,11 @@ func TestStats(t *testing.T) {
 	if s.Dataset != dir || s.Workers != 2 || s.Batch != 16 || s.BytesRead <= 0 || s.BytesUsed <= 0 || s.DecodeNs <= 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	// 1-frame chunks decode exactly the frames used; the low-dim arrays
-	// are decoded once and cached.
-	if s.ReadAmp < 0.9 || s.ReadAmp > 1.2 {
-		t.Errorf("read amplification %.3f with 1-frame chunks, want about 1", s.ReadAmp)
+	// 1-frame chunks never decode more than is used (frames the cache
+	// keeps are used again without decoding); the low-dim arrays are
+	// decoded once and cached.
+	if s.ReadAmp <= 0 || s.ReadAmp > 1.05 {
+		t.Errorf("read amplification %.3f with 1-frame chunks, want in (0, 1]", s.ReadAmp)
 	}
 	if s.CacheHitRate <= 0.5 {
 		t.Errorf("cache hit rate %.2f: low-dim chunks should be cached", s.CacheHitRate)
