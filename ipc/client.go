@@ -15,48 +15,12 @@ type Conn struct {
 	hello Hello
 }
 
-// Dial connects to the trainer socket at path, introduces itself and reads
-// the trainer's hello. A trainer speaking another protocol version, or one
-// that refuses us, is an error that says so.
-func Dial(ctx context.Context, path string) (*Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("connect to trainer %s: %w", path, err)
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		c.SetDeadline(deadline)
-	} else {
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-	}
-	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: Version, Hello: &Hello{Role: "viewer"}})); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("greet trainer %s: %w", path, err)
-	}
-	conn := &Conn{c: c, r: NewReader(c)}
-	f, err := conn.r.Next()
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("read hello from %s: %w", path, err)
-	}
-	switch {
-	case f.Type == TypeError:
-		c.Close()
-		return nil, fmt.Errorf("trainer %s refused: %s", path, f.Error)
-	case f.Type != TypeHello:
-		c.Close()
-		return nil, fmt.Errorf("trainer %s sent %q before hello", path, f.Type)
-	}
-	c.SetDeadline(time.Time{})
-	conn.hello = *f.Hello
-	return conn, nil
-}
-
 // Hello is the trainer's greeting.
 func (c *Conn) Hello() Hello { return c.hello }
 
 // Next returns the next frame. An error frame from the trainer is returned
-// as an error.
+// as an error; a malformed frame is an error wrapping ErrMalformed that
+// names its byte offset in the stream.
 func (c *Conn) Next() (*Frame, error) {
 	f, err := c.r.Next()
 	if err != nil {
@@ -71,12 +35,18 @@ func (c *Conn) Next() (*Frame, error) {
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
 
-// Message is what Watch delivers: a frame, a new connection, or a lost one.
+// Message is what Watch delivers: a frame, a new connection, a lost one,
+// or an attempt that failed.
 type Message struct {
 	Connected    *Hello // set when a connection (re)opened
 	Endpoint     Endpoint
 	Frame        *Frame // set for every frame after hello
-	Disconnected error  // set when the connection ended (nil error wrapped as io.EOF)
+	Disconnected error  // set when an established connection ended
+	// Failed is set when an attempt to attach to Endpoint failed before the
+	// trainer's hello: usually an *AttachError saying why and what to do.
+	Failed error
+	// RetryAt is when Watch tries again, with Disconnected and Failed.
+	RetryAt time.Time
 }
 
 // Resolver finds the endpoint to connect to; it is asked again before each
@@ -96,35 +66,79 @@ func ResolveSpec(spec string) Resolver {
 	}
 }
 
+// Retry delays of Watch: a trainer that went away or is not there yet is
+// looked for again quickly; a socket that answered wrongly (an
+// *AttachError) is retried after RetryMin, doubling up to RetryMax.
+const (
+	RetryMin     = time.Second
+	RetryMax     = 30 * time.Second
+	lookupMin    = 100 * time.Millisecond
+	lookupMax    = 2 * time.Second
+	retryDoubles = 2
+)
+
+// backoff is a doubling delay between lo and hi.
+type backoff struct{ lo, hi, next time.Duration }
+
+func (b *backoff) take() time.Duration {
+	if b.next < b.lo {
+		b.next = b.lo
+	}
+	d := b.next
+	b.next = min(retryDoubles*b.next, b.hi)
+	return d
+}
+
+func (b *backoff) reset() { b.next = b.lo }
+
 // Watch connects through resolve and sends every frame to out until ctx is
-// done, reconnecting with exponential backoff (100 ms to 2 s) when the
-// trainer goes away. It closes out when it returns.
+// done, reconnecting when the trainer goes away. A failed attempt is sent
+// as a Failed message with the time of the next try. It closes out when it
+// returns.
 func Watch(ctx context.Context, resolve Resolver, out chan<- Message) {
 	defer close(out)
-	backoff := 100 * time.Millisecond
+	lookup := backoff{lo: lookupMin, hi: lookupMax}
+	failed := backoff{lo: RetryMin, hi: RetryMax}
 	for ctx.Err() == nil {
-		ep, err := resolve()
-		if err == nil {
-			var conn *Conn
-			conn, err = Dial(ctx, ep.Path)
-			if err == nil {
-				backoff = 100 * time.Millisecond
-				err = pump(ctx, conn, ep, out)
-				if !send(ctx, out, Message{Endpoint: ep, Disconnected: err}) {
-					return
-				}
-			}
-		}
-		if errors.Is(err, ErrVersion) {
-			send(ctx, out, Message{Disconnected: err})
+		wait, ok := attach(ctx, resolve, out, &lookup, &failed)
+		if !ok {
+			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// attach makes one attempt and says how long to wait before the next; ok
+// is false when ctx ended.
+func attach(ctx context.Context, resolve Resolver, out chan<- Message, lookup, failed *backoff) (wait time.Duration, ok bool) {
+	ep, err := resolve()
+	if err != nil {
+		return lookup.take(), true
+	}
+	conn, err := Dial(ctx, ep.Path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		wait = failed.take()
+		return wait, send(ctx, out, Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)})
+	}
+	lookup.reset()
+	failed.reset()
+	err = pump(ctx, conn, ep, out)
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	wait = lookup.take()
+	var ae *AttachError
+	if errors.As(err, &ae) {
+		wait = failed.take()
+	}
+	return wait, send(ctx, out, Message{Endpoint: ep, Disconnected: err, RetryAt: time.Now().Add(wait)})
 }
 
 func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message) error {
@@ -141,7 +155,7 @@ func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message) erro
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("trainer %s: %w", ep.Path, err)
+			return streamError(ep, h, err, conn.r.Offset())
 		}
 		if !send(ctx, out, Message{Frame: f, Endpoint: ep}) {
 			return ctx.Err()

@@ -17,8 +17,14 @@ import (
 // Version is the protocol version this package speaks.
 const Version = 1
 
-// MaxFrame is the largest frame, newline included, either side accepts.
+// MaxFrame is the largest frame, newline included, either side accepts:
+// 1 MiB, far above the largest frame a trainer sends (512 steps, or a hello
+// with its 64 KiB config), and small enough that a hostile peer costs a
+// viewer little memory.
 const MaxFrame = 1 << 20
+
+// capText is MaxFrame as people read it.
+const capText = "1 MiB"
 
 // Frame types.
 const (
@@ -111,7 +117,7 @@ var ErrVersion = errors.New("protocol version mismatch")
 // its type, is an error.
 func DecodeFrame(line []byte) (*Frame, error) {
 	if len(line) > MaxFrame {
-		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", len(line), MaxFrame)
+		return nil, fmt.Errorf("frame of %d bytes exceeds the %s (%d-byte) limit", len(line), capText, MaxFrame)
 	}
 	f, err := decodeStepsFast(line)
 	if err != nil {

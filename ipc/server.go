@@ -57,6 +57,7 @@ type Server struct {
 	viewers map[*viewer]struct{}
 
 	accepted, refused, dropped, overflow, published atomic.Int64
+	refusals                                        refusalLog
 
 	flushNow chan struct{}
 	done     chan struct{}
@@ -292,7 +293,7 @@ func (s *Server) acceptLoop() {
 func (s *Server) serve(c *net.UnixConn) {
 	if err := checkPeer(c); err != nil {
 		s.refused.Add(1)
-		s.opts.Logf("ipc: refused viewer on %s: %v", s.path, err)
+		s.refusals.log(s.opts.Logf, s.path, err)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		c.Write(appendJSON(nil, Frame{Type: TypeError, Error: err.Error()}))
 		c.Close()
@@ -318,7 +319,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	s.vmu.Unlock()
 	if err != nil {
 		s.refused.Add(1)
-		s.opts.Logf("ipc: closed viewer on %s: %v", s.path, err)
+		s.refusals.log(s.opts.Logf, s.path, err)
 		v.sendError(err)
 	}
 	v.close()
@@ -341,9 +342,16 @@ func checkPeer(c *net.UnixConn) error {
 		return fmt.Errorf("peer credentials: %w", cerr)
 	}
 	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("permission denied: peer pid %d uid %d is neither uid %d nor root", cred.Pid, cred.Uid, os.Geteuid())
+		return &uidError{pid: int(cred.Pid), uid: int(cred.Uid), own: os.Geteuid()}
 	}
 	return nil
+}
+
+// uidError refuses a viewer of another uid.
+type uidError struct{ pid, uid, own int }
+
+func (e *uidError) Error() string {
+	return fmt.Sprintf("permission denied: viewer pid %d runs as uid %d; only uid %d (the trainer's) or root can attach", e.pid, e.uid, e.own)
 }
 
 // EncodeConfig marshals a trainer configuration for Hello.Config.

@@ -141,12 +141,15 @@ func stale(path string, pid int) bool {
 	return false
 }
 
+// ErrNoTrainer is wrapped by Find's error when no live trainer matches.
+var ErrNoTrainer = errors.New("no live trainer")
+
 // Find picks one endpoint by spec: a socket path, a pid, or a trainer name.
 // An empty spec matches when exactly one trainer is live.
 func Find(eps []Endpoint, spec string) (Endpoint, error) {
 	if strings.Contains(spec, "/") {
 		if _, err := os.Stat(spec); err != nil {
-			return Endpoint{}, fmt.Errorf("trainer socket %s: %w", spec, err)
+			return Endpoint{}, fmt.Errorf("%w at %s: %w", ErrNoTrainer, spec, err)
 		}
 		name, pid, _ := ParseSocketName(filepath.Base(spec))
 		return Endpoint{Path: spec, Name: name, PID: pid}, nil
@@ -161,9 +164,9 @@ func Find(eps []Endpoint, spec string) (Endpoint, error) {
 	case len(match) == 1:
 		return match[0], nil
 	case len(match) == 0 && spec == "":
-		return Endpoint{}, fmt.Errorf("no live trainer in %s", Dir())
+		return Endpoint{}, fmt.Errorf("%w in %s", ErrNoTrainer, Dir())
 	case len(match) == 0:
-		return Endpoint{}, fmt.Errorf("no live trainer named or with pid %q in %s", spec, Dir())
+		return Endpoint{}, fmt.Errorf("%w named or with pid %q in %s", ErrNoTrainer, spec, Dir())
 	}
 	// Several trainers share a name: the newest (highest pid) is the one a
 	// restarted run wants, but say so only when the spec was a name.

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -86,8 +87,11 @@ func (v *viewer) readLoop() error {
 			return fmt.Errorf("read from viewer: %w", err)
 		}
 		f, err := DecodeFrame(line)
+		if errors.Is(err, ErrVersion) {
+			return versionRefusal(helloVersion(line), Version)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%w at byte %d: %w", ErrMalformed, r.Offset(), err)
 		}
 		if f.Type != TypeHello {
 			return fmt.Errorf("viewer sent a %q frame; only hello is accepted", f.Type)

@@ -102,15 +102,18 @@ func (m *Monitor) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapshot {
 	return m.Collector.Collect(now, w)
 }
 
-// AwaitLink waits until the feed is connected, at most d; at once when
-// nothing is attached.
+// AwaitLink waits until the first attempt to attach has an answer: the
+// feed is connected or failed. It waits at most d plus the time a trainer
+// has to say hello (ipc.HelloTimeout), so a silent peer is reported as
+// such; at once when nothing is attached.
 func (m *Monitor) AwaitLink(ctx context.Context, d time.Duration) {
 	if !m.attached {
 		return
 	}
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(d + ipc.HelloTimeout())
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if m.Feed.Link().State == snapshot.LinkConnected {
+		switch m.Feed.Link().State {
+		case snapshot.LinkConnected, snapshot.LinkFailed:
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -124,6 +127,10 @@ func (m *Monitor) AwaitDown(d time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Attached reports whether the monitor watches a trainer: one was named,
+// or the only live one was picked.
+func (m *Monitor) Attached() bool { return m.attached }
 
 // Close stops the watch and closes the sources.
 func (m *Monitor) Close() {

@@ -8,6 +8,8 @@ package feed
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -117,7 +119,9 @@ func (f *Feed) resolver(gen int, spec string) ipc.Resolver {
 			return ep, err
 		}
 		if err != nil {
-			if f.link.State != snapshot.LinkConnected {
+			// A failure stays on show until a connection succeeds, even
+			// when the socket has gone since.
+			if f.link.State != snapshot.LinkConnected && f.link.State != snapshot.LinkFailed {
 				f.link.Detail = err.Error()
 			}
 			return ep, err
@@ -168,16 +172,24 @@ func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {
 		f.connected(m, now)
 	case m.Frame != nil:
 		f.frame(m.Frame)
+	case m.Failed != nil:
+		f.setLink(snapshot.LinkFailed, m.Failed.Error(), m.Endpoint.Path, now)
+		f.link.RetryAt = m.RetryAt
 	default:
 		detail := "connection lost"
 		if m.Disconnected != nil {
 			detail = m.Disconnected.Error()
 		}
+		state := snapshot.LinkDisconnected
 		if f.hello == nil {
-			f.setLink(snapshot.LinkNone, detail, m.Endpoint.Path, now)
-			return
+			state = snapshot.LinkNone
 		}
-		f.setLink(snapshot.LinkDisconnected, detail, m.Endpoint.Path, now)
+		f.setLink(state, detail, m.Endpoint.Path, now)
+		var ae *ipc.AttachError
+		if errors.As(m.Disconnected, &ae) {
+			// A bad frame mid-stream: retried slowly, so say when.
+			f.link.RetryAt = m.RetryAt
+		}
 	}
 }
 
@@ -200,6 +212,21 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 	f.hello, f.ep = &h, m.Endpoint
 	f.config = parseConfig(h.Config) // once per connection, not per refresh
 	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
+}
+
+// linkAt is the link as shown at now: the detail of a link that waits to
+// retry says when the next try is.
+func (f *Feed) linkAt(now time.Time) snapshot.Link {
+	l := f.link
+	if l.RetryAt.IsZero() {
+		return l
+	}
+	if left := l.RetryAt.Sub(now); left > 0 {
+		l.Detail += fmt.Sprintf("; next try in %ds", int((left+time.Second-1)/time.Second))
+	} else {
+		l.Detail += "; trying again now"
+	}
+	return l
 }
 
 func (f *Feed) frame(fr *ipc.Frame) {
@@ -241,7 +268,7 @@ func (f *Feed) setLink(state, detail, socket string, now time.Time) {
 	if f.link.State != state {
 		f.link.Since = now
 	}
-	f.link.State, f.link.Detail = state, detail
+	f.link.State, f.link.Detail, f.link.RetryAt = state, detail, time.Time{}
 	if socket != "" {
 		f.link.Socket = socket
 	}
@@ -288,7 +315,7 @@ func (f *Feed) TrainerPID() int {
 func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s.Link = f.link
+	s.Link = f.linkAt(s.Time)
 	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = nil, nil, nil, nil, nil
 	if f.hello == nil {
 		return
@@ -350,9 +377,9 @@ func parseConfig(cfg json.RawMessage) configInfo {
 	return c
 }
 
-// Link returns the state of the connection.
+// Link returns the state of the connection, as Fill would show it now.
 func (f *Feed) Link() snapshot.Link {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.link
+	return f.linkAt(time.Now())
 }

@@ -23,6 +23,10 @@ const (
 	LinkNone         = "none"         // no trainer to attach to (yet)
 	LinkConnected    = "connected"    // frames are arriving
 	LinkDisconnected = "disconnected" // the trainer went away; last state kept
+	// LinkFailed: the last attempt to attach failed (wrong protocol
+	// version, malformed frames, no hello, refused); Detail says why and
+	// what to do. It stays until a connection succeeds.
+	LinkFailed = "failed"
 )
 
 // Snapshot is everything one refresh shows.
@@ -84,11 +88,17 @@ type Window struct {
 
 // Link is the state of the connection to the trainer.
 type Link struct {
-	State  string `json:"state"`            // LinkNone, LinkConnected or LinkDisconnected
-	Detail string `json:"detail,omitempty"` // why: resolver or connection error
+	State string `json:"state"` // LinkNone, LinkConnected, LinkDisconnected or LinkFailed
+	// Detail says why: the resolver's or the connection's error; when
+	// failed, which socket, what went wrong, what to do and when the next
+	// try is.
+	Detail string `json:"detail,omitempty"`
 	Socket string `json:"socket,omitempty"`
 	// Since is when State last changed; absent before any state change.
 	Since time.Time `json:"since,omitzero"`
+	// RetryAt is when the viewer tries again after a failed or lost link;
+	// absent otherwise.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 // Trainer identifies the trainer pipetop is attached to (or was, when the

@@ -1,10 +1,13 @@
 // Package header is pipetop's top pane: which trainer, whether the link is
 // up, and the headline numbers (step, it/s, samples/s, loss, uptime, epoch
-// ETA), with the socket or the reason for a lost link on a second line.
+// ETA), with the socket or the reason for a lost or failed link on a second
+// line. A trainer that could not be attached is named in place of "monitor
+// only".
 package header
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,8 +34,22 @@ func (m *Model) SetPaused(p bool) { m.paused = p }
 // SetInterval sets the refresh interval shown.
 func (m *Model) SetInterval(d time.Duration) { m.interval = d }
 
-// Size returns the fewest and the preferred number of lines.
-func (m Model) Size(int) (lo, pref int) { return 1, 2 }
+// Size returns the fewest and the preferred number of lines: two, and the
+// reason a trainer could not be attached on up to three more.
+func (m Model) Size(w int) (lo, pref int) { return 1, 2 + len(m.failure(w)) }
+
+// maxFailureLines bounds the lines a failure's detail takes.
+const maxFailureLines = 3
+
+// failure is the detail of a failed link wrapped to w cells, nil unless
+// the link failed.
+func (m Model) failure(w int) []string {
+	if m.Snap == nil || m.Snap.Link.State != snapshot.LinkFailed {
+		return nil
+	}
+	lines := draw.Wrap(m.Snap.Link.Detail, w)
+	return lines[:min(len(lines), maxFailureLines)]
+}
 
 // View renders the header.
 func (m Model) View() string {
@@ -40,8 +57,15 @@ func (m Model) View() string {
 		return ""
 	}
 	lines := []string{m.first()}
+	fail := m.failure(m.W)
+	own := len(fail) > 0 && m.H >= 2+len(fail) // the failure gets its own lines
 	if m.H > 1 {
-		lines = append(lines, m.second())
+		lines = append(lines, m.second(!own))
+	}
+	if own {
+		for _, l := range fail {
+			lines = append(lines, m.St.Bad.Render(l))
+		}
 	}
 	return draw.Block(strings.Join(lines, "\n"), m.W, m.H)
 }
@@ -56,6 +80,8 @@ func (m Model) first() string {
 		parts = append(parts, st.Title.Render("pipetop"))
 	}
 	switch {
+	case s.Trainer == nil && s.Link.State == snapshot.LinkFailed:
+		parts = append(parts, st.Bad.Render("✗ cannot attach "+filepath.Base(s.Link.Socket)))
 	case s.Trainer == nil:
 		parts = append(parts, st.Dim.Render("monitor only: no trainer attached"))
 	case narrow:
@@ -98,11 +124,15 @@ func (m Model) link() string {
 	case snapshot.LinkDisconnected:
 		ago := units.Age(s.Time.Sub(s.Link.Since))
 		return st.Bad.Render("○ disconnected " + ago + " ago")
+	case snapshot.LinkFailed:
+		return st.Bad.Render("✗ cannot attach")
 	}
 	return st.Warn.Render("○ connecting")
 }
 
-func (m Model) second() string {
+// second is the window, refresh and link line; failure says whether a
+// failed link's detail goes on it.
+func (m Model) second(failure bool) string {
 	s, st := m.Snap, m.St
 	var parts []string
 	if m.paused {
@@ -122,6 +152,12 @@ func (m Model) second() string {
 		parts = append(parts, st.Label.Render("refresh ")+st.Value.Render(m.interval.String()))
 	}
 	switch {
+	case s.Link.State == snapshot.LinkFailed:
+		if failure {
+			parts = append(parts, st.Bad.Render(s.Link.Detail))
+		} else if s.Trainer != nil {
+			parts = append(parts, st.Bad.Render("last state kept"))
+		}
 	case s.Link.State == snapshot.LinkDisconnected:
 		parts = append(parts, st.Bad.Render("last state kept")+st.Dim.Render(": "+s.Link.Detail))
 	case s.Link.State == snapshot.LinkNone && s.Link.Detail != "":

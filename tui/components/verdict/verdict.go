@@ -41,7 +41,7 @@ func (m Model) lines(w int) []string {
 		return []string{m.St.Dim.Render(msg)}
 	}
 	head := "▶ " + v.Headline
-	if m.Snap.Link.State == snapshot.LinkDisconnected {
+	if l := m.Snap.Link.State; l == snapshot.LinkDisconnected || l == snapshot.LinkFailed {
 		head = "▶ (last known) " + v.Headline
 	}
 	style := m.kindStyle(v.Kind)
