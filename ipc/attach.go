@@ -148,6 +148,8 @@ func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
 	case err != nil:
 		return nil, a.fail(fmt.Sprintf("sent a malformed frame at byte %d: %v", conn.r.Offset(), err),
 			fmt.Sprintf(notATrainer, a.path), fmt.Errorf("%w: %w", ErrMalformed, err))
+	case f.Type == TypeHello && f.V != a.version:
+		return nil, a.versionError(line, ErrVersion)
 	case f.Type == TypeError:
 		return nil, a.refused(f.Error)
 	case f.Type != TypeHello:

@@ -272,33 +272,6 @@ func TestHugeLineIsRefused(t *testing.T) {
 	dial(t, s.Path())
 }
 
-func TestWrongVersion(t *testing.T) {
-	t.Run("viewer speaks v2", func(t *testing.T) {
-		s := newServer(t, ServerOptions{})
-		c, err := net.Dial("unix", s.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.Write([]byte(`{"type":"hello","v":2,"hello":{"role":"viewer"}}` + "\n"))
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		all, _ := io.ReadAll(c)
-		if !bytes.Contains(all, []byte("peer speaks v2, this side speaks v1")) {
-			t.Fatalf("got %q", all)
-		}
-	})
-	t.Run("trainer speaks v2", func(t *testing.T) {
-		path := fakeTrainer(t, func(c net.Conn) {
-			c.Write([]byte(`{"type":"hello","v":2,"hello":{"name":"future"}}` + "\n"))
-			time.Sleep(time.Second)
-		})
-		_, err := Dial(context.Background(), path)
-		if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "v2") {
-			t.Fatalf("err = %v, want a version error naming v2", err)
-		}
-	})
-}
-
 // fakeTrainer listens on a new socket and runs serve on the first
 // connection, then closes it: a hand-written trainer for protocol faults.
 func fakeTrainer(t *testing.T, serve func(c net.Conn)) string {

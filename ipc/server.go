@@ -304,7 +304,11 @@ func (s *Server) serve(c *net.UnixConn) {
 	loader := s.loader
 	s.mu.Unlock()
 	v := newViewer(c, s.opts.ViewerQueue)
-	v.offer(greeting)
+	// The hello goes out before anything is read, so that even a viewer
+	// refused for its own hello learns who the trainer is first.
+	if !v.write(greeting) {
+		return
+	}
 	if loader != nil {
 		v.offer(loader)
 	}

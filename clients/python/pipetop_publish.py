@@ -80,7 +80,14 @@ _INT32_MAX = (1 << 31) - 1  # the wire sample count is an int32
 
 
 class ProtocolError(ValueError):
-    """A viewer sent something that is not a valid protocol v1 frame."""
+    """A viewer sent something that is not a valid protocol v1 frame.
+
+    ``key`` groups refusals for the log: each key is logged once.
+    """
+
+    def __init__(self, msg: str, key: str = "malformed") -> None:
+        super().__init__(msg)
+        self.key = key
 
 
 # ---------------------------------------------------------------------------
@@ -230,13 +237,25 @@ def decode_viewer_line(line: bytes) -> Dict[str, Any]:
     if typ != "hello":
         raise ProtocolError("viewer sent a %r frame; only hello is accepted" % typ)
     if frame.get("v") != PROTOCOL_VERSION:
-        raise ProtocolError(
-            "protocol version mismatch: peer speaks v%s, this side speaks v%d"
-            % (frame.get("v"), PROTOCOL_VERSION)
-        )
+        raise ProtocolError(_version_refusal(frame.get("v", 0)), key="version %r" % (frame.get("v"),))
     if not isinstance(frame.get("hello"), dict):
         raise ProtocolError("hello frame without hello")
     return frame
+
+
+def _version_refusal(peer: Any) -> str:
+    """Say which protocol each side speaks and what to do, as the Go server does."""
+    advice = "upgrade pipetop"
+    if isinstance(peer, int) and peer > PROTOCOL_VERSION:
+        advice = (
+            "upgrade the trainer's publisher (pipetrain, pipetop_publish.py), "
+            "or attach with a pipetop that speaks protocol %d" % PROTOCOL_VERSION
+        )
+    return "protocol version mismatch: this viewer speaks protocol %s, the trainer speaks %d \u2014 %s" % (
+        peer,
+        PROTOCOL_VERSION,
+        advice,
+    )
 
 
 def _clip(b: bytes, n: int = 80) -> str:
@@ -782,6 +801,7 @@ class _Server:
         self._stop = threading.Event()
         self._deadline = 0.0
         self._uid = os.geteuid()
+        self._logged: set = set()  # refusal keys already logged
         self._sock = self._listen(path)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -909,10 +929,11 @@ class _Server:
                 pid, uid, _ = _peer_cred(conn)
                 reason = check_peer(uid, pid, self._uid)
             except OSError as e:
-                reason = "peer credentials: %s" % e
+                uid, reason = -1, "peer credentials: %s" % e
             if reason is not None:
                 with self._lock:
                     self._refused += 1
+                self._log_refusal("uid %d" % uid if uid >= 0 else "credentials", reason)
                 _send_error(conn, reason)
                 _quiet_close(conn)
                 continue
@@ -941,14 +962,14 @@ class _Server:
             nl = v.inbuf.find(b"\n")
             if nl < 0:
                 if len(v.inbuf) > MAX_FRAME:
-                    self._drop(v, "frame exceeds the %d-byte limit" % MAX_FRAME)
+                    self._drop(v, "frame exceeds the 1 MiB (%d-byte) limit" % MAX_FRAME, "too large")
                 return
             line = bytes(v.inbuf[:nl])
             del v.inbuf[: nl + 1]
             try:
                 decode_viewer_line(line)
             except ProtocolError as e:
-                self._drop(v, str(e))
+                self._drop(v, str(e), e.key)
                 return
 
     def _write(self, v: _Viewer) -> None:
@@ -963,13 +984,24 @@ class _Server:
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
             self._sel.modify(v.sock, events, v)
 
-    def _drop(self, v: _Viewer, reason: Optional[str]) -> None:
+    def _log_refusal(self, key: str, reason: str) -> None:
+        """Log a refused viewer once per kind of refusal (all are counted)."""
+        if key in self._logged or len(self._logged) >= 32:
+            return
+        self._logged.add(key)
+        sys.stderr.write(
+            "pipetop_publish: %s: refused a viewer: %s (logged once; later refusals "
+            "for this reason are only counted)\n" % (self.path, reason)
+        )
+
+    def _drop(self, v: _Viewer, reason: Optional[str], key: str = "malformed") -> None:
         """Disconnect a viewer, telling it why when it misbehaved."""
         with self._lock:
             if self._viewers.pop(v.sock.fileno(), None) is None:
                 return
             if reason is not None:
                 self._refused += 1
+                self._log_refusal(key, reason)
         try:
             self._sel.unregister(v.sock)
         except (KeyError, ValueError):

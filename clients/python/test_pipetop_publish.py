@@ -5,6 +5,7 @@ Run with: /usr/bin/python3 -m unittest discover -s clients/python
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -20,6 +21,7 @@ import time
 import unittest
 from unittest import mock
 from typing import Any, Dict, List, Optional
+from unittest import mock
 
 import pipetop_publish as pp
 
@@ -438,6 +440,29 @@ class TestViewers(PublisherCase):
         self.assertEqual(good.until("steps")["steps"][0]["step"], 0)
         self.assertEqual(pub.stats()["refused"], len(cases))
         self.assertEqual(pub.stats()["errors"], 0)
+
+    def test_version_negotiation_refuses_and_logs_once(self) -> None:
+        # A viewer one version newer and one older: the trainer's hello comes
+        # first (naming its version), then an error that names both versions
+        # and what to do; each kind of refusal is logged once.
+        cases = [
+            (2, "this viewer speaks protocol 2, the trainer speaks 1 \u2014 upgrade the trainer's publisher"),
+            (0, "this viewer speaks protocol 0, the trainer speaks 1 \u2014 upgrade pipetop"),
+        ]
+        with mock.patch("sys.stderr", new_callable=io.StringIO) as log:
+            pub = self.publisher(flush_interval=0.005)
+            for v, want in cases + cases:
+                bad = self.viewer(pub, greet=False)
+                self.assertEqual(bad.frame()["v"], pp.PROTOCOL_VERSION)
+                bad.sock.sendall(json.dumps({"type": "hello", "v": v, "hello": {"role": "viewer"}}).encode() + b"\n")
+                errors = [f["error"] for f in bad.all_frames() if f["type"] == "error"]
+                self.assertTrue(errors, "no error frame for v%d" % v)
+                self.assertIn(want, errors[-1])
+            wait_for(lambda: pub.stats()["refused"] == 4, "four refusals")
+            text = log.getvalue()
+        self.assertEqual(text.count("refused a viewer"), 2, text)
+        self.assertIn("speaks protocol 2", text)
+        self.assertIn("speaks protocol 0", text)
 
     def test_hello_in_pieces_is_fine(self) -> None:
         pub = self.publisher(flush_interval=0.005)

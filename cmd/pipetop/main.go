@@ -31,23 +31,36 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
 )
 
 // usageError is a bad command line; it exits with status 2.
 type usageError struct{ error }
 
+// exitNotAttached is the exit status when the trainer the command line
+// asked for could not be attached: none matches it, or every attempt
+// failed (the --once/--json snapshot is still printed).
+const exitNotAttached = 3
+
+// notAttached is the error of a run that could not attach its trainer.
+type notAttached struct{ error }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	var ue usageError
+	var na notAttached
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "pipetop:", err)
 		os.Exit(2)
+	case errors.As(err, &na), errors.Is(err, ipc.ErrNoTrainer):
+		fmt.Fprintln(os.Stderr, "pipetop:", err)
+		os.Exit(exitNotAttached)
 	default:
 		fmt.Fprintln(os.Stderr, "pipetop:", err)
 		os.Exit(1)
@@ -104,6 +117,12 @@ func parse(args []string, stderr io.Writer) (config, error) {
   pipetop trace FILE -o trace.json     Chrome/Perfetto trace-event JSON of a recording
 
 flags:
+`)
+		defer fmt.Fprint(fs.Output(), `
+exit status: 0 ok; 1 error; 2 bad command line; 3 the trainer asked for
+(or the only live one) could not be attached: none matches, or it failed
+(wrong protocol version, bad frames, no hello, refused) — --once and --json
+still print their snapshot, with link.state "failed" and link.detail saying why.
 `)
 		fs.PrintDefaults()
 	}
@@ -213,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case c.cmd == "ls":
-		return list(stdout, c.json)
+		return list(ctx, stdout, c.json)
 	case c.cmd == "export":
 		return serveMetrics(ctx, c, stderr)
 	case c.once || c.json:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -21,30 +22,59 @@ import (
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
-// list prints the live trainers.
-func list(w io.Writer, asJSON bool) error {
+// lsEntry is one line of pipetop ls: a live socket and whether pipetop
+// could talk to it.
+type lsEntry struct {
+	ipc.Endpoint
+	OK    bool   `json:"ok"`              // it answered with a hello pipetop understands
+	Error string `json:"error,omitempty"` // why not: the socket, the problem, what to do
+}
+
+// maxProbe bounds how long ls waits for each trainer's hello (all in parallel).
+const maxProbe = 2 * time.Second
+
+// list prints the live trainers, marking those pipetop cannot talk to.
+func list(ctx context.Context, w io.Writer, asJSON bool) error {
 	eps, err := ipc.List()
 	if err != nil {
 		return err
 	}
+	entries := probe(ctx, eps, min(ipc.HelloTimeout(), maxProbe))
 	if asJSON {
-		if eps == nil {
-			eps = []ipc.Endpoint{}
-		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(eps)
+		return enc.Encode(entries)
 	}
-	if len(eps) == 0 {
+	if len(entries) == 0 {
 		fmt.Fprintf(w, "no live trainer in %s\n", ipc.Dir())
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPID\tSOCKET")
-	for _, ep := range eps {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", ep.Name, ep.PID, ep.Path)
+	fmt.Fprintln(tw, "NAME\tPID\tSOCKET\tSTATUS")
+	for _, e := range entries {
+		status := "ok"
+		if !e.OK {
+			status = "✗ cannot attach: " + e.Error
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.PID, e.Path, status)
 	}
 	return tw.Flush()
+}
+
+// probe attaches to every endpoint at once and detaches, within timeout.
+func probe(ctx context.Context, eps []ipc.Endpoint, timeout time.Duration) []lsEntry {
+	entries := make([]lsEntry, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			entries[i] = lsEntry{Endpoint: ep, OK: true}
+			if err := ipc.Probe(ctx, ep.Path, timeout); err != nil {
+				entries[i].OK, entries[i].Error = false, err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	return entries
 }
 
 // severalTrainers is the error of a command that needs one trainer when
@@ -76,9 +106,26 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 	if c.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		err = enc.Encode(s)
+	} else {
+		err = printText(stdout, &s, c)
 	}
-	return printText(stdout, &s, c)
+	if err != nil {
+		return err
+	}
+	return attachOutcome(m, s.Link)
+}
+
+// attachOutcome is notAttached when the monitor watched for a trainer and
+// never got a hello from it.
+func attachOutcome(m *monitor.Monitor, l snapshot.Link) error {
+	if !m.Attached() || l.State == snapshot.LinkConnected || l.State == snapshot.LinkDisconnected {
+		return nil
+	}
+	if l.Detail == "" {
+		l.Detail = "no hello from " + l.Socket
+	}
+	return notAttached{fmt.Errorf("could not attach the trainer: %s", l.Detail)}
 }
 
 // printText writes the --once text: colour only on a colour terminal.
