@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -528,5 +529,59 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 	}
 	if steps[1].Samples != math.MaxInt32 {
 		t.Errorf("samples %d, want the int32 maximum", steps[1].Samples)
+	}
+}
+
+// TestVersionMismatchWithPythonPublisher runs the Python publisher speaking
+// a newer and an older protocol than the Go viewer: the viewer says which
+// side to upgrade, the publisher refuses the viewer and logs it once.
+func TestVersionMismatchWithPythonPublisher(t *testing.T) {
+	root := repoRoot(t)
+	script := `import sys, time
+import pipetop_publish as pp
+pp.PROTOCOL_VERSION = int(sys.argv[1])
+with pp.Publisher(name="v" + sys.argv[1]) as pub:
+    print(pub.path, flush=True)
+    sys.stdin.read()
+`
+	for _, tc := range []struct {
+		version         int
+		viewer, refusal string
+	}{
+		{2, "speaks protocol 2; this pipetop speaks 1 — upgrade pipetop",
+			"this viewer speaks protocol 1, the trainer speaks 2 — upgrade pipetop"},
+		{0, "speaks protocol 0; this pipetop speaks 1 — upgrade the trainer's publisher",
+			"this viewer speaks protocol 1, the trainer speaks 0 — upgrade the trainer's publisher"},
+	} {
+		t.Run(fmt.Sprintf("publisher v%d", tc.version), func(t *testing.T) {
+			cmd := exec.Command(python, "-c", script, strconv.Itoa(tc.version))
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients", "python"), ipc.DirEnv+"="+socketDir(t))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			path, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				t.Fatalf("publisher: %v\n%s", err, &stderr)
+			}
+			path = strings.TrimSpace(path)
+			for range 3 {
+				_, err := ipc.Dial(context.Background(), path)
+				var ae *ipc.AttachError
+				if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.viewer) || !strings.Contains(err.Error(), fmt.Sprintf("trainer v%d (pid %d, ", tc.version, cmd.Process.Pid)) {
+					t.Fatalf("Dial: %v, want %q", err, tc.viewer)
+				}
+			}
+			stdin.Close() // the publisher exits, flushing its log
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("publisher: %v\n%s", err, &stderr)
+			}
+			if log := stderr.String(); strings.Count(log, "refused a viewer") != 1 || !strings.Contains(log, tc.refusal) {
+				t.Fatalf("publisher log %q: want the refusal %q logged once", log, tc.refusal)
+			}
+		})
 	}
 }

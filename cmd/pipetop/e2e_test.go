@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/tui/draw"
 )
 
@@ -144,4 +145,46 @@ func widest(lines []string) int {
 		w = max(w, draw.Width(trailing.ReplaceAllString(l, "")))
 	}
 	return w
+}
+
+// TestTmuxHeaderNamesFailedTrainer attaches the real binary, in tmux, to a
+// socket whose trainer speaks protocol 99: the header says which socket
+// cannot be attached, why, what to do and when the next try is, instead of
+// "monitor only". A plain pipetop without trainers still says "monitor only".
+func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	bin := pipetopBin(t)
+	sockets := socketDir(t)
+	sock := filepath.Join(sockets, ipc.SocketName("future", os.Getpid()))
+	serveHostile(t, sock, hostileTrainers[4].serve)
+	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-fail-%d", os.Getpid()), sockets: sockets}
+	defer e.kill()
+	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
+		"env", "PIPETOP_SOCKET_DIR="+sockets, "TERM=xterm-256color", bin, "attach", "future", "--interval", "250ms", "--no-gpu")
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	screen := e.waitScreen("the failure in the header", func(s string) bool {
+		return strings.Contains(flat(s), "upgrade pipetop; next try in")
+	})
+	for _, want := range []string{"✗ cannot attach " + filepath.Base(sock),
+		"trainer future (pid 4242, socket " + sock + ") speaks protocol 99; this pipetop speaks 1 — upgrade pipetop; next try in"} {
+		if !strings.Contains(flat(screen), want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "monitor only") {
+		t.Errorf("a trainer asked for by name is shown as monitor only:\n%s", screen)
+	}
+
+	e.tmux("kill-session", "-t", "e2e")
+	empty := socketDir(t)
+	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
+		"env", "PIPETOP_SOCKET_DIR="+empty, "TERM=xterm-256color", bin, "--interval", "250ms", "--no-gpu")
+	e.waitScreen("monitor only without trainers", func(s string) bool {
+		return strings.Contains(s, "monitor only: no trainer attached") && !strings.Contains(s, "cannot attach")
+	})
 }

@@ -272,3 +272,30 @@ func BenchmarkApplySecond(b *testing.B) {
 		}
 	}
 }
+
+// TestFailedLinkIsKeptUntilAConnection: a failed attempt shows as state
+// failed with the reason and the time to the next try; another failure
+// replaces it; only a connection clears it.
+func TestFailedLinkIsKeptUntilAConnection(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ep := ipc.Endpoint{Path: "/tmp/x.7.sock", Name: "x", PID: 7}
+	f := New(100)
+	why := &ipc.AttachError{Path: ep.Path, Name: "x", PID: 7, Problem: "speaks protocol 2; this pipetop speaks 1", Advice: "upgrade pipetop"}
+	f.Apply(ipc.Message{Endpoint: ep, Failed: why, RetryAt: t0.Add(4 * time.Second)}, t0)
+	s := fill(f, t0.Add(1500*time.Millisecond))
+	want := "trainer x (pid 7, socket /tmp/x.7.sock) speaks protocol 2; this pipetop speaks 1 — upgrade pipetop; next try in 3s"
+	if s.Link.State != snapshot.LinkFailed || s.Link.Detail != want || s.Link.Socket != ep.Path || !s.Link.Since.Equal(t0) || s.Trainer != nil {
+		t.Fatalf("link %+v, want failed: %q", s.Link, want)
+	}
+	if s := fill(f, t0.Add(5*time.Second)); !strings.HasSuffix(s.Link.Detail, "; trying again now") {
+		t.Fatalf("past the retry time: %q", s.Link.Detail)
+	}
+	f.Apply(ipc.Message{Endpoint: ep, Failed: errors.New("again"), RetryAt: t0.Add(10 * time.Second)}, t0.Add(6*time.Second))
+	if s := fill(f, t0.Add(6*time.Second)); s.Link.Detail != "again; next try in 4s" || !s.Link.Since.Equal(t0) {
+		t.Fatalf("second failure: %+v", s.Link)
+	}
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "x", PID: 7, Stages: names}, Endpoint: ep}, t0.Add(7*time.Second))
+	if s := fill(f, t0.Add(7*time.Second)); s.Link.State != snapshot.LinkConnected || s.Link.Detail != "" || !s.Link.RetryAt.IsZero() {
+		t.Fatalf("after connecting: %+v", s.Link)
+	}
+}
