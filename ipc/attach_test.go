@@ -95,7 +95,11 @@ func TestAttachErrorsFromHostilePeers(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(dir, SocketName(h.name, 1))
 			serveHostile(t, path, h.serve)
-			_, err := dialAs(context.Background(), path, Version, 200*time.Millisecond)
+			timeout := DefaultHelloTimeout
+			if h.name == "silent" { // the only case that waits for the timeout
+				timeout = 200 * time.Millisecond
+			}
+			_, err := dialAs(context.Background(), path, Version, timeout)
 			var ae *AttachError
 			if !errors.As(err, &ae) {
 				t.Fatalf("err = %v (%T), want an *AttachError", err, err)
