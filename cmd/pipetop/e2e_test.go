@@ -150,7 +150,8 @@ func widest(lines []string) int {
 // TestTmuxHeaderNamesFailedTrainer attaches the real binary, in tmux, to a
 // socket whose trainer speaks protocol 99: the header says which socket
 // cannot be attached, why, what to do and when the next try is, instead of
-// "monitor only". A plain pipetop without trainers still says "monitor only".
+// "monitor only"; a silent peer is "connecting" until the hello timeout. A
+// plain pipetop without trainers still says "monitor only".
 func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
@@ -179,6 +180,20 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 	if strings.Contains(screen, "monitor only") {
 		t.Errorf("a trainer asked for by name is shown as monitor only:\n%s", screen)
 	}
+
+	// A peer that accepts and stays silent: "connecting" until the hello
+	// timeout, then the failure.
+	e.tmux("kill-session", "-t", "e2e")
+	silent := filepath.Join(sockets, ipc.SocketName("silent", os.Getpid()))
+	serveHostile(t, silent, hostileTrainers[1].serve)
+	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
+		"env", "PIPETOP_SOCKET_DIR="+sockets, ipc.HelloTimeoutEnv+"=3s", "TERM=xterm-256color", bin, "attach", silent, "--interval", "250ms", "--no-gpu")
+	e.waitScreen("connecting to the silent peer", func(s string) bool {
+		return strings.Contains(s, "○ connecting to "+filepath.Base(silent)) && !strings.Contains(s, "monitor only")
+	})
+	e.waitScreen("the silent peer named", func(s string) bool {
+		return strings.Contains(flat(s), "✗ cannot attach "+filepath.Base(silent)) && strings.Contains(flat(s), "accepted but sent no hello within 3s")
+	})
 
 	e.tmux("kill-session", "-t", "e2e")
 	empty := socketDir(t)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,10 @@ func (f *Feed) Attach(ctx context.Context, spec string) {
 		f.reset(nil)
 		f.totals = stage.NewTotals(nil)
 		f.hello, f.loader, f.event, f.dropped = nil, nil, nil, 0
+	}
+	f.link.Socket = ""
+	if strings.Contains(spec, "/") { // a socket path: name it while connecting
+		f.link.Socket = spec
 	}
 	f.setLink(snapshot.LinkNone, "looking for "+describe(spec), "", time.Now())
 	f.mu.Unlock()

@@ -82,6 +82,8 @@ func (m Model) first() string {
 	switch {
 	case s.Trainer == nil && s.Link.State == snapshot.LinkFailed:
 		parts = append(parts, st.Bad.Render("✗ cannot attach "+filepath.Base(s.Link.Socket)))
+	case s.Trainer == nil && s.Link.State == snapshot.LinkNone && s.Link.Socket != "":
+		parts = append(parts, st.Warn.Render("○ connecting to "+filepath.Base(s.Link.Socket)))
 	case s.Trainer == nil:
 		parts = append(parts, st.Dim.Render("monitor only: no trainer attached"))
 	case narrow:
