@@ -42,6 +42,9 @@ type AttachError struct {
 	Problem string // what went wrong, e.g. "accepted but sent no hello within 5s"
 	Advice  string // what to do; may be empty
 	Err     error  // the underlying error, if any
+	// Gone is set when nothing listens on the socket (its trainer exited,
+	// or is just starting): Watch looks again quickly and reports nothing.
+	Gone bool
 }
 
 // Error is one sentence: "trainer demo (pid 4242, socket /run/...) speaks
@@ -168,9 +171,13 @@ func (a *attempt) connectError(err error) *AttachError {
 		}
 		return a.fail("cannot be opened: permission denied", "check the modes of the socket and its directory", err)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return a.fail("refuses connections: its trainer has exited", "pipetop ls removes stale sockets", err)
+		e := a.fail("refuses connections: its trainer has exited", "pipetop ls removes stale sockets", err)
+		e.Gone = true
+		return e
 	case errors.Is(err, syscall.ENOENT):
-		return a.fail("is gone: its trainer has exited", "", err)
+		e := a.fail("is gone: its trainer has exited", "", err)
+		e.Gone = true
+		return e
 	}
 	return a.fail("cannot be connected to: "+err.Error(), "", err)
 }

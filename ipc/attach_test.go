@@ -244,3 +244,36 @@ func TestMidStreamBadFrameNamesOffset(t *testing.T) {
 		t.Fatalf("disconnected with %v, want %q", m.Disconnected, want)
 	}
 }
+
+// TestWatchLooksAgainQuicklyForAGoneSocket: a socket nobody listens on (a
+// trainer that exited or is starting) is not a failure to show: no message,
+// and the next look comes within lookupMin, not RetryMin.
+func TestWatchLooksAgainQuicklyForAGoneSocket(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), SocketName("gone", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	looks := 0
+	out := make(chan Message, 4)
+	go Watch(ctx, func() (Endpoint, error) {
+		mu.Lock()
+		looks++
+		mu.Unlock()
+		return Endpoint{Path: path, Name: "gone", PID: 1}, nil
+	}, out)
+	select {
+	case m := <-out:
+		t.Fatalf("got %+v for a socket that does not exist", m)
+	case <-time.After(RetryMin / 2):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if looks < 2 {
+		t.Fatalf("%d looks in %v, want quick retries", looks, RetryMin/2)
+	}
+	_, err := Dial(ctx, path)
+	var ae *AttachError
+	if !errors.As(err, &ae) || !ae.Gone || !strings.Contains(err.Error(), "is gone: its trainer has exited") {
+		t.Fatalf("Dial: %v", err)
+	}
+}

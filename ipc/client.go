@@ -120,10 +120,16 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, lookup, f
 		return lookup.take(), true
 	}
 	conn, err := Dial(ctx, ep.Path)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, false
-		}
+	var ae *AttachError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return 0, false
+	case errors.As(err, &ae) && ae.Gone:
+		// A trainer that has just exited or not yet started: not a
+		// failure to show, look again soon.
+		return lookup.take(), true
+	default:
 		wait = failed.take()
 		return wait, send(ctx, out, Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)})
 	}
@@ -134,7 +140,6 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, lookup, f
 		return 0, false
 	}
 	wait = lookup.take()
-	var ae *AttachError
 	if errors.As(err, &ae) {
 		wait = failed.take()
 	}

@@ -39,8 +39,11 @@ func tapEntry(w *recording.Writer, msg ipc.Message, now time.Time) {
 		w.Frame(now, msg.Frame)
 	default:
 		detail := "connection lost"
-		if msg.Disconnected != nil {
+		switch {
+		case msg.Disconnected != nil:
 			detail = msg.Disconnected.Error()
+		case msg.Failed != nil:
+			detail = msg.Failed.Error()
 		}
 		w.Lost(now, detail)
 	}
