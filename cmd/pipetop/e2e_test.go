@@ -183,10 +183,11 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 
 	// A peer that accepts and stays silent: "connecting" until the hello
 	// timeout, then the failure.
-	e.tmux("kill-session", "-t", "e2e")
+	// (respawn-pane replaces the pane's program: killing the only session
+	// would stop the tmux server under the next command.)
 	silent := filepath.Join(sockets, ipc.SocketName("silent", os.Getpid()))
 	serveHostile(t, silent, hostileTrainers[1].serve)
-	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
+	e.tmux("respawn-pane", "-k", "-t", "e2e",
 		"env", "PIPETOP_SOCKET_DIR="+sockets, ipc.HelloTimeoutEnv+"=3s", "TERM=xterm-256color", bin, "attach", silent, "--interval", "250ms", "--no-gpu")
 	e.waitScreen("connecting to the silent peer", func(s string) bool {
 		return strings.Contains(s, "○ connecting to "+filepath.Base(silent)) && !strings.Contains(s, "monitor only")
@@ -195,9 +196,8 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 		return strings.Contains(flat(s), "✗ cannot attach "+filepath.Base(silent)) && strings.Contains(flat(s), "accepted but sent no hello within 3s")
 	})
 
-	e.tmux("kill-session", "-t", "e2e")
 	empty := socketDir(t)
-	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
+	e.tmux("respawn-pane", "-k", "-t", "e2e",
 		"env", "PIPETOP_SOCKET_DIR="+empty, "TERM=xterm-256color", bin, "--interval", "250ms", "--no-gpu")
 	e.waitScreen("monitor only without trainers", func(s string) bool {
 		return strings.Contains(s, "monitor only: no trainer attached") && !strings.Contains(s, "cannot attach")
