@@ -392,9 +392,23 @@ func TestStaleSocketsAreCleaned(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
-	// A socket of a live pid (ours) nobody listens on: pid reused.
+	// A socket of a live pid (ours) nobody listens on, made before that
+	// process started: the pid was reused.
 	refused := filepath.Join(dir, SocketName("reused", os.Getpid()))
 	ln, err = net.Listen("unix", refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	long := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(refused, long, long); err != nil {
+		t.Fatal(err)
+	}
+	// A live pid's fresh socket that refuses: a trainer between bind and
+	// listen. It is not listed, and its file stays.
+	starting := filepath.Join(dir, SocketName("starting", os.Getpid()))
+	ln, err = net.Listen("unix", starting)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,6 +426,9 @@ func TestStaleSocketsAreCleaned(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("stale socket %s not removed", p)
 		}
+	}
+	if _, err := os.Stat(starting); err != nil {
+		t.Errorf("a live process's socket was removed: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -112,8 +113,14 @@ func ListDir(dir string) ([]Endpoint, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if stale(path, pid) {
+		switch probe(path, pid) {
+		case ownerGone:
 			os.Remove(path)
+			continue
+		case notListening:
+			if reused(path, pid) {
+				os.Remove(path)
+			}
 			continue
 		}
 		out = append(out, Endpoint{Path: path, Name: name, PID: pid})
@@ -127,18 +134,83 @@ func ListDir(dir string) ([]Endpoint, error) {
 	return out, nil
 }
 
-// stale reports whether the socket's owner is gone: its pid does not exist,
-// or nothing accepts connections on it (the pid was reused).
-func stale(path string, pid int) bool {
+// socketState is what probe found behind a socket file.
+type socketState int
+
+const (
+	listening    socketState = iota // accepts connections (or too busy to say no)
+	notListening                    // refuses, but its pid lives: starting, or the pid was reused
+	ownerGone                       // its pid does not exist: a stale file
+)
+
+// probe says whether a socket's owner is alive and listening. Only a
+// socket whose pid is gone is stale: a live pid that refuses may be a
+// trainer between bind and listen, whose file must not be removed.
+func probe(path string, pid int) socketState {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
+		return ownerGone
 	}
 	c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
 	if err != nil {
-		return errors.Is(err, syscall.ECONNREFUSED)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return notListening
+		}
+		return listening
 	}
 	c.Close()
-	return false
+	return listening
+}
+
+// reused reports whether the process now holding pid started after the
+// socket file was made: then the file belongs to an earlier process of
+// that pid. Unknown start times report false (keep the file).
+func reused(path string, pid int) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	start, ok := startTime(pid)
+	return ok && start.After(fi.ModTime().Add(time.Second))
+}
+
+// startTime is when process pid started, from /proc/PID/stat's start
+// time (clock ticks after boot, 100 a second on Linux) and /proc/stat's
+// boot time.
+func startTime(pid int) (time.Time, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return time.Time{}, false
+	}
+	// Fields after the command, which may hold spaces, start after ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if i < 0 || len(f) < 20 {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64) // field 22: starttime
+	if err != nil {
+		return time.Time{}, false
+	}
+	boot, ok := bootTime()
+	if !ok {
+		return time.Time{}, false
+	}
+	return boot.Add(time.Duration(ticks) * (time.Second / 100)), true
+}
+
+// bootTime reads btime from /proc/stat.
+func bootTime() (time.Time, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Unix(sec, 0), err == nil
+		}
+	}
+	return time.Time{}, false
 }
 
 // ErrNoTrainer is wrapped by Find's error when no live trainer matches.
