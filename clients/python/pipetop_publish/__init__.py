@@ -392,6 +392,11 @@ class Publisher:
         # Step times are monotonic clock readings shifted onto Unix time.
         self._base = time.time_ns() - time.perf_counter_ns()
         self._too_many: set = set()
+        # Whole-run totals for summary(): CPU ns per stage (indexed like
+        # self._names), summed step wall time, samples.
+        self._totals: List[int] = [0] * len(self._names)
+        self._run_wall = 0
+        self._run_samples = 0
         self._queue: Deque[Any] = collections.deque()
         self._pending_max = pending
         self._qlock = threading.Lock()
@@ -444,13 +449,23 @@ class Publisher:
                 on, from an asynchronous copy once it has finished (never a
                 synchronizing ``.item()``); otherwise it is left out.
         """
-        now = time.perf_counter_ns()
+        self._end_step(time.perf_counter_ns(), samples, loss)
+
+    def _end_step(self, now: int, samples: int, loss: Any) -> None:
+        """End the current step at ``now`` (a perf_counter_ns reading)."""
         start = self._step_start if self._step_start is not None else now
         wall = now - start
         cpu = self._cpu
         other = self._index[OTHER]
         cpu[other] = 0
         cpu[other] = max(0, wall - sum(cpu))
+        tot = self._totals
+        if len(tot) != len(cpu):
+            tot.extend([0] * (len(cpu) - len(tot)))
+        for i, v in enumerate(cpu):
+            tot[i] += v
+        self._run_wall += wall
+        self._run_samples += max(0, int(samples))
         value, deferred = _loss_value(loss, self._gpu is not None)
         n = min(max(0, int(samples)), _INT32_MAX)
         rec = (self._step_no, self._base + start, self._base + now, n, value, tuple(cpu), None, self._names)
@@ -477,6 +492,24 @@ class Publisher:
         """Send a one-off event (checkpoint, epoch, warning, ...) to viewers."""
         self._push(("event", time.time_ns(), str(kind), str(msg)[:_MAX_MSG]))
 
+    def loader(self, stats: Dict[str, Any]) -> None:
+        """Send the data loader's statistics (a ``loader`` frame, see
+        docs/protocol.md); the latest one also greets later viewers.
+        ``t`` is filled in when missing."""
+        stats = dict(stats)
+        stats.setdefault("t", time.time_ns())
+        self._push(("loader", stats))
+
+    def summary(self) -> Dict[str, Any]:
+        """Return the whole run so far: steps, samples, summed step wall
+        time and CPU time per stage (ns), in stage-list order."""
+        return {
+            "steps": self._step_no,
+            "samples": self._run_samples,
+            "wall_ns": self._run_wall,
+            "stages": [{"name": n, "cpu_ns": self._totals[i] if i < len(self._totals) else 0} for i, n in enumerate(self._names)],
+        }
+
     def _push(self, item: Any) -> None:
         if self._closed or os.getpid() != self._pid:
             return
@@ -485,7 +518,7 @@ class Publisher:
                 self._queue.popleft()
                 self._overflow += 1
             self._queue.append(item)
-            if item[0] != "event":
+            if item[0] not in ("event", "loader"):
                 self._published += 1
 
     def _add_stage(self, name: str) -> int:
@@ -503,6 +536,11 @@ class Publisher:
         for i, n in enumerate(old):
             moved[self._index[n]] = self._cpu[i]
         self._cpu = moved
+        tot = [0] * len(self._names)
+        for i, n in enumerate(old):
+            if i < len(self._totals):
+                tot[self._index[n]] = self._totals[i]
+        self._totals = tot
         if self._gpu is not None:
             self._gpu.remap(old, self._index)
         return self._index[name]
@@ -796,6 +834,7 @@ class _Server:
         self._viewer_queue = max(1, viewer_queue)
         self._interval = flush_interval
         self._viewers: Dict[int, _Viewer] = {}
+        self._loader: Optional[bytes] = None  # the latest loader frame
         self._lock = threading.Lock()  # guards counters read by stats()
         self._accepted = self._refused = self._dropped = self._errors = 0
         self._stop = threading.Event()
@@ -940,6 +979,8 @@ class _Server:
             v = _Viewer(conn, self._viewer_queue)
             hello = dict(self._hello, stages=list(self._names))
             v.offer(_dumps({"type": "hello", "v": PROTOCOL_VERSION, "hello": hello}))
+            if self._loader is not None:
+                v.offer(self._loader)
             with self._lock:
                 self._viewers[conn.fileno()] = v
                 self._accepted += 1
@@ -1017,9 +1058,12 @@ class _Server:
             # Nobody to encode for: only keep track of the stage list, which
             # the hello of the next viewer carries.
             for item in reversed(items):
-                if item[0] != "event":
+                if item[0] not in ("event", "loader"):
                     self._names = item[7]
                     break
+            for item in items:
+                if item[0] == "loader":
+                    self._loader = _dumps({"type": "loader", "loader": item[1]})
             return
         batch: List[_Record] = []
         for item in items:
@@ -1027,6 +1071,11 @@ class _Server:
                 self._broadcast_steps(batch)
                 _, t, kind, msg = item
                 self._broadcast(_dumps({"type": "event", "event": {"t": t, "kind": kind, "msg": msg}}))
+                continue
+            if item[0] == "loader":
+                self._broadcast_steps(batch)
+                self._loader = _dumps({"type": "loader", "loader": item[1]})
+                self._broadcast(self._loader)
                 continue
             if item[7] is not self._names and item[7] != self._names:
                 self._broadcast_steps(batch)

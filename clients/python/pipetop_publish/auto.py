@@ -1,0 +1,557 @@
+"""Automatic PyTorch instrumentation: publish any training loop to pipetop
+without changing it.
+
+    python -m pipetop_publish.auto train.py [ARGS...]
+    python -m pipetop_publish.auto -m package.module [ARGS...]
+
+or ``pipetop run -- python train.py``, which puts this package on the path
+with a ``sitecustomize`` bootstrap. When ``torch`` is imported, a few of its
+functions are wrapped (nothing else changes, and nothing at all when torch is
+never imported):
+
+=============  ==========================================================
+stage          time spent inside
+=============  ==========================================================
+data_wait      ``__next__`` of a DataLoader iterator
+h2d            ``Tensor.to``/``Tensor.cuda`` that moves a tensor to another device
+forward        the outermost ``nn.Module.__call__``
+backward       ``Tensor.backward`` / ``torch.autograd.backward``
+optim          ``Optimizer.step`` and ``Optimizer.zero_grad``
+sync           ``Tensor.item``/``.cpu``/``.tolist``, ``torch.cuda.synchronize``
+eval           any of the above while gradients are off (``torch.no_grad``)
+other          the rest of the step
+=============  ==========================================================
+
+Only the outermost instrumented call counts (``.item()`` inside a forward is
+forward time). A step ends when the loop comes back for more work (the next
+batch, forward or backward) after at least one ``Optimizer.step`` returned, so
+gradient accumulation gives one step per optimizer step and two optimizers
+stepped in one iteration give one step. ``PIPETOP_AUTO=0`` switches all of
+this off. Any failure inside the instrumentation switches it off and says so
+once on stderr; the user's run goes on.
+"""
+
+from __future__ import annotations
+
+import _thread
+import atexit
+import importlib.abc
+import importlib.machinery
+import os
+import runpy
+import sys
+import threading
+import time
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import summary as _summary
+from . import workers as _workers
+
+__all__ = ["enabled", "install", "main", "state"]
+
+_now = time.perf_counter_ns
+_ident = _thread.get_ident
+
+# Stage names. EVAL replaces every other stage while gradients are off.
+DATA_WAIT, H2D, FORWARD, BACKWARD, OPTIM, SYNC, EVAL = "data_wait", "h2d", "forward", "backward", "optim", "sync", "eval"
+
+
+def enabled() -> bool:
+    """Report whether PIPETOP_AUTO allows the instrumentation (default on)."""
+    return os.environ.get("PIPETOP_AUTO", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class _State:
+    """The instrumentation's bookkeeping for the training thread of one
+    process. Everything here runs on that thread only, except the loader
+    sampler thread, which only reads."""
+
+    def __init__(self) -> None:
+        self.active = False  # the wrappers record (False: pass straight through)
+        self.thread = 0  # ident of the thread that records
+        self.depth = 0  # instrumented calls open on that thread
+        self.pub: Any = None
+        self.torch: Any = None
+        self.pending = False  # an optimizer stepped: the step ends at the next work
+        self.pending_end = 0
+        self.samples = 0
+        self.loss: Any = None
+        self.idx: Dict[str, int] = {}
+        self.loader: Any = None  # weakref to the training DataLoader iterator
+        self.loader_id = 0
+        self.loader_info: Any = None  # the statistics of that iterator, kept after it is gone
+        self.failed = False
+        self.sampler: Optional[_workers.Sampler] = None
+
+    # -- the hot path ---------------------------------------------------------
+
+    def begin(self) -> int:
+        """Open an instrumented call; returns its start time."""
+        self.depth += 1
+        return _now()
+
+    def end(self, name: str, t0: int, gpu: Any = None) -> None:
+        """Close the outermost instrumented call begun at t0 as stage name."""
+        d = _now() - t0
+        self.depth -= 1
+        pub = self.pub
+        if name != OPTIM and not self.torch.is_grad_enabled():
+            name = EVAL
+        i = self.idx.get(name)
+        if i is None or pub._names[i] != name:
+            i = self._index(name)
+            if i < 0:
+                return
+        pub._cpu[i] += d
+        if gpu is not None:
+            pub._gpu.end(gpu, i)
+
+    def _index(self, name: str) -> int:
+        pub = self.pub
+        if name not in pub._index:
+            pub._add_stage(name)
+        self.idx = dict(pub._index)
+        return self.idx.get(name, -1)
+
+    def work(self, from_loader: bool) -> None:
+        """Called when the loop asks for more work (from_loader: the next
+        batch; else a forward or backward). A pending step ends at the next
+        training batch, or, in a loop without a training DataLoader, at the
+        next forward or backward with gradients on; evaluation never ends one."""
+        if self.pub is None:
+            self._start()
+        if self.pending and self.torch.is_grad_enabled() and (from_loader or self.loader_id == 0):
+            self.pending = False
+            self.pub._end_step(_now(), self.samples, self.loss)
+            self.samples = 0
+            self.loss = None
+        elif self.pub._step_start is None:
+            self.pub._step_start = _now()
+
+    def stepped(self) -> None:
+        """An optimizer step returned."""
+        if self.pub is None:
+            return
+        self.pending = True
+        self.pending_end = _now()
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def _start(self) -> None:
+        from . import Publisher
+
+        torch = self.torch
+        cuda = False
+        try:
+            cuda = bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+        except Exception:  # noqa: BLE001 - a broken CUDA setup means CPU times
+            cuda = False
+        name = run_name()
+        self.pub = Publisher(name=name, config={"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")},
+                             stages=("data_wait", "h2d", "forward", "backward", "optim", "sync", "eval"), cuda=cuda)
+        self.idx = dict(self.pub._index)
+        self.sampler = _workers.Sampler(self.pub, self._current_loader)
+        self.sampler.start()
+
+    def _current_loader(self) -> Tuple[Any, Any]:
+        """The training loader's iterator (None once gone) and statistics."""
+        it = self.loader() if self.loader is not None else None
+        return it, self.loader_info
+
+    def finish(self) -> None:
+        """End of the run: close the last step, print and write the summary."""
+        if not self.active or self.pub is None or os.getpid() != self.pub._pid:
+            return
+        self.active = False
+        try:
+            if self.pending:
+                self.pending = False
+                self.pub._end_step(self.pending_end, self.samples, self.loss)
+            loader = self.sampler.final() if self.sampler is not None else None
+            if self.sampler is not None:
+                self.sampler.stop()
+            if loader is not None:
+                self.pub.loader(loader)
+            _summary.finish(self.pub, loader)
+        except Exception as e:  # noqa: BLE001 - never fail the user's exit
+            sys.stderr.write("pipetop: run summary failed: %r\n" % (e,))
+
+    def fail(self, err: BaseException) -> None:
+        """Switch the instrumentation off after an internal error."""
+        self.active = False
+        if not self.failed:
+            self.failed = True
+            sys.stderr.write("pipetop: automatic instrumentation switched off after an internal error: %r\n" % (err,))
+
+
+state = _State()
+
+
+def run_name() -> str:
+    """The trainer name: $PIPETOP_NAME, else the script's base name."""
+    name = os.environ.get("PIPETOP_NAME", "").strip()
+    if name:
+        return name
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "python"
+    base = os.path.basename(argv0)
+    if base.endswith(".py"):
+        base = base[:-3]
+    if base in ("", "-c", "-m", "__main__"):
+        base = "python"
+    return base
+
+
+# ---------------------------------------------------------------------------
+# Wrappers
+
+
+def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: bool = False) -> Callable:
+    """Wrap orig so that its outermost calls on the training thread count as
+    stage name. opens_work: the call asks for more work (ends a pending step)."""
+    st = state
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not st.active or st.depth or _ident() != st.thread:
+            return orig(*args, **kwargs)
+        try:
+            if opens_work:
+                st.work(False)
+            elif st.pub is None:
+                return orig(*args, **kwargs)
+            gpu = st.pub._gpu.begin() if cuda_events and st.pub._gpu is not None else None
+            t0 = st.begin()
+        except Exception as e:  # noqa: BLE001 - inert on our own failure
+            st.fail(e)
+            return orig(*args, **kwargs)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            try:
+                st.end(name, t0, gpu)
+            except Exception as e:  # noqa: BLE001
+                st.fail(e)
+
+    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(orig, "__name__", "wrapper")
+    wrapper.__doc__ = getattr(orig, "__doc__", None)
+    return wrapper
+
+
+def _next_wrapper(orig: Callable) -> Callable:
+    """DataLoader iterator __next__: data_wait, and counts samples."""
+    st = state
+
+    def __next__(self: Any) -> Any:
+        if not st.active or st.depth or _ident() != st.thread:
+            return orig(self)
+        try:
+            st.work(True)
+            t0 = st.begin()
+        except Exception as e:  # noqa: BLE001
+            st.fail(e)
+            return orig(self)
+        batch = None
+        try:
+            batch = orig(self)
+            return batch
+        finally:
+            try:
+                st.end(DATA_WAIT, t0)
+                if batch is not None and st.torch.is_grad_enabled():
+                    st.samples += _batch_len(batch)
+                    info = getattr(self, "_pipetop", None)
+                    if id(self) != st.loader_id:
+                        st.loader, st.loader_id, st.loader_info = weakref.ref(self), id(self), info
+                    if info is not None:
+                        info.batches += 1
+            except Exception as e:  # noqa: BLE001
+                st.fail(e)
+
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __next__
+
+
+def _to_wrapper(orig: Callable) -> Callable:
+    """Tensor.to / Tensor.cuda: h2d when the result is on another device."""
+    st = state
+
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not st.active or st.depth or st.pub is None or _ident() != st.thread:
+            return orig(self, *args, **kwargs)
+        t0 = _now()
+        st.depth += 1
+        try:
+            out = orig(self, *args, **kwargs)
+        finally:
+            st.depth -= 1
+        try:
+            if out is not self and out.device != self.device:
+                st.depth += 1
+                st.end(H2D, t0)
+        except Exception as e:  # noqa: BLE001
+            st.fail(e)
+        return out
+
+    to.__wrapped__ = orig  # type: ignore[attr-defined]
+    to.__name__ = getattr(orig, "__name__", "to")
+    to.__doc__ = getattr(orig, "__doc__", None)
+    return to
+
+
+def _backward_wrapper(orig: Callable) -> Callable:
+    """Tensor.backward: also keeps a scalar loss for the step record."""
+    timed = _timed(orig, BACKWARD, opens_work=True, cuda_events=True)
+
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        st = state
+        if st.active and not st.depth and _ident() == st.thread:
+            try:
+                if self.dim() == 0:
+                    st.loss = self.detach()
+            except Exception:  # noqa: BLE001 - the loss is optional
+                pass
+        return timed(self, *args, **kwargs)
+
+    backward.__wrapped__ = orig  # type: ignore[attr-defined]
+    backward.__doc__ = getattr(orig, "__doc__", None)
+    return backward
+
+
+def _step_wrapper(orig: Callable) -> Callable:
+    """Optimizer.step: optim time; the step ends once the loop wants more work."""
+    timed = _timed(orig, OPTIM, cuda_events=True)
+    st = state
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        outer = st.active and not st.depth and _ident() == st.thread
+        out = timed(*args, **kwargs)
+        if outer and st.active:
+            st.stepped()
+        return out
+
+    step.__wrapped__ = orig  # type: ignore[attr-defined]
+    step._pipetop = True  # type: ignore[attr-defined]
+    step.__name__ = getattr(orig, "__name__", "step")
+    step.__doc__ = getattr(orig, "__doc__", None)
+    for attr in ("hooked",):
+        if hasattr(orig, attr):
+            setattr(step, attr, getattr(orig, attr))
+    return step
+
+
+def _batch_len(batch: Any) -> int:
+    """Leading dimension of a batch (a tensor, or the first one inside a
+    tuple, list or dict); 0 when unknown."""
+    for _ in range(4):
+        shape = getattr(batch, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else 0
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return 0
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Patching
+
+
+class _Patches:
+    """Records every attribute it replaces, so that a failure half-way
+    restores the originals (all or nothing)."""
+
+    def __init__(self) -> None:
+        self.done: List[Tuple[Any, str, Any]] = []
+
+    def set(self, obj: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
+        orig = obj.__dict__[attr] if attr in getattr(obj, "__dict__", {}) else getattr(obj, attr)
+        setattr(obj, attr, wrap(orig))
+        self.done.append((obj, attr, orig))
+
+    def undo(self) -> None:
+        for obj, attr, orig in reversed(self.done):
+            try:
+                setattr(obj, attr, orig)
+            except Exception:  # noqa: BLE001
+                pass
+        self.done.clear()
+
+
+_patches = _Patches()
+
+
+def _patch_torch(torch: Any) -> None:
+    """Wrap the torch functions the stages are made of."""
+    from torch.utils.data import dataloader as dl
+
+    p = _patches
+    p.set(dl._BaseDataLoaderIter, "__next__", _next_wrapper)
+    p.set(dl._BaseDataLoaderIter, "__init__", _workers.iter_init_wrapper)
+    p.set(dl._MultiProcessingDataLoaderIter, "__init__", _workers.mp_init_wrapper)
+    _workers.patch_fetchers(p)
+    p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True))
+    p.set(torch.Tensor, "backward", _backward_wrapper)
+    p.set(torch.autograd, "backward", lambda o: _timed(o, BACKWARD, opens_work=True, cuda_events=True))
+    p.set(torch.Tensor, "to", _to_wrapper)
+    p.set(torch.Tensor, "cuda", _to_wrapper)
+    for meth in ("item", "cpu", "tolist"):
+        p.set(torch.Tensor, meth, lambda o: _timed(o, SYNC))
+    p.set(torch.cuda, "synchronize", lambda o: _timed(o, SYNC))
+    p.set(torch.optim.Optimizer, "zero_grad", lambda o: _timed(o, OPTIM))
+    p.set(torch.optim.Optimizer, "__init__", _optimizer_init_wrapper)
+
+
+def _optimizer_init_wrapper(orig: Callable) -> Callable:
+    """Optimizer.__init__: wraps the subclass's step (and an overridden
+    zero_grad) once per class, the way torch's own profiler hook does."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig(self, *args, **kwargs)
+        try:
+            cls = type(self)
+            for klass in cls.__mro__:
+                if klass.__dict__.get("step") is not None and not getattr(klass.__dict__["step"], "_pipetop", False):
+                    _patches.set(klass, "step", _step_wrapper)
+                if klass is state.torch.optim.Optimizer:
+                    break
+                z = klass.__dict__.get("zero_grad")
+                if z is not None and not hasattr(z, "__wrapped__"):
+                    _patches.set(klass, "zero_grad", lambda o: _timed(o, OPTIM))
+        except Exception as e:  # noqa: BLE001
+            state.fail(e)
+
+    __init__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __init__
+
+
+def _on_torch(torch: Any) -> None:
+    """torch was just imported: patch it and start recording."""
+    if state.torch is not None:
+        return
+    try:
+        state.torch = torch
+        _patch_torch(torch)
+    except Exception as e:  # noqa: BLE001 - an unknown torch: stay out of the way
+        _patches.undo()
+        sys.stderr.write("pipetop: torch %s not instrumented: %r\n" % (getattr(torch, "__version__", "?"), e))
+        return
+    state.thread = _ident()
+    state.active = True
+    atexit.register(state.finish)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forked)
+
+
+def _forked() -> None:
+    """A forked child (a DataLoader worker, a user's fork) records nothing."""
+    state.active = False
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Finds ``torch`` with the other finders and arranges for it to be
+    patched as soon as it has been executed."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None or spec.loader is None:
+                for finder in sys.meta_path:
+                    find = getattr(finder, "find_spec", None)
+                    if find is not None:
+                        spec = find(fullname, path, target)
+                        if spec is not None:
+                            break
+        except Exception:  # noqa: BLE001
+            return None
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _PatchingLoader(spec.loader)
+        return spec
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Delegates to torch's loader, then patches the fresh module."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._inner.exec_module(module)
+        _on_torch(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def install() -> bool:
+    """Instrument torch when it is (or has been) imported; returns False
+    when PIPETOP_AUTO switches the instrumentation off."""
+    if not enabled():
+        return False
+    if "torch" in sys.modules:
+        _on_torch(sys.modules["torch"])
+    elif not any(isinstance(f, _TorchFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TorchFinder())
+    return True
+
+
+# ---------------------------------------------------------------------------
+# python -m pipetop_publish.auto
+
+
+_USAGE = """usage: python -m pipetop_publish.auto SCRIPT.py [ARGS...]
+       python -m pipetop_publish.auto -m MODULE [ARGS...]
+
+Runs a PyTorch training script with automatic pipetop instrumentation (no
+code changes): watch it with `pipetop`. PIPETOP_AUTO=0 runs it plain;
+PIPETOP_NAME names the trainer (default: the script's name).
+"""
+
+
+def boot_dir() -> str:
+    """The directory whose sitecustomize.py switches the instrumentation on
+    in every Python process started with it on PYTHONPATH."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Run a script or module (argv[0], or ``-m MODULE``) instrumented."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(_USAGE)
+        sys.exit(0 if args else 2)
+    # Child Python processes (spawned loader workers, subprocesses) get the
+    # same instrumentation through the bootstrap on their path.
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [boot_dir(), pkg_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    install()
+    if args[0] == "-m":
+        if len(args) < 2:
+            sys.stderr.write(_USAGE)
+            sys.exit(2)
+        sys.argv = args[1:]
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        return
+    sys.argv = args
+    sys.path[0] = os.path.dirname(os.path.abspath(args[0]))
+    runpy.run_path(args[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    # Run the imported module's main, not this __main__ copy's: the patches
+    # and the state must live in pipetop_publish.auto, which the rest of the
+    # package imports.
+    from pipetop_publish.auto import main as _main
+
+    _main()

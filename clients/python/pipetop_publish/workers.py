@@ -1,0 +1,260 @@
+"""DataLoader statistics for the automatic instrumentation.
+
+Each multi-process DataLoader iterator gets a small shared-memory file (one
+24-byte slot per worker). Inside a worker, the dataset fetch (``__getitem__``
+of every index of a batch plus collate) is timed and the worker's slot is
+overwritten in place: cumulative busy ns, the start of the fetch in progress
+(0 when idle) and the number of batches. Nothing is sent per batch; a sampler
+thread in the main process reads the slots once a second and publishes a
+``loader`` frame (busy fraction of each worker over the last interval,
+batches/s, queue depth). All clocks are CLOCK_MONOTONIC, which every process
+of the machine shares.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import struct
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from typing import Any, Callable, Dict, List, Optional
+
+_SLOT = struct.Struct("qqq")  # busy_ns, start_ns of the fetch in progress, batches
+_now = time.perf_counter_ns
+_serial = itertools.count()
+
+# In a worker: (mmap, offset) of its slot and its running totals.
+_slot: Optional[List[Any]] = None
+
+
+class IterInfo:
+    """What the main process knows about one DataLoader iterator."""
+
+    def __init__(self, loader: Any) -> None:
+        self.workers = int(getattr(loader, "num_workers", 0) or 0)
+        self.batch = int(getattr(loader, "batch_size", 0) or 0)
+        self.prefetch = int(getattr(loader, "prefetch_factor", 0) or 0) if self.workers else 0
+        self.pin_memory = bool(getattr(loader, "pin_memory", False))
+        self.batches = 0
+        self.created = _now()
+        self.shm: Optional[mmap.mmap] = None
+
+    def busy(self, now: int) -> List[int]:
+        """Cumulative busy ns of each worker up to now (fetches in progress
+        counted up to now); empty without shared memory."""
+        if self.shm is None:
+            return []
+        out = []
+        for w in range(self.workers):
+            busy, start, _ = _SLOT.unpack_from(self.shm, w * _SLOT.size)
+            if 0 < start <= now:
+                busy += now - start
+            out.append(busy)
+        return out
+
+
+def iter_init_wrapper(orig: Callable) -> Callable:
+    """_BaseDataLoaderIter.__init__: remember the loader's settings."""
+
+    def __init__(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        orig(self, loader, *args, **kwargs)
+        try:
+            if getattr(self, "_pipetop", None) is None:
+                self._pipetop = IterInfo(loader)
+        except Exception:  # noqa: BLE001 - statistics are optional
+            pass
+
+    __init__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __init__
+
+
+def mp_init_wrapper(orig: Callable) -> Callable:
+    """_MultiProcessingDataLoaderIter.__init__: give its workers a slot each."""
+
+    def __init__(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        from .auto import state
+
+        shm = None
+        if state.active:
+            try:
+                shm, path = _new_shm(int(loader.num_workers))
+            except Exception:  # noqa: BLE001 - no shared memory: no worker stats
+                shm = None
+        if shm is None:
+            orig(self, loader, *args, **kwargs)
+            return
+        user_init = loader.worker_init_fn
+        try:
+            loader.worker_init_fn = WorkerInit(path, user_init)
+            orig(self, loader, *args, **kwargs)
+        finally:
+            loader.worker_init_fn = user_init
+        try:
+            self._pipetop = IterInfo(loader)
+            self._pipetop.shm = shm
+            weakref.finalize(self, _remove, path)
+        except Exception:  # noqa: BLE001
+            _remove(path)
+
+    __init__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __init__
+
+
+def _new_shm(workers: int) -> Any:
+    """Create a zeroed shared file with one slot per worker; returns (mmap, path)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    path = os.path.join(base, "pipetop-loader-%d-%d" % (os.getpid(), next(_serial)))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        size = max(1, workers) * _SLOT.size
+        os.ftruncate(fd, size)
+        return mmap.mmap(fd, size), path
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class WorkerInit:
+    """The worker_init_fn given to instrumented loaders: maps the worker's
+    slot, then calls the user's own worker_init_fn. Picklable for spawned
+    workers (pipetop_publish is on their path)."""
+
+    def __init__(self, path: str, user: Optional[Callable[[int], None]]) -> None:
+        self.path = path
+        self.user = user
+
+    def __call__(self, worker_id: int) -> None:
+        global _slot
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                mm = mmap.mmap(fd, 0)
+            finally:
+                os.close(fd)
+            if (worker_id + 1) * _SLOT.size <= len(mm):
+                _slot = [mm, worker_id * _SLOT.size, 0, 0]
+        except Exception:  # noqa: BLE001 - no stats, same data
+            _slot = None
+        if self.user is not None:
+            self.user(worker_id)
+
+
+def _fetch_wrapper(orig: Callable) -> Callable:
+    """A dataset fetcher's fetch, timed inside a worker that has a slot."""
+
+    def fetch(self: Any, index: Any) -> Any:
+        s = _slot
+        if s is None:
+            return orig(self, index)
+        mm, off = s[0], s[1]
+        t0 = _now()
+        _SLOT.pack_into(mm, off, s[2], t0, s[3])
+        try:
+            return orig(self, index)
+        finally:
+            s[2] += _now() - t0
+            s[3] += 1
+            _SLOT.pack_into(mm, off, s[2], 0, s[3])
+
+    fetch.__wrapped__ = orig  # type: ignore[attr-defined]
+    return fetch
+
+
+def patch_fetchers(patches: Any) -> None:
+    """Time the map-style and iterable dataset fetchers."""
+    from torch.utils.data._utils import fetch
+
+    for cls in (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher):
+        patches.set(cls, "fetch", _fetch_wrapper)
+
+
+def queue_depth(it: Any) -> int:
+    """Batches ready for the loop: in the result queue and already received
+    out of order; -1 when not measurable."""
+    try:
+        depth = it._data_queue.qsize()
+        depth += sum(1 for v in list(it._task_info.values()) if len(v) == 2)
+        return depth
+    except Exception:  # noqa: BLE001 - qsize is not available everywhere
+        return -1
+
+
+class Sampler:
+    """Publishes the training loader's statistics once per interval."""
+
+    def __init__(self, pub: Any, current: Callable[[], Any], interval: float = 1.0) -> None:
+        self._pub = pub
+        self._current = current
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pipetop-loader", daemon=True)
+        self._last: Dict[int, Any] = {}  # id(info) -> (now, batches, busy list)
+        self._cores = os.cpu_count() or 0
+
+    def start(self) -> None:
+        """Start the sampling thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the sampling thread."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                stats = self.sample()
+                if stats is not None:
+                    self._pub.loader(stats)
+            except Exception as e:  # noqa: BLE001 - statistics are optional
+                sys.stderr.write("pipetop: loader statistics stopped: %r\n" % (e,))
+                return
+
+    def sample(self) -> Optional[Dict[str, Any]]:
+        """Statistics of the current training loader since the last sample."""
+        it, info = self._current()
+        if info is None or it is None:
+            return None
+        now = _now()
+        busy = info.busy(now)
+        t0, b0, busy0 = self._last.get(id(info), (info.created, 0, [0] * len(busy)))
+        self._last = {id(info): (now, info.batches, busy)}
+        dt = max(1, now - t0)
+        return self._stats(info, it, (info.batches - b0) * 1e9 / dt, [(b - p) / dt for b, p in zip(busy, busy0)])
+
+    def final(self) -> Optional[Dict[str, Any]]:
+        """Statistics of the current training loader over its whole life."""
+        it, info = self._current()
+        if info is None:
+            return None
+        now = _now()
+        dt = max(1, now - info.created)
+        return self._stats(info, it, info.batches * 1e9 / dt, [b / dt for b in info.busy(now)])
+
+    def _stats(self, info: IterInfo, it: Any, batches_per_sec: float, each: List[float]) -> Dict[str, Any]:
+        each = [round(min(1.0, max(0.0, f)), 4) for f in each]
+        out: Dict[str, Any] = {
+            "source": "torch",
+            "workers": info.workers,
+            "batch": info.batch,
+            "batches_per_sec": round(batches_per_sec, 3),
+            "samples_per_sec": round(batches_per_sec * info.batch, 3),
+            "worker_busy": round(sum(each) / len(each), 4) if each else 0.0,
+            "worker_busy_each": each,
+            "queue_depth": max(0, queue_depth(it)) if info.workers and it is not None else 0,
+            "queue_cap": info.prefetch * info.workers,
+            "prefetch_factor": info.prefetch,
+            "pin_memory": info.pin_memory,
+            "cores": self._cores,
+        }
+        return out
