@@ -1,8 +1,8 @@
-// Package python_test checks that the Python publisher and the Go side of
+// Package pypublish_test checks that the Python publisher and the Go side of
 // pipetop speak the same protocol: a real PyTorch loop (examples/
 // pytorch_loop.py) publishes, and the Go client, the Go decoder and the
 // pipetop command read it.
-package python_test
+package pypublish_test
 
 import (
 	"bufio"

@@ -12,6 +12,7 @@
 //	pipetop summary FILE          the end-of-run summary of a recording
 //	pipetop compare A B           two runs side by side
 //	pipetop trace FILE -o OUT     Chrome/Perfetto trace-event JSON
+//	pipetop run [--no-tui] -- CMD  run a PyTorch script instrumented, with no code changes
 //
 // docs/pipetop.md describes the panes, keys, the --json schema and the
 // exported metrics.
@@ -52,9 +53,12 @@ func main() {
 	stop()
 	var ue usageError
 	var na notAttached
+	var es exitStatus
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &es):
+		os.Exit(int(es))
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "pipetop:", err)
 		os.Exit(2)
@@ -102,6 +106,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        or monitor GPU/CPU until a trainer appears
   pipetop attach PATH|PID|NAME [flags] attach to the given trainer
   pipetop ls [--json]                  list live trainers
+  pipetop run [--name N] [--no-tui] -- CMD ARGS...
+                                       run a PyTorch script with automatic instrumentation
+                                       (see pipetop run -h)
   pipetop export [flags] [PATH|PID|NAME]
                                        serve the same readings as Prometheus metrics at
                                        http://LISTEN/metrics (the only live trainer, or
@@ -214,6 +221,9 @@ func (c *config) checkExport(set map[string]bool) error {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "run" {
+		return runCommand(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 {
 		if cmd, ok := runCommands[args[0]]; ok {
 			return cmd(ctx, args[1:], stdout, stderr)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""CPU bf16 autocast around the forward pass. Planted per step: 10 ms forward,
-6 ms optimizer, 4 ms of logging outside every stage (other): 50 % forward,
+"""CPU bf16 autocast around the forward pass. Planted per step: 20 ms forward,
+12 ms optimizer, 8 ms of logging outside every stage (other): 50 % forward,
 30 % optim, 20 % other."""
 
 import argparse
@@ -11,11 +11,11 @@ import torch
 from plant import SleepyNet, SlowSGD
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--steps", type=int, default=30)
+ap.add_argument("--steps", type=int, default=20)
 args = ap.parse_args()
 
-model = SleepyNet(forward_ms=10)
-opt = SlowSGD(model.parameters(), step_ms=6)
+model = SleepyNet(forward_ms=20)
+opt = SlowSGD(model.parameters(), step_ms=12)
 data = torch.randn(args.steps, 4, 8)
 for x in data:
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -24,5 +24,5 @@ for x in data:
     opt.zero_grad()
     loss.backward()
     opt.step()
-    time.sleep(0.004)  # logging, checkpoints: untimed work
+    time.sleep(0.008)  # logging, checkpoints: untimed work
 print("final loss %.4f (%s)" % (loss.detach().float(), out.dtype))

@@ -38,4 +38,20 @@ type LoaderStats struct {
 	CollateNs int64 `json:"collate_ns"`
 	// Errors counts failed reads or decodes.
 	Errors int64 `json:"errors"`
+
+	// The fields below come from a Python torch DataLoader (Source "torch"),
+	// measured by pipetop_publish.auto; they are zero for pipetrain's loader.
+
+	// Source names the loader: "" for pipetrain's, "torch" for a PyTorch DataLoader.
+	Source string `json:"source,omitempty"`
+	// BatchesPerSec is the rate of batches delivered to the loop.
+	BatchesPerSec float64 `json:"batches_per_sec,omitempty"`
+	// WorkerBusyEach is each worker's busy fraction (0..1), measured inside it.
+	WorkerBusyEach []float64 `json:"worker_busy_each,omitempty"`
+	// Prefetch is the DataLoader's prefetch_factor (batches queued per worker).
+	Prefetch int `json:"prefetch_factor,omitempty"`
+	// PinMemory is the DataLoader's pin_memory setting.
+	PinMemory bool `json:"pin_memory,omitempty"`
+	// Cores is the number of CPUs of the machine the loader runs on.
+	Cores int `json:"cores,omitempty"`
 }

@@ -122,6 +122,9 @@ func InputAdvice(l *LoaderStats) string {
 	if l == nil {
 		return "add loader workers, cache decoded data, or check the dataset's chunking"
 	}
+	if l.Source == "torch" {
+		return torchAdvice(l)
+	}
 	var advice []string
 	if l.ReadAmp >= HighReadAmp {
 		advice = append(advice, fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk %s --chunk-frames 1` (or train with --sampler chunk)", l.ReadAmp, rechunkArgs(l.Dataset)))
@@ -136,6 +139,26 @@ func InputAdvice(l *LoaderStats) string {
 			units.Pct(l.WorkerBusy), l.QueueDepth, l.QueueCap))
 	}
 	return strings.Join(advice, "; ")
+}
+
+// torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms.
+func torchAdvice(l *LoaderStats) string {
+	switch {
+	case l.Workers == 0:
+		return "the DataLoader loads batches on the training thread: set num_workers=2 or more"
+	case l.WorkerBusy >= BusyWorkers:
+		advice := fmt.Sprintf("%d workers are busy %s: raise num_workers", l.Workers, units.Pct(l.WorkerBusy))
+		if idle := l.Cores - l.Workers - 1; idle > 0 {
+			want := l.Workers + idle
+			if want > 2*l.Workers+2 {
+				want = 2*l.Workers + 2
+			}
+			advice = fmt.Sprintf("%d workers are busy %s: raise num_workers to %d; %d cores idle", l.Workers, units.Pct(l.WorkerBusy), want, idle)
+		}
+		return advice + ", or make __getitem__ cheaper"
+	}
+	return fmt.Sprintf("DataLoader workers are busy only %s: look for I/O stalls, a small prefetch_factor (%d, %d/%d batches ready) or a slow collate_fn",
+		units.Pct(l.WorkerBusy), l.Prefetch, l.QueueDepth, l.QueueCap)
 }
 
 // rechunkArgs names the source and a destination beside it for the

@@ -265,6 +265,9 @@ def _next_wrapper(orig: Callable) -> Callable:
                         st.loader, st.loader_id, st.loader_info = weakref.ref(self), id(self), info
                     if info is not None:
                         info.batches += 1
+                        info.last = _now()
+                        if not info.first:
+                            info.first = info.last
             except Exception as e:  # noqa: BLE001
                 st.fail(e)
 

@@ -4,7 +4,7 @@ Each multi-process DataLoader iterator gets a small shared-memory file (one
 24-byte slot per worker). Inside a worker, the dataset fetch (``__getitem__``
 of every index of a batch plus collate) is timed and the worker's slot is
 overwritten in place: cumulative busy ns, the start of the fetch in progress
-(0 when idle) and the number of batches. Nothing is sent per batch; a sampler
+(0 when idle), the number of batches and when its first fetch began. Nothing is sent per batch; a sampler
 thread in the main process reads the slots once a second and publishes a
 ``loader`` frame (busy fraction of each worker over the last interval,
 batches/s, queue depth). All clocks are CLOCK_MONOTONIC, which every process
@@ -24,7 +24,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-_SLOT = struct.Struct("qqq")  # busy_ns, start_ns of the fetch in progress, batches
+_SLOT = struct.Struct("qqqq")  # busy_ns, start_ns of the fetch in progress, batches, first fetch start
 _now = time.perf_counter_ns
 _serial = itertools.count()
 
@@ -42,19 +42,25 @@ class IterInfo:
         self.pin_memory = bool(getattr(loader, "pin_memory", False))
         self.batches = 0
         self.created = _now()
+        self.first = 0  # when the loop received its first batch
+        self.last = 0  # when the loop received its latest batch
         self.shm: Optional[mmap.mmap] = None
 
     def busy(self, now: int) -> List[int]:
         """Cumulative busy ns of each worker up to now (fetches in progress
         counted up to now); empty without shared memory."""
+        return [b for b, _ in self.slots(now)]
+
+    def slots(self, now: int) -> List[Any]:
+        """(cumulative busy ns up to now, first fetch start) of each worker."""
         if self.shm is None:
             return []
         out = []
         for w in range(self.workers):
-            busy, start, _ = _SLOT.unpack_from(self.shm, w * _SLOT.size)
+            busy, start, _, first = _SLOT.unpack_from(self.shm, w * _SLOT.size)
             if 0 < start <= now:
                 busy += now - start
-            out.append(busy)
+            out.append((busy, first))
         return out
 
 
@@ -143,7 +149,7 @@ class WorkerInit:
             finally:
                 os.close(fd)
             if (worker_id + 1) * _SLOT.size <= len(mm):
-                _slot = [mm, worker_id * _SLOT.size, 0, 0]
+                _slot = [mm, worker_id * _SLOT.size, 0, 0, 0]
         except Exception:  # noqa: BLE001 - no stats, same data
             _slot = None
         if self.user is not None:
@@ -159,13 +165,15 @@ def _fetch_wrapper(orig: Callable) -> Callable:
             return orig(self, index)
         mm, off = s[0], s[1]
         t0 = _now()
-        _SLOT.pack_into(mm, off, s[2], t0, s[3])
+        if not s[4]:
+            s[4] = t0
+        _SLOT.pack_into(mm, off, s[2], t0, s[3], s[4])
         try:
             return orig(self, index)
         finally:
             s[2] += _now() - t0
             s[3] += 1
-            _SLOT.pack_into(mm, off, s[2], 0, s[3])
+            _SLOT.pack_into(mm, off, s[2], 0, s[3], s[4])
 
     fetch.__wrapped__ = orig  # type: ignore[attr-defined]
     return fetch
@@ -233,13 +241,16 @@ class Sampler:
         return self._stats(info, it, (info.batches - b0) * 1e9 / dt, [(b - p) / dt for b, p in zip(busy, busy0)])
 
     def final(self) -> Optional[Dict[str, Any]]:
-        """Statistics of the current training loader over its whole life."""
+        """Statistics of the current training loader over its working life:
+        batches/s from the first batch to the last, each worker's busy
+        fraction from its first fetch to the last batch."""
         it, info = self._current()
         if info is None:
             return None
-        now = _now()
-        dt = max(1, now - info.created)
-        return self._stats(info, it, info.batches * 1e9 / dt, [b / dt for b in info.busy(now)])
+        end = info.last or _now()
+        rate = (info.batches - 1) * 1e9 / (end - info.first) if info.batches > 1 and end > info.first else 0.0
+        each = [b / (end - first) if first and end > first else 0.0 for b, first in info.slots(end)]
+        return self._stats(info, it, rate, each)
 
     def _stats(self, info: IterInfo, it: Any, batches_per_sec: float, each: List[float]) -> Dict[str, Any]:
         each = [round(min(1.0, max(0.0, f)), 4) for f in each]

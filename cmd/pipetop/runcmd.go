@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	pypublish "github.com/pipetop/pipetop/clients/python"
+	"github.com/pipetop/pipetop/ipc"
+)
+
+// exitStatus is the exit status of the command pipetop run started; main
+// exits with it.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", int(e)) }
+
+// runConfig is the command line of pipetop run.
+type runConfig struct {
+	name   string
+	noTUI  bool
+	asJSON bool
+	noGPU  bool
+	argv   []string
+}
+
+const runUsage = `usage: pipetop run [--name N] [--no-tui] [--json] -- CMD ARGS...
+
+Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTorch
+instrumentation: every Python process it starts publishes its training
+steps with no change to the script. With a terminal, the monitor opens
+attached to it (q closes the monitor, the run goes on); without one, or with
+--no-tui, pipetop only runs it. When the run ends, pipetop prints the stage
+table, throughput and verdict of the whole run (also written to
+pipetop-summary-NAME-PID.json) and exits with the command's status.
+PIPETOP_AUTO=0 runs the command without instrumentation.
+
+flags:
+`
+
+// parseRun parses the arguments after "run".
+func parseRun(args []string, stderr io.Writer) (runConfig, error) {
+	var c runConfig
+	fs := flag.NewFlagSet("pipetop run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.name, "name", "", "trainer name (default: the script's name)")
+	fs.BoolVar(&c.noTUI, "no-tui", false, "do not open the monitor; only run the command and print the summary")
+	fs.BoolVar(&c.asJSON, "json", false, "print the end-of-run summary as JSON on stdout instead of the table")
+	fs.BoolVar(&c.noGPU, "no-gpu", false, "monitor: do not load NVML")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), runUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{err}
+	}
+	c.argv = fs.Args()
+	if len(c.argv) == 0 {
+		return c, usageError{errors.New("run needs a command: pipetop run -- python3 train.py")}
+	}
+	if strings.ContainsAny(c.name, "/\x00\n") {
+		return c, usageError{fmt.Errorf("--name %q: no slashes or control characters", c.name)}
+	}
+	return c, nil
+}
+
+// runCommand implements pipetop run.
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseRun(args, stderr)
+	if err != nil {
+		return err
+	}
+	env, err := runEnv(c)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
+	tty := term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
+	if c.asJSON {
+		cmd.Stdout = stderr // stdout carries the summary only
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", c.argv[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go forward(sigs, cmd.Process, tty, exited)
+
+	var waitErr error
+	if tty && !c.noTUI {
+		waitErr = monitorChild(ctx, c, cmd.Process.Pid, done, stderr)
+	} else {
+		waitErr = <-done
+	}
+	close(exited)
+	status := statusOf(waitErr)
+	if status < 0 {
+		return fmt.Errorf("run %s: %w", c.argv[0], waitErr)
+	}
+	if err := report(summaryDir(), start, c.asJSON, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "pipetop:", err)
+	}
+	if status != 0 {
+		return exitStatus(status)
+	}
+	return nil
+}
+
+// runEnv unpacks the embedded publisher and returns the child's
+// environment: the publisher on PYTHONPATH behind a sitecustomize
+// bootstrap, the name, and the summary left for pipetop to print.
+func runEnv(c runConfig) ([]string, error) {
+	root, err := pypublish.CacheRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := pypublish.Unpack(root)
+	if err != nil {
+		return nil, err
+	}
+	set := []string{"PIPETOP_SUMMARY=file"}
+	if c.name != "" {
+		set = append(set, "PIPETOP_NAME="+c.name)
+	}
+	return pypublish.Env(os.Environ(), dir, set...)
+}
+
+// summaryDir is where the child writes its summary: $PIPETOP_SUMMARY_DIR,
+// else the working directory both share.
+func summaryDir() string {
+	if d := os.Getenv("PIPETOP_SUMMARY_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.Getwd(); err == nil {
+		return d
+	}
+	return "."
+}
+
+// forwarded are the signals pipetop run passes on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// forward passes signals to the child until it exited. With a terminal,
+// SIGINT and SIGQUIT typed at it already reach the child (it shares the
+// foreground process group), so they are not sent twice.
+func forward(sigs <-chan os.Signal, p *os.Process, tty bool, exited <-chan struct{}) {
+	for {
+		select {
+		case <-exited:
+			return
+		case s := <-sigs:
+			if tty && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
+				continue
+			}
+			_ = p.Signal(s)
+		}
+	}
+}
+
+// statusOf turns the child's wait error into an exit status: its code, or
+// 128+N when signal N killed it; -1 when it could not be waited for.
+func statusOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return -1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// monitorChild waits for the child's socket and opens the monitor on it;
+// the monitor closes when the child exits (or on q, and then the run goes
+// on). It returns the child's wait error.
+func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", pid)
+	path, exited, waitErr := awaitSocket(pid, done)
+	if exited {
+		return waitErr // the child ended before it published anything
+	}
+	childCtx, cancel := context.WithCancel(ctx)
+	result := make(chan error, 1)
+	go func() {
+		err := <-done
+		cancel()
+		result <- err
+	}()
+	args := []string{"attach", path}
+	if c.noGPU {
+		args = append(args, "--no-gpu")
+	}
+	mc, err := parse(args, stderr)
+	if err == nil {
+		err = interactive(childCtx, mc)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "pipetop: monitor:", err)
+	}
+	if childCtx.Err() == nil {
+		fmt.Fprintf(stderr, "pipetop: monitor closed; pid %d runs on (Ctrl-C stops it)\n", pid)
+	}
+	return <-result
+}
+
+// awaitSocket polls for the socket of pid or one of its descendants until
+// one appears; when the child exits first, exited is true and err is the
+// child's wait error.
+func awaitSocket(pid int, done <-chan error) (path string, exited bool, err error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if eps, err := ipc.List(); err == nil {
+			for _, ep := range eps {
+				if descends(ep.PID, pid) {
+					return ep.Path, false, nil
+				}
+			}
+		}
+		select {
+		case err := <-done:
+			return "", true, err
+		case <-tick.C:
+		}
+	}
+}
+
+// descends reports whether pid is root or one of its descendants, from the
+// parent links in /proc.
+func descends(pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		pid = parentOf(pid)
+	}
+	return false
+}
+
+// parentOf reads the parent pid of pid from /proc; 0 when unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	var state string
+	var ppid int
+	if _, err := fmt.Sscan(s[i+1:], &state, &ppid); err != nil {
+		return 0
+	}
+	return ppid
+}

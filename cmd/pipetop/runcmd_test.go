@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// debPython is Debian's Python, with torch; the python3 first on PATH may
+// be another one without it.
+const debPython = "/usr/bin/python3"
+
+func TestParseRun(t *testing.T) {
+	c, err := parseRun([]string{"--name", "exp1", "--no-tui", "--", "python3", "train.py", "--lr", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.name != "exp1" || !c.noTUI || strings.Join(c.argv, " ") != "python3 train.py --lr 1" {
+		t.Errorf("parsed %+v", c)
+	}
+	c, err = parseRun([]string{"python3", "-u", "train.py"}, io.Discard)
+	if err != nil || strings.Join(c.argv, " ") != "python3 -u train.py" || c.noTUI {
+		t.Errorf("without --: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "run needs a command"},
+		{[]string{"--"}, "run needs a command"},
+		{[]string{"--name", "a/b", "--", "x"}, `--name "a/b"`},
+		{[]string{"--bogus", "--", "x"}, "bogus"},
+	} {
+		_, err := parseRun(tc.args, io.Discard)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseRun(%q) = %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// runEnvFor is the pipetop binary and a test's private socket and cache directories.
+type runEnvFor struct {
+	bin, sockets, cache string
+}
+
+func newRunEnv(t *testing.T) *runEnvFor {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("pipetop run tests start Python: skipped in -short mode")
+	}
+	requireTorch(t)
+	e := &runEnvFor{bin: runBinary(t), cache: t.TempDir()}
+	d, err := os.MkdirTemp("/tmp", "ptrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	e.sockets = d
+	return e
+}
+
+// runBin is the pipetop binary the run tests share, built once.
+var runBin struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// runBinary builds pipetop once for every run test.
+func runBinary(t *testing.T) string {
+	t.Helper()
+	runBin.once.Do(func() {
+		runBin.dir, runBin.err = os.MkdirTemp("", "pipetop-run-test")
+		if runBin.err == nil {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(runBin.dir, "pipetop"), ".")
+			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				runBin.err = fmt.Errorf("build pipetop: %v\n%s", err, b)
+			}
+		}
+	})
+	if runBin.err != nil {
+		t.Fatal(runBin.err)
+	}
+	return filepath.Join(runBin.dir, "pipetop")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if runBin.dir != "" {
+		os.RemoveAll(runBin.dir)
+	}
+	os.Exit(code)
+}
+
+// requireTorch fails unless Debian's Python imports torch (PIPETOP_NO_LIBTORCH=1 skips).
+func requireTorch(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PIPETOP_NO_LIBTORCH") == "1" {
+		t.Skip("PIPETOP_NO_LIBTORCH=1: skipping the PyTorch runs")
+	}
+	if out, err := exec.Command(debPython, "-c", "import torch").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import torch (apt-get install python3-torch): %v\n%s", debPython, err, out)
+	}
+}
+
+// command is pipetop run ARGS with the test's directories.
+func (e *runEnvFor) command(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(e.bin, append([]string{"run"}, args...)...)
+	cmd.Env = append(os.Environ(), "PIPETOP_SOCKET_DIR="+e.sockets, "PIPETOP_CACHE_DIR="+e.cache, "PIPETOP_SUMMARY_DIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// run runs pipetop run --no-tui --json ARGS and returns the summaries, the
+// command's stderr and its exit status.
+func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]runSummary, string, int) {
+	t.Helper()
+	// Each run has its own summary directory (pipetop run reports every
+	// summary written there since it started).
+	cmd := e.command(t, env, append([]string{"--no-tui", "--json", "--"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	status := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("pipetop run %q: %v", args, err)
+	}
+	var docs []runSummary
+	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil {
+		t.Fatalf("pipetop run --json %q: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
+	}
+	return docs, stderr.String(), status
+}
+
+// example is the path of an examples/auto script.
+func example(name string) string { return filepath.Join("..", "..", "examples", "auto", name) }
+
+// TestRunExamples runs each unmodified script of examples/auto under
+// pipetop run and checks the step count (= optimizer steps) and the stage
+// shares against the costs the script plants.
+func TestRunExamples(t *testing.T) {
+	e := newRunEnv(t)
+	for _, tc := range []struct {
+		script string
+		steps  int64
+		shares map[string]float64 // planted, in percent of the run
+	}{
+		{"loop.py", 40, map[string]float64{"data_wait": 40, "forward": 40, "optim": 20}},
+		{"accumulate.py", 15, map[string]float64{"data_wait": 40, "forward": 40, "optim": 20}},
+		{"two_optimizers.py", 30, map[string]float64{"forward": 50, "optim": 50}},
+		{"validation.py", 30, map[string]float64{"eval": 24, "forward": 38, "optim": 38}},
+		{"bf16.py", 20, map[string]float64{"forward": 50, "optim": 30, "other": 20}},
+	} {
+		t.Run(strings.TrimSuffix(tc.script, ".py"), func(t *testing.T) {
+			docs, stderr, status := e.run(t, nil, debPython, example(tc.script))
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			s := docs[0]
+			if s.Steps != tc.steps {
+				t.Errorf("steps = %d, want %d (optimizer steps)", s.Steps, tc.steps)
+			}
+			for name, want := range tc.shares {
+				got := -1.0
+				for _, st := range s.Stages {
+					if st.Name == name {
+						got = 100 * st.Share
+					}
+				}
+				if math.Abs(got-want) > 10 {
+					t.Errorf("%s share = %.1f %%, planted %.0f %% (±10 points); stages %+v", name, got, want, s.Stages)
+				}
+			}
+			if tc.script == "loop.py" {
+				l := s.Loader
+				if l == nil || l.Source != "torch" || l.Workers != 2 || len(l.WorkerBusyEach) != 2 || l.Prefetch != 2 || l.BatchesPerSec <= 0 {
+					t.Errorf("loader stats %+v: want 2 torch workers with their busy fractions", l)
+				} else if l.WorkerBusy < 0.5 {
+					t.Errorf("workers busy %.2f: the planted dataset keeps them busy most of the time", l.WorkerBusy)
+				}
+			}
+			if s.Verdict == nil || s.Verdict.Headline == "" {
+				t.Errorf("no verdict in %+v", s)
+			}
+		})
+	}
+}
+
+// TestRunInert checks that the instrumentation never changes what a run
+// does: a crash keeps its status and its summary, a fork, a loop without a
+// DataLoader, PIPETOP_AUTO=0 and a Python without torch.
+func TestRunInert(t *testing.T) {
+	e := newRunEnv(t)
+	script := func(name string) string { return filepath.Join("testdata", "run", name) }
+	other, err := exec.LookPath("python3")
+	noTorch := err == nil && exec.Command(other, "-c", "import torch").Run() != nil
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		argv   []string
+		status int
+		output []string // in the command's output
+		steps  int64    // -1: no summary
+	}{
+		{"crash", nil, []string{debPython, script("crash.py")}, 1, []string{"planted crash at step 5"}, 5},
+		{"fork", nil, []string{debPython, script("fork.py")}, 0, []string{"child sum 4.0", "child status 7"}, 6},
+		{"no DataLoader", nil, []string{debPython, script("noloader.py")}, 0, []string{"inference True"}, 7},
+		{"PIPETOP_AUTO=0", []string{"PIPETOP_AUTO=0"}, []string{debPython, example("two_optimizers.py")}, 0, []string{"final losses"}, -1},
+		{"python without torch", nil, []string{other, script("notorch.py")}, 4, []string{"no torch: torch", "sum 45"}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.argv[0] == other && !noTorch {
+				t.Skipf("the python3 on PATH (%q) is missing or has torch", other)
+			}
+			t.Parallel() // none of these checks a timing
+			docs, stderr, status := e.run(t, tc.env, tc.argv...)
+			if status != tc.status {
+				t.Errorf("status %d, want %d; stderr:\n%s", status, tc.status, stderr)
+			}
+			for _, want := range tc.output {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("output lacks %q:\n%s", want, stderr)
+				}
+			}
+			switch {
+			case tc.steps < 0 && len(docs) != 0:
+				t.Errorf("summaries %+v, want none", docs)
+			case tc.steps >= 0 && (len(docs) != 1 || docs[0].Steps != tc.steps):
+				t.Errorf("summaries %+v, want one of %d steps", docs, tc.steps)
+			}
+		})
+	}
+}
+
+// TestRunForwardsSignals sends SIGTERM to pipetop run; the command gets it
+// and pipetop exits with the command's status (128+15).
+func TestRunForwardsSignals(t *testing.T) {
+	e := newRunEnv(t)
+	cmd := e.command(t, nil, "--no-tui", "--", debPython, "-c",
+		"import sys,time; print('ready', flush=True); time.sleep(30)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("child did not start: %q %v", buf, err)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Errorf("pipetop run after SIGTERM: %v, want exit status 143", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("pipetop run took %v to stop", d)
+	}
+}
+
+// TestRunLiveViewer attaches pipetop --json to a script running under
+// pipetop run: the automatic stages and the DataLoader's statistics reach
+// the viewer over the socket.
+func TestRunLiveViewer(t *testing.T) {
+	e := newRunEnv(t)
+	cmd := e.command(t, nil, "--no-tui", "--name", "live", "--", debPython, example("loop.py"), "--steps", "100")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	defer func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m, _ := filepath.Glob(filepath.Join(e.sockets, "live.*.sock"))
+		if len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket for live in %s; stderr:\n%s", e.sockets, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	view := exec.Command(e.bin, "attach", "live", "--json", "--interval", "1500ms", "--window", "all", "--no-gpu")
+	view.Env = append(os.Environ(), "PIPETOP_SOCKET_DIR="+e.sockets)
+	b, err := view.Output()
+	if err != nil {
+		t.Fatalf("pipetop --json: %v", err)
+	}
+	var snap struct {
+		Trainer *struct {
+			Name   string   `json:"name"`
+			Stages []string `json:"stages"`
+		} `json:"trainer"`
+		Summary *struct {
+			Steps  int `json:"steps"`
+			Stages []struct {
+				Name  string  `json:"name"`
+				Share float64 `json:"share"`
+			} `json:"stages"`
+		} `json:"summary"`
+		Loader *struct {
+			Source  string    `json:"source"`
+			Workers int       `json:"workers"`
+			Each    []float64 `json:"worker_busy_each"`
+		} `json:"loader"`
+	}
+	if err := json.Unmarshal(b, &snap); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	if snap.Trainer == nil || snap.Trainer.Name != "live" || snap.Summary == nil || snap.Summary.Steps == 0 {
+		t.Fatalf("snapshot without the trainer's steps: %s", b)
+	}
+	wait := 0.0
+	for _, st := range snap.Summary.Stages {
+		if st.Name == "data_wait" {
+			wait = st.Share
+		}
+	}
+	if wait < 0.2 {
+		t.Errorf("data_wait share %.2f, want about 0.4: %s", wait, b)
+	}
+	if snap.Loader == nil || snap.Loader.Source != "torch" || snap.Loader.Workers != 2 || len(snap.Loader.Each) != 2 {
+		t.Errorf("loader stats %+v, want 2 torch workers", snap.Loader)
+	}
+	waited = true
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("pipetop run: %v; stderr:\n%s", err, stderr.String())
+	}
+}
