@@ -11,10 +11,12 @@ def _pipetop_boot() -> None:
     pkg_parent = os.path.dirname(os.path.dirname(here))
     if pkg_parent not in sys.path:
         sys.path.append(pkg_parent)
+    off = os.environ.get("PIPETOP_AUTO", "1").strip().lower() in ("0", "false", "no", "off")
     try:
-        from pipetop_publish import auto
+        if not off:
+            from pipetop_publish import auto
 
-        auto.install()
+            auto.install()
     except Exception as e:  # noqa: BLE001 - never break the interpreter's start
         sys.stderr.write("pipetop: automatic instrumentation unavailable: %r\n" % (e,))
     # Chain to the sitecustomize this one hides (Debian ships one).

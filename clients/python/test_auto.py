@@ -1,0 +1,265 @@
+"""Tests for the automatic instrumentation (pipetop_publish.auto), its
+loader statistics, summary, bootstrap and framework callbacks.
+
+Run with: /usr/bin/python3 -m unittest discover -s clients/python
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+import pipetop_publish as pp
+from pipetop_publish import auto, integrations, summary, workers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_LIGHTNING = importlib.util.find_spec("lightning") is not None or importlib.util.find_spec("pytorch_lightning") is not None
+HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+
+
+def _sockdir() -> str:
+    d = tempfile.mkdtemp(prefix="ptauto", dir="/tmp")
+    os.chmod(d, 0o700)
+    return d
+
+
+def _run_auto(script: str, env: dict, *args: str) -> subprocess.CompletedProcess:
+    full = dict(os.environ, PYTHONPATH=HERE, **env)
+    return subprocess.run([sys.executable, "-m", "pipetop_publish.auto", script, *args],
+                          env=full, capture_output=True, text=True, timeout=120)
+
+
+class TestPieces(unittest.TestCase):
+    def test_switch(self) -> None:
+        for value, want in (("0", False), ("off", False), ("1", True), ("", True)):
+            os.environ["PIPETOP_AUTO"] = value
+            try:
+                self.assertEqual(auto.enabled(), want, value)
+            finally:
+                del os.environ["PIPETOP_AUTO"]
+
+    def test_batch_len(self) -> None:
+        class T:
+            def __init__(self, *shape: int) -> None:
+                self.shape = shape
+
+        self.assertEqual(auto._batch_len(T(32, 3)), 32)
+        self.assertEqual(auto._batch_len((T(8, 2), T(8))), 8)
+        self.assertEqual(auto._batch_len({"x": [T(5)]}), 5)
+        self.assertEqual(auto._batch_len("text"), 0)
+        self.assertEqual(auto._batch_len(T()), 0)
+
+    def test_run_name(self) -> None:
+        old = sys.argv
+        try:
+            sys.argv = ["/x/train.py"]
+            self.assertEqual(auto.run_name(), "train")
+            os.environ["PIPETOP_NAME"] = "exp7"
+            self.assertEqual(auto.run_name(), "exp7")
+        finally:
+            sys.argv = old
+            os.environ.pop("PIPETOP_NAME", None)
+
+    def test_usage(self) -> None:
+        r = subprocess.run([sys.executable, "-m", "pipetop_publish.auto"], env=dict(os.environ, PYTHONPATH=HERE),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("usage: python -m pipetop_publish.auto", r.stdout)
+
+
+class TestWorkerSlots(unittest.TestCase):
+    def test_busy_reaches_main_process(self) -> None:
+        shm, path = workers._new_shm(2)
+        try:
+            workers.WorkerInit(path, None)(1)  # as worker 1 would, in its own process
+
+            class Fetcher:
+                def fetch(self, index: int) -> int:
+                    time.sleep(0.02)
+                    return index
+
+            fetch = workers._fetch_wrapper(Fetcher.fetch)
+            for i in range(3):
+                self.assertEqual(fetch(Fetcher(), i), i)
+            info = workers.IterInfo(type("Loader", (), {"num_workers": 2, "batch_size": 4, "prefetch_factor": 2})())
+            info.shm = shm
+            busy = info.busy(time.perf_counter_ns())
+            self.assertEqual(busy[0], 0)
+            self.assertGreaterEqual(busy[1], 60_000_000)
+            self.assertLess(busy[1], 1_000_000_000)
+        finally:
+            workers._slot = None
+            os.unlink(path)
+
+
+class TestSummary(unittest.TestCase):
+    def test_build_write_render(self) -> None:
+        d = _sockdir()
+        pub = pp.Publisher(name="sum", socket_path=os.path.join(d, "s.sock"))
+        try:
+            for _ in range(4):
+                with pub.stage("forward"):
+                    time.sleep(0.005)
+                pub.step(samples=8)
+            loader = {"workers": 2, "worker_busy": 0.9, "worker_busy_each": [0.8, 1.0], "prefetch_factor": 2, "batches_per_sec": 10.0}
+            doc = summary.build(pub, loader)
+        finally:
+            pub.close()
+        self.assertEqual(doc["schema"], "pipetop-summary/1")
+        self.assertEqual(doc["steps"], 4)
+        self.assertEqual(doc["samples"], 32)
+        fwd = [s for s in doc["stages"] if s["name"] == "forward"][0]
+        self.assertGreater(fwd["share"], 0.5)
+        self.assertAlmostEqual(sum(s["share"] for s in doc["stages"]), 1.0, places=6)
+        path = os.path.join(d, "out.json")
+        summary.write(doc, path)
+        with open(path) as f:
+            self.assertEqual(json.load(f)["steps"], 4)
+        out = io.StringIO()
+        summary.render(doc, out)
+        self.assertIn("4 steps", out.getvalue())
+        self.assertIn("num_workers=2 busy 90% (80%, 100%)", out.getvalue())
+
+
+class TestBoot(unittest.TestCase):
+    def test_sitecustomize_chains_to_the_one_it_hides(self) -> None:
+        other = tempfile.mkdtemp()
+        with open(os.path.join(other, "sitecustomize.py"), "w") as f:
+            f.write("print('chained sitecustomize')\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([auto.boot_dir(), other]))
+        r = subprocess.run([sys.executable, "-c", "import sys; print('auto' if 'pipetop_publish.auto' in sys.modules else 'none')"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["chained", "sitecustomize", "auto"])
+        env["PIPETOP_AUTO"] = "0"
+        r = subprocess.run([sys.executable, "-c", "import sys; print('pipetop_publish.auto' in sys.modules)"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.stdout.split(), ["chained", "sitecustomize", "False"])
+
+
+SCRIPT = """
+import torch
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    for micro in range(2):                      # accumulation: no DataLoader
+        model(torch.randn(2, 4)).pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+    with torch.no_grad():                       # evaluation between steps
+        model(torch.randn(2, 4)).sum().item()
+print("done")
+"""
+
+
+@unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
+class TestAutoRun(unittest.TestCase):
+    def test_steps_and_eval(self) -> None:
+        d = _sockdir()
+        with open(os.path.join(d, "accum.py"), "w") as f:
+            f.write(textwrap.dedent(SCRIPT))
+        r = _run_auto(os.path.join(d, "accum.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("done", r.stdout)
+        self.assertIn("3 steps", r.stderr)
+        files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-accum-")]
+        self.assertEqual(len(files), 1)
+        with open(os.path.join(d, files[0])) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["steps"], 3)
+        names = [s["name"] for s in doc["stages"]]
+        for want in ("forward", "backward", "optim", "eval", "other"):
+            self.assertIn(want, names)
+        self.assertEqual(os.listdir(d).count("pipetop-summary-accum-%d.json" % doc["pid"]), 1)
+        self.assertFalse([n for n in os.listdir(d) if n.endswith(".sock")], "socket left behind")
+
+    def test_switched_off(self) -> None:
+        d = _sockdir()
+        with open(os.path.join(d, "accum.py"), "w") as f:
+            f.write(textwrap.dedent(SCRIPT))
+        r = _run_auto(os.path.join(d, "accum.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d, "PIPETOP_AUTO": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.assertEqual([n for n in os.listdir(d) if n.startswith("pipetop-summary")], [])
+
+
+class TestTimeline(unittest.TestCase):
+    def test_lightning_hook_order(self) -> None:
+        """The hooks in the order Lightning calls them (a simulated trainer:
+        Lightning itself is tested below where it is installed)."""
+        d = _sockdir()
+        hooks = integrations.LightningHooks("sim")
+        pub = pp.Publisher(name="sim", socket_path=os.path.join(d, "l.sock"))
+        hooks._tl = integrations.Timeline(pub)
+        try:
+            hooks.on_train_start(None, None)
+            for i in range(3):
+                time.sleep(0.004)
+                hooks.on_train_batch_start(None, None, None, i)
+                time.sleep(0.008)
+                hooks.on_before_backward(None, None, 1.5)
+                hooks.on_after_backward(None, None)
+                hooks.on_before_optimizer_step(None, None, None)
+                hooks.on_train_batch_end(None, None, None, None, i)
+            s = pub.summary()
+        finally:
+            pub.close()
+        self.assertEqual(s["steps"], 3)
+        cpu = {st["name"]: st["cpu_ns"] for st in s["stages"]}
+        self.assertGreater(cpu["forward"], 3 * 7_000_000)
+        self.assertGreater(cpu["data_wait"], 3 * 3_000_000)
+
+    @unittest.skipUnless(HAS_LIGHTNING, "lightning is not installed for %s (pip install lightning)" % sys.executable)
+    def test_lightning_real(self) -> None:  # pragma: no cover - needs lightning
+        import torch
+
+        try:
+            import lightning.pytorch as pl
+        except ImportError:
+            import pytorch_lightning as pl
+
+        class Tiny(pl.LightningModule):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = torch.nn.Linear(4, 1)
+
+            def training_step(self, batch, idx):
+                return self.net(batch[0]).pow(2).mean()
+
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.1)
+
+        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 4)), batch_size=4)
+        os.environ["PIPETOP_SOCKET_DIR"] = _sockdir()
+        cb = integrations.lightning_callback("lt")
+        pl.Trainer(max_epochs=1, callbacks=[cb], logger=False, enable_checkpointing=False,
+                   enable_progress_bar=False).fit(Tiny(), data)
+        self.assertEqual(cb._tl.pub.summary()["steps"], 4)
+
+    @unittest.skipUnless(HAS_TRANSFORMERS, "transformers is not installed for %s (pip install transformers)" % sys.executable)
+    def test_hf_callback_is_a_trainer_callback(self) -> None:  # pragma: no cover - needs transformers
+        from transformers import TrainerCallback
+
+        cb = integrations.hf_callback("hf")
+        self.assertIsInstance(cb, TrainerCallback)
+
+    def test_missing_framework_says_which(self) -> None:
+        if not HAS_LIGHTNING:
+            with self.assertRaisesRegex(ImportError, "lightning"):
+                integrations.lightning_callback()
+        if not HAS_TRANSFORMERS:
+            with self.assertRaisesRegex(ImportError, "transformers"):
+                integrations.hf_callback()
+
+
+if __name__ == "__main__":
+    unittest.main()
