@@ -311,7 +311,7 @@ def _backward_wrapper(orig: Callable) -> Callable:
         if st.active and not st.depth and _ident() == st.thread:
             try:
                 if self.dim() == 0:
-                    st.loss = self.detach()
+                    st.loss = self  # read (detached) when the step ends
             except Exception:  # noqa: BLE001 - the loss is optional
                 pass
         return timed(self, *args, **kwargs)
