@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -92,7 +93,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
 	tty := term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
-	if c.asJSON {
+	monitor := tty && !c.noTUI
+	out := &heldWriter{w: os.Stdout}
+	switch {
+	case monitor:
+		// The monitor owns the screen while it is open: the command's
+		// output waits and is printed when the monitor closes.
+		cmd.Stdout, cmd.Stderr = out, out
+	case c.asJSON:
 		cmd.Stdout = stderr // stdout carries the summary only
 	}
 	sigs := make(chan os.Signal, 8)
@@ -108,8 +116,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	go forward(sigs, cmd.Process, tty, exited)
 
 	var waitErr error
-	if tty && !c.noTUI {
-		waitErr = monitorChild(ctx, c, cmd.Process.Pid, done, stderr)
+	if monitor {
+		waitErr = monitorChild(ctx, c, cmd.Process.Pid, done, out, stderr)
 	} else {
 		waitErr = <-done
 	}
@@ -197,7 +205,7 @@ func statusOf(err error) int {
 // monitorChild waits for the child's socket and opens the monitor on it;
 // the monitor closes when the child exits (or on q, and then the run goes
 // on). It returns the child's wait error.
-func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, stderr io.Writer) error {
+func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, out *heldWriter, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", pid)
 	path, exited, waitErr := awaitSocket(pid, done)
 	if exited {
@@ -216,7 +224,9 @@ func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, 
 	}
 	mc, err := parse(args, stderr)
 	if err == nil {
+		out.hold()
 		err = interactive(childCtx, mc)
+		out.release()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "pipetop: monitor:", err)
@@ -278,4 +288,53 @@ func parentOf(pid int) int {
 		return 0
 	}
 	return ppid
+}
+
+// heldWriter passes the command's output through, or keeps it (the last
+// heldMax bytes) while the monitor owns the terminal.
+type heldWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	held bool
+	buf  []byte
+	lost int
+}
+
+// heldMax is the most output kept while the monitor is open.
+const heldMax = 1 << 20
+
+// Write implements io.Writer.
+func (h *heldWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		return h.w.Write(p)
+	}
+	h.buf = append(h.buf, p...)
+	if over := len(h.buf) - heldMax; over > 0 {
+		h.lost += over
+		h.buf = append(h.buf[:0], h.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// hold starts keeping the output.
+func (h *heldWriter) hold() {
+	h.mu.Lock()
+	h.held = true
+	h.mu.Unlock()
+}
+
+// release writes what was kept and passes the output through again.
+func (h *heldWriter) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = false
+	if h.lost > 0 {
+		fmt.Fprintf(h.w, "pipetop: %d bytes of the command's output were dropped while the monitor was open\n", h.lost)
+	}
+	if len(h.buf) > 0 {
+		_, _ = h.w.Write(h.buf)
+	}
+	h.buf, h.lost = nil, 0
 }

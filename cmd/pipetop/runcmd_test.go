@@ -355,3 +355,76 @@ func TestRunLiveViewer(t *testing.T) {
 		t.Errorf("pipetop run: %v; stderr:\n%s", err, stderr.String())
 	}
 }
+
+func TestHeldWriter(t *testing.T) {
+	var dst bytes.Buffer
+	h := &heldWriter{w: &dst}
+	fmt.Fprint(h, "before ")
+	h.hold()
+	fmt.Fprint(h, "during ")
+	if dst.String() != "before " {
+		t.Fatalf("output while held reached the terminal: %q", dst.String())
+	}
+	h.release()
+	fmt.Fprint(h, "after")
+	if dst.String() != "before during after" {
+		t.Errorf("got %q", dst.String())
+	}
+	h.hold()
+	big := bytes.Repeat([]byte("x"), heldMax+10)
+	_, _ = h.Write(big)
+	dst.Reset()
+	h.release()
+	if !strings.Contains(dst.String(), "10 bytes of the command's output were dropped") || strings.Count(dst.String(), "x") != heldMax {
+		t.Errorf("overflow: %d bytes, %q...", dst.Len(), dst.String()[:80])
+	}
+}
+
+// TestRunMonitorTmux runs pipetop run in a real terminal (tmux): the
+// monitor opens on the script's trainer, closes when the script ends, and
+// the script's output and the run summary follow.
+func TestRunMonitorTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	e := newRunEnv(t)
+	server := fmt.Sprintf("pipetop-run-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", server}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	defer exec.Command("tmux", "-L", server, "kill-server").Run()
+	script, err := filepath.Abs(example("loop.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmux("new-session", "-d", "-s", "run", "-x", "120", "-y", "40", "sh", "-c",
+		"cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+			e.bin+" run --no-gpu --name tty -- "+debPython+" "+script+" --steps 100; echo EXIT=$?; sleep 60")
+	wait := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = tmux("capture-pane", "-p", "-t", "run")
+			if ok(s) {
+				return s
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+		return ""
+	}
+	wait("the monitor on the script", func(s string) bool {
+		return strings.Contains(s, "tty pid") && strings.Contains(s, "● live") && strings.Contains(s, "data_wait")
+	})
+	s := wait("the summary after the script ended", func(s string) bool { return strings.Contains(s, "EXIT=") })
+	for _, want := range []string{"final loss", "pipetop: tty (pid", "100 steps", "verdict: input-bound", "EXIT=0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen after the run lacks %q:\n%s", want, s)
+		}
+	}
+}
