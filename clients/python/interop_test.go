@@ -382,7 +382,7 @@ func TestPipetopSeesPythonLoop(t *testing.T) {
 	if !strings.Contains(ls, "py-cli") || !strings.Contains(ls, strconv.Itoa(l.cmd.Process.Pid)) {
 		t.Errorf("pipetop ls does not list py-cli (pid %d):\n%s", l.cmd.Process.Pid, ls)
 	}
-	out := runPipetop(t, bin, env, "--json")
+	out := runPipetop(t, bin, env, "--json", "--interval", "3s") // the loop starts its loader workers once attached
 	var snap snapshot
 	if err := json.Unmarshal([]byte(out), &snap); err != nil {
 		t.Fatalf("pipetop --json is not JSON: %v\n%s", err, out)

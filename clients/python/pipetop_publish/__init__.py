@@ -862,13 +862,18 @@ class _Server:
         old = os.umask(0o177)
         try:
             sock.bind(path)
+            # Listen at once: a viewer listing sockets treats one that
+            # refuses connections as stale and removes it.
+            sock.listen(16)
         except OSError as e:
             sock.close()
             raise OSError(e.errno, "pipetop: listen on %s: %s" % (path, e.strerror)) from e
         finally:
             os.umask(old)
-        os.chmod(path, 0o600)
-        sock.listen(16)
+        try:
+            os.chmod(path, 0o600)  # the umask made it 0600 already
+        except OSError:
+            pass
         sock.setblocking(False)
         return sock
 
