@@ -1,6 +1,8 @@
 // Package loader shows the data loader's own statistics: throughput,
 // worker busy share, ready-queue depth, decoded-chunk cache hit rate and
-// read amplification (bytes decompressed per byte used).
+// read amplification (bytes decompressed per byte used); for a PyTorch
+// DataLoader, each worker's busy share and its prefetch and pin_memory
+// settings instead of the cache figures.
 package loader
 
 import (
@@ -46,8 +48,13 @@ func (m Model) lines(w int) []string {
 		st.Value.Render(units.Rate(l.SamplesPerSec)) + st.Label.Render(" samples/s"),
 		st.Label.Render(workers+" busy ") + st.Load(100*l.WorkerBusy).Render(units.Pct(l.WorkerBusy)),
 		st.Label.Render("queue ") + st.Value.Render(fmt.Sprintf("%d/%d", l.QueueDepth, l.QueueCap)),
-		st.Label.Render("cache hit ") + st.Value.Render(units.Pct(l.CacheHitRate)),
-		st.Label.Render("read amp ") + m.amp(l.ReadAmp),
+	}
+	if l.Source == "torch" {
+		items = append(items, m.torch(l)...)
+	} else {
+		items = append(items,
+			st.Label.Render("cache hit ")+st.Value.Render(units.Pct(l.CacheHitRate)),
+			st.Label.Render("read amp ")+m.amp(l.ReadAmp))
 	}
 	if l.Errors > 0 {
 		items = append(items, st.Bad.Render(fmt.Sprintf("%s errors", units.Count(l.Errors))))
@@ -61,4 +68,25 @@ func (m Model) amp(a float64) string {
 		return m.St.Bad.Render(s)
 	}
 	return m.St.Value.Render(s)
+}
+
+// torch is the PyTorch DataLoader's own items: each worker's busy share,
+// prefetch_factor and pin_memory.
+func (m Model) torch(l *stage.LoaderStats) []string {
+	st := m.St
+	var items []string
+	if len(l.WorkerBusyEach) > 0 {
+		each := make([]string, len(l.WorkerBusyEach))
+		for i, f := range l.WorkerBusyEach {
+			each[i] = st.Load(100 * f).Render(units.Pct(f))
+		}
+		items = append(items, st.Label.Render("each ")+strings.Join(each, " "))
+	}
+	pin := "off"
+	if l.PinMemory {
+		pin = "on"
+	}
+	return append(items,
+		st.Label.Render("prefetch ")+st.Value.Render(fmt.Sprint(l.Prefetch)),
+		st.Label.Render("pin_memory ")+st.Value.Render(pin))
 }

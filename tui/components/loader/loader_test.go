@@ -1,0 +1,41 @@
+package loader
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+func TestLoaderPane(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		stats         stage.LoaderStats
+		want, wantNot []string
+	}{
+		{"pipetrain loader", stage.LoaderStats{Workers: 2, WorkerBusy: 0.5, QueueDepth: 2, QueueCap: 4, CacheHitRate: 0.9, ReadAmp: 1.2},
+			[]string{"2 workers busy 50 %", "queue 2/4", "cache hit 90 %", "read amp 1.2×"}, []string{"prefetch"}},
+		{"torch DataLoader", stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.9, WorkerBusyEach: []float64{0.8, 1}, QueueCap: 4, Prefetch: 2, PinMemory: true},
+			[]string{"2 workers busy 90 %", "each 80 % 100 %", "prefetch 2", "pin_memory on"}, []string{"cache hit", "read amp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(styles.New(false))
+			l := tc.stats
+			m.SetSnapshot(&snapshot.Snapshot{Loader: &l})
+			m.SetSize(200, 2)
+			got := m.View()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("pane lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("pane shows %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
