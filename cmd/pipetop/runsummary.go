@@ -28,6 +28,7 @@ type runSummary struct {
 	StepsPerSec   float64            `json:"steps_per_sec"`
 	SamplesPerSec float64            `json:"samples_per_sec"`
 	Stages        []runStage         `json:"stages"`
+	FirstStep     *firstStep         `json:"first_step"`
 	Loader        *stage.LoaderStats `json:"loader"`
 	Verdict       *stage.Verdict     `json:"verdict,omitempty"`
 }
@@ -38,6 +39,15 @@ type runStage struct {
 	TotalNs int64   `json:"total_ns"`
 	MeanNs  float64 `json:"mean_ns"`
 	Share   float64 `json:"share"`
+}
+
+// firstStep is the first step alone, which carries the start-up.
+type firstStep struct {
+	WallNs int64 `json:"wall_ns"`
+	Stages []struct {
+		Name  string `json:"name"`
+		CPUNs int64  `json:"cpu_ns"`
+	} `json:"stages"`
 }
 
 // summarySchema is the schema tag pipetop run understands.
@@ -150,6 +160,9 @@ func printSummary(w io.Writer, s *runSummary, path string) {
 	fmt.Fprintf(w, "  %-10s %9s %7s %10s\n", "stage", "total", "share", "mean/step")
 	for _, st := range s.Stages {
 		fmt.Fprintf(w, "  %-10s %7.3f s %5.1f %% %7.2f ms\n", st.Name, float64(st.TotalNs)/1e9, 100*st.Share, st.MeanNs/1e6)
+	}
+	if f := s.FirstStep; f != nil && s.Steps > 1 {
+		fmt.Fprintf(w, "  first step %.2f s (start-up: loader workers, lazy initialization)\n", float64(f.WallNs)/1e9)
 	}
 	if l := s.Loader; l != nil {
 		fmt.Fprintf(w, "  loader: %s\n", loaderLine(l))

@@ -397,6 +397,7 @@ class Publisher:
         self._totals: List[int] = [0] * len(self._names)
         self._run_wall = 0
         self._run_samples = 0
+        self._first: Optional[Tuple[int, Tuple[int, ...], Tuple[str, ...]]] = None
         self._queue: Deque[Any] = collections.deque()
         self._pending_max = pending
         self._qlock = threading.Lock()
@@ -466,6 +467,10 @@ class Publisher:
             tot[i] += v
         self._run_wall += wall
         self._run_samples += max(0, int(samples))
+        if self._step_no == 0:
+            # The first step carries the start-up (loader workers, lazy
+            # initialization); the summary reports it apart as well.
+            self._first = (wall, tuple(cpu), self._names)
         value, deferred = _loss_value(loss, self._gpu is not None)
         n = min(max(0, int(samples)), _INT32_MAX)
         rec = (self._step_no, self._base + start, self._base + now, n, value, tuple(cpu), None, self._names)
@@ -502,12 +507,18 @@ class Publisher:
 
     def summary(self) -> Dict[str, Any]:
         """Return the whole run so far: steps, samples, summed step wall
-        time and CPU time per stage (ns), in stage-list order."""
+        time and CPU time per stage (ns), in stage-list order, and the same
+        for the first step alone (None before it ended)."""
+        first = None
+        if self._first is not None:
+            wall, cpu, names = self._first
+            first = {"wall_ns": wall, "stages": [{"name": n, "cpu_ns": cpu[i]} for i, n in enumerate(names)]}
         return {
             "steps": self._step_no,
             "samples": self._run_samples,
             "wall_ns": self._run_wall,
             "stages": [{"name": n, "cpu_ns": self._totals[i] if i < len(self._totals) else 0} for i, n in enumerate(self._names)],
+            "first_step": first,
         }
 
     def _push(self, item: Any) -> None:

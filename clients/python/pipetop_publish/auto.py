@@ -73,6 +73,7 @@ class _State:
         self.depth = 0  # instrumented calls open on that thread
         self.pub: Any = None
         self.torch: Any = None
+        self.grad_enabled: Callable[[], bool] = lambda: True  # torch.is_grad_enabled once torch is here
         self.pending = False  # an optimizer stepped: the step ends at the next work
         self.pending_end = 0
         self.samples = 0
@@ -86,17 +87,12 @@ class _State:
 
     # -- the hot path ---------------------------------------------------------
 
-    def begin(self) -> int:
-        """Open an instrumented call; returns its start time."""
-        self.depth += 1
-        return _now()
-
     def end(self, name: str, t0: int, gpu: Any = None) -> None:
         """Close the outermost instrumented call begun at t0 as stage name."""
         d = _now() - t0
         self.depth -= 1
         pub = self.pub
-        if name != OPTIM and not self.torch.is_grad_enabled():
+        if name != OPTIM and not self.grad_enabled():
             name = EVAL
         i = self.idx.get(name)
         if i is None or pub._names[i] != name:
@@ -121,7 +117,7 @@ class _State:
         next forward or backward with gradients on; evaluation never ends one."""
         if self.pub is None:
             self._start()
-        if self.pending and self.torch.is_grad_enabled() and (from_loader or self.loader_id == 0):
+        if self.pending and self.grad_enabled() and (from_loader or self.loader_id == 0):
             self.pending = False
             self.pub._end_step(_now(), self.samples, self.loss)
             self.samples = 0
@@ -215,12 +211,16 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
         if not st.active or st.depth or _ident() != st.thread:
             return orig(*args, **kwargs)
         try:
+            pub = st.pub
             if opens_work:
-                st.work(False)
-            elif st.pub is None:
+                if st.pending or pub is None or pub._step_start is None:
+                    st.work(False)
+                    pub = st.pub
+            elif pub is None:
                 return orig(*args, **kwargs)
-            gpu = st.pub._gpu.begin() if cuda_events and st.pub._gpu is not None else None
-            t0 = st.begin()
+            gpu = pub._gpu.begin() if cuda_events and pub._gpu is not None else None
+            st.depth += 1
+            t0 = _now()
         except Exception as e:  # noqa: BLE001 - inert on our own failure
             st.fail(e)
             return orig(*args, **kwargs)
@@ -246,8 +246,11 @@ def _next_wrapper(orig: Callable) -> Callable:
         if not st.active or st.depth or _ident() != st.thread:
             return orig(self)
         try:
-            st.work(True)
-            t0 = st.begin()
+            pub = st.pub
+            if st.pending or pub is None or pub._step_start is None:
+                st.work(True)
+            st.depth += 1
+            t0 = _now()
         except Exception as e:  # noqa: BLE001
             st.fail(e)
             return orig(self)
@@ -258,7 +261,7 @@ def _next_wrapper(orig: Callable) -> Callable:
         finally:
             try:
                 st.end(DATA_WAIT, t0)
-                if batch is not None and st.torch.is_grad_enabled():
+                if batch is not None and st.grad_enabled():
                     st.samples += _batch_len(batch)
                     info = getattr(self, "_pipetop", None)
                     if id(self) != st.loader_id:
@@ -437,6 +440,7 @@ def _on_torch(torch: Any) -> None:
         return
     try:
         state.torch = torch
+        state.grad_enabled = torch.is_grad_enabled
         _patch_torch(torch)
     except Exception as e:  # noqa: BLE001 - an unknown torch: stay out of the way
         _patches.undo()

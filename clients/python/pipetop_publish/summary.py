@@ -47,6 +47,7 @@ def build(pub: Any, loader: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         "steps_per_sec": steps / secs if secs else 0.0,
         "samples_per_sec": s["samples"] / secs if secs else 0.0,
         "stages": stages,
+        "first_step": s["first_step"],
         "loader": loader,
     }
 
@@ -75,6 +76,9 @@ def render(doc: Dict[str, Any], out: TextIO) -> None:
     out.write("  %-10s %10s %7s %11s\n" % ("stage", "total", "share", "mean/step"))
     for st in doc["stages"]:
         out.write("  %-10s %8.3f s %6.1f%% %8.2f ms\n" % (st["name"], st["total_ns"] / 1e9, 100 * st["share"], st["mean_ns"] / 1e6))
+    first = doc.get("first_step")
+    if first and doc["steps"] > 1:
+        out.write("  first step %.2f s (start-up: loader workers, lazy initialization)\n" % (first["wall_ns"] / 1e9))
     ld = doc.get("loader")
     if ld:
         out.write("  loader: %s\n" % loader_line(ld))
