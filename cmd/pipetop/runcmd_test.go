@@ -177,10 +177,17 @@ func TestRunExamples(t *testing.T) {
 			if s.Steps != tc.steps {
 				t.Errorf("steps = %d, want %d (optimizer steps)", s.Steps, tc.steps)
 			}
-			for name, want := range tc.shares {
-				got := steadyShare(t, &s, name)
-				if math.Abs(got-want) > 10 {
-					t.Errorf("%s share = %.1f %%, planted %.0f %% (±10 points); stages %+v", name, got, want, s.Stages)
+			// Planted sleeps overshoot when the machine is overloaded (other
+			// jobs on few cores); shares off by more than 10 points get one
+			// more run. An attribution bug is off both times.
+			if off := shareErrors(t, &s, tc.shares); len(off) > 0 {
+				t.Logf("shares off on the first run (load %s): %s; running again", loadavg(), strings.Join(off, "; "))
+				docs, stderr, status = e.run(t, nil, debPython, example(tc.script))
+				if status != 0 || len(docs) != 1 {
+					t.Fatalf("second run: status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+				}
+				for _, msg := range shareErrors(t, &docs[0], tc.shares) {
+					t.Errorf("%s; stages %+v", msg, docs[0].Stages)
 				}
 			}
 			if tc.script == "loop.py" {
@@ -196,6 +203,28 @@ func TestRunExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shareErrors names the stages whose steady share is more than 10 points
+// from the planted one.
+func shareErrors(t *testing.T, s *runSummary, planted map[string]float64) []string {
+	t.Helper()
+	var off []string
+	for name, want := range planted {
+		if got := steadyShare(t, s, name); math.Abs(got-want) > 10 {
+			off = append(off, fmt.Sprintf("%s share = %.1f %%, planted %.0f %% (±10 points)", name, got, want))
+		}
+	}
+	return off
+}
+
+// loadavg is the 1-minute load average, for test logs.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 // steadyShare is a stage's share of the run without its first step, whose
