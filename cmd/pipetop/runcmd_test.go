@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +60,7 @@ func newRunEnv(t *testing.T) *runEnvFor {
 		t.Skip("pipetop run tests start Python: skipped in -short mode")
 	}
 	requireTorch(t)
-	e := &runEnvFor{bin: runBinary(t), cache: t.TempDir()}
+	e := &runEnvFor{bin: pipetopBin(t), cache: t.TempDir()}
 	d, err := os.MkdirTemp("/tmp", "ptrun")
 	if err != nil {
 		t.Fatal(err)
@@ -69,40 +68,6 @@ func newRunEnv(t *testing.T) *runEnvFor {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	e.sockets = d
 	return e
-}
-
-// runBin is the pipetop binary the run tests share, built once.
-var runBin struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// runBinary builds pipetop once for every run test.
-func runBinary(t *testing.T) string {
-	t.Helper()
-	runBin.once.Do(func() {
-		runBin.dir, runBin.err = os.MkdirTemp("", "pipetop-run-test")
-		if runBin.err == nil {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(runBin.dir, "pipetop"), ".")
-			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				runBin.err = fmt.Errorf("build pipetop: %v\n%s", err, b)
-			}
-		}
-	})
-	if runBin.err != nil {
-		t.Fatal(runBin.err)
-	}
-	return filepath.Join(runBin.dir, "pipetop")
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if runBin.dir != "" {
-		os.RemoveAll(runBin.dir)
-	}
-	os.Exit(code)
 }
 
 // requireTorch fails unless Debian's Python imports torch (PIPETOP_NO_LIBTORCH=1 skips).
