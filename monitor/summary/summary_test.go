@@ -2,6 +2,7 @@ package summary
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,29 @@ func TestCompareSameConfig(t *testing.T) {
 		if s.Significant {
 			t.Errorf("stage %s called changed: %+v", s.Name, s)
 		}
+	}
+}
+
+// TestLoadPythonSummary: compare reads the Python publisher's end-of-run
+// summary file.
+func TestLoadPythonSummary(t *testing.T) {
+	path := t.TempDir() + "/pipetop-summary-py-7.json"
+	doc := `{"schema":"pipetop-summary/1","name":"py","pid":7,"argv":["train.py"],"end_ns":2000000000,
+"steps":100,"samples":800,"wall_ns":1000000000,"step_mean_ns":10000000,"steps_per_sec":100,"samples_per_sec":800,
+"stages":[{"name":"data_wait","total_ns":300000000,"mean_ns":3000000,"share":0.3},{"name":"forward","total_ns":700000000,"mean_ns":7000000,"share":0.7}],
+"first_step":null,"loader":null,"verdict":{"kind":"input-bound","stage":"data_wait","headline":"input-bound: ...","next":"..."}}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "py" || r.Whole.Steps != 100 || r.Whole.Stage(stage.Forward).Share != 0.7 || r.Verdict.Kind != stage.InputBound {
+		t.Fatalf("loaded %+v", r)
+	}
+	os.WriteFile(path, []byte(`{"schema":"pipetop-summary/9"}`), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "pipetop-summary/9") {
+		t.Errorf("a newer schema: %v", err)
 	}
 }

@@ -39,6 +39,8 @@ import time
 import weakref
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
+from .record import Recording
+
 __all__ = [
     "CANONICAL",
     "MAX_FRAME",
@@ -853,6 +855,7 @@ class _Server:
         self._uid = os.geteuid()
         self._logged: set = set()  # refusal keys already logged
         self._sock = self._listen(path)
+        self._record = Recording.from_env(dict(hello, stages=list(names)), path)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -914,6 +917,7 @@ class _Server:
     def forget(self) -> None:
         """Close our copies of the sockets in a forked child; the parent's
         remain open, and the socket file is left to the parent."""
+        self._record = None  # the parent's file: written by the parent only
         for v in list(self._viewers.values()):
             _quiet_close(v.sock)
         for s in (self._sock, self._wake_r, self._wake_w):
@@ -1070,7 +1074,7 @@ class _Server:
 
     def _flush(self) -> None:
         items = self._drain()
-        if not self._viewers:
+        if not self._viewers and self._record is None:
             # Nobody to encode for: only keep track of the stage list, which
             # the hello of the next viewer carries.
             for item in reversed(items):
@@ -1111,6 +1115,12 @@ class _Server:
             batch.clear()
 
     def _broadcast(self, frame: bytes) -> None:
+        if self._record is not None:
+            try:
+                self._record.frame(frame)
+            except OSError as e:
+                sys.stderr.write("pipetop: recording %s stopped: %s\n" % (self._record.path, e))
+                self._record = None
         dropped = 0
         for v in self._viewers.values():
             if not v.offer(frame):
@@ -1120,6 +1130,11 @@ class _Server:
                 self._dropped += dropped
 
     def _shutdown(self) -> None:
+        if self._record is not None:
+            try:
+                self._record.close()
+            except OSError:
+                pass
         for v in list(self._viewers.values()):
             self._drop(v, None)
         self._sel.close()
