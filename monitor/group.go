@@ -242,3 +242,53 @@ func RunOf(h *ipc.Hello) string {
 	}
 	return h.Run
 }
+
+// Listed is one live trainer socket, whether pipetop could talk to it,
+// and the run its hello says it is a rank of.
+type Listed struct {
+	ipc.Endpoint
+	OK        bool   `json:"ok"`              // it answered with a hello pipetop understands
+	Error     string `json:"error,omitempty"` // why not: the socket, the problem, what to do
+	Run       string `json:"run,omitempty"`
+	Rank      *int   `json:"rank,omitempty"`
+	WorldSize int    `json:"world_size,omitempty"`
+}
+
+// List returns the live trainers, each asked for its hello (all at once,
+// each for at most timeout), with the ranks of each run together, by run
+// and rank, and single-process trainers after them in ipc.List order.
+func List(ctx context.Context, timeout time.Duration) ([]Listed, error) {
+	eps, err := ipc.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			out[i] = Listed{Endpoint: ep, OK: true}
+			h, err := ipc.ProbeHello(ctx, ep.Path, timeout)
+			if err != nil {
+				out[i].OK, out[i].Error = false, err.Error()
+				return
+			}
+			if RunOf(&h) != "" {
+				out[i].Run, out[i].Rank, out[i].WorldSize = h.Run, h.Rank, h.WorldSize
+			}
+		})
+	}
+	wg.Wait()
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case (a.Run == "") != (b.Run == ""):
+			return a.Run != ""
+		case a.Run != b.Run:
+			return a.Run < b.Run
+		case a.Run == "":
+			return false
+		}
+		return *a.Rank < *b.Rank
+	})
+	return out, nil
+}
