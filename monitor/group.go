@@ -158,7 +158,7 @@ func (g *Group) follow() {
 		if p.hello.Run == g.run {
 			return
 		}
-		if p.ep.Name == g.name && p.ep.PID > newest.ep.PID {
+		if BaseName(p.ep.Name) == BaseName(g.name) && p.ep.PID > newest.ep.PID {
 			newest = p
 		}
 	}

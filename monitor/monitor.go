@@ -8,6 +8,7 @@ package monitor
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -144,19 +145,36 @@ func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
 	return one, nil
 }
 
-// runNamed finds a live run whose identifier is spec, and the trainer name
-// of its sockets.
+// runNamed finds the live run spec names: its run identifier, or the
+// trainer name its ranks' sockets share before "-rankR" (pipetrain's
+// NAME-rankR.PID.sock); the newest such run, and its sockets' name.
 func runNamed(ctx context.Context, spec string) (run, name string, ok bool) {
 	eps, err := ipc.List()
 	if err != nil {
 		return "", "", false
 	}
+	pid := 0
 	for _, ep := range eps {
-		if h, _ := Hello(ctx, ep.Path); RunOf(h) == spec {
-			return spec, ep.Name, true
+		h, _ := Hello(ctx, ep.Path)
+		r := RunOf(h)
+		if r != "" && (r == spec || BaseName(ep.Name) == spec) && ep.PID > pid {
+			run, name, pid, ok = r, ep.Name, ep.PID, true
 		}
 	}
-	return "", "", false
+	return run, name, ok
+}
+
+// BaseName is a rank's socket name without its "-rankR" suffix.
+func BaseName(name string) string {
+	i := strings.LastIndex(name, "-rank")
+	if i <= 0 {
+		return name
+	}
+	digits := name[i+len("-rank"):]
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return name
+	}
+	return name[:i]
 }
 
 // Snapshot collects one snapshot at now over window w.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func TestStragglerNamedByJSON(t *testing.T) {
 	defer func() { pub.Process.Signal(os.Interrupt); pub.Wait() }()
 	ls := waitRanks(t, 2)
 	for i, l := range ls {
-		if l.Run != "r2" || l.Rank == nil || *l.Rank != i || l.WorldSize != 2 || l.Name != "dp" {
+		if l.Run != "r2" || l.Rank == nil || *l.Rank != i || l.WorldSize != 2 || l.Name != fmt.Sprintf("dp-rank%d", i) {
 			t.Fatalf("ls entry %d: %+v", i, l)
 		}
 	}

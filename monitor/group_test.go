@@ -1,0 +1,117 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+)
+
+func TestBaseName(t *testing.T) {
+	for in, want := range map[string]string{
+		"pipetrain-rank0": "pipetrain", "sim-rank63": "sim", "pipetrain": "pipetrain",
+		"a-rank": "a-rank", "a-rankx": "a-rankx", "-rank1": "-rank1", "x-rank1-rank2": "x-rank1",
+	} {
+		if got := BaseName(in); got != want {
+			t.Errorf("BaseName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// rankServer publishes planted steps as one rank of run "job" until the
+// test ends or stop is called: the straggler spends 8 ms in data_wait, the
+// others as long in comm.
+func rankServer(t *testing.T, rank int, path string, straggler bool) (stop func()) {
+	t.Helper()
+	names := []string{stage.DataWait, stage.Forward, stage.Comm, stage.Other}
+	r := rank
+	srv, err := ipc.Listen(fmt.Sprintf("t-rank%d", rank), ipc.Hello{Stages: names, Rank: &r, WorldSize: 2, Run: "job"},
+		ipc.ServerOptions{Path: path, Flush: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for i := int64(0); ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			cpu := []int64{1e6, 4e6, 9e6, 1e5}
+			if straggler {
+				cpu = []int64{9e6, 4e6, 1e6, 1e5}
+			}
+			end := time.Now().UnixNano()
+			rec := stage.RecordOf(i, end-14_100_000, end, 8, cpu, nil)
+			srv.Publish(&rec)
+		}
+	}()
+	var once bool
+	stop = func() {
+		if !once {
+			once = true
+			close(done)
+			srv.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestGroupAttachesEveryRank opens a monitor on one rank's name, sees both
+// ranks and the straggler, then restarts rank 1 on another socket and
+// sees it found again.
+func TestGroupAttachesEveryRank(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ipc.DirEnv, dir)
+	rankServer(t, 0, "", false)
+	stop1 := rankServer(t, 1, "", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, err := Open(ctx, "t", Options{NoWatch: true, Sources: []source.Source{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Group == nil || m.Group.Run() != "job" {
+		t.Fatalf("not attached to run job: %+v", m.Group)
+	}
+	m.AwaitLink(ctx, 5*time.Second)
+	s := waitSnapshot(t, m, "both ranks and the straggler", func(s snapshot.Snapshot) bool {
+		return len(s.Ranks) == 2 && s.Verdict != nil && s.Verdict.Kind == stage.Straggler
+	})
+	if *s.Verdict.Rank != 1 || s.Ranks[0].Rank != 0 || s.Ranks[1].PID != os.Getpid() || s.Trainer == nil || *s.Trainer.Rank != 0 {
+		t.Fatalf("verdict %+v, ranks %+v", s.Verdict, s.Ranks)
+	}
+
+	stop1()
+	waitSnapshot(t, m, "rank 1 gone", func(s snapshot.Snapshot) bool { return s.Ranks[1].Link == snapshot.LinkDisconnected })
+	// The restarted rank: another socket (a live pid that is not ours).
+	rankServer(t, 1, filepath.Join(dir, ipc.SocketName("t-rank1", os.Getppid())), false)
+	waitSnapshot(t, m, "rank 1 found again", func(s snapshot.Snapshot) bool {
+		return s.Ranks[1].Link == snapshot.LinkConnected && s.Ranks[1].Verdict != nil
+	})
+}
+
+func waitSnapshot(t *testing.T, m *Monitor, what string, ok func(snapshot.Snapshot) bool) snapshot.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := m.Snapshot(time.Now(), Windows[0])
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: ranks %+v verdict %+v", what, s.Ranks, s.Verdict)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
