@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 )
@@ -114,4 +115,45 @@ func waitSnapshot(t *testing.T, m *Monitor, what string, ok func(snapshot.Snapsh
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// BenchmarkCollectRanks is one refresh of a run of n ranks, each holding
+// 5 s of steps at 50 steps/s (the 5s window): every rank's summary and
+// verdict, the straggler rule, and the trainer parts of the snapshot. One
+// rank beside 64 is what the ranks cost.
+func BenchmarkCollectRanks(b *testing.B) {
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			g := newGroup(b.TempDir(), "bench-rank0", "bench")
+			for r := range n {
+				f := newRankFeed(r, n, names, t0)
+				g.feeds[r] = f
+			}
+			c := NewCollector(g.feeds[0])
+			c.Group = g
+			now := t0.Add(5 * time.Second)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Collect(now, Windows[0])
+			}
+		})
+	}
+}
+
+// newRankFeed is a feed holding 250 planted steps of rank r of n, one per
+// 20 ms ending at t0 + 5 s.
+func newRankFeed(r, n int, names []string, t0 time.Time) *feed.Feed {
+	f := feed.New(1 << 12)
+	rank := r
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: fmt.Sprintf("bench-rank%d", r), PID: 1000 + r, Stages: names, Rank: &rank, WorldSize: n, Run: "bench"}}, t0)
+	fr := &ipc.Frame{Type: ipc.TypeSteps}
+	for j := range 250 {
+		end := t0.Add(time.Duration(j+1) * 20 * time.Millisecond).UnixNano()
+		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), end-19e6, end, 64,
+			[]int64{int64(1e6 + r%7*1000), 5e5, 6e6, 5e6, 6e6, 4e5, 1e5}, nil))
+	}
+	f.Apply(ipc.Message{Frame: fr}, t0)
+	return f
 }

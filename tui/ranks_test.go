@@ -45,7 +45,7 @@ func plantedRun(n, straggler int, extra float64) []snapshot.Rank {
 
 // withRanks replays a recording for the rest of the screen and adds the
 // planted ranks and the run's verdict to its snapshot.
-func withRanks(t *testing.T, n, straggler int) *Model {
+func withRanks(t testing.TB, n, straggler int) *Model {
 	m := replay(t, scenarios[1])
 	s := *m.snap
 	s.Ranks = plantedRun(n, straggler, 8)
@@ -115,5 +115,21 @@ func TestRanksStripMarksTheStraggler(t *testing.T) {
 func TestRanksPaneHiddenForOneProcess(t *testing.T) {
 	if got := replay(t, scenarios[1]).Render(120, 40); strings.Contains(got, "ranks ·") {
 		t.Fatalf("ranks pane on a single-process screen:\n%s", got)
+	}
+}
+
+// BenchmarkRenderRanks is one refresh's drawing at 120x40 of a run of n
+// ranks (1: no ranks pane; 64: the heat strip and the slowest rows).
+func BenchmarkRenderRanks(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			m := withRanks(b, n, n-1)
+			s := *m.snap
+			b.ReportAllocs()
+			for b.Loop() {
+				m.SetSnapshot(&s)
+				_ = m.Render(120, 40)
+			}
+		})
 	}
 }
