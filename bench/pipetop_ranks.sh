@@ -2,8 +2,8 @@
 # Measures what pipetop costs attached to a simulated multi-process run of
 # 64 ranks, side by side with a run of 1 rank: CPU time (utime+stime from
 # /proc/PID/stat, in % of one core) and bytes written to the terminal. The
-# ranks are the SYNTHETIC publisher's (-ranks R: one process and socket per
-# rank, rank 1 a planted straggler); the target is <= 2 % of a core at a
+# ranks are the SYNTHETIC publisher's (-ranks R: a socket per rank, one
+# process, rank 1 a planted straggler); the target is <= 2 % of a core at a
 # 1 s refresh with 64 ranks.
 #
 # usage: bench/pipetop_ranks.sh [DURATION_SECONDS]   (default 30)
@@ -54,7 +54,11 @@ cputicks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # "NAME cpu% bytes/s".
 measure() {
 	local name=$1 n=$2 out="$work/$1.out"
-	"$work/synthetic" -name sim -ranks "$n" -straggler $((n > 1 ? 1 : -1)) -rate "$RATE" -quiet -run "sim-$n" &
+	if [ "$n" -gt 1 ]; then
+		"$work/synthetic" -name sim -ranks "$n" -straggler 1 -rate "$RATE" -quiet -run "sim-$n" &
+	else # one rank of a run of one
+		"$work/synthetic" -name sim-rank0 -rank 0 -world-size 1 -rate "$RATE" -quiet -run "sim-$n" &
+	fi
 	pub_pid=$!
 	sleep 2
 	: >"$out"
