@@ -88,7 +88,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
-	e.trainer(s, c.totals(s))
+	if len(s.Ranks) == 0 {
+		e.trainer(s, c.totals(s))
+		return
+	}
+	for i := range s.Ranks {
+		rs := rankSnapshot(s, &s.Ranks[i])
+		e.trainer(&rs, rs.Totals)
+	}
+}
+
+// rankSnapshot is the part of s one rank of a run exports: its trainer,
+// link, summary, loader and totals, and the run's verdict when it names
+// this rank (its own otherwise).
+func rankSnapshot(s *snapshot.Snapshot, r *snapshot.Rank) snapshot.Snapshot {
+	rs := snapshot.Snapshot{Link: snapshot.Link{State: r.Link}, Trainer: r.Trainer, Summary: r.Summary,
+		Verdict: r.Verdict, Loader: r.Loader, Totals: r.Totals}
+	if v := s.Verdict; v != nil && v.Rank != nil && *v.Rank == r.Rank {
+		rs.Verdict = v
+	}
+	return rs
 }
 
 // totals returns the freshest totals of the snapshot's trainer process.

@@ -189,7 +189,10 @@ func serveExporter(ctx context.Context, t *testing.T, name string) string {
 	var m *monitor.Monitor
 	for {
 		var err error
-		if m, err = monitor.Open(ctx, name, monitor.Options{Sources: []source.Source{}}); err == nil {
+		// OneRank: the ranks share this machine's socket directory, and an
+		// exporter attached to a rank serves every rank of its run here;
+		// on two hosts each would see only its own.
+		if m, err = monitor.Open(ctx, name, monitor.Options{Sources: []source.Source{}, OneRank: true}); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			eps, lerr := ipc.List()

@@ -38,7 +38,10 @@ type Exporter struct {
 // New returns an Exporter over src. Interval must be positive.
 func New(src *monitor.Collector, opts Options) *Exporter {
 	c := NewCollector(src.Sources)
-	c.SetLive(src.Feed.Totals)
+	if src.Group == nil {
+		// A run's ranks are served from the snapshot: one feed is not all.
+		c.SetLive(src.Feed.Totals)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return &Exporter{src: src, opts: opts, metrics: c, reg: reg}

@@ -97,11 +97,18 @@ func Dial(ctx context.Context, path string) (*Conn, error) {
 // Probe attaches to the trainer at path and detaches at once; the error is
 // why it could not attach (an *AttachError unless ctx ended).
 func Probe(ctx context.Context, path string, timeout time.Duration) error {
+	_, err := ProbeHello(ctx, path, timeout)
+	return err
+}
+
+// ProbeHello is Probe that also returns the trainer's hello.
+func ProbeHello(ctx context.Context, path string, timeout time.Duration) (Hello, error) {
 	c, err := dialAs(ctx, path, Version, timeout)
 	if err != nil {
-		return err
+		return Hello{}, err
 	}
-	return c.Close()
+	h := c.Hello()
+	return h, c.Close()
 }
 
 // dialAs is Dial speaking protocol version (tests pretend to be other

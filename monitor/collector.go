@@ -2,10 +2,12 @@ package monitor
 
 import (
 	"math"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/ring"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -19,7 +21,10 @@ const HistoryLen = 240
 // behind the sparklines. Collect may be called from any goroutine; one
 // call at a time is enforced.
 type Collector struct {
-	Feed    *feed.Feed
+	Feed *feed.Feed
+	// Group, when set, replaces Feed: the snapshot shows every rank of a
+	// run, its trainer parts being the lowest rank's.
+	Group   *Group
 	Sources []source.Source
 
 	mu        sync.Mutex
@@ -29,6 +34,7 @@ type Collector struct {
 	busy      *ring.Ring
 	load      *ring.Ring
 	buf       []float64
+	host      string
 }
 
 // NewCollector returns a Collector over the feed and the sources, sampled
@@ -46,8 +52,8 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 	defer c.mu.Unlock()
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
 		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}}
-	c.Feed.Fill(&s)
-	t := source.Target{PID: c.Feed.TrainerPID()}
+	primary := c.fillTrainer(&s)
+	t := source.Target{PID: primary.TrainerPID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
 	for i, src := range c.Sources {
 		start := time.Now()
@@ -55,8 +61,48 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 		s.Samplers[i] = snapshot.SamplerStat{Name: src.Name(), Seconds: time.Since(start).Seconds(), OK: err == nil}
 		src.Fill(&s)
 	}
-	c.record(&s)
+	c.record(&s, primary)
 	return s
+}
+
+// fillTrainer sets the trainer parts of s from the feed, or from every
+// rank of the group, and returns the feed they come from.
+func (c *Collector) fillTrainer(s *snapshot.Snapshot) *feed.Feed {
+	if c.Group == nil {
+		c.Feed.Fill(s)
+		return c.Feed
+	}
+	feeds := c.Group.Feeds()
+	if len(feeds) == 0 {
+		c.Feed.Fill(s)
+		s.Link.Detail = "looking for the ranks of run " + c.Group.Run()
+		return c.Feed
+	}
+	if c.host == "" {
+		c.host, _ = os.Hostname()
+	}
+	s.Ranks = make([]snapshot.Rank, len(feeds))
+	var sums []stage.RankSummary
+	for i, rf := range feeds {
+		rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
+		rf.Feed.Fill(&rs)
+		if i == 0 {
+			s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
+		}
+		r := snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: rs.Link.State, Summary: rs.Summary, Verdict: rs.Verdict,
+			Trainer: rs.Trainer, Loader: rs.Loader, Totals: rs.Totals}
+		if rs.Trainer != nil {
+			r.PID = rs.Trainer.PID
+		}
+		s.Ranks[i] = r
+		if rs.Summary != nil && rs.Link.State == snapshot.LinkConnected {
+			sums = append(sums, stage.RankSummary{Rank: rf.Rank, Summary: *rs.Summary})
+		}
+	}
+	if v, ok := stage.DiagnoseRanks(sums); ok {
+		s.Verdict = &v
+	}
+	return feeds[0].Feed
 }
 
 // Close closes every source.
@@ -67,8 +113,8 @@ func (c *Collector) Close() {
 }
 
 // record pushes this refresh into the histories and copies them into s.
-func (c *Collector) record(s *snapshot.Snapshot) {
-	steps := c.Feed.Steps()
+func (c *Collector) record(s *snapshot.Snapshot, f *feed.Feed) {
+	steps := f.Steps()
 	rate := math.NaN()
 	if !c.lastTime.IsZero() && s.Time.After(c.lastTime) && s.Link.State == snapshot.LinkConnected {
 		rate = float64(steps-c.lastSteps) / s.Time.Sub(c.lastTime).Seconds()

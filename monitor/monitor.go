@@ -8,6 +8,7 @@ package monitor
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -36,6 +37,9 @@ type Options struct {
 	// Sources replaces the registered sources (tests pass fakes); nil means
 	// Registered(NoGPU).
 	Sources []source.Source
+	// OneRank attaches only the trainer the spec names even when it is one
+	// rank of a run (a recording holds one trainer's stream).
+	OneRank bool
 	// NoWatch does not wait for a trainer to appear when none is live and
 	// no spec was given (one-shot snapshots).
 	NoWatch bool
@@ -44,7 +48,11 @@ type Options struct {
 // Monitor is one viewer: a feed attached to a trainer and the collector
 // over it and the sources.
 type Monitor struct {
-	Feed      *feed.Feed
+	// Feed is the link to a single-process trainer; in a run of several
+	// ranks (Group set) it stays unattached and Group holds the links.
+	Feed *feed.Feed
+	// Group is the link to every rank of a run; nil for a single process.
+	Group     *Group
 	Collector *Collector
 	// Pick is set when several trainers are live and no spec chose one:
 	// nothing is attached; the caller lets the user pick, or refuses.
@@ -53,48 +61,120 @@ type Monitor struct {
 	attached bool // the feed is watching for a trainer
 }
 
-// Open resolves spec (a socket path, pid or name; empty for the only live
-// trainer), starts watching it until ctx ends, and wires the sources. A
-// spec that names no live trainer is an error.
+// Open resolves spec (a socket path, pid, name or run id; empty for the
+// only live trainer or run), starts watching it until ctx ends, and wires
+// the sources. A trainer that is one rank of a run attaches every rank of
+// that run. A spec that names no live trainer is an error.
 func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
-	attach, pick, err := target(spec)
+	t, err := target(ctx, spec, o.OneRank)
 	if err != nil {
 		return nil, err
 	}
 	f := feed.New(0)
-	attached := !pick && (attach != "" || !o.NoWatch)
-	if attached {
-		f.Attach(ctx, attach)
+	m := &Monitor{Feed: f, Pick: t.pick}
+	switch {
+	case t.run != "":
+		m.Group = newGroup(ipc.Dir(), t.name, t.run)
+		m.Group.start(ctx)
+		m.attached = true
+	case !t.pick && (t.attach != "" || !o.NoWatch):
+		f.Attach(ctx, t.attach)
+		m.attached = true
 	}
 	srcs := o.Sources
 	if srcs == nil {
 		srcs = Registered(o.NoGPU)
 	}
-	return &Monitor{Feed: f, Collector: NewCollector(f, srcs...), Pick: pick, attached: attached}, nil
+	m.Collector = NewCollector(f, srcs...)
+	m.Collector.Group = m.Group
+	return m, nil
 }
 
-// target decides what to attach to: the spec's trainer (which must exist),
-// the only live one, or none (attach ""); several live trainers without a
-// spec is pick=true.
-func target(spec string) (attach string, pick bool, err error) {
+// choice is what Open attaches to: a run (run set, its sockets named
+// name), one trainer (attach: a path or name, "" for whichever appears),
+// or nothing until the user picks (pick).
+type choice struct {
+	attach, run, name string
+	pick              bool
+}
+
+// target decides what to attach to: the spec's trainer (which must exist)
+// or the run it is a rank of, the run named by the spec, the only live
+// trainer or run, or none; several live trainers or runs without a spec is
+// a pick.
+func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
 	if spec != "" {
 		ep, err := ipc.ResolveSpec(spec)()
 		if err != nil {
-			return "", false, err
+			if run, name, ok := runNamed(ctx, spec); ok && !oneRank {
+				return choice{run: run, name: name}, nil
+			}
+			return choice{}, err
 		}
-		return ep.Path, false, nil
+		if oneRank {
+			return choice{attach: ep.Path}, nil
+		}
+		h, _ := Hello(ctx, ep.Path)
+		if run := RunOf(h); run != "" {
+			return choice{run: run, name: ep.Name}, nil
+		}
+		return choice{attach: ep.Path}, nil
 	}
 	eps, err := ipc.List()
 	if err != nil {
-		return "", false, err
+		return choice{}, err
 	}
 	switch len(eps) {
 	case 0:
-		return "", false, nil
+		return choice{}, nil
 	case 1:
-		return eps[0].Name, false, nil
+		return choice{attach: eps[0].Name}, nil
 	}
-	return "", true, nil
+	if oneRank {
+		return choice{pick: true}, nil
+	}
+	one := choice{name: eps[0].Name}
+	for _, ep := range eps {
+		h, _ := Hello(ctx, ep.Path)
+		run := RunOf(h)
+		if run == "" || (one.run != "" && run != one.run) {
+			return choice{pick: true}, nil
+		}
+		one.run = run
+	}
+	return one, nil
+}
+
+// runNamed finds the live run spec names: its run identifier, or the
+// trainer name its ranks' sockets share before "-rankR" (pipetrain's
+// NAME-rankR.PID.sock); the newest such run, and its sockets' name.
+func runNamed(ctx context.Context, spec string) (run, name string, ok bool) {
+	eps, err := ipc.List()
+	if err != nil {
+		return "", "", false
+	}
+	pid := 0
+	for _, ep := range eps {
+		h, _ := Hello(ctx, ep.Path)
+		r := RunOf(h)
+		if r != "" && (r == spec || BaseName(ep.Name) == spec) && ep.PID > pid {
+			run, name, pid, ok = r, ep.Name, ep.PID, true
+		}
+	}
+	return run, name, ok
+}
+
+// BaseName is a rank's socket name without its "-rankR" suffix.
+func BaseName(name string) string {
+	i := strings.LastIndex(name, "-rank")
+	if i <= 0 {
+		return name
+	}
+	digits := name[i+len("-rank"):]
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return name
+	}
+	return name[:i]
 }
 
 // Snapshot collects one snapshot at now over window w.
@@ -112,8 +192,7 @@ func (m *Monitor) AwaitLink(ctx context.Context, d time.Duration) {
 	}
 	deadline := time.Now().Add(d + ipc.HelloTimeout())
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		switch m.Feed.Link().State {
-		case snapshot.LinkConnected, snapshot.LinkFailed:
+		if m.linked() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -132,8 +211,30 @@ func (m *Monitor) AwaitDown(d time.Duration) {
 // or the only live one was picked.
 func (m *Monitor) Attached() bool { return m.attached }
 
+// linked reports whether the trainer is connected or failed for good; for
+// a run, every rank of its world size connected.
+func (m *Monitor) linked() bool {
+	if m.Group == nil {
+		st := m.Feed.Link().State
+		return st == snapshot.LinkConnected || st == snapshot.LinkFailed
+	}
+	feeds := m.Group.Feeds()
+	if len(feeds) == 0 || len(feeds) < m.Group.WorldSize() {
+		return false
+	}
+	for _, rf := range feeds {
+		if rf.Feed.Link().State != snapshot.LinkConnected {
+			return false
+		}
+	}
+	return true
+}
+
 // Close stops the watch and closes the sources.
 func (m *Monitor) Close() {
 	m.Feed.Close()
+	if m.Group != nil {
+		m.Group.close()
+	}
 	m.Collector.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/gpu"
 	"github.com/pipetop/pipetop/tui/components/history"
 	"github.com/pipetop/pipetop/tui/components/loader"
+	"github.com/pipetop/pipetop/tui/components/ranks"
 	"github.com/pipetop/pipetop/tui/components/stages"
 	"github.com/pipetop/pipetop/tui/styles"
 )
@@ -26,6 +27,7 @@ type band int
 const (
 	bandDevices band = iota // GPU and CPU side by side
 	bandFlame               // where each step's time goes
+	bandRanks               // the ranks of a multi-process run
 	bandTable               // the stage table, toggled with s
 	bandBottom              // history graphs and the loader
 )
@@ -45,6 +47,7 @@ type bandSpec struct {
 var bands = []bandSpec{
 	{id: bandDevices, minRank: 3, prefRank: 2},
 	{id: bandFlame, minRank: 2, prefRank: 1},
+	{id: bandRanks, minRank: 2, prefRank: 2, hidden: func(m *Model) bool { return m.snap == nil || len(m.snap.Ranks) < 2 }},
 	{id: bandTable, minRank: 4, prefRank: 3, hidden: func(m *Model) bool { return !m.showTab }},
 	{id: bandBottom, minRank: 5, prefRank: 4, grows: true},
 }
@@ -62,6 +65,7 @@ var paneRows = []paneRow{
 	{bandDevices, func(st *styles.Styles) panel { p := gpu.New(st); return &p }},
 	{bandDevices, func(st *styles.Styles) panel { p := cpu.New(st); return &p }},
 	{bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
+	{bandRanks, func(st *styles.Styles) panel { p := ranks.New(st); return &p }},
 	{bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
 	{bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
 	{bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},

@@ -4,8 +4,8 @@
 // verdict on the bottleneck. Without a trainer it is a GPU/CPU monitor.
 //
 //	pipetop [flags]               the only live trainer, a picker, or monitor only
-//	pipetop attach PATH|PID|NAME  a given trainer
-//	pipetop ls [--json]           list live trainers
+//	pipetop attach PATH|PID|NAME|RUN  a given trainer, or every rank of its run
+//	pipetop ls [--json]           list live trainers, the ranks of a run together
 //	pipetop export [PATH|PID|NAME] the same readings as Prometheus metrics over HTTP
 //	pipetop record [-o FILE] [NAME] write everything a viewer receives to a recording
 //	pipetop replay FILE           the monitor on a recording (--once/--json --at D)
@@ -104,8 +104,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprint(fs.Output(), `usage:
   pipetop [flags]                      attach to the only live trainer, pick one of several,
                                        or monitor GPU/CPU until a trainer appears
-  pipetop attach PATH|PID|NAME [flags] attach to the given trainer
-  pipetop ls [--json]                  list live trainers
+  pipetop attach PATH|PID|NAME|RUN [flags]
+                                       attach to the given trainer; a rank of a
+                                       multi-process run attaches every rank of the run
+  pipetop ls [--json]                  list live trainers, the ranks of each run together
   pipetop run [--name N] [--no-tui] -- CMD ARGS...
                                        run a PyTorch script with automatic instrumentation
                                        (see pipetop run -h)

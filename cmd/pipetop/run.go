@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -22,25 +21,24 @@ import (
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
-// lsEntry is one line of pipetop ls: a live socket and whether pipetop
-// could talk to it.
-type lsEntry struct {
-	ipc.Endpoint
-	OK    bool   `json:"ok"`              // it answered with a hello pipetop understands
-	Error string `json:"error,omitempty"` // why not: the socket, the problem, what to do
-}
+// lsEntry is one line of pipetop ls: a live socket, whether pipetop could
+// talk to it, and its run and rank.
+type lsEntry = monitor.Listed
 
 // maxProbe bounds how long ls waits for each trainer's hello (all in parallel).
 const maxProbe = 2 * time.Second
 
-// list prints the live trainers, marking those pipetop cannot talk to.
+// list prints the live trainers, the ranks of each run together, marking
+// those pipetop cannot talk to.
 func list(ctx context.Context, w io.Writer, asJSON bool) error {
-	eps, err := ipc.List()
+	entries, err := monitor.List(ctx, min(ipc.HelloTimeout(), maxProbe))
 	if err != nil {
 		return err
 	}
-	entries := probe(ctx, eps, min(ipc.HelloTimeout(), maxProbe))
 	if asJSON {
+		if entries == nil {
+			entries = []lsEntry{}
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(entries)
@@ -50,31 +48,18 @@ func list(ctx context.Context, w io.Writer, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPID\tSOCKET\tSTATUS")
+	fmt.Fprintln(tw, "NAME\tPID\tRUN\tRANK\tSOCKET\tSTATUS")
 	for _, e := range entries {
-		status := "ok"
+		status, run, rank := "ok", "-", "-"
 		if !e.OK {
 			status = "✗ cannot attach: " + e.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.PID, e.Path, status)
+		if e.Run != "" {
+			run, rank = e.Run, fmt.Sprintf("%d/%d", *e.Rank, e.WorldSize)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Name, e.PID, run, rank, e.Path, status)
 	}
 	return tw.Flush()
-}
-
-// probe attaches to every endpoint at once and detaches, within timeout.
-func probe(ctx context.Context, eps []ipc.Endpoint, timeout time.Duration) []lsEntry {
-	entries := make([]lsEntry, len(eps))
-	var wg sync.WaitGroup
-	for i, ep := range eps {
-		wg.Go(func() {
-			entries[i] = lsEntry{Endpoint: ep, OK: true}
-			if err := ipc.Probe(ctx, ep.Path, timeout); err != nil {
-				entries[i].OK, entries[i].Error = false, err.Error()
-			}
-		})
-	}
-	wg.Wait()
-	return entries
 }
 
 // severalTrainers is the error of a command that needs one trainer when

@@ -24,7 +24,7 @@ type recorder struct {
 func (r *recorder) start(socket string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan error, 1)
-	m, err := monitor.Open(ctx, socket, monitor.Options{})
+	m, err := monitor.Open(ctx, socket, monitor.Options{OneRank: true})
 	if err != nil {
 		r.done <- err
 		return

@@ -22,6 +22,7 @@ const (
 	StageBound   Kind = "stage-bound"
 	Untimed      Kind = "untimed"
 	Balanced     Kind = "balanced"
+	Straggler    Kind = "straggler"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time
@@ -43,6 +44,7 @@ const (
 type Verdict struct {
 	Kind     Kind   `json:"kind"`
 	Stage    string `json:"stage,omitempty"` // the stage the verdict names, if any
+	Rank     *int   `json:"rank,omitempty"`  // the rank the verdict names (straggler), if any
 	Headline string `json:"headline"`        // one line with the numbers behind it
 	Next     string `json:"next"`            // one suggested next step
 }

@@ -59,6 +59,33 @@ func New(capacity int) *Feed {
 // first trainer found pins the name, so a restart with a new pid is
 // re-attached. The watch ends with ctx or the next Attach.
 func (f *Feed) Attach(ctx context.Context, spec string) {
+	socket := ""
+	if strings.Contains(spec, "/") {
+		socket = spec
+	}
+	f.watch(ctx, describe(spec), socket, func(gen int) ipc.Resolver { return f.resolver(gen, spec) })
+}
+
+// AttachResolver is Attach for a trainer that resolve finds, asked again
+// before every reconnection (the monitor's rank of a run); what names it
+// in the link's detail until it is found.
+func (f *Feed) AttachResolver(ctx context.Context, what string, resolve ipc.Resolver) {
+	f.watch(ctx, what, "", func(gen int) ipc.Resolver {
+		return func() (ipc.Endpoint, error) {
+			ep, err := resolve()
+			if err != nil {
+				f.mu.Lock()
+				if gen == f.gen && f.link.State != snapshot.LinkConnected {
+					f.link.Detail = err.Error()
+				}
+				f.mu.Unlock()
+			}
+			return ep, err
+		}
+	})
+}
+
+func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen int) ipc.Resolver) {
 	ctx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	if f.cancel != nil {
@@ -72,14 +99,11 @@ func (f *Feed) Attach(ctx context.Context, spec string) {
 		f.totals = stage.NewTotals(nil)
 		f.hello, f.loader, f.event, f.dropped = nil, nil, nil, 0
 	}
-	f.link.Socket = ""
-	if strings.Contains(spec, "/") { // a socket path: name it while connecting
-		f.link.Socket = spec
-	}
-	f.setLink(snapshot.LinkNone, "looking for "+describe(spec), "", time.Now())
+	f.link.Socket = socket // a socket path: named while connecting
+	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
 	f.mu.Unlock()
 	out := make(chan ipc.Message, 64)
-	go ipc.Watch(ctx, f.resolver(gen, spec), out)
+	go ipc.Watch(ctx, resolver(gen), out)
 	go func() {
 		for m := range out {
 			f.apply(gen, m, time.Now())

@@ -40,7 +40,13 @@ type Snapshot struct {
 	// Summary aggregates the steps in Window; null without steps.
 	Summary *stage.Summary `json:"summary"`
 	// Verdict is stage.Diagnose of Summary and Loader; null without steps.
+	// In a run of several ranks it is the straggler verdict
+	// (stage.DiagnoseRanks) when one rank holds the others back.
 	Verdict *stage.Verdict `json:"verdict"`
+	// Ranks are the attached ranks of a multi-process run, by rank; absent
+	// for a single-process trainer. Trainer, Summary, Loader and Process
+	// are then the lowest attached rank's.
+	Ranks []Rank `json:"ranks,omitempty"`
 	// Loader is the latest loader statistics frame; null when none came.
 	Loader *stage.LoaderStats `json:"loader"`
 	GPU    GPU                `json:"gpu"`
@@ -60,6 +66,23 @@ type Snapshot struct {
 	// Samplers says how each registered source's sampling went at this
 	// refresh, in registry order; the exporter serves it, --json does not.
 	Samplers []SamplerStat `json:"-"`
+}
+
+// Rank is one rank of a multi-process run.
+type Rank struct {
+	Rank int    `json:"rank"`
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+	// Link is the state of the connection to this rank.
+	Link string `json:"link"`
+	// Summary and Verdict are this rank's own, over the window; null
+	// without steps.
+	Summary *stage.Summary `json:"summary"`
+	Verdict *stage.Verdict `json:"verdict"`
+	// Trainer, Loader and Totals are this rank's, for the exporter.
+	Trainer *Trainer           `json:"-"`
+	Loader  *stage.LoaderStats `json:"-"`
+	Totals  *stage.Totals      `json:"-"`
 }
 
 // SamplerStat is one source's sampling at one refresh.

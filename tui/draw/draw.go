@@ -188,3 +188,37 @@ func Flow(items []string, sep string, w int) []string {
 	}
 	return lines
 }
+
+// Split divides w cells among values in proportion to their share of
+// total, by largest remainder, so that the cells add up to w when the
+// values add up to total (fewer when they add up to less). Negative values
+// get no cells.
+func Split(values []float64, total float64, w int) []int {
+	cells := make([]int, len(values))
+	if w <= 0 || total <= 0 {
+		return cells
+	}
+	rems := make([]float64, len(values))
+	used := 0
+	for i, v := range values {
+		exact := max(0, v) / total * float64(w)
+		cells[i] = int(math.Floor(exact))
+		used += cells[i]
+		rems[i] = exact - float64(cells[i])
+	}
+	for used < w {
+		best := -1
+		for j, r := range rems {
+			if r > 0 && (best < 0 || r > rems[best]) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		cells[best]++
+		rems[best] = 0
+		used++
+	}
+	return cells
+}

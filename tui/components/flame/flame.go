@@ -7,7 +7,6 @@ package flame
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -127,34 +126,11 @@ func (m Model) bar(segs []segment, total float64, w int) string {
 }
 
 func widths(segs []segment, total float64, w int) []int {
-	cells := make([]int, len(segs))
-	type rem struct {
-		i int
-		r float64
-	}
-	rems := make([]rem, 0, len(segs))
-	used := 0
+	ns := make([]float64, len(segs))
 	for i, sg := range segs {
-		exact := max(0, sg.ns) / total * float64(w)
-		cells[i] = int(math.Floor(exact))
-		used += cells[i]
-		rems = append(rems, rem{i, exact - float64(cells[i])})
+		ns[i] = sg.ns
 	}
-	for used < w && len(rems) > 0 {
-		best := 0
-		for j := range rems {
-			if rems[j].r > rems[best].r {
-				best = j
-			}
-		}
-		if rems[best].r <= 0 {
-			break
-		}
-		cells[rems[best].i]++
-		rems[best].r = 0
-		used++
-	}
-	return cells
+	return draw.Split(ns, total, w)
 }
 
 // fitLabel writes as much of the label as fits in n cells after a leading

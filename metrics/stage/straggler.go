@@ -1,0 +1,107 @@
+package stage
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// Thresholds of the straggler rule. docs/verdicts.md says why.
+const (
+	// StragglerGap: the slowest rank's step without comm exceeds the
+	// median rank's by at least this share of the median rank's step.
+	StragglerGap = 0.15
+	// StragglerWait: the median rank spends at least this fraction of that
+	// excess waiting in comm (it waits for the straggler, not for itself).
+	StragglerWait = 0.5
+)
+
+// RankSummary is the window summary of one rank of a run.
+type RankSummary struct {
+	Rank    int
+	Summary Summary
+}
+
+// rankTime is one rank's step split into comm and the rest.
+type rankTime struct {
+	RankSummary
+	comm, work float64 // mean ns per step in comm-class stages, and outside them
+}
+
+// DiagnoseRanks applies the straggler rule to the ranks of one run: when
+// one rank's step without comm is clearly slower than the median rank's
+// (StragglerGap) and the median rank waits for about that difference in
+// comm (StragglerWait), it names that rank and the stage where its extra
+// time goes. ok is false when no rank stands out, when fewer than two ranks
+// have MinSteps steps, or when the ranks publish no comm stage (the wait
+// cannot be told from work then).
+func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
+	var rs []rankTime
+	for _, r := range ranks {
+		s := r.Summary
+		if s.Steps < MinSteps || s.WallMean <= 0 {
+			continue
+		}
+		comm := classMean(s, ClassComm)
+		rs = append(rs, rankTime{RankSummary: r, comm: comm, work: s.WallMean - comm})
+	}
+	if len(rs) < 2 {
+		return Verdict{}, false
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].work < rs[j].work })
+	med, worst := rs[(len(rs)-1)/2], rs[len(rs)-1]
+	excess := worst.work - med.work
+	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess {
+		return Verdict{}, false
+	}
+	return stragglerVerdict(worst, med), true
+}
+
+// stragglerVerdict explains why worst is slower than med: the non-comm
+// stage whose mean grew the most.
+func stragglerVerdict(worst, med rankTime) Verdict {
+	ws, ms := worst.Summary, med.Summary
+	var name string
+	var grew float64
+	for _, st := range ws.Stages {
+		if ClassOf(st.Name) == ClassComm {
+			continue
+		}
+		base := 0.0
+		if m := ms.Stage(st.Name); m != nil {
+			base = m.Mean
+		}
+		if d := st.Mean - base; name == "" || d > grew {
+			name, grew = st.Name, d
+		}
+	}
+	medShare := 0.0
+	if m := ms.Stage(name); m != nil {
+		medShare = m.Share
+	}
+	rank := worst.Rank
+	v := Verdict{Kind: Straggler, Stage: name, Rank: &rank}
+	v.Headline = fmt.Sprintf("straggler: rank %d — its %s is %s vs %s on the median rank; the other ranks wait for it in comm %s",
+		rank, name, units.Pct(ws.Stage(name).Share), units.Pct(medShare), units.Pct(med.comm/ms.WallMean))
+	switch ClassOf(name) {
+	case ClassInput:
+		v.Next = fmt.Sprintf("rank %d's input is slower: check its loader workers, its data shard and disk, and whether it shares CPU cores with another rank", rank)
+	case ClassNetwork:
+		v.Next = fmt.Sprintf("rank %d computes slower: check its device (clocks, temperature, other processes) or its CPU share", rank)
+	default:
+		v.Next = fmt.Sprintf("look at what rank %d does that the others do not (logging, checkpoints, evaluation) in %s", rank, name)
+	}
+	return v
+}
+
+// classMean is the summed mean time of the stages of class c.
+func classMean(s Summary, c Class) float64 {
+	var sum float64
+	for _, st := range s.Stages {
+		if ClassOf(st.Name) == c {
+			sum += st.Mean
+		}
+	}
+	return sum
+}

@@ -1,0 +1,106 @@
+package stage
+
+import (
+	"strings"
+	"testing"
+)
+
+// rankStages lists the stages of a data-parallel step.
+var rankStages = []string{DataWait, H2D, Forward, Backward, Comm, Optim, Sync, Other}
+
+// plantedRank is the summary of n steps of one rank with the given stage
+// times in ms; jitter adds k*jitter ms to forward on step k%3 so that
+// ranks are not exactly alike.
+func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
+	w := NewStepRing(rankStages, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), NumStages: len(rankStages), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range rankStages {
+			ms := stages[name]
+			if name == Forward {
+				ms += float64(i%3) * jitter
+			}
+			r.CPU[k] = int64(ms * 1e6)
+			sum += r.CPU[k]
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
+
+func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
+	fast := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 45, Optim: 3}
+	slowInput := map[string]float64{DataWait: 45, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
+	slowForward := map[string]float64{DataWait: 2, Forward: 70, Backward: 20, Comm: 5, Optim: 3}
+	waitLong := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 45, Optim: 3}
+	for _, tc := range []struct {
+		name     string
+		ranks    []map[string]float64
+		rank     int
+		stage    string
+		contains []string
+	}{
+		{"2 ranks, rank 1 input-starved", []map[string]float64{fast, slowInput}, 1, DataWait,
+			[]string{"straggler: rank 1", "data_wait is 45 % vs 2 % on the median rank", "comm 45 %", "loader"}},
+		{"4 ranks, rank 2 input-starved", []map[string]float64{fast, fast, slowInput, fast}, 2, DataWait,
+			[]string{"rank 2", "45 % vs 2 %"}},
+		{"8 ranks, rank 5 slow forward", []map[string]float64{waitLong, waitLong, waitLong, waitLong, waitLong, slowForward, waitLong, waitLong}, 5, Forward,
+			[]string{"rank 5", "forward", "computes slower"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []RankSummary
+			for i, st := range tc.ranks {
+				rs = append(rs, RankSummary{Rank: i, Summary: plantedRank(30, st, 0.5)})
+			}
+			v, ok := DiagnoseRanks(rs)
+			if !ok {
+				t.Fatal("no straggler named")
+			}
+			if v.Kind != Straggler || v.Rank == nil || *v.Rank != tc.rank || v.Stage != tc.stage {
+				t.Fatalf("got %s rank %v stage %q (%s), want rank %d stage %q", v.Kind, v.Rank, v.Stage, v, tc.rank, tc.stage)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+		})
+	}
+}
+
+func TestDiagnoseRanksLeavesHealthyRunsAlone(t *testing.T) {
+	healthy := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 6, Optim: 3}
+	slightly := map[string]float64{DataWait: 6, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
+	noComm := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Optim: 3}
+	slowNoComm := map[string]float64{DataWait: 40, Forward: 30, Backward: 20, Optim: 3}
+	slowNobodyWaits := map[string]float64{DataWait: 40, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
+	allWait := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 60, Optim: 3}
+	for _, tc := range []struct {
+		name  string
+		ranks []map[string]float64
+		steps int
+	}{
+		{"8 alike ranks", []map[string]float64{healthy, healthy, healthy, healthy, healthy, healthy, healthy, healthy}, 30},
+		{"a rank slower by less than the gap", []map[string]float64{healthy, slightly, healthy, healthy}, 30},
+		{"no comm stage: waiting cannot be told from work", []map[string]float64{noComm, slowNoComm}, 30},
+		{"one slow rank nobody waits for", []map[string]float64{slowNobodyWaits, healthy, healthy}, 30},
+		{"every rank waits long in comm, none slower", []map[string]float64{allWait, allWait, allWait}, 30},
+		{"one rank", []map[string]float64{slowNobodyWaits}, 30},
+		{"warming up", []map[string]float64{healthy, slowNobodyWaits}, MinSteps - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []RankSummary
+			for i, st := range tc.ranks {
+				rs = append(rs, RankSummary{Rank: i, Summary: plantedRank(tc.steps, st, 0.5)})
+			}
+			if v, ok := DiagnoseRanks(rs); ok {
+				t.Fatalf("flagged a straggler: %s", v)
+			}
+		})
+	}
+}

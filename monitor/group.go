@@ -1,0 +1,294 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/monitor/feed"
+)
+
+// ScanInterval is how often a Group looks for new, restarted or relaunched
+// ranks in the socket directory.
+const ScanInterval = time.Second
+
+// reprobe is how long a socket that did not answer is left alone before it
+// is asked for its hello again.
+const reprobe = 5 * time.Second
+
+// Group is the trainer link to every rank of one run: one feed.Feed per
+// rank, each re-resolved to that rank's socket on reconnection, so a
+// restarted rank (new pid, new socket) is found again. A relaunch of the
+// whole run (a new run id under the same trainer name) is followed too.
+// It is safe for concurrent use.
+type Group struct {
+	dir  string
+	name string // the trainer name the run's sockets carry
+
+	mu    sync.Mutex
+	run   string
+	seen  map[string]probe     // by socket path: what each socket said
+	eps   map[int]ipc.Endpoint // the live socket of each rank of run
+	feeds map[int]*feed.Feed   // one per rank ever seen
+	world int                  // the largest world size a rank announced
+	ctx   context.Context
+}
+
+// probe is what one socket said when asked for its hello.
+type probe struct {
+	ep    ipc.Endpoint
+	hello *ipc.Hello // nil when it did not answer
+	at    time.Time
+}
+
+// RankFeed is the feed of one rank.
+type RankFeed struct {
+	Rank int
+	Feed *feed.Feed
+}
+
+// newGroup returns a Group for run, whose sockets are named name.PID.sock
+// in dir. Nothing is attached before start.
+func newGroup(dir, name, run string) *Group {
+	return &Group{dir: dir, name: name, run: run, seen: map[string]probe{}, eps: map[int]ipc.Endpoint{}, feeds: map[int]*feed.Feed{}}
+}
+
+// start scans once, attaches a feed to every rank found, and rescans every
+// ScanInterval until ctx ends.
+func (g *Group) start(ctx context.Context) {
+	g.mu.Lock()
+	g.ctx = ctx
+	g.mu.Unlock()
+	g.scan(ctx, time.Now())
+	go func() {
+		t := time.NewTicker(ScanInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				g.scan(ctx, now)
+			}
+		}
+	}()
+}
+
+// Run is the identifier of the run the group follows.
+func (g *Group) Run() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.run
+}
+
+// WorldSize is the largest world size a rank of the run announced.
+func (g *Group) WorldSize() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.world
+}
+
+// Feeds returns the feed of every rank seen so far, by rank.
+func (g *Group) Feeds() []RankFeed {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]RankFeed, 0, len(g.feeds))
+	for r, f := range g.feeds {
+		out = append(out, RankFeed{r, f})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out
+}
+
+// close stops every rank's feed.
+func (g *Group) close() {
+	for _, rf := range g.Feeds() {
+		rf.Feed.Close()
+	}
+}
+
+// scan reads the socket directory, asks new sockets for their hello, and
+// attaches a feed to every rank of the run not yet watched. Sockets whose
+// hello is known are not dialled again: the feeds notice a rank going away.
+func (g *Group) scan(ctx context.Context, now time.Time) {
+	paths := socketsIn(g.dir)
+	g.mu.Lock()
+	var ask []ipc.Endpoint
+	for path, ep := range paths {
+		if p, ok := g.seen[path]; !ok || (p.hello == nil && now.Sub(p.at) >= reprobe) {
+			ask = append(ask, ep)
+		}
+	}
+	for path := range g.seen {
+		if _, ok := paths[path]; !ok {
+			delete(g.seen, path)
+		}
+	}
+	g.mu.Unlock()
+	for _, ep := range ask { // dial without the lock: a slow socket must not stall Feeds
+		h, _ := Hello(ctx, ep.Path)
+		g.mu.Lock()
+		g.seen[ep.Path] = probe{ep: ep, hello: h, at: now}
+		g.mu.Unlock()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.follow()
+	g.eps = g.members()
+	for r := range g.eps {
+		if _, ok := g.feeds[r]; !ok {
+			g.attach(r)
+		}
+	}
+}
+
+// follow switches to the newest run under the group's trainer name when no
+// socket of the current run is left (the run was launched again).
+func (g *Group) follow() {
+	var newest probe
+	for _, p := range g.seen {
+		if p.hello == nil || p.hello.Rank == nil || p.hello.Run == "" {
+			continue
+		}
+		if p.hello.Run == g.run {
+			return
+		}
+		if BaseName(p.ep.Name) == BaseName(g.name) && p.ep.PID > newest.ep.PID {
+			newest = p
+		}
+	}
+	if newest.hello != nil {
+		g.run = newest.hello.Run
+	}
+}
+
+// members maps each rank of the run to its newest socket.
+func (g *Group) members() map[int]ipc.Endpoint {
+	eps := map[int]ipc.Endpoint{}
+	for _, p := range g.seen {
+		h := p.hello
+		if h == nil || h.Rank == nil || h.Run != g.run {
+			continue
+		}
+		if old, ok := eps[*h.Rank]; !ok || p.ep.PID > old.PID {
+			eps[*h.Rank] = p.ep
+		}
+		g.world = max(g.world, h.WorldSize)
+	}
+	return eps
+}
+
+// attach starts the feed of rank r.
+func (g *Group) attach(r int) {
+	capacity := feed.DefaultCapacity
+	if g.world > 1 {
+		capacity = max(1<<12, capacity/g.world)
+	}
+	f := feed.New(capacity)
+	g.feeds[r] = f
+	f.AttachResolver(g.ctx, fmt.Sprintf("rank %d of run %s", r, g.run), func() (ipc.Endpoint, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if ep, ok := g.eps[r]; ok {
+			return ep, nil
+		}
+		return ipc.Endpoint{}, fmt.Errorf("no live socket for rank %d of run %s in %s", r, g.run, g.dir)
+	})
+}
+
+// socketsIn lists the trainer sockets in dir by path, without dialling
+// them (ipc.List checks each one's liveness by connecting).
+func socketsIn(dir string) map[string]ipc.Endpoint {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]ipc.Endpoint, len(entries))
+	for _, e := range entries {
+		name, pid, ok := ipc.ParseSocketName(e.Name())
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		out[path] = ipc.Endpoint{Path: path, Name: name, PID: pid}
+	}
+	return out
+}
+
+// Hello connects to the trainer socket at path, reads its hello and hangs
+// up; nil and the error when it does not answer within a second.
+func Hello(ctx context.Context, path string) (*ipc.Hello, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	h := c.Hello()
+	c.Close()
+	return &h, nil
+}
+
+// RunOf is the run a hello belongs to: its run identifier when it names a
+// rank of one, else "" (a single-process trainer).
+func RunOf(h *ipc.Hello) string {
+	if h == nil || h.Rank == nil {
+		return ""
+	}
+	return h.Run
+}
+
+// Listed is one live trainer socket, whether pipetop could talk to it,
+// and the run its hello says it is a rank of.
+type Listed struct {
+	ipc.Endpoint
+	OK        bool   `json:"ok"`              // it answered with a hello pipetop understands
+	Error     string `json:"error,omitempty"` // why not: the socket, the problem, what to do
+	Run       string `json:"run,omitempty"`
+	Rank      *int   `json:"rank,omitempty"`
+	WorldSize int    `json:"world_size,omitempty"`
+}
+
+// List returns the live trainers, each asked for its hello (all at once,
+// each for at most timeout), with the ranks of each run together, by run
+// and rank, and single-process trainers after them in ipc.List order.
+func List(ctx context.Context, timeout time.Duration) ([]Listed, error) {
+	eps, err := ipc.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			out[i] = Listed{Endpoint: ep, OK: true}
+			h, err := ipc.ProbeHello(ctx, ep.Path, timeout)
+			if err != nil {
+				out[i].OK, out[i].Error = false, err.Error()
+				return
+			}
+			if RunOf(&h) != "" {
+				out[i].Run, out[i].Rank, out[i].WorldSize = h.Run, h.Rank, h.WorldSize
+			}
+		})
+	}
+	wg.Wait()
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case (a.Run == "") != (b.Run == ""):
+			return a.Run != ""
+		case a.Run != b.Run:
+			return a.Run < b.Run
+		case a.Run == "":
+			return false
+		}
+		return *a.Rank < *b.Rank
+	})
+	return out, nil
+}

@@ -1,0 +1,159 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/feed"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+)
+
+func TestBaseName(t *testing.T) {
+	for in, want := range map[string]string{
+		"pipetrain-rank0": "pipetrain", "sim-rank63": "sim", "pipetrain": "pipetrain",
+		"a-rank": "a-rank", "a-rankx": "a-rankx", "-rank1": "-rank1", "x-rank1-rank2": "x-rank1",
+	} {
+		if got := BaseName(in); got != want {
+			t.Errorf("BaseName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// rankServer publishes planted steps as one rank of run "job" until the
+// test ends or stop is called: the straggler spends 8 ms in data_wait, the
+// others as long in comm.
+func rankServer(t *testing.T, rank int, path string, straggler bool) (stop func()) {
+	t.Helper()
+	names := []string{stage.DataWait, stage.Forward, stage.Comm, stage.Other}
+	r := rank
+	srv, err := ipc.Listen(fmt.Sprintf("t-rank%d", rank), ipc.Hello{Stages: names, Rank: &r, WorldSize: 2, Run: "job"},
+		ipc.ServerOptions{Path: path, Flush: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for i := int64(0); ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			cpu := []int64{1e6, 4e6, 9e6, 1e5}
+			if straggler {
+				cpu = []int64{9e6, 4e6, 1e6, 1e5}
+			}
+			end := time.Now().UnixNano()
+			rec := stage.RecordOf(i, end-14_100_000, end, 8, cpu, nil)
+			srv.Publish(&rec)
+		}
+	}()
+	var once bool
+	stop = func() {
+		if !once {
+			once = true
+			close(done)
+			srv.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestGroupAttachesEveryRank opens a monitor on one rank's name, sees both
+// ranks and the straggler, then restarts rank 1 on another socket and
+// sees it found again.
+func TestGroupAttachesEveryRank(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ipc.DirEnv, dir)
+	rankServer(t, 0, "", false)
+	stop1 := rankServer(t, 1, "", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, err := Open(ctx, "t", Options{NoWatch: true, Sources: []source.Source{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Group == nil || m.Group.Run() != "job" {
+		t.Fatalf("not attached to run job: %+v", m.Group)
+	}
+	m.AwaitLink(ctx, 5*time.Second)
+	s := waitSnapshot(t, m, "both ranks and the straggler", func(s snapshot.Snapshot) bool {
+		return len(s.Ranks) == 2 && s.Verdict != nil && s.Verdict.Kind == stage.Straggler
+	})
+	if *s.Verdict.Rank != 1 || s.Ranks[0].Rank != 0 || s.Ranks[1].PID != os.Getpid() || s.Trainer == nil || *s.Trainer.Rank != 0 {
+		t.Fatalf("verdict %+v, ranks %+v", s.Verdict, s.Ranks)
+	}
+
+	stop1()
+	waitSnapshot(t, m, "rank 1 gone", func(s snapshot.Snapshot) bool { return s.Ranks[1].Link == snapshot.LinkDisconnected })
+	// The restarted rank: another socket (a live pid that is not ours).
+	rankServer(t, 1, filepath.Join(dir, ipc.SocketName("t-rank1", os.Getppid())), false)
+	waitSnapshot(t, m, "rank 1 found again", func(s snapshot.Snapshot) bool {
+		return s.Ranks[1].Link == snapshot.LinkConnected && s.Ranks[1].Verdict != nil
+	})
+}
+
+func waitSnapshot(t *testing.T, m *Monitor, what string, ok func(snapshot.Snapshot) bool) snapshot.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := m.Snapshot(time.Now(), Windows[0])
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: ranks %+v verdict %+v", what, s.Ranks, s.Verdict)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkCollectRanks is one refresh of a run of n ranks, each holding
+// 5 s of steps at 50 steps/s (the 5s window): every rank's summary and
+// verdict, the straggler rule, and the trainer parts of the snapshot. One
+// rank beside 64 is what the ranks cost.
+func BenchmarkCollectRanks(b *testing.B) {
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			g := newGroup(b.TempDir(), "bench-rank0", "bench")
+			for r := range n {
+				f := newRankFeed(r, n, names, t0)
+				g.feeds[r] = f
+			}
+			c := NewCollector(g.feeds[0])
+			c.Group = g
+			now := t0.Add(5 * time.Second)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Collect(now, Windows[0])
+			}
+		})
+	}
+}
+
+// newRankFeed is a feed holding 250 planted steps of rank r of n, one per
+// 20 ms ending at t0 + 5 s.
+func newRankFeed(r, n int, names []string, t0 time.Time) *feed.Feed {
+	f := feed.New(1 << 12)
+	rank := r
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: fmt.Sprintf("bench-rank%d", r), PID: 1000 + r, Stages: names, Rank: &rank, WorldSize: n, Run: "bench"}}, t0)
+	fr := &ipc.Frame{Type: ipc.TypeSteps}
+	for j := range 250 {
+		end := t0.Add(time.Duration(j+1) * 20 * time.Millisecond).UnixNano()
+		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), end-19e6, end, 64,
+			[]int64{int64(1e6 + r%7*1000), 5e5, 6e6, 5e6, 6e6, 4e5, 1e5}, nil))
+	}
+	f.Apply(ipc.Message{Frame: fr}, t0)
+	return f
+}
