@@ -298,7 +298,7 @@ p_train() {
   local i
   # Past start-up: the first logged step (allocator, cuDNN/cuBLAS warm-up).
   for ((i = 0; i < 1200; i++)); do
-    grep -q '^step' "$logs/$tag.log" && break
+    grep -qs '^step' "$logs/$tag.log" && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.1
   done
