@@ -11,7 +11,7 @@ PY := /usr/bin/python3
 FUZZTIME ?= 10s
 DEMO_DATA ?= data/demo.zarr
 
-.PHONY: all deps build shim test test-go test-python fuzz lint bench demo screenshots clean
+.PHONY: all deps build shim test test-go test-python check-libtorch2 gpu-check-cpu gpu-check-prep fuzz lint bench demo screenshots clean
 
 all: build
 
@@ -27,12 +27,15 @@ build: deps
 shim:
 	@scripts/build-shim.sh
 
-## test: every test: lint, Go unit/integration/libtorch/e2e, bounded fuzzing, Python
+## test: every test: lint, Go unit/integration/libtorch/e2e, bounded fuzzing, Python,
+## the shim's C++ against libtorch 2.x and CUDA, and the GPU check's dry run on the CPU
 test: build
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-python
+	@$(MAKE) --no-print-directory check-libtorch2
+	@$(MAKE) --no-print-directory gpu-check-cpu
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -44,6 +47,20 @@ fuzz:
 test-python:
 	$(PY) -m py_compile $$(git ls-files '*.py')
 	$(PY) -m unittest discover -s clients/python -v
+
+## check-libtorch2: type-check trainer/torch/csrc against libtorch 2.x (Debian trixie's
+## headers, fetched once into build/) and 1.13, with and without the CUDA paths
+check-libtorch2:
+	@scripts/check-libtorch2.sh
+
+## gpu-check-cpu: scripts/gpu-check.sh end to end on the CPU, small sizes, no NVML
+gpu-check-cpu: build
+	$(PY) -m unittest discover -s scripts/gpucheck -p 'test_*.py'
+	@PYTHON=$(PY) scripts/gpu-check.sh --cpu
+
+## gpu-check-prep: bin/ plus bin/lib (pipetrain's shared libraries) to carry to a GPU machine
+gpu-check-prep: build
+	@scripts/gpu-check.sh --prep
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

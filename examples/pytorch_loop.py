@@ -52,6 +52,7 @@ class Regression(Dataset):
 def parse_args(argv: Any = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=300, help="training steps to run")
+    p.add_argument("--seconds", type=float, default=0, help="also stop after this many seconds of training (0: no limit)")
     p.add_argument("--batch", type=int, default=64, help="samples per step")
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--features", type=int, default=64, help="input features")
@@ -158,8 +159,11 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     it = batches(loader)
     loss_value = float("nan")
     walls: List[float] = []
+    deadline = time.monotonic() + args.seconds if args.seconds > 0 else float("inf")
     try:
         for step in range(args.steps):
+            if time.monotonic() >= deadline:
+                break
             t = time.perf_counter()
             with clock.stage("data_wait"):
                 x, y = next(it)
@@ -173,7 +177,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             with clock.stage("sync"):
-                if step % 10 == 0 or step == args.steps - 1:
+                if step % 10 == 0 or step == args.steps - 1 or time.monotonic() >= deadline:
                     loss_value = loss.item()
             pub.step(samples=len(x), loss=loss.detach())
             walls.append(time.perf_counter() - t)

@@ -4,6 +4,7 @@
 # libtorch is found via $TORCH_PREFIX, else Debian's libtorch-dev, else the
 # cmake prefix of a PyTorch install (/usr/bin/python3, then python3).
 # Prints the path of the built library on the last line of stdout.
+# SHIM_JOBS sets the parallel compile jobs (default: every core).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,7 +47,7 @@ if [[ ! -f "$build/CMakeCache.txt" || "$(cat "$stamp" 2>/dev/null)" != "$prefix"
     -DCMAKE_PREFIX_PATH="$prefix" >&2
   echo "$prefix" >"$stamp"
 fi
-cmake --build "$build" -j2 >&2
+cmake --build "$build" -j"${SHIM_JOBS:-$(nproc 2>/dev/null || echo 2)}" >&2
 lib="$build/libpipetorch.so"
 [[ -f "$lib" ]] || die "build finished but $lib is missing"
 echo "$lib"

@@ -1,6 +1,6 @@
 /* Declarations-only stand-in for the CUDA runtime API: just enough for
- * TestCUDAPathCompiles to type-check the CUDA paths of csrc/ against the
- * installed libtorch headers on a machine without a CUDA toolkit. */
+ * scripts/check-libtorch2.sh to type-check the CUDA paths of csrc/ against
+ * libtorch 1.13 and 2.x headers on a machine without a CUDA toolkit. */
 #pragma once
 #include <cstddef>
 typedef enum cudaError { cudaSuccess = 0, cudaErrorNotReady = 600, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorCudartUnloading = 4, cudaErrorInitializationError = 3, cudaErrorNoDevice = 100, cudaErrorInsufficientDriver = 35 } cudaError_t;

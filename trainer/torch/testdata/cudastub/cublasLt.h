@@ -1,0 +1,3 @@
+/* Empty stand-in, see cuda_runtime_api.h. */
+#pragma once
+#include <cuda_runtime_api.h>
