@@ -18,7 +18,8 @@ type devState struct {
 	name, uuid      string
 	openErr         string // set when the handle could not be opened
 	gpm             gpmState
-	lastSeen        uint64 // µs timestamp for process utilization
+	lastSeen        uint64      // µs timestamp for process utilization
+	migs            []*devState // a GPU's MIG devices, for its process list
 }
 
 // openDevice reads a full GPU's static facts.

@@ -29,6 +29,9 @@ const DefaultTimeout = 2 * time.Second
 type Options struct {
 	// Timeout bounds one Sample's NVML calls; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// AllProcesses lists every compute and graphics process on every
+	// device (Device.Running), not only the watched pids.
+	AllProcesses bool
 }
 
 // Sampler reads all NVIDIA devices once per Sample. It implements
@@ -37,6 +40,7 @@ type Options struct {
 type Sampler struct {
 	lib     nvml.Interface
 	timeout time.Duration
+	all     bool
 
 	// Touched only by the collecting goroutine, of which at most one runs.
 	inited  bool
@@ -65,7 +69,7 @@ func Open(lib nvml.Interface, opts Options) *Sampler {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	s := &Sampler{lib: lib, timeout: opts.Timeout}
+	s := &Sampler{lib: lib, timeout: opts.Timeout, all: opts.AllProcesses}
 	s.run(time.Time{}, false)
 	return s
 }
@@ -231,8 +235,9 @@ func (s *Sampler) initialise() {
 			continue
 		}
 		d := s.openDevice(h, i)
+		d.migs = s.openMIG(d)
 		s.devices = append(s.devices, d)
-		s.devices = append(s.devices, s.openMIG(d)...)
+		s.devices = append(s.devices, d.migs...)
 	}
 }
 

@@ -19,6 +19,7 @@ type fakeGPU struct {
 	fail    map[string]nvml.Return
 	block   chan struct{} // when set, GetPowerUsage waits on it
 	procs   []nvml.ProcessInfo
+	gprocs  []nvml.ProcessInfo // graphics processes
 	pUtil   []nvml.ProcessUtilizationSample
 	gpmVals map[nvml.GpmMetricId]float64
 	migs    []*mock.Device
@@ -110,6 +111,11 @@ func (f *fakeGPU) device() *mock.Device {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			return f.procs, f.fail["procs"]
+		},
+		GetGraphicsRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.gprocs, f.fail["gprocs"]
 		},
 		GetProcessUtilizationFunc: func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 			f.mu.Lock()

@@ -84,6 +84,32 @@ type Device struct {
 
 	// Processes has one entry per watched pid (see Sampler.SetPIDs).
 	Processes []Process
+	// Running is every process NVML lists on this GPU (compute and
+	// graphics, its MIG instances included) with Options.AllProcesses;
+	// empty for a MIG device, whose processes are listed on its parent.
+	// Without root NVML may list only the caller's own processes, or
+	// report other users' memory as unknown.
+	Running []RunningProcess
+	// ProcList is how reading the process lists went (Missing when they
+	// were not read) and ProcUtil how reading the per-process utilization
+	// went (NotSupported when the driver refuses it, e.g. in MIG mode).
+	ProcList, ProcUtil metrics.State
+}
+
+// RunningProcess is one process on a GPU, as NVML reports it: PID is a
+// pid of the host's PID namespace (the one the driver sees).
+type RunningProcess struct {
+	PID int
+	// MIGIndex is the MIG slot the process runs in, -1 outside MIG.
+	MIGIndex int
+	// Compute and Graphics say which list(s) NVML gave it in.
+	Compute, Graphics bool
+	// Memory is the process's device memory in bytes; NotSupported when
+	// NVML hides it (another user's process, some virtualisation).
+	Memory metrics.Value
+	// SMUtil and MemUtil are the process's SM and memory activity in %
+	// since the previous sample, where the driver gives them.
+	SMUtil, MemUtil metrics.Value
 }
 
 // Process is a watched process's use of one device.
@@ -149,6 +175,7 @@ func (s Snapshot) clone() Snapshot {
 	c.Devices = make([]Device, len(s.Devices))
 	for i, d := range s.Devices {
 		d.Processes = append([]Process(nil), d.Processes...)
+		d.Running = append([]RunningProcess(nil), d.Running...)
 		c.Devices[i] = d
 	}
 	return c
