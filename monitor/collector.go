@@ -51,7 +51,7 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
-		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}}
+		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
 	primary := c.fillTrainer(&s)
 	t := source.Target{PID: primary.TrainerPID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))

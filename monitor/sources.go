@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"os"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
@@ -8,6 +10,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources/cpu"
 	"github.com/pipetop/pipetop/monitor/sources/gpu"
+	"github.com/pipetop/pipetop/monitor/sources/gpuprocs"
 	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
@@ -20,8 +23,9 @@ func Registered(noGPU bool) []source.Source {
 		procs.New(host.NewProcSampler(0, "")),
 	}
 	if !noGPU {
-		s := mgpu.Open(nvml.New(), mgpu.Options{})
+		s := mgpu.Open(nvml.New(), mgpu.Options{AllProcesses: true})
 		srcs = append(srcs, gpu.New(s, s.Close))
+		srcs = append(srcs, gpuprocs.New(s, host.NewPIDReader(""), os.Geteuid() == 0))
 	}
 	return srcs
 }

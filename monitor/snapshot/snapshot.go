@@ -57,6 +57,12 @@ type Snapshot struct {
 	// Replay is set when the snapshot comes from a recording (pipetop
 	// replay): where in it, and how fast it plays.
 	Replay *Replay `json:"replay,omitempty"`
+	// GPUProcesses is every process on every GPU, largest GPU memory
+	// first; empty without GPUs.
+	GPUProcesses []GPUProcess `json:"gpu_processes"`
+	// GPUProcessNotes says what the list may be missing (other users'
+	// processes hidden by the driver, pids in another PID namespace).
+	GPUProcessNotes []string `json:"gpu_process_notes,omitempty"`
 	// History feeds the sparklines; it is not part of the JSON.
 	History History `json:"-"`
 	// Totals are the trainer process's cumulative counts (steps, samples,
