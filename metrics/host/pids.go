@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"os"
 	"os/user"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics"
@@ -202,14 +204,31 @@ func cmdline(b []byte, comm string) string {
 }
 
 // userName looks uid up once and remembers it.
-func (r *PIDReader) userName(uid int) string {
-	if n, ok := r.users[uid]; ok {
+func (r *PIDReader) userName(uid int) string { return userName(r.users, uid) }
+
+// userName returns uid's login name (its number when unknown), looked up
+// once per cache.
+func userName(cache map[int]string, uid int) string {
+	if n, ok := cache[uid]; ok {
 		return n
 	}
 	n := strconv.Itoa(uid)
 	if u, err := user.LookupId(n); err == nil {
 		n = u.Username
 	}
-	r.users[uid] = n
+	cache[uid] = n
 	return n
+}
+
+// owner is the uid owning root/PID (the process's effective uid), -1
+// when it cannot be read.
+func owner(root string, pid int) int {
+	fi, err := os.Stat(root + "/" + strconv.Itoa(pid))
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }

@@ -28,6 +28,8 @@ type ProcInfo struct {
 	PPID int
 	// Comm is the kernel's short command name (up to 15 bytes).
 	Comm string
+	// User is the name (or uid) of the process's owner; empty when unknown.
+	User string
 	// CPU is the share of one core used since the previous sample, in %;
 	// a process with several busy threads reads above 100.
 	CPU metrics.Value
@@ -73,6 +75,7 @@ type ProcSampler struct {
 	prevTime time.Time
 	kids     []int
 	dirBuf   []string
+	users    map[int]string
 
 	mu   sync.Mutex
 	snap ProcSnapshot
@@ -98,6 +101,7 @@ func NewProcSampler(pid int, procRoot string) *ProcSampler {
 		pid:   pid,
 		prev:  make(map[int]procCounters),
 		cur:   make(map[int]procCounters),
+		users: make(map[int]string),
 	}
 }
 
@@ -222,6 +226,10 @@ func (s *ProcSampler) readOne(pid int, dt float64, p *ProcInfo) error {
 		p.Comm = string(st.comm)
 	}
 	p.PID, p.PPID = pid, int(st.ppid)
+	p.User = ""
+	if uid := owner(s.fs.root, pid); uid >= 0 {
+		p.User = userName(s.users, uid)
+	}
 	p.RSS = metrics.Of(float64(st.rssPages)*s.page, SourceProcPIDStat)
 	p.Threads = metrics.Of(float64(st.threads), SourceProcPIDStat)
 	c := procCounters{start: st.startTicks, cpuTicks: st.cpuTicks}

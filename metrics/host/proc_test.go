@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ func TestProcSamplerSelf(t *testing.T) {
 	}
 	if !p.CPU.Valid() || p.CPU.V <= 0 {
 		t.Fatalf("CPU = %+v after burning 100ms", p.CPU)
+	}
+	if me, err := user.Current(); err != nil || p.User != me.Username {
+		t.Errorf("user = %q, want %v (%v)", p.User, me, err)
 	}
 	gp, err := process.NewProcess(int32(pid))
 	if err != nil {

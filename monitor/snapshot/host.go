@@ -121,6 +121,7 @@ type Proc struct {
 	PID       int     `json:"pid"`
 	PPID      int     `json:"ppid"`
 	Comm      string  `json:"comm"`
+	User      string  `json:"user,omitempty"`
 	CPU       Reading `json:"cpu"`
 	RSS       Reading `json:"rss"`
 	Threads   Reading `json:"threads"`
@@ -139,6 +140,6 @@ func FromProc(s host.ProcSnapshot) *Process {
 }
 
 func fromProcInfo(p host.ProcInfo) Proc {
-	return Proc{PID: p.PID, PPID: p.PPID, Comm: p.Comm, CPU: Read(p.CPU), RSS: Read(p.RSS),
+	return Proc{PID: p.PID, PPID: p.PPID, Comm: p.Comm, User: p.User, CPU: Read(p.CPU), RSS: Read(p.RSS),
 		Threads: Read(p.Threads), ReadRate: Read(p.ReadRate), WriteRate: Read(p.WriteRate)}
 }
