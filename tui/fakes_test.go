@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics"
@@ -9,6 +10,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/source"
 	cpusrc "github.com/pipetop/pipetop/monitor/sources/cpu"
 	gpusrc "github.com/pipetop/pipetop/monitor/sources/gpu"
+	"github.com/pipetop/pipetop/monitor/sources/gpuprocs"
 	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
@@ -16,9 +18,12 @@ import (
 // do not depend on the machine running the tests. The trainer side of the
 // views is real: frames recorded from the synthetic publisher.
 
-// fakeSources are the registered sources over the fake samplers.
-func fakeSources(cores int, noDriver bool) []source.Source {
-	return []source.Source{cpusrc.New(&fakeCPU{n: cores}), procs.New(&fakeProc{}), gpusrc.New(&fakeGPU{noDriver: noDriver}, nil)}
+// fakeSources are the registered sources over the fake samplers: gpus
+// devices (0: no driver).
+func fakeSources(cores, gpus int) []source.Source {
+	g := &fakeGPU{n: gpus}
+	return []source.Source{cpusrc.New(&fakeCPU{n: cores}), procs.New(&fakeProc{}), gpusrc.New(g, nil),
+		gpuprocs.New(g, fakePIDs{g}, false)}
 }
 
 // fakeCPU reports n cores with a fixed load pattern and fixed memory.
@@ -58,7 +63,7 @@ func (f *fakeProc) Sample(now time.Time) error { f.now = now; return nil }
 
 func (f *fakeProc) Snapshot() host.ProcSnapshot {
 	p := func(pid int, comm string, cpu, rss, thr float64) host.ProcInfo {
-		return host.ProcInfo{PID: pid, PPID: f.pid, Comm: comm, CPU: metrics.Of(cpu, host.SourceProcPIDStat),
+		return host.ProcInfo{PID: pid, PPID: f.pid, Comm: comm, User: "alice", CPU: metrics.Of(cpu, host.SourceProcPIDStat),
 			RSS: metrics.Of(rss, host.SourceProcPIDStat), Threads: metrics.Of(thr, host.SourceProcPIDStat)}
 	}
 	return host.ProcSnapshot{Time: f.now, Alive: true, Process: p(f.pid, "pipetrain", 103, 1.2*(1<<30), 14),
@@ -66,32 +71,84 @@ func (f *fakeProc) Snapshot() host.ProcSnapshot {
 			p(f.pid+3, "loader-2", 12, 290<<20, 1), p(f.pid+4, "sh", 0, 2<<20, 1)}}
 }
 
-// fakeGPU reports either one Hopper-class device with GPM readings, or no
-// driver at all.
+// fakeGPU reports n devices (0: no driver): Hopper-class with GPM
+// readings; with 8, GPU 3 is in MIG mode with two instances. The trainer
+// runs on GPUs 0 and 1; other users' processes share the devices.
 type fakeGPU struct {
-	noDriver bool
-	now      time.Time
-	pids     []int
+	n    int
+	now  time.Time
+	pids []int
 }
 
 func (f *fakeGPU) SetPIDs(pids ...int)        { f.pids = pids }
 func (f *fakeGPU) Sample(now time.Time) error { f.now = now; return nil }
 
 func (f *fakeGPU) Snapshot() gpu.Snapshot {
-	if f.noDriver {
+	if f.n == 0 {
 		return gpu.Snapshot{Time: f.now, Status: "no NVIDIA driver (libnvidia-ml.so.1 not found)"}
 	}
-	d := gpu.Device{Index: 0, MIGIndex: -1, GPUInstance: -1, ComputeInstance: -1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-fake",
-		KernelActive: metrics.Of(100, gpu.SourceKernelActive), MemActive: metrics.Of(31, gpu.SourceMemActive),
-		SMActivity: metrics.Of(63, gpu.SourceGPM), SMOccupancy: metrics.Of(41, gpu.SourceGPM),
-		TensorActive: metrics.Of(22, gpu.SourceGPM), DRAMActive: metrics.Of(18, gpu.SourceGPM),
-		MemUsed: metrics.Of(41.2*(1<<30), gpu.SourceNVML), MemTotal: metrics.Of(80*(1<<30), gpu.SourceNVML),
-		Power: metrics.Of(312, gpu.SourceNVML), PowerLimit: metrics.Of(700, gpu.SourceNVML),
-		Temperature: metrics.Of(62, gpu.SourceNVML), SMClock: metrics.Of(1980, gpu.SourceNVML), MemClock: metrics.Of(2619, gpu.SourceNVML),
-		PCIeRx: metrics.Of(1.2e9, gpu.SourceNVML), PCIeTx: metrics.Of(3e8, gpu.SourceNVML),
-		Throttle: gpu.Throttle{Reasons: 0x4, Source: gpu.SourceNVML, State: metrics.OK}}
-	for _, pid := range f.pids {
-		d.Processes = append(d.Processes, gpu.Process{PID: pid, OnGPU: true, Memory: metrics.Of(12.3*(1<<30), gpu.SourceProcessList)})
+	s := gpu.Snapshot{Time: f.now, DriverVersion: "550.54.15"}
+	for i := range f.n {
+		d := f.device(i)
+		s.Devices = append(s.Devices, d)
+		if f.n == 8 && i == 3 {
+			for j := range 2 {
+				s.Devices = append(s.Devices, gpu.Device{Index: 3, MIG: true, MIGIndex: j, GPUInstance: j + 1, ComputeInstance: 0,
+					Name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", UUID: fmt.Sprintf("MIG-fake-%d", j),
+					MemUsed: metrics.Of(float64(5+10*j)*(1<<30), gpu.SourceNVML), MemTotal: metrics.Of(40*(1<<30), gpu.SourceNVML),
+					KernelActive: metrics.Unsupported(gpu.SourceKernelActive), SMActivity: metrics.Unsupported(gpu.SourceGPM)})
+			}
+		}
 	}
-	return gpu.Snapshot{Time: f.now, DriverVersion: "550.54.15", Devices: []gpu.Device{d}}
+	return s
+}
+
+// device is GPU i; GPU 0 has the readings the single-GPU views show.
+func (f *fakeGPU) device(i int) gpu.Device {
+	load := float64((i*29 + 63) % 100)
+	d := gpu.Device{Index: i, MIGIndex: -1, GPUInstance: -1, ComputeInstance: -1, Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-fake-%d", i),
+		KernelActive: metrics.Of(100, gpu.SourceKernelActive), MemActive: metrics.Of(31, gpu.SourceMemActive),
+		SMActivity: metrics.Of(load, gpu.SourceGPM), SMOccupancy: metrics.Of(41, gpu.SourceGPM),
+		TensorActive: metrics.Of(22, gpu.SourceGPM), DRAMActive: metrics.Of(18, gpu.SourceGPM),
+		MemUsed: metrics.Of((41.2+float64(i))*(1<<30), gpu.SourceNVML), MemTotal: metrics.Of(80*(1<<30), gpu.SourceNVML),
+		Power: metrics.Of(312+float64(10*i), gpu.SourceNVML), PowerLimit: metrics.Of(700, gpu.SourceNVML),
+		Temperature: metrics.Of(62+float64(i), gpu.SourceNVML), SMClock: metrics.Of(1980, gpu.SourceNVML), MemClock: metrics.Of(2619, gpu.SourceNVML),
+		PCIeRx: metrics.Of(1.2e9, gpu.SourceNVML), PCIeTx: metrics.Of(3e8, gpu.SourceNVML),
+		Throttle: gpu.Throttle{Reasons: 0x4, Source: gpu.SourceNVML, State: metrics.OK},
+		ProcList: metrics.OK, ProcUtil: metrics.OK}
+	run := func(pid, mig int, gib, sm float64) gpu.RunningProcess {
+		return gpu.RunningProcess{PID: pid, MIGIndex: mig, Compute: true, Memory: metrics.Of(gib*(1<<30), gpu.SourceProcessList),
+			SMUtil: metrics.Of(sm, gpu.SourceProcessUtil), MemUtil: metrics.Of(sm/2, gpu.SourceProcessUtil)}
+	}
+	if i < 2 {
+		for _, pid := range f.pids {
+			d.Processes = append(d.Processes, gpu.Process{PID: pid, OnGPU: true, Memory: metrics.Of(12.3*(1<<30), gpu.SourceProcessList)})
+			d.Running = append(d.Running, run(pid, -1, 12.3, 40))
+		}
+	}
+	d.Running = append(d.Running, run(40000+i, -1, 20+float64(i), 20))
+	if f.n == 8 && i == 3 {
+		d.Running = append(d.Running, run(41000, 0, 4, 0), run(41001, 1, 14, 0))
+	}
+	return d
+}
+
+// fakePIDs is a FAKE /proc for the fake GPU processes: the trainer is
+// alice's, the others bob's and carol's.
+type fakePIDs struct{ g *fakeGPU }
+
+func (f fakePIDs) Read(_ time.Time, pids []int) []host.PIDInfo {
+	out := make([]host.PIDInfo, len(pids))
+	for i, pid := range pids {
+		p := host.PIDInfo{PID: pid, NSPID: pid, UID: 1000, User: "alice", Comm: "pipetrain", Cmdline: "pipetrain train --data demo.zarr",
+			CPU: metrics.Of(103, host.SourceProcPIDStat), RSS: metrics.Of(1.2*(1<<30), host.SourceProcPIDStat),
+			Age: metrics.Of(754, host.SourceProcUptime), Vis: host.Visible}
+		if pid >= 40000 {
+			p.UID, p.User, p.Comm = 1001+pid%2, []string{"bob", "carol"}[pid%2], "python3"
+			p.Cmdline = fmt.Sprintf("python3 -m jupyter kernel --id %d", pid)
+			p.CPU, p.RSS, p.Age = metrics.Of(float64(pid%7), host.SourceProcPIDStat), metrics.Of(float64(pid%5+1)*(1<<30), host.SourceProcPIDStat), metrics.Of(float64(pid%90000), host.SourceProcUptime)
+		}
+		out[i] = p
+	}
+	return out
 }

@@ -43,7 +43,7 @@ func FuzzFrames(f *testing.F) {
 			}
 			fd.Apply(ipc.Message{Frame: fr}, now)
 		}
-		col := monitor.NewCollector(fd, fakeSources(3, false)...)
+		col := monitor.NewCollector(fd, fakeSources(3, 1)...)
 		snap := col.Collect(now, monitor.Windows[3])
 		m := New(Options{Collector: col, Styles: styles.New(true)})
 		m.SetSnapshot(&snap)

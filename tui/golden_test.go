@@ -24,7 +24,7 @@ type scenario struct {
 	name       string
 	recording  string
 	cores      int
-	noDriver   bool
+	gpus       int // fake devices; 0: no driver
 	disconnect bool
 	table      bool
 	color      bool
@@ -41,7 +41,7 @@ func replay(t testing.TB, sc scenario) *Model {
 	end := lastEnd(frames).Add(100 * time.Millisecond)
 	const slices = 5
 	step := end.Sub(firstStart(frames)) / slices
-	col := monitor.NewCollector(f, fakeSources(sc.cores, sc.noDriver)...)
+	col := monitor.NewCollector(f, fakeSources(sc.cores, sc.gpus)...)
 	w := monitor.Windows[1]
 	var snap snapshot.Snapshot
 	f.Apply(ipc.Message{Connected: &hello, Endpoint: ep}, end.Add(-slices*step))
@@ -63,10 +63,11 @@ func replay(t testing.TB, sc scenario) *Model {
 }
 
 var scenarios = []scenario{
-	{name: "input_bound_h100", recording: "input_bound", cores: 8},
-	{name: "cpu_only_nodriver", recording: "cpu_only", cores: 2, noDriver: true},
-	{name: "many_cores_table", recording: "input_bound", cores: 128, table: true},
-	{name: "disconnected", recording: "input_bound", cores: 4, noDriver: true, disconnect: true},
+	{name: "input_bound_h100", recording: "input_bound", cores: 8, gpus: 1},
+	{name: "cpu_only_nodriver", recording: "cpu_only", cores: 2},
+	{name: "many_cores_table", recording: "input_bound", cores: 128, gpus: 1, table: true},
+	{name: "disconnected", recording: "input_bound", cores: 4, disconnect: true},
+	{name: "eight_gpus_mig", recording: "input_bound", cores: 32, gpus: 8},
 }
 
 var sizes = [][2]int{{80, 24}, {120, 40}, {40, 12}}

@@ -17,6 +17,9 @@ type KeyMap struct {
 	Redraw    key.Binding
 	Up        key.Binding
 	Down      key.Binding
+	Sort      key.Binding
+	Filter    key.Binding
+	Kill      key.Binding
 	Help      key.Binding
 }
 
@@ -34,6 +37,9 @@ var DefaultKeys = KeyMap{
 	Redraw:    key.NewBinding(key.WithKeys("ctrl+l"), key.WithHelp("ctrl+l", "redraw")),
 	Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll focused pane")),
 	Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll focused pane")),
+	Sort:      key.NewBinding(key.WithKeys("f6", ">"), key.WithHelp("F6/>", "sort processes by the next column")),
+	Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes")),
+	Kill:      key.NewBinding(key.WithKeys("f9"), key.WithHelp("F9", "SIGTERM the selected process (again within 5 s: SIGKILL)")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 }
 
@@ -49,5 +55,6 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Window, k.Stages, k.Picker},
 		{k.Focus, k.FocusBack, k.Up, k.Down},
 		{k.Faster, k.Slower},
+		{k.Sort, k.Filter, k.Kill},
 	}
 }

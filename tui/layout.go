@@ -14,6 +14,17 @@ type pane interface {
 	View() string
 }
 
+// collapser is a pane that can shrink to one title line (Line), giving its
+// band to its neighbours: the GPU pane without GPUs.
+type collapser interface {
+	Collapsed() bool
+	Line() string
+}
+
+// focusAware is a pane that draws differently when focused (the process
+// table's selected row).
+type focusAware interface{ SetFocused(f bool) }
+
 // scroller is a pane whose body can scroll when focused.
 type scroller interface{ Scroll(d int) }
 
@@ -34,6 +45,8 @@ func paneSizes(p pane, w int) (lo, pref, most int) {
 // region is one horizontal band of the screen: a pane, or two side by
 // side. Heights include the panes' title rules.
 type region struct {
+	// line, when set, is the whole band: one title rule (a collapsed pane).
+	line           string
 	left, right    pane
 	lo, pref, most int
 	got            int
@@ -43,6 +56,10 @@ type region struct {
 func side(w int) bool { return w >= 100 }
 
 func (r *region) measure(w int) {
+	if r.line != "" {
+		r.lo, r.pref, r.most = 1, 1, 1
+		return
+	}
 	if r.right == nil || !side(w) {
 		if r.right != nil { // stacked: the band holds both
 			llo, lpref, lmost := paneSizes(r.left, w)
@@ -120,6 +137,9 @@ func allocate(h int, bands []*region, minOrder, prefOrder, growOrder []int) {
 func (m *Model) renderBand(b *region, w int, focused pane) string {
 	if b.got <= 0 {
 		return ""
+	}
+	if b.line != "" {
+		return draw.Rule(b.line, w, m.st.Warn, m.st.Rule)
 	}
 	if b.right == nil {
 		return m.renderPane(b.left, w, b.got, focused)

@@ -17,9 +17,11 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/signal"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/header"
 	"github.com/pipetop/pipetop/tui/components/picker"
+	"github.com/pipetop/pipetop/tui/components/proctable"
 	"github.com/pipetop/pipetop/tui/components/verdict"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -47,6 +49,11 @@ type Options struct {
 	// Replay, when set, is the recording being played: the seek and speed
 	// keys drive it, and pausing stops its clock.
 	Replay Replayer
+	// ReadOnly disables signals from the process table (--readonly).
+	ReadOnly bool
+	// Signaler sends the process table's signals; nil means
+	// monitor/signal.Sender with ReadOnly.
+	Signaler proctable.Signaler
 }
 
 // Model is the root model.
@@ -97,6 +104,9 @@ func New(o Options) *Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
+	if o.Signaler == nil {
+		o.Signaler = signal.Sender{ReadOnly: o.ReadOnly}
+	}
 	st := o.Styles
 	h := help.New()
 	if !st.Color {
@@ -106,7 +116,20 @@ func New(o Options) *Model {
 		header: header.New(st), panes: makePanes(st), verdict: verdict.New(st), picker: picker.New(st),
 		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
+	if t := m.procs(); t != nil {
+		t.SetSignaler(o.Signaler, o.Now)
+	}
 	return m
+}
+
+// procs is the process table pane, nil when the layout has none.
+func (m *Model) procs() *proctable.Model {
+	for _, p := range m.panes {
+		if t, ok := p.p.(*proctable.Model); ok {
+			return t
+		}
+	}
+	return nil
 }
 
 // Init starts the first refresh.
@@ -188,6 +211,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.render()
 		return cmd
 	}
+	procs := m.procs()
+	if procs != nil && procs.Capturing() {
+		procs.Key(k)
+		m.render()
+		return nil
+	}
 	var cmd tea.Cmd
 	switch {
 	case key.Matches(k, m.keys.Help):
@@ -228,6 +257,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.scroll(-1)
 	case key.Matches(k, m.keys.Down):
 		m.scroll(+1)
+	case procs != nil && key.Matches(k, m.keys.Sort):
+		procs.SortNext()
+	case procs != nil && key.Matches(k, m.keys.Filter):
+		procs.StartFilter()
+	case procs != nil && key.Matches(k, m.keys.Kill):
+		procs.Kill()
 	default:
 		return nil
 	}
@@ -262,6 +297,9 @@ func (m *Model) fullHelp() [][]key.Binding {
 func (m *Model) focusable() []pane {
 	var ps []pane
 	for _, p := range m.panes {
+		if c, ok := p.p.(collapser); ok && c.Collapsed() {
+			continue
+		}
 		if m.shown(p.band) {
 			ps = append(ps, p.p)
 		}
@@ -352,51 +390,75 @@ func (m *Model) Render(w, h int) string {
 	return body + "\n" + footer
 }
 
+// headerPrefRank is where the header's second line ranks among the bands'
+// preferred heights (bands.prefRank): after the panes above the process
+// table, before the process table.
+const headerPrefRank = 5
+
+// slot is one region of the body and how it competes for rows.
+type slot struct {
+	r                 *region
+	minRank, prefRank int
+	grows             bool
+}
+
 // body lays the panes out in h lines (all of them when h < 0): the header,
-// the bands of the layout table, the verdict.
+// the bands of the layout table, the verdict. A collapsed pane (a GPU
+// pane without GPUs) is one line above its band, which its neighbours get.
 func (m *Model) body(w, h int) string {
 	hdr, ver := &region{}, &region{}
 	hdr.lo, hdr.pref = m.header.Size(w)
 	ver.lo, ver.pref = m.verdict.Size(w)
-	regions := make([]*region, len(bands))
-	all := []*region{hdr}
 	// Minimums: header, verdict, then the bands by minRank; preferred
-	// heights: verdict, the bands by prefRank, header; rows to spare go to
-	// the bands that grow (taller history graphs).
-	minOrder, prefOrder := []int{0, len(bands) + 1}, []int{len(bands) + 1}
-	var growOrder []int
-	for i, spec := range bands {
+	// heights: verdict, the bands and the header by rank; rows to spare go
+	// to the bands that grow, top first.
+	slots := []slot{{r: hdr, minRank: -2, prefRank: headerPrefRank}}
+	for _, spec := range bands {
+		if !m.shown(spec.id) {
+			continue
+		}
 		r := &region{}
 		for _, p := range m.panes {
-			switch {
+			switch c, ok := p.p.(collapser); {
 			case p.band != spec.id:
+			case ok && c.Collapsed():
+				l := &region{line: c.Line()}
+				l.measure(w)
+				slots = append(slots, slot{r: l, minRank: spec.minRank, prefRank: spec.prefRank})
 			case r.left == nil:
 				r.left = p.p
 			default:
 				r.right = p.p
 			}
 		}
-		if r.left != nil && m.shown(spec.id) {
+		if r.left != nil {
 			r.measure(w)
 		}
-		regions[i] = r
-		all = append(all, r)
-		if spec.grows {
-			growOrder = append(growOrder, i+1)
+		slots = append(slots, slot{r: r, minRank: spec.minRank, prefRank: spec.prefRank, grows: spec.grows})
+	}
+	slots = append(slots, slot{r: ver, minRank: -1, prefRank: -1})
+	all := make([]*region, len(slots))
+	var growOrder []int
+	for i, sl := range slots {
+		all[i] = sl.r
+		if sl.grows {
+			growOrder = append(growOrder, i)
 		}
 	}
-	all = append(all, ver)
-	minOrder = append(minOrder, ranked(func(s bandSpec) int { return s.minRank })...)
-	prefOrder = append(append(prefOrder, ranked(func(s bandSpec) int { return s.prefRank })...), 0)
-	allocate(h, all, minOrder, prefOrder, growOrder)
+	allocate(h, all, ranked(slots, func(s slot) int { return s.minRank }), ranked(slots, func(s slot) int { return s.prefRank }), growOrder)
 	focused := m.focused()
+	for _, p := range m.panes {
+		if f, ok := p.p.(focusAware); ok {
+			f.SetFocused(p.p == focused)
+		}
+	}
 	var parts []string
 	if hdr.got > 0 {
 		m.header.SetSize(w, hdr.got)
 		parts = append(parts, m.header.View())
 	}
-	for _, r := range regions {
-		parts = append(parts, m.renderBand(r, w, focused))
+	for _, sl := range slots[1 : len(slots)-1] {
+		parts = append(parts, m.renderBand(sl.r, w, focused))
 	}
 	if ver.got > 0 {
 		m.verdict.SetSize(w, ver.got)
@@ -405,16 +467,13 @@ func (m *Model) body(w, h int) string {
 	return strings.Join(nonEmpty(parts), "\n")
 }
 
-// ranked lists the bands' indices in allocate's band list (1-based: the
-// header is 0), ordered by rank.
-func ranked(rank func(bandSpec) int) []int {
-	idx := make([]int, len(bands))
+// ranked lists the slots' indices ordered by rank (stable: equal ranks
+// keep screen order).
+func ranked(slots []slot, rank func(slot) int) []int {
+	idx := make([]int, len(slots))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return rank(bands[a]) - rank(bands[b]) })
-	for i := range idx {
-		idx[i]++
-	}
+	slices.SortStableFunc(idx, func(a, b int) int { return rank(slots[a]) - rank(slots[b]) })
 	return idx
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/gpu"
 	"github.com/pipetop/pipetop/tui/components/history"
 	"github.com/pipetop/pipetop/tui/components/loader"
+	"github.com/pipetop/pipetop/tui/components/proctable"
 	"github.com/pipetop/pipetop/tui/components/ranks"
 	"github.com/pipetop/pipetop/tui/components/stages"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -29,6 +30,7 @@ const (
 	bandFlame               // where each step's time goes
 	bandRanks               // the ranks of a multi-process run
 	bandTable               // the stage table, toggled with s
+	bandProcs               // GPU processes and the trainer's tree
 	bandBottom              // history graphs and the loader
 )
 
@@ -49,6 +51,7 @@ var bands = []bandSpec{
 	{id: bandFlame, minRank: 2, prefRank: 1},
 	{id: bandRanks, minRank: 2, prefRank: 2, hidden: func(m *Model) bool { return m.snap == nil || len(m.snap.Ranks) < 2 }},
 	{id: bandTable, minRank: 4, prefRank: 3, hidden: func(m *Model) bool { return !m.showTab }},
+	{id: bandProcs, minRank: 6, prefRank: 6, grows: true},
 	{id: bandBottom, minRank: 5, prefRank: 4, grows: true},
 }
 
@@ -67,6 +70,7 @@ var paneRows = []paneRow{
 	{bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
 	{bandRanks, func(st *styles.Styles) panel { p := ranks.New(st); return &p }},
 	{bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
+	{bandProcs, func(st *styles.Styles) panel { p := proctable.New(st, nil, nil); return &p }},
 	{bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
 	{bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},
 }

@@ -30,8 +30,19 @@ type Sender struct {
 }
 
 // Signal sends sig to pid (a pid of the namespace ProcRoot shows) after
-// the checks; the error says plainly why nothing was sent.
+// Check; the error says plainly why nothing was sent.
 func (s Sender) Signal(pid int, sig syscall.Signal) error {
+	if err := s.Check(pid); err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("send %s to process %d: %w", Name(sig), pid, err)
+	}
+	return nil
+}
+
+// Check says why pid may not be signalled, or nil when it may.
+func (s Sender) Check(pid int) error {
 	if s.ReadOnly {
 		return ErrReadOnly
 	}
@@ -48,9 +59,6 @@ func (s Sender) Signal(pid int, sig syscall.Signal) error {
 	}
 	if me != 0 && owner != me {
 		return fmt.Errorf("process %d belongs to %s: pipetop signals only your own processes unless it runs as root", pid, userName(owner))
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("send %s to process %d: %w", Name(sig), pid, err)
 	}
 	return nil
 }

@@ -31,21 +31,62 @@ func (m Model) Title() string {
 	if m.Snap == nil || len(m.Snap.GPU.Devices) == 0 {
 		return "GPU"
 	}
-	t := fmt.Sprintf("GPU · %d device", len(m.Snap.GPU.Devices))
-	if len(m.Snap.GPU.Devices) > 1 {
+	full, mig := 0, 0
+	for _, d := range m.Snap.GPU.Devices {
+		if d.MIG {
+			mig++
+		} else {
+			full++
+		}
+	}
+	t := fmt.Sprintf("GPU · %d device", full)
+	if full > 1 {
 		t += "s"
+	}
+	if mig > 0 {
+		t += fmt.Sprintf(" · %d MIG", mig)
 	}
 	if m.Snap.GPU.Driver != "" {
 		t += " · driver " + m.Snap.GPU.Driver
 	}
+	if m.compact() {
+		t += " · * trainer"
+		if len(m.Snap.GPU.Devices) > CompactRows {
+			t += " · tab ↑↓ scroll"
+		}
+	}
 	return t
 }
 
-// Size returns the fewest and the preferred number of body lines.
+// CompactRows is how many devices the compact view (2 devices or more)
+// shows before it scrolls.
+const CompactRows = 8
+
+// Collapsed reports whether there is no device to show: the pane is then
+// one line saying why (Line) and gives its space to the other panes.
+func (m Model) Collapsed() bool { return m.Snap != nil && len(m.Snap.GPU.Devices) == 0 }
+
+// Line is the collapsed pane: its title and the reason there is no GPU.
+func (m Model) Line() string {
+	t := "GPU · " + m.Snap.GPU.Status
+	if sum := m.Snap.Summary; sum != nil && sum.HasGPU {
+		t += " · trainer GPU busy " + units.Pct(sum.GPUBusy) + " (CUDA events)"
+	}
+	return t
+}
+
+// Size returns the fewest and the preferred number of body lines; with
+// more than CompactRows devices the pane prefers CompactRows and scrolls.
 func (m Model) Size(w int) (lo, pref int) {
 	n := len(m.lines(w))
+	if m.compact() { // a few devices at least, then CompactRows
+		return min(n, 3), min(n, CompactRows+1)
+	}
 	return min(n, 1), n
 }
+
+// compact reports whether devices get one row each (two or more).
+func (m Model) compact() bool { return m.Snap != nil && len(m.Snap.GPU.Devices) > 1 }
 
 // View renders the body.
 func (m Model) View() string {
@@ -67,10 +108,73 @@ func (m Model) lines(w int) []string {
 	if g.Status != "" {
 		out = append(out, m.St.Warn.Render(g.Status))
 	}
+	if m.compact() {
+		for _, d := range g.Devices {
+			out = append(out, m.row(d, w))
+		}
+		return out
+	}
 	for _, d := range g.Devices {
 		out = append(out, m.device(d, w)...)
 	}
 	return out
+}
+
+// trainerGPUs is the set of GPU indexes the trainer's processes use.
+func (m Model) trainerGPUs() map[int]bool {
+	out := map[int]bool{}
+	for _, p := range m.Snap.GPUProcesses {
+		if p.Trainer {
+			out[p.GPU] = true
+		}
+	}
+	return out
+}
+
+// row is one device in the compact view: "*" marks the trainer's GPUs.
+func (m Model) row(d snapshot.Device, w int) string {
+	st := m.St
+	mark := " "
+	if d.TrainerMem.OK() || !d.MIG && m.trainerGPUs()[d.Index] {
+		mark = "*"
+	}
+	name := fmt.Sprintf("%d", d.Index)
+	if d.MIG {
+		name = fmt.Sprintf("%d/%d", d.Index, d.MIGIndex)
+	}
+	parts := []string{mark + st.Value.Render(fmt.Sprintf("%-4s", name)) + st.Label.Render(shortName(d.Name))}
+	if d.Err != "" {
+		return draw.Fit(strings.Join(append(parts, st.Bad.Render(d.Err)), "  "), w)
+	}
+	if d.SMActivity.OK() {
+		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%3.0f%%", *d.SMActivity.Value)))
+	} else if d.KernelActive.OK() {
+		parts = append(parts, st.Label.Render("busy ")+st.Load(*d.KernelActive.Value).Render(fmt.Sprintf("%3.0f%%", *d.KernelActive.Value)))
+	}
+	if d.MemUsed.OK() && d.MemTotal.OK() && *d.MemTotal.Value > 0 {
+		used, total := *d.MemUsed.Value, *d.MemTotal.Value
+		parts = append(parts, st.Label.Render("mem ")+draw.Bar(6, used/total, st.Load(100*used/total), st.BarEmpty)+
+			st.Value.Render(" "+strings.ReplaceAll(units.Bytes(used), " ", "")+"/"+strings.ReplaceAll(units.Bytes(total), " ", "")))
+	}
+	if d.Power.OK() {
+		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f W", *d.Power.Value)))
+	}
+	if d.Temperature.OK() {
+		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
+	}
+	if d.SMClock.OK() {
+		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f MHz", *d.SMClock.Value)))
+	}
+	return draw.Fit(strings.Join(parts, "  "), w)
+}
+
+// shortName drops the vendor prefix: "H100 80GB HBM3", "MIG 1g.10gb".
+func shortName(n string) string {
+	n = strings.TrimPrefix(n, "NVIDIA ")
+	if i := strings.Index(n, " MIG "); i >= 0 {
+		return n[i+1:]
+	}
+	return n
 }
 
 func (m Model) device(d snapshot.Device, w int) []string {
