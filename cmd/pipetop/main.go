@@ -82,6 +82,7 @@ type config struct {
 	window   int
 	width    int
 	noGPU    bool
+	readOnly bool
 	profile  string
 }
 
@@ -99,6 +100,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", defaultListen, "export: serve /metrics at this `host:port`")
 	fs.IntVar(&c.width, "width", 0, "width of the --once text (default: the terminal's, else 100)")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
+	fs.BoolVar(&c.readOnly, "readonly", false, "never send signals from the process table (F9 is refused)")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage:

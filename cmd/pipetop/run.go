@@ -150,7 +150,7 @@ func interactive(ctx context.Context, c config) error {
 	defer m.Close()
 	p := colorprofile.Detect(os.Stdout, os.Environ())
 	root := tui.New(tui.Options{Collector: m.Collector, Styles: styles.New(p >= colorprofile.ANSI),
-		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx})
+		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly})
 	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(10))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {

@@ -294,21 +294,19 @@ func (m Model) Size(w int) (lo, pref int) {
 // MaxSize is every row at once.
 func (m Model) MaxSize(int) int { return 1 + len(m.rows) + len(m.status()) }
 
-// View renders the body.
+// View renders the body: the header and the rows that fit, or one line
+// saying why there are none; then the status line.
 func (m Model) View() string {
-	if len(m.rows) == 0 && len(m.status()) == 0 && !m.editing {
-		return draw.Block(m.St.Dim.Render(m.empty()), m.W, m.H)
+	status := m.status()
+	if len(m.rows) == 0 {
+		return draw.Block(strings.Join(append([]string{m.St.Dim.Render(m.empty())}, status...), "\n"), m.W, m.H)
 	}
 	cols := fit(m.W)
 	lines := []string{m.header(cols)}
-	status := m.status()
 	body := max(0, m.H-1-len(status))
 	off := max(0, min(m.Off, len(m.rows)-body))
 	for i := off; i < len(m.rows) && i < off+body; i++ {
 		lines = append(lines, m.line(m.rows[i], cols, i == m.index()))
-	}
-	if len(m.rows) == 0 {
-		lines = append(lines, m.St.Dim.Render(m.empty()))
 	}
 	for len(lines) < m.H-len(status) {
 		lines = append(lines, "")

@@ -103,8 +103,8 @@ var columns = []column{
 	{name: "PID", width: 7, prio: 0, num: func(r row) float64 { return float64(r.pid) }, cell: func(r row) string { return strconv.Itoa(r.pid) }},
 	{name: "USER", width: 8, prio: 5, text: true, cell: func(r row) string { return cmp.Or(r.user, "?") }, str: func(r row) string { return r.user }},
 	{name: "GPU MEM", width: 8, prio: 1, num: func(r row) float64 { return r.mem }, cell: func(r row) string { return num(r.mem, bytesShort) }},
-	{name: "SM %", width: 4, prio: 6, num: func(r row) float64 { return r.sm }, cell: func(r row) string { return num(r.sm, pct) }},
-	{name: "CPU %", width: 5, prio: 4, num: func(r row) float64 { return r.cpu }, cell: func(r row) string { return num(r.cpu, pct) }},
+	{name: "SM %", width: 5, prio: 6, num: func(r row) float64 { return r.sm }, cell: func(r row) string { return num(r.sm, pct) }},
+	{name: "CPU %", width: 6, prio: 4, num: func(r row) float64 { return r.cpu }, cell: func(r row) string { return num(r.cpu, pct) }},
 	{name: "RSS", width: 8, prio: 7, num: func(r row) float64 { return r.rss }, cell: func(r row) string { return num(r.rss, bytesShort) }},
 	{name: "TIME", width: 6, prio: 8, num: func(r row) float64 { return r.age }, cell: func(r row) string {
 		return num(r.age, func(s float64) string { return units.Age(secs(s)) })

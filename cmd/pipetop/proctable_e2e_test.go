@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestTmuxProcessTable drives the process table of the real pipetop in a
+// real tmux session: the synthetic publisher (a real child of this test)
+// shows as the trainer's row; F6 and > sort, / filters, F9 y terminates
+// it, and under --readonly F9 is refused and the process lives on.
+func TestTmuxProcessTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	bin := t.TempDir()
+	build(t, filepath.Join(bin, "pipetop"), ".")
+	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-procs-%d", os.Getpid()), sockets: t.TempDir(), bin: bin}
+	defer e.kill()
+
+	pid := e.startPublisher()
+	row := fmt.Sprintf("*-    %7d", pid)
+	e.startView()
+	e.waitScreen("the publisher's row in the process table", func(s string) bool {
+		return strings.Contains(s, "─ processes ·") && strings.Contains(s, row) && strings.Contains(s, "synthetic")
+	})
+	e.tmux("send-keys", "-t", "e2e", "F6")
+	e.waitScreen("sorted by SM %", func(s string) bool { return strings.Contains(s, "sort SM %") })
+	e.tmux("send-keys", "-t", "e2e", ">")
+	e.waitScreen("sorted by CPU %", func(s string) bool { return strings.Contains(s, "sort CPU %") && strings.Contains(s, "CPU %▼") })
+
+	e.tmux("send-keys", "-t", "e2e", "/")
+	e.tmux("send-keys", "-t", "e2e", "-l", "zzz")
+	e.waitScreen("a filter matching nothing", func(s string) bool {
+		return strings.Contains(s, `no process matches "zzz"`) && !strings.Contains(s, row)
+	})
+	e.tmux("send-keys", "-t", "e2e", "Escape")
+	e.waitScreen("esc clearing the filter", func(s string) bool { return strings.Contains(s, row) && !strings.Contains(s, "filter") })
+	e.tmux("send-keys", "-t", "e2e", "/")
+	e.tmux("send-keys", "-t", "e2e", "-l", "SYNTH")
+	e.tmux("send-keys", "-t", "e2e", "Enter")
+	e.waitScreen("the filter keeping the publisher", func(s string) bool {
+		return strings.Contains(s, `filter "SYNTH"`) && strings.Contains(s, row)
+	})
+
+	e.tmux("send-keys", "-t", "e2e", "F9")
+	e.waitScreen("the SIGTERM confirmation", func(s string) bool {
+		return strings.Contains(s, fmt.Sprintf("send SIGTERM to %d (synthetic)? y to confirm", pid))
+	})
+	exited := make(chan *os.ProcessState, 1)
+	pub := e.pub
+	e.pub = nil
+	go func() { pub.Wait(); exited <- pub.ProcessState }()
+	e.tmux("send-keys", "-t", "e2e", "y")
+	select {
+	case st := <-exited:
+		if ws := st.Sys().(syscall.WaitStatus); !(ws.Signaled() && ws.Signal() == syscall.SIGTERM) && !ws.Exited() {
+			t.Errorf("publisher ended with %v, want SIGTERM", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("F9 y did not end the publisher")
+	}
+	e.waitScreen("the sent message and the link down", func(s string) bool {
+		return strings.Contains(s, fmt.Sprintf("sent SIGTERM to %d", pid)) && strings.Contains(s, "disconnected")
+	})
+	e.tmux("kill-session", "-t", "e2e")
+
+	pid = e.startPublisher()
+	row = fmt.Sprintf("*-    %7d", pid)
+	e.startView("--readonly")
+	e.waitScreen("the publisher's row under --readonly", func(s string) bool { return strings.Contains(s, row) })
+	e.tmux("send-keys", "-t", "e2e", "F9")
+	e.waitScreen("the --readonly refusal", func(s string) bool {
+		return strings.Contains(s, "signals are disabled (--readonly)")
+	})
+	e.tmux("send-keys", "-t", "e2e", "y")
+	time.Sleep(500 * time.Millisecond)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the publisher died under --readonly: %v", err)
+	}
+}
+
+// startView runs pipetop at 120x40 in the e2e tmux session.
+func (e *tmuxEnv) startView(flags ...string) {
+	e.t.Helper()
+	args := []string{"new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40",
+		"env", "PIPETOP_SOCKET_DIR=" + e.sockets, "TERM=xterm-256color", filepath.Join(e.bin, "pipetop"), "--interval", "250ms", "--no-gpu"}
+	e.tmux(append(args, flags...)...)
+}
