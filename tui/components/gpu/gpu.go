@@ -80,7 +80,8 @@ func (m Model) Line() string {
 func (m Model) Size(w int) (lo, pref int) {
 	n := len(m.lines(w))
 	if m.compact() { // a few devices at least, then CompactRows
-		return min(n, 3), min(n, CompactRows+1)
+		devs := len(m.Snap.GPU.Devices)
+		return min(n, 3), n - devs + min(devs, CompactRows)
 	}
 	return min(n, 1), n
 }
