@@ -54,6 +54,11 @@ type Options struct {
 	// Signaler sends the process table's signals; nil means
 	// monitor/signal.Sender with ReadOnly.
 	Signaler proctable.Signaler
+	// Hidden names panes not to show (PaneNames).
+	Hidden []string
+	// Sort is the process table's first sort column
+	// (proctable.ColumnByName); "" is GPU memory.
+	Sort string
 }
 
 // Model is the root model.
@@ -113,11 +118,12 @@ func New(o Options) *Model {
 		h.Styles = help.Styles{}
 	}
 	m := &Model{opts: o, st: st, keys: DefaultKeys, help: h,
-		header: header.New(st), panes: makePanes(st), verdict: verdict.New(st), picker: picker.New(st),
+		header: header.New(st), panes: makePanes(st, o.Hidden), verdict: verdict.New(st), picker: picker.New(st),
 		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
 	if t := m.procs(); t != nil {
 		t.SetSignaler(o.Signaler, o.Now)
+		t.SortBy(o.Sort)
 	}
 	return m
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/cpu"
 	"github.com/pipetop/pipetop/tui/components/flame"
@@ -60,19 +62,20 @@ var bands = []bandSpec{
 // one; tab visits panes in this order. Adding a pane is its package plus
 // one row here.
 type paneRow struct {
+	name string // for the settings file's hidden list
 	band band
 	make func(st *styles.Styles) panel
 }
 
 var paneRows = []paneRow{
-	{bandDevices, func(st *styles.Styles) panel { p := gpu.New(st); return &p }},
-	{bandDevices, func(st *styles.Styles) panel { p := cpu.New(st); return &p }},
-	{bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
-	{bandRanks, func(st *styles.Styles) panel { p := ranks.New(st); return &p }},
-	{bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
-	{bandProcs, func(st *styles.Styles) panel { p := proctable.New(st, nil, nil); return &p }},
-	{bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
-	{bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},
+	{"gpu", bandDevices, func(st *styles.Styles) panel { p := gpu.New(st); return &p }},
+	{"cpu", bandDevices, func(st *styles.Styles) panel { p := cpu.New(st); return &p }},
+	{"flame", bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
+	{"ranks", bandRanks, func(st *styles.Styles) panel { p := ranks.New(st); return &p }},
+	{"stages", bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
+	{"processes", bandProcs, func(st *styles.Styles) panel { p := proctable.New(st, nil, nil); return &p }},
+	{"history", bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
+	{"loader", bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},
 }
 
 // placed is a pane made from its row.
@@ -81,10 +84,22 @@ type placed struct {
 	p    panel
 }
 
-func makePanes(st *styles.Styles) []placed {
-	ps := make([]placed, len(paneRows))
+// PaneNames are the panes the layout knows, for Options.Hidden.
+func PaneNames() []string {
+	names := make([]string, len(paneRows))
 	for i, r := range paneRows {
-		ps[i] = placed{r.band, r.make(st)}
+		names[i] = r.name
+	}
+	return names
+}
+
+// makePanes makes every pane but the hidden ones.
+func makePanes(st *styles.Styles, hidden []string) []placed {
+	var ps []placed
+	for _, r := range paneRows {
+		if !slices.Contains(hidden, r.name) {
+			ps = append(ps, placed{r.band, r.make(st)})
+		}
 	}
 	return ps
 }

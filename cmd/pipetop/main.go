@@ -32,8 +32,11 @@ import (
 	"syscall"
 	"time"
 
+	cfgfile "github.com/pipetop/pipetop/cmd/pipetop/internal/config"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/tui/components/proctable"
 )
 
 // usageError is a bad command line; it exits with status 2.
@@ -84,6 +87,10 @@ type config struct {
 	noGPU    bool
 	readOnly bool
 	profile  string
+	// From the settings file (internal/config).
+	hidden []string
+	sort   string
+	theme  string
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -102,6 +109,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
 	fs.BoolVar(&c.readOnly, "readonly", false, "never send signals from the process table (F9 is refused)")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
+	cfgPath := fs.String("config", "", "settings `file` (default: $XDG_CONFIG_HOME or ~/.config, /pipetop/config.toml, when it exists)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage:
   pipetop [flags]                      attach to the only live trainer, pick one of several,
@@ -153,10 +161,51 @@ still print their snapshot, with link.state "failed" and link.detail saying why.
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.settings(*cfgPath, window, set); err != nil {
+		return c, err
+	}
 	if err := c.check(pos, *window, set); err != nil {
 		return c, usageError{err}
 	}
 	return c, nil
+}
+
+// settings applies the settings file to the view (not to export or ls);
+// flags given on the command line win.
+func (c *config) settings(path string, window *string, set map[string]bool) error {
+	if c.cmd == "export" || c.cmd == "ls" {
+		if path != "" {
+			return usageError{fmt.Errorf("--config is not for pipetop %s", c.cmd)}
+		}
+		return nil
+	}
+	optional := path == ""
+	if optional {
+		path = cfgfile.DefaultPath()
+	}
+	if path == "" {
+		return nil
+	}
+	s, err := cfgfile.Load(path, optional, tui.PaneNames())
+	if err != nil {
+		return err
+	}
+	if s.Sort != "" {
+		if _, ok := proctable.ColumnByName(s.Sort); !ok {
+			return fmt.Errorf("config %s: sort %q: want one of %s", path, s.Sort, proctable.ColumnNames)
+		}
+	}
+	if s.Refresh > 0 && !set["interval"] {
+		c.interval = s.Refresh
+	}
+	if s.Window != "" && !set["window"] {
+		if _, ok := monitor.WindowByLabel(s.Window); !ok {
+			return fmt.Errorf("config %s: window %q: want 5s, 30s, 2m or all", path, s.Window)
+		}
+		*window = s.Window
+	}
+	c.hidden, c.sort, c.theme = s.Hidden, s.Sort, s.Theme
+	return nil
 }
 
 // Defaults of pipetop export, which samples for scrapes rather than eyes.

@@ -75,6 +75,10 @@ func TestJSONMonitorOnly(t *testing.T) {
 	if s.Version != snapshot.SchemaVersion || s.Link.State != snapshot.LinkNone || s.Trainer != nil || len(s.CPU.Cores) == 0 {
 		t.Errorf("monitor-only snapshot: version %d link %q trainer %v cores %d", s.Version, s.Link.State, s.Trainer, len(s.CPU.Cores))
 	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &raw); err != nil || string(raw["gpu_processes"]) != "[]" {
+		t.Errorf("gpu_processes = %s without GPUs, want [] (%v)", raw["gpu_processes"], err)
+	}
 }
 
 // TestAttachOnceAndList serves a real trainer socket in-process and takes

@@ -131,7 +131,7 @@ func printText(stdout io.Writer, s *snapshot.Snapshot, c config) error {
 	if width == 0 {
 		width = 100
 	}
-	m := tui.New(tui.Options{Styles: styles.New(color)})
+	m := tui.New(tui.Options{Styles: styles.NewTheme(color, c.theme), Hidden: c.hidden, Sort: c.sort})
 	m.SetSnapshot(s)
 	for _, line := range strings.Split(m.Render(width, -1), "\n") {
 		if _, err := fmt.Fprintln(out, strings.TrimRight(line, " ")); err != nil {
@@ -149,8 +149,9 @@ func interactive(ctx context.Context, c config) error {
 	}
 	defer m.Close()
 	p := colorprofile.Detect(os.Stdout, os.Environ())
-	root := tui.New(tui.Options{Collector: m.Collector, Styles: styles.New(p >= colorprofile.ANSI),
-		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly})
+	root := tui.New(tui.Options{Collector: m.Collector, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
+		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
+		Hidden: c.hidden, Sort: c.sort})
 	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(10))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {

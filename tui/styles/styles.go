@@ -94,6 +94,35 @@ func New(color bool) *Styles {
 	return s
 }
 
+// Theme names.
+const (
+	Dark  = "dark"  // light text for dark terminals (the default)
+	Light = "light" // dark text for light terminals
+)
+
+// NewTheme returns the styles of the named theme ("" or Dark: New); color
+// false gives plain styles whatever the theme.
+func NewTheme(color bool, theme string) *Styles {
+	s := New(color)
+	if !color || theme != Light {
+		return s
+	}
+	plain := lipgloss.NewStyle()
+	s.Title = plain.Bold(true).Foreground(lipgloss.Color("#383A42"))
+	s.Focused = plain.Bold(true).Foreground(lipgloss.Color("#FAFAFA")).Background(lipgloss.Color("#4078F2"))
+	s.Rule = plain.Foreground(lipgloss.Color("#A0A1A7"))
+	s.Label = plain.Foreground(lipgloss.Color("#50545E"))
+	s.Value = plain.Bold(true).Foreground(lipgloss.Color("#202227"))
+	s.Dim = plain.Foreground(lipgloss.Color("#696C77"))
+	s.Good = plain.Foreground(lipgloss.Color("#3E8E3D"))
+	s.Warn = plain.Foreground(lipgloss.Color("#A86F00"))
+	s.Bad = plain.Bold(true).Foreground(lipgloss.Color("#D0372A"))
+	s.BarEmpty = plain.Foreground(lipgloss.Color("#D4D4D8"))
+	s.Sparkline = plain.Foreground(lipgloss.Color("#4078F2"))
+	s.Key = plain.Bold(true).Foreground(lipgloss.Color("#4078F2"))
+	return s
+}
+
 // Segment is the style of a flame bar segment of the named stage: text on
 // the stage colour.
 func (s *Styles) Segment(name string) lipgloss.Style {

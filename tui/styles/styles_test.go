@@ -42,3 +42,13 @@ func TestNoColorAddsNoEscapes(t *testing.T) {
 		t.Errorf("colour style emitted no escape sequence: %q", c)
 	}
 }
+
+func TestLightTheme(t *testing.T) {
+	dark, light := NewTheme(true, Dark), NewTheme(true, Light)
+	if dark.Value.Render("1") == light.Value.Render("1") || dark.Title.Render("GPU") == light.Title.Render("GPU") {
+		t.Error("the light theme draws values and titles like the dark one")
+	}
+	if got := NewTheme(false, Light).Value.Render("1"); strings.Contains(got, "\x1b") {
+		t.Errorf("light theme without colour emitted %q", got)
+	}
+}

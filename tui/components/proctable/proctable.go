@@ -123,6 +123,15 @@ func (m *Model) SortNext() {
 	m.refresh()
 }
 
+// SortBy sorts by the named column (ColumnByName); an unknown name
+// leaves the order as it is.
+func (m *Model) SortBy(name string) {
+	if i, ok := ColumnByName(name); ok {
+		m.sortCol = i
+		m.refresh()
+	}
+}
+
 // StartFilter starts typing the filter text.
 func (m *Model) StartFilter() {
 	m.editing = true

@@ -183,3 +183,23 @@ func match(r row, filter string) bool {
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// ColumnByName finds a column by its name in any case ("CPU %", "cpu %")
+// or a short alias: gpu, pid, user, gpu_mem (mem), sm, cpu, rss, time,
+// command.
+func ColumnByName(name string) (int, bool) {
+	aliases := map[string]string{"mem": "gpu mem", "gpu_mem": "gpu mem", "sm": "sm %", "cpu": "cpu %"}
+	n := strings.ToLower(strings.TrimSpace(name))
+	if a, ok := aliases[n]; ok {
+		n = a
+	}
+	for i, c := range columns {
+		if strings.ToLower(c.name) == n {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// ColumnNames are the short names ColumnByName takes.
+const ColumnNames = "gpu, pid, user, gpu_mem, sm, cpu, rss, time, command"
