@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics"
@@ -151,4 +152,16 @@ func (f fakePIDs) Read(_ time.Time, pids []int) []host.PIDInfo {
 		out[i] = p
 	}
 	return out
+}
+
+// fakeSignals is a FAKE signaler that records instead of sending: the
+// fake processes' pids may exist on the test machine. The real one is
+// tested in monitor/signal and end to end in cmd/pipetop.
+type fakeSignals struct{ sent []string }
+
+func (f *fakeSignals) Check(int) error { return nil }
+
+func (f *fakeSignals) Signal(pid int, sig syscall.Signal) error {
+	f.sent = append(f.sent, fmt.Sprintf("%v %d", sig, pid))
+	return nil
 }

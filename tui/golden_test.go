@@ -56,7 +56,7 @@ func replay(t testing.TB, sc scenario) *Model {
 		f.Apply(ipc.Message{Endpoint: ep, Disconnected: fmt.Errorf("trainer %s: EOF", ep.Path)}, end.Add(-2*time.Second))
 		snap = col.Collect(end, w)
 	}
-	m := New(Options{Collector: col, Styles: styles.New(sc.color), Interval: time.Second, Window: 1})
+	m := New(Options{Collector: col, Styles: styles.New(sc.color), Interval: time.Second, Window: 1, Signaler: &fakeSignals{}})
 	m.showTab = sc.table
 	m.SetSnapshot(&snap)
 	return m

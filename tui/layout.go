@@ -134,7 +134,7 @@ func allocate(h int, bands []*region, minOrder, prefOrder, growOrder []int) {
 
 // render draws a band into exactly b.got lines of width w; focused names
 // the pane whose title is highlighted.
-func (m *Model) renderBand(b *region, w int, focused pane) string {
+func (m *Model) renderBand(b *region, w, y int, focused pane) string {
 	if b.got <= 0 {
 		return ""
 	}
@@ -142,10 +142,13 @@ func (m *Model) renderBand(b *region, w int, focused pane) string {
 		return draw.Rule(b.line, w, m.st.Warn, m.st.Rule)
 	}
 	if b.right == nil {
+		m.hit(b.left, 0, w, y, b.got)
 		return m.renderPane(b.left, w, b.got, focused)
 	}
 	if side(w) {
 		wl, wr := halves(w)
+		m.hit(b.left, 0, wl, y, b.got)
+		m.hit(b.right, wl+1, wr, y, b.got)
 		return draw.SideBySide(m.renderPane(b.left, wl, b.got, focused), m.renderPane(b.right, wr, b.got, focused), wl, wr, b.got)
 	}
 	// Stacked: split the band between the two panes by their needs; a band
@@ -160,11 +163,37 @@ func (m *Model) renderBand(b *region, w int, focused pane) string {
 		hl = max(titled(llo), b.got-titled(min(1, rpref)))
 		hl = min(hl, b.got)
 	}
+	m.hit(b.left, 0, w, y, hl)
+	m.hit(b.right, 0, w, y+hl, b.got-hl)
 	parts := []string{m.renderPane(b.left, w, hl, focused)}
 	if b.got-hl > 0 {
 		parts = append(parts, m.renderPane(b.right, w, b.got-hl, focused))
 	}
 	return strings.Join(nonEmpty(parts), "\n")
+}
+
+// area is where a pane was drawn, title rule included, for the mouse.
+type area struct {
+	p          pane
+	x, y, w, h int
+}
+
+// hit records that p was drawn at x, y in w×h cells.
+func (m *Model) hit(p pane, x, w, y, h int) {
+	if h > 0 {
+		m.areas = append(m.areas, area{p, x, y, w, h})
+	}
+}
+
+// paneAt is the pane drawn at x, y and the line of it there (0: its
+// title); nil when none.
+func (m *Model) paneAt(x, y int) (pane, int) {
+	for _, a := range m.areas {
+		if x >= a.x && x < a.x+a.w && y >= a.y && y < a.y+a.h {
+			return a.p, y - a.y
+		}
+	}
+	return nil, 0
 }
 
 // renderPane draws a title rule and the body in h lines.

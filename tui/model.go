@@ -84,6 +84,7 @@ type Model struct {
 	picking  bool
 	focus    int
 	content  string
+	areas    []area // where the last render drew each pane
 }
 
 type tickMsg struct{ gen int }
@@ -202,8 +203,47 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.render()
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case tea.MouseClickMsg:
+		m.click(tea.Mouse(msg))
+	case tea.MouseWheelMsg:
+		m.wheel(tea.Mouse(msg))
 	}
 	return m, nil
+}
+
+// click focuses the pane under the mouse; on the process table it also
+// selects the row clicked.
+func (m *Model) click(ms tea.Mouse) {
+	if ms.Button != tea.MouseLeft || m.picking || m.showHelp {
+		return
+	}
+	p, line := m.paneAt(ms.X, ms.Y)
+	if p == nil {
+		return
+	}
+	if i := slices.Index(m.focusable(), p); i >= 0 {
+		m.focus = i
+	}
+	if t, ok := p.(*proctable.Model); ok && line >= 2 {
+		t.SelectLine(line - 2) // under the title and the column names
+	}
+	m.render()
+}
+
+// wheel scrolls the pane under the mouse.
+func (m *Model) wheel(ms tea.Mouse) {
+	p, _ := m.paneAt(ms.X, ms.Y)
+	s, ok := p.(scroller)
+	if !ok || m.picking || m.showHelp {
+		return
+	}
+	switch ms.Button {
+	case tea.MouseWheelUp:
+		s.Scroll(-1)
+	case tea.MouseWheelDown:
+		s.Scroll(+1)
+	}
+	m.render()
 }
 
 // key handles one key press.
@@ -343,6 +383,7 @@ func (m *Model) SetSnapshot(s *snapshot.Snapshot) {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.content)
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "pipetop"
 	return v
 }
@@ -376,6 +417,7 @@ func (m *Model) Render(w, h int) string {
 		bodyH--
 	}
 	var body string
+	m.areas = m.areas[:0]
 	switch {
 	case m.picking:
 		m.picker.SetSize(w, bodyH-1)
@@ -463,8 +505,10 @@ func (m *Model) body(w, h int) string {
 		m.header.SetSize(w, hdr.got)
 		parts = append(parts, m.header.View())
 	}
+	y := hdr.got
 	for _, sl := range slots[1 : len(slots)-1] {
-		parts = append(parts, m.renderBand(sl.r, w, focused))
+		parts = append(parts, m.renderBand(sl.r, w, y, focused))
+		y += sl.r.got
 	}
 	if ver.got > 0 {
 		m.verdict.SetSize(w, ver.got)

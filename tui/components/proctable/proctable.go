@@ -149,6 +149,17 @@ func (m *Model) Move(d int) {
 	m.follow(i)
 }
 
+// SelectLine selects the row drawn on body line i+1 (i 0: the first row
+// shown under the column names).
+func (m *Model) SelectLine(i int) {
+	status := m.status()
+	body := max(0, m.H-1-len(status))
+	off := max(0, min(m.Off, len(m.rows)-body))
+	if i >= 0 && i < body && off+i < len(m.rows) {
+		m.selected = m.rows[off+i].id()
+	}
+}
+
 // Scroll implements the root's scroller: it moves the selection.
 func (m *Model) Scroll(d int) { m.Move(d) }
 
