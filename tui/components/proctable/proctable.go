@@ -27,6 +27,9 @@ import (
 // KillWindow is how long after a SIGTERM a second F9 sends SIGKILL.
 const KillWindow = 5 * time.Second
 
+// MessageFor is how long a result or refusal stays under the table.
+const MessageFor = 10 * time.Second
+
 // PrefRows is how many process rows the table asks for before the screen
 // has rows to spare.
 const PrefRows = 6
@@ -56,6 +59,7 @@ type Model struct {
 	termSent map[int]time.Time // SIGTERM times, for the SIGKILL window
 	msg      string
 	msgBad   bool
+	msgAt    time.Time
 }
 
 // pending is a signal waiting for its confirmation.
@@ -227,7 +231,7 @@ func (m *Model) Key(k tea.KeyPressMsg) {
 	m.refresh()
 }
 
-func (m *Model) say(s string, bad bool) { m.msg, m.msgBad = s, bad }
+func (m *Model) say(s string, bad bool) { m.msg, m.msgBad, m.msgAt = s, bad, m.now() }
 
 // SetSnapshot rebuilds the rows from the snapshot.
 func (m *Model) SetSnapshot(s *snapshot.Snapshot) {
@@ -282,13 +286,14 @@ func (m *Model) follow(i int) {
 // filter being typed, or what the GPU process list may be missing.
 func (m Model) status() []string {
 	st := m.St
+	msg := m.msg != "" && m.now().Sub(m.msgAt) < MessageFor
 	switch {
 	case m.confirm != nil:
 		return []string{st.Warn.Render(fmt.Sprintf("send %s to %d (%s)? y to confirm, any other key cancels",
 			signal.Name(m.confirm.sig), m.confirm.pid, m.confirm.cmd))}
-	case m.msg != "" && m.msgBad:
+	case msg && m.msgBad:
 		return []string{st.Bad.Render(m.msg)}
-	case m.msg != "":
+	case msg:
 		return []string{st.Good.Render(m.msg)}
 	case m.editing:
 		return []string{st.Label.Render("filter: ") + st.Value.Render(m.filter+"▏") + st.Dim.Render("  enter keeps · esc clears")}

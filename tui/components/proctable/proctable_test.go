@@ -141,6 +141,13 @@ func TestKillConfirmThenKill(t *testing.T) {
 	if want := []string{"terminated 100", "killed 100", "terminated 100"}; !slices.Equal(rec.sent, want) {
 		t.Errorf("sent %q, want %q", rec.sent, want)
 	}
+	if !strings.Contains(m.View(), "sent SIGTERM to 100") {
+		t.Errorf("no result line:\n%s", m.View())
+	}
+	*clock = clock.Add(MessageFor)
+	if strings.Contains(m.View(), "sent SIGTERM") {
+		t.Errorf("the result line outlived MessageFor:\n%s", m.View())
+	}
 }
 
 func TestKillRefusals(t *testing.T) {
