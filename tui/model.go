@@ -7,8 +7,10 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -110,7 +112,10 @@ func New(o Options) *Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	if o.Signaler == nil {
+	switch {
+	case o.Replay != nil: // recorded pids are not this machine's processes now
+		o.Signaler = noSignals{"a replay shows recorded processes: no signals are sent"}
+	case o.Signaler == nil:
 		o.Signaler = signal.Sender{ReadOnly: o.ReadOnly}
 	}
 	st := o.Styles
@@ -128,6 +133,13 @@ func New(o Options) *Model {
 	}
 	return m
 }
+
+// noSignals refuses every signal, saying why.
+type noSignals struct{ why string }
+
+func (n noSignals) Check(int) error { return errors.New(n.why) }
+
+func (n noSignals) Signal(pid int, _ syscall.Signal) error { return n.Check(pid) }
 
 // procs is the process table pane, nil when the layout has none.
 func (m *Model) procs() *proctable.Model {

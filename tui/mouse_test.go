@@ -3,10 +3,13 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/proctable"
+	"github.com/pipetop/pipetop/tui/styles"
 )
 
 // lineOf is the screen row that contains s, -1 when none.
@@ -64,5 +67,28 @@ func TestMouse(t *testing.T) {
 	}
 	if m.View().MouseMode != tea.MouseModeCellMotion {
 		t.Error("mouse events are not asked for")
+	}
+}
+
+// nopReplayer is a FAKE recording player.
+type nopReplayer struct{}
+
+func (nopReplayer) Seek(time.Duration) {}
+func (nopReplayer) SeekStart()         {}
+func (nopReplayer) SeekEnd()           {}
+func (nopReplayer) SetSpeed(int)       {}
+func (nopReplayer) SetPaused(bool)     {}
+
+// TestReplayNeverSignals: the pids of a recording are not live processes.
+func TestReplayNeverSignals(t *testing.T) {
+	rec := &fakeSignals{}
+	m := New(Options{Styles: styles.New(false), Replay: nopReplayer{}, Signaler: rec})
+	m.SetSnapshot(&snapshot.Snapshot{Process: &snapshot.Process{Alive: true, Self: snapshot.Proc{PID: 4242, Comm: "train"}}})
+	m.procs().Kill()
+	if got := m.Render(100, 30); !strings.Contains(got, "a replay shows recorded processes: no signals are sent") {
+		t.Errorf("F9 in a replay:\n%s", got)
+	}
+	if len(rec.sent) != 0 {
+		t.Errorf("sent %v", rec.sent)
 	}
 }
