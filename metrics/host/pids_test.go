@@ -24,6 +24,12 @@ func TestPIDReaderRealChild(t *testing.T) {
 	r := NewPIDReader("")
 	now := time.Now()
 	p := r.Read(now, []int{cmd.Process.Pid})[0]
+	// Right after fork the child may not have exec'd sleep yet.
+	for deadline := time.Now().Add(5 * time.Second); (p.Cmdline != "sleep 30" || p.RSS.V <= 0) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		r = NewPIDReader("")
+		p = r.Read(now, []int{cmd.Process.Pid})[0]
+	}
 	me, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
