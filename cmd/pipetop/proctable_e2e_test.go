@@ -73,8 +73,6 @@ func TestTmuxProcessTable(t *testing.T) {
 	e.waitScreen("the sent message and the link down", func(s string) bool {
 		return strings.Contains(s, fmt.Sprintf("sent SIGTERM to %d", pid)) && strings.Contains(s, "disconnected")
 	})
-	e.tmux("kill-session", "-t", "e2e")
-
 	pid = e.startPublisher()
 	row = fmt.Sprintf("*-    %7d", pid)
 	e.startView("--readonly")
@@ -90,10 +88,15 @@ func TestTmuxProcessTable(t *testing.T) {
 	}
 }
 
-// startView runs pipetop at 120x40 in the e2e tmux session.
+// startView runs pipetop at 120x40 in the e2e tmux session, or in place
+// of the pipetop already there (respawn-pane: killing the only session
+// would stop the tmux server under the next command).
 func (e *tmuxEnv) startView(flags ...string) {
 	e.t.Helper()
-	args := []string{"new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40",
-		"env", "PIPETOP_SOCKET_DIR=" + e.sockets, "TERM=xterm-256color", filepath.Join(e.bin, "pipetop"), "--interval", "250ms", "--no-gpu"}
+	args := []string{"new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40"}
+	if exec.Command("tmux", "-L", e.server, "has-session", "-t", "e2e").Run() == nil {
+		args = []string{"respawn-pane", "-k", "-t", "e2e"}
+	}
+	args = append(args, "env", "PIPETOP_SOCKET_DIR="+e.sockets, "TERM=xterm-256color", filepath.Join(e.bin, "pipetop"), "--interval", "250ms", "--no-gpu")
 	e.tmux(append(args, flags...)...)
 }

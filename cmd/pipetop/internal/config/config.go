@@ -49,11 +49,13 @@ func DefaultPath() string {
 	return filepath.Join(dir, "pipetop", "config.toml")
 }
 
-// Load reads path; hidden may list only panes. A missing file is no error
-// when optional (the default path), and yields the zero Config.
+// Load reads path; hidden may list only panes. When optional (the
+// default path), a missing or unreadable file is no error and yields the
+// zero Config.
 func Load(path string, optional bool, panes []string) (Config, error) {
 	b, err := os.ReadFile(path)
-	if optional && errors.Is(err, fs.ErrNotExist) {
+	if optional && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
+		// No settings, or a home that is not ours (sudo -u, setpriv).
 		return Config{}, nil
 	}
 	if err != nil {

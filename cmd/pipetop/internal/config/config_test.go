@@ -65,6 +65,15 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(filepath.Join(dir, "none.toml"), false, panes); err == nil {
 		t.Error("a missing --config file is no error")
 	}
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 { // root reads through mode 0
+		if c, err := Load(filepath.Join(locked, "config.toml"), true, panes); err != nil || c.Theme != "" {
+			t.Errorf("unreadable optional file: %+v, %v", c, err)
+		}
+	}
 	path := filepath.Join(dir, "bad.toml")
 	if err := os.WriteFile(path, []byte("theme = \"neon\"\n"), 0o644); err != nil {
 		t.Fatal(err)
