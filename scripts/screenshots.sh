@@ -88,8 +88,30 @@ shot pipetop-stages-120x40 120 40 s
 shot pipetop-help-80x24 80 24 '?'
 stop_training
 # The demo data (750 MB decoded) fits the loader's default 1 GiB cache; a real
-# dataset of hundreds of GB would not: a 512 MiB cache, smaller than the data, stands for that.
-train "$SLOW_DATA" demo-default-chunks 1 512
+# dataset of hundreds of GB would not: a 16 MiB cache, far smaller than the
+# data, stands for that (the loader never decodes a chunk twice per batch, so
+# only a cache many times smaller than the data leaves it short).
+train "$SLOW_DATA" demo-default-chunks 1 16
 shot pipetop-input-bound-120x40 120 40
+stop_training
+
+# Two real ranks (pipetrain --nproc 2, Gloo on the CPU): the ranks pane.
+"$bin/pipetrain" train --nproc 2 --data "$DATA" --name dp --workers 1 --threads 1 --preset tiny --batch 8 \
+	--log-every 10 >"$work/dp.log" 2>&1 &
+pub_pid=$!
+for _ in $(seq 1 150); do
+	[ "$("$bin/pipetop" ls 2>/dev/null | grep -c '^dp-rank')" -ge 2 ] && break
+	sleep 0.2
+done
+shot pipetop-ranks-2-120x40 120 40
+stop_training
+
+# 64 simulated ranks with one planted straggler: the SYNTHETIC publisher
+# (made-up steps, marked so on screen) shows how the pane aggregates.
+"$bin/synthetic" -name sim -ranks 64 -straggler 17 -straggle 15ms -comm 3ms -rate 20 -quiet \
+	-stages "data_wait=2ms,forward=20ms,backward=15ms,optim=2ms,other=0s" >"$work/sim.log" 2>&1 &
+pub_pid=$!
+sleep 3
+shot pipetop-ranks-64-120x40 120 40
 stop_training
 command -v rsvg-convert >/dev/null || echo "rsvg-convert not found (apt-get install librsvg2-bin): SVG only" >&2
