@@ -316,7 +316,8 @@ func TestHelloRankFields(t *testing.T) {
 func TestDecodeFrameErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "missing type"},
-		{`{"type":"nope"}`, "unknown frame type"},
+		{`{"type":"progress"}`, "without progress"},
+		{`{"type":"progress","progress":{"step":-2}}`, "progress step -2"},
 		{`{"type":"hello","v":1}`, "without hello"},
 		{`{"type":"hello","v":1,"hello":{"rank":-1}}`, "hello rank -1"},
 		{`{"type":"hello","v":1,"hello":{"rank":2,"world_size":2}}`, "not below world_size 2"},

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -33,8 +34,11 @@ const (
 	TypeSteps  = "steps"  // one or more step records
 	TypeLoader = "loader" // loader statistics
 	TypeEvent  = "event"  // checkpoint, epoch, phase, warning, ...
-	TypeDrops  = "drops"  // frames the server dropped for this viewer
-	TypeError  = "error"  // the sender is closing the connection because of this
+	// TypeProgress says where the loop is right now; sent only to viewers
+	// whose hello lists it in Accepts.
+	TypeProgress = "progress"
+	TypeDrops    = "drops" // frames the server dropped for this viewer
+	TypeError    = "error" // the sender is closing the connection because of this
 )
 
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where
@@ -54,6 +58,9 @@ type Hello struct {
 	Rank      *int   `json:"rank,omitempty"`
 	WorldSize int    `json:"world_size,omitempty"`
 	Run       string `json:"run,omitempty"`
+	// Accepts lists the optional frame types a viewer understands (a
+	// viewer's hello only); the server sends those types to it alone.
+	Accepts []string `json:"accepts,omitempty"`
 }
 
 // MaxRunLen is the longest run identifier a hello may carry.
@@ -72,6 +79,11 @@ func (h *Hello) validate() error {
 		return fmt.Errorf("hello run: %d bytes, want at most %d", len(h.Run), MaxRunLen)
 	}
 	return nil
+}
+
+// Accepting reports whether a viewer's hello lists frame type typ.
+func (h *Hello) Accepting(typ string) bool {
+	return h != nil && slices.Contains(h.Accepts, typ)
 }
 
 // wireStep is the JSON form of one step record, for encoding/json: the
@@ -98,23 +110,27 @@ type Event struct {
 
 // Frame is one protocol message. Type says which of the other fields is set.
 type Frame struct {
-	Type    string             `json:"type"`
-	V       int                `json:"v,omitempty"` // protocol version, in hello frames
-	Hello   *Hello             `json:"hello,omitempty"`
-	Stages  []string           `json:"stages,omitempty"`
-	Steps   []stage.Record     `json:"-"` // steps frames; on the wire as "steps"
-	Loader  *stage.LoaderStats `json:"loader,omitempty"`
-	Event   *Event             `json:"event,omitempty"`
-	Dropped int64              `json:"dropped,omitempty"`
-	Error   string             `json:"error,omitempty"`
+	Type   string             `json:"type"`
+	V      int                `json:"v,omitempty"` // protocol version, in hello frames
+	Hello  *Hello             `json:"hello,omitempty"`
+	Stages []string           `json:"stages,omitempty"`
+	Steps  []stage.Record     `json:"-"` // steps frames; on the wire as "steps"
+	Loader *stage.LoaderStats `json:"loader,omitempty"`
+	Event  *Event             `json:"event,omitempty"`
+	// Progress is set in progress frames.
+	Progress *stage.Progress `json:"progress,omitempty"`
+	Dropped  int64           `json:"dropped,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // ErrVersion is wrapped by errors about a peer speaking another version.
 var ErrVersion = errors.New("protocol version mismatch")
 
 // DecodeFrame parses one frame (without its newline). Unknown fields are
-// ignored; a frame without a known type, or whose payload does not match
-// its type, is an error.
+// ignored, and so are frames of unknown types: they decode with only Type
+// set, and readers skip them (later versions may add types). A frame
+// without a type, or whose payload does not match its known type, is an
+// error.
 func DecodeFrame(line []byte) (*Frame, error) {
 	if len(line) > MaxFrame {
 		return nil, fmt.Errorf("frame of %d bytes exceeds the %s (%d-byte) limit", len(line), capText, MaxFrame)
@@ -162,11 +178,30 @@ func (f *Frame) validate() error {
 		if f.Event == nil {
 			return errors.New("event frame without event")
 		}
+	case TypeProgress:
+		return validateProgress(f.Progress)
 	case TypeDrops, TypeError:
 	case "":
 		return errors.New("missing type")
 	default:
-		return fmt.Errorf("unknown frame type %q", f.Type)
+		*f = Frame{Type: f.Type} // a later version's frame: keep only its type
+	}
+	return nil
+}
+
+// MaxStageName is the longest stage name a progress frame may carry.
+const MaxStageName = 256
+
+func validateProgress(p *stage.Progress) error {
+	switch {
+	case p == nil:
+		return errors.New("progress frame without progress")
+	case p.Step < -1:
+		return fmt.Errorf("progress step %d (want -1 or more)", p.Step)
+	case len(p.Stage) > MaxStageName:
+		return fmt.Errorf("progress stage name of %d bytes (at most %d)", len(p.Stage), MaxStageName)
+	case p.SinceNs < 0 || p.StepStartNs < 0 || p.Done < 0:
+		return errors.New("progress with a negative time or count")
 	}
 	return nil
 }

@@ -24,7 +24,13 @@ type ServerOptions struct {
 	Flush       time.Duration // how often pending steps are sent; default 50ms
 	Pending     int           // steps buffered between flushes; default 8192
 	ViewerQueue int           // frames queued per viewer; default 256
-	Logf        func(format string, args ...any)
+	// Progress, when set, is sampled every ProgressEvery (default 1s) on
+	// the publisher goroutine and sent to the viewers that accept progress
+	// frames. Timer.Progress fits; it must be safe to call concurrently
+	// with the loop.
+	Progress      func() stage.Progress
+	ProgressEvery time.Duration
+	Logf          func(format string, args ...any)
 }
 
 // ServerStats counts what the server did.
@@ -58,6 +64,7 @@ type Server struct {
 
 	accepted, refused, dropped, overflow, published atomic.Int64
 	refusals                                        refusalLog
+	progress                                        atomic.Pointer[func() stage.Progress]
 
 	flushNow chan struct{}
 	done     chan struct{}
@@ -97,6 +104,9 @@ func Listen(name string, hello Hello, opts ServerOptions) (*Server, error) {
 		flushNow: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	if opts.Progress != nil {
+		s.SetProgress(opts.Progress)
+	}
 	s.wg.Add(2)
 	go s.acceptLoop()
 	go s.publishLoop()
@@ -112,6 +122,9 @@ func withDefaults(o ServerOptions) ServerOptions {
 	}
 	if o.ViewerQueue <= 0 {
 		o.ViewerQueue = 256
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = time.Second
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf
@@ -218,6 +231,7 @@ func (s *Server) publishLoop() {
 	t := time.NewTicker(s.opts.Flush)
 	defer t.Stop()
 	var batch []stage.Record
+	var lastProgress time.Time
 	for {
 		select {
 		case <-s.done:
@@ -227,7 +241,28 @@ func (s *Server) publishLoop() {
 		case <-s.flushNow:
 		}
 		s.flush(&batch)
+		if f := s.progress.Load(); f != nil && time.Since(lastProgress) >= s.opts.ProgressEvery {
+			lastProgress = time.Now()
+			s.PublishProgress((*f)())
+		}
 	}
+}
+
+// SetProgress sets (or replaces) the function the publisher goroutine
+// samples for progress frames; see ServerOptions.Progress.
+func (s *Server) SetProgress(f func() stage.Progress) { s.progress.Store(&f) }
+
+// PublishProgress sends where the loop is now to the viewers that accept
+// progress frames. ServerOptions.Progress calls it periodically.
+func (s *Server) PublishProgress(p stage.Progress) {
+	f := appendJSON(nil, Frame{Type: TypeProgress, Progress: &p})
+	s.vmu.Lock()
+	for v := range s.viewers {
+		if v.progress.Load() && !v.offer(f) {
+			s.dropped.Add(1)
+		}
+	}
+	s.vmu.Unlock()
 }
 
 // maxStepsPerFrame keeps steps frames well under MaxFrame.

@@ -16,6 +16,7 @@ type viewer struct {
 	conn      *net.UnixConn
 	queue     chan []byte
 	dropped   atomic.Int64
+	progress  atomic.Bool // its hello accepts progress frames
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -96,6 +97,7 @@ func (v *viewer) readLoop() error {
 		if f.Type != TypeHello {
 			return fmt.Errorf("viewer sent a %q frame; only hello is accepted", f.Type)
 		}
+		v.progress.Store(f.Hello.Accepting(TypeProgress))
 	}
 }
 

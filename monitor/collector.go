@@ -35,6 +35,7 @@ type Collector struct {
 	load      *ring.Ring
 	buf       []float64
 	host      string
+	mem       memHistory
 }
 
 // NewCollector returns a Collector over the feed and the sources, sampled
@@ -60,6 +61,9 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 		err := src.Sample(now, t)
 		s.Samplers[i] = snapshot.SamplerStat{Name: src.Name(), Seconds: time.Since(start).Seconds(), OK: err == nil}
 		src.Fill(&s)
+	}
+	if s.Verdict == nil || s.Verdict.Kind != stage.Straggler {
+		primary.Judge(&s, c.mem.host(&s, t.PID))
 	}
 	c.record(&s, primary)
 	return s

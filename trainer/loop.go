@@ -69,6 +69,12 @@ type Collective interface {
 	AllReduce(vote bool) (stopAll bool, err error)
 }
 
+// ProgressPublisher is a Publisher that also samples where the loop is
+// (ipc.Server): the loop hands it its timer's Progress when it starts.
+type ProgressPublisher interface {
+	SetProgress(func() stage.Progress)
+}
+
 // Stages switches the model's stages on and off (bisect phases).
 type Stages struct {
 	Upload, Forward, Backward, Optim bool
@@ -173,6 +179,9 @@ func (l *loop) run(ctx context.Context, src Source) (Result, error) {
 	}
 	l.start = time.Now()
 	lastLoader := l.start
+	if p, ok := l.cfg.Publisher.(ProgressPublisher); ok {
+		p.SetProgress(l.timer.Progress)
+	}
 	step := l.cfg.StartStep
 	for {
 		if l.cfg.MaxSteps > 0 && step >= l.cfg.MaxSteps {

@@ -62,6 +62,22 @@ class Viewer:
                 return out
             out.append(f)
 
+    def frames_for(self, seconds: float) -> List[Dict[str, Any]]:
+        """Return the frames that arrive within the given time."""
+        out: List[Dict[str, Any]] = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.sock.settimeout(max(0.01, end - time.monotonic()))
+            try:
+                f = self.frame()
+            except socket.timeout:
+                break
+            if f is None:
+                break
+            out.append(f)
+        self.sock.settimeout(5.0)
+        return out
+
     def until(self, typ: str) -> Dict[str, Any]:
         """Read until a frame of the given type arrives."""
         while True:
@@ -109,6 +125,27 @@ class PublisherCase(unittest.TestCase):
 
 
 class TestFrames(PublisherCase):
+    def test_progress_only_to_viewers_that_accept_it(self) -> None:
+        pub = self.publisher(flush_interval=0.005)
+        plain = self.viewer(pub)
+        eager = self.viewer(pub, greet=False)
+        eager.sock.sendall(b'{"type":"hello","v":1,"hello":{"role":"viewer","accepts":["progress"]}}\n')
+        before = time.time_ns()
+        with pub.stage("data_wait"):
+            p = eager.until("progress")["progress"]
+            self.assertEqual(p["stage"], "data_wait")
+            self.assertEqual(p["step"], 0)
+            self.assertEqual(p["done"], 0)
+            self.assertLessEqual(p["step_t0"], p["since"])
+            self.assertGreaterEqual(p["since"], before - 10**8)
+        pub.step()
+        with pub.stage("forward"):
+            pass
+        p = eager.until("progress")["progress"]
+        self.assertEqual((p["stage"], p["step"], p["done"]), ("other", 1, 1))
+        for f in plain.frames_for(0.3):
+            self.assertNotEqual(f["type"], "progress")
+
     def test_hello(self) -> None:
         pub = self.publisher(name="my-run", config={"batch": 64, "lr": 1e-3, "obj": object()})
         f = self.viewer(pub).frame()

@@ -82,10 +82,18 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 	w := monitor.Windows[c.window]
 	m.AwaitLink(ctx, c.interval)
 	m.Snapshot(time.Now(), w) // first reading: rates need two
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(c.interval):
+	// A long --interval reads once a second meanwhile, so the histories
+	// the memory rules judge hold more than two points.
+	end := time.Now().Add(c.interval)
+	for left := c.interval; left > 0; left = time.Until(end) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(left, time.Second)):
+		}
+		if time.Until(end) > 0 {
+			m.Snapshot(time.Now(), w)
+		}
 	}
 	s := m.Snapshot(time.Now(), w)
 	if c.json {

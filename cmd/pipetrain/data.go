@@ -137,6 +137,7 @@ func (w *windowFlags) window() replay.WindowParams {
 func dataInspect(args []string) error {
 	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR [--json]\n\n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cacheMB := fs.Int64("cache-mb", 0, "the loader's decoded-chunk cache to model, in MiB (0: 1024, train's default)")
 	wf := addWindowFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -145,7 +146,10 @@ func dataInspect(args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("data inspect: want one dataset directory, got %d arguments", len(pos))
 	}
-	r, err := dataset.Inspect(pos[0], wf.keys(), wf.window())
+	if *cacheMB < 0 {
+		return fmt.Errorf("data inspect: --cache-mb %d must not be negative", *cacheMB)
+	}
+	r, err := dataset.InspectWith(pos[0], wf.keys(), wf.window(), dataset.InspectOptions{CacheBytes: *cacheMB << 20})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,11 @@
 // publishes made-up step records with configurable stage durations at a
 // configurable rate, for testing and benchmarking the protocol and pipetop.
 // It announces itself with kind "synthetic" in its hello config.
+//
+// Planted mode (-paced, implied by -start-delay, -hang-after, -every,
+// -drift-after and -leak-mb-per-sec) sleeps through every stage, so step
+// times, progress frames and stalls are real: tests/diagnosis plants
+// bottlenecks with it.
 package main
 
 import (
@@ -49,6 +54,10 @@ type options struct {
 	straggler int
 	straggle  time.Duration
 	comm      time.Duration
+	// the made-up loader statistics
+	loaderWorkers         int
+	loaderBusy, loaderAmp float64
+	plant                 plant
 }
 
 func parse(args []string) (options, error) {
@@ -63,6 +72,9 @@ func parse(args []string) (options, error) {
 		"comma-separated STAGE=DURATION of CPU time per step, in order; other gets the rest")
 	gpu := fs.String("gpu", "", "comma-separated STAGE=DURATION of GPU time per step (empty: no GPU times)")
 	fs.BoolVar(&o.loader, "loader", true, "also publish made-up loader statistics once a second")
+	fs.IntVar(&o.loaderWorkers, "loader-workers", 2, "the made-up loader's worker count")
+	fs.Float64Var(&o.loaderBusy, "loader-busy", 0.5, "the made-up loader's worker busy share (0..1)")
+	fs.Float64Var(&o.loaderAmp, "loader-amp", 1.2, "the made-up loader's read amplification")
 	fs.StringVar(&o.socket, "socket", "", "exact socket path (default: the pipetop socket directory)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path(s)")
 	fs.IntVar(&o.rank, "rank", -1, "rank to announce in the hello (-1: a single-process trainer)")
@@ -72,6 +84,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.straggler, "straggler", -1, "with -ranks: this rank is the planted straggler (-1: none)")
 	fs.DurationVar(&o.straggle, "straggle", 8*time.Millisecond, "with -straggler: extra data_wait of the straggler per step; the other ranks wait that long in comm")
 	fs.DurationVar(&o.comm, "comm", 300*time.Microsecond, "with -ranks: the all-reduce's own time per step")
+	plantFlags(fs, &o.plant)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: synthetic [flags]\n\nPublishes SYNTHETIC step records (no training) for testing pipetop.")
 		fs.PrintDefaults()
@@ -93,6 +106,12 @@ func parse(args []string) (options, error) {
 		if _, ok := o.cpu[name]; !ok {
 			return o, fmt.Errorf("-gpu: stage %q is not in -stages", name)
 		}
+	}
+	if err := o.plant.check(o.cpu); err != nil {
+		return o, err
+	}
+	if o.plant.paced && o.ranks > 1 {
+		return o, fmt.Errorf("planted mode runs one rank; leave out -ranks")
 	}
 	return o, o.checkRanks()
 }
@@ -176,6 +195,9 @@ func run(args []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	p := newPublisher(o, timer.Names())
+	if o.plant.paced {
+		return runPaced(o, p, srvs[0], sig)
+	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
 	defer tick.Stop()
 	lastLoader := time.Now()
@@ -327,6 +349,6 @@ func (p *publisher) loaderStats(now, last time.Time) stage.LoaderStats {
 	sec := now.Sub(last).Seconds()
 	rate := float64(p.samples) / sec
 	p.samples = 0
-	return stage.LoaderStats{TimeNs: now.UnixNano(), Workers: 2, Batch: p.o.batch, SamplesPerSec: rate,
-		WorkerBusy: 0.5, QueueDepth: 2, QueueCap: 4, CacheHitRate: 0.9, ReadAmp: 1.2}
+	return stage.LoaderStats{TimeNs: now.UnixNano(), Workers: p.o.loaderWorkers, Batch: p.o.batch, SamplesPerSec: rate,
+		WorkerBusy: p.o.loaderBusy, QueueDepth: 2, QueueCap: 4, CacheHitRate: 0.9, ReadAmp: p.o.loaderAmp}
 }

@@ -67,7 +67,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 				num(load), num(net), num(all)),
 			Next: "they compete for the same CPU cores: lower the loader's --workers or the network's --threads so they add up to the cores"}
 	}
-	v := Diagnose(full.Summary, full.Loader)
+	v := Judge(Inputs{Summary: full.Summary, Loader: full.Loader, Complete: true})
 	if v.Kind == InputBound {
 		// The loader keeps up alone; the stage view still sees waiting.
 		v.Next += fmt.Sprintf(" (alone the loader delivers %s samples/s vs %s needed)", num(load), num(net))

@@ -29,8 +29,12 @@ type Summary struct {
 	GPUBusyMean   float64     `json:"gpu_busy_mean_ns"` // mean summed GPU stage time per step
 	GPUBusy       float64     `json:"gpu_busy"`         // GPUBusyMean / WallMean, 0..1
 	LastStep      int64       `json:"last_step"`
-	HasLoss       bool        `json:"has_loss"`
-	LastLoss      float32     `json:"last_loss"`
+	LastEndNs     int64       `json:"last_end_ns"` // when the newest step ended, Unix ns
+	// Waits is how data_wait is spread over the steps; nil without a
+	// data_wait stage.
+	Waits    *WaitPattern `json:"waits,omitempty"`
+	HasLoss  bool         `json:"has_loss"`
+	LastLoss float32      `json:"last_loss"`
 }
 
 // Stage returns the statistics of the named stage, or nil.
@@ -113,6 +117,14 @@ func (w *StepRing) at(i int) *Record {
 	return &w.ring[(w.next+i)%len(w.ring)]
 }
 
+// First returns the oldest record, or nil when empty.
+func (w *StepRing) First() *Record {
+	if w.Len() == 0 {
+		return nil
+	}
+	return w.at(0)
+}
+
 // Last returns the newest record, or nil when empty.
 func (w *StepRing) Last() *Record {
 	if w.Len() == 0 {
@@ -124,21 +136,41 @@ func (w *StepRing) Last() *Record {
 // Summarize aggregates the records that ended within d of the newest one
 // (all records when d <= 0).
 func (w *StepRing) Summarize(d time.Duration) Summary {
-	first := w.firstWithin(d)
-	n := w.Len() - first
-	s := Summary{Steps: n}
-	if n == 0 {
-		return s
+	return w.summarize(w.firstWithin(d), w.Len())
+}
+
+// SummarizeBetween aggregates the records that ended in [fromNs, toNs]
+// (Unix nanoseconds), skipping the first skip records the window holds.
+func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
+	first, end := skip, w.Len()
+	for first < end && w.at(first).EndNs < fromNs {
+		first++
 	}
-	last := w.at(w.Len() - 1)
-	s.LastStep = last.Step
-	s.HasLoss, s.LastLoss = w.lastLoss(first)
+	for end > first && w.at(end-1).EndNs > toNs {
+		end--
+	}
+	if first >= end {
+		return Summary{}
+	}
+	return w.summarize(first, end)
+}
+
+// summarize aggregates the records first..end-1 (oldest first).
+func (w *StepRing) summarize(first, end int) Summary {
+	n := end - first
+	s := Summary{Steps: n}
+	if n <= 0 {
+		return Summary{}
+	}
+	last := w.at(end - 1)
+	s.LastStep, s.LastEndNs = last.Step, last.EndNs
+	s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 	s.SpanNs = last.EndNs - w.at(first).StartNs
 	var samples int64
-	for i := first; i < w.Len(); i++ {
+	for i := first; i < end; i++ {
 		samples += int64(w.at(i).Samples)
 	}
-	s.WallMean, s.WallP50, s.WallP99 = w.stats(first, func(r *Record) (int64, bool) { return r.WallNs(), true })
+	s.WallMean, s.WallP50, s.WallP99 = w.stats(first, end, func(r *Record) (int64, bool) { return r.WallNs(), true })
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
@@ -146,11 +178,14 @@ func (w *StepRing) Summarize(d time.Duration) Summary {
 	}
 	s.Stages = make([]StageStat, len(w.names))
 	for k, name := range w.names {
-		s.Stages[k] = w.stageStat(first, k, name, s.WallMean)
+		s.Stages[k] = w.stageStat(first, end, k, name, s.WallMean)
 		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
+		if name == DataWait {
+			s.Waits = w.waits(first, end, k, s.WallP50)
+		}
 	}
 	if s.HasGPU {
-		s.GPUBusyMean, _, _ = w.stats(first, func(r *Record) (int64, bool) { return r.GPUBusyNs(), r.HasGPU() })
+		s.GPUBusyMean, _, _ = w.stats(first, end, func(r *Record) (int64, bool) { return r.GPUBusyNs(), r.HasGPU() })
 		if s.WallMean > 0 {
 			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
 		}
@@ -158,14 +193,14 @@ func (w *StepRing) Summarize(d time.Duration) Summary {
 	return s
 }
 
-func (w *StepRing) stageStat(first, k int, name string, wallMean float64) StageStat {
+func (w *StepRing) stageStat(first, end, k int, name string, wallMean float64) StageStat {
 	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = w.stats(first, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
+	st.Mean, st.P50, st.P99 = w.stats(first, end, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
 	if wallMean > 0 {
 		st.Share = st.Mean / wallMean
 	}
 	var gpuN int
-	st.GPUMean, _, st.GPUP99 = w.stats(first, func(r *Record) (int64, bool) {
+	st.GPUMean, _, st.GPUP99 = w.stats(first, end, func(r *Record) (int64, bool) {
 		ok := k < r.NumStages && r.GPU[k] >= 0
 		if ok {
 			gpuN++
@@ -177,11 +212,11 @@ func (w *StepRing) stageStat(first, k int, name string, wallMean float64) StageS
 }
 
 // stats returns mean, p50 and p99 of the values get yields from records
-// first.. (skipping those it rejects).
-func (w *StepRing) stats(first int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
+// first..end-1 (skipping those it rejects).
+func (w *StepRing) stats(first, end int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
 	v := w.scratch[:0]
 	var sum float64
-	for i := first; i < w.Len(); i++ {
+	for i := first; i < end; i++ {
 		if x, ok := get(w.at(i)); ok {
 			v = append(v, float64(x))
 			sum += float64(x)
@@ -263,8 +298,8 @@ func (w *StepRing) firstWithin(d time.Duration) int {
 	return i
 }
 
-func (w *StepRing) lastLoss(first int) (bool, float32) {
-	for i := w.Len() - 1; i >= first; i-- {
+func (w *StepRing) lastLoss(first, end int) (bool, float32) {
+	for i := end - 1; i >= first; i-- {
 		if r := w.at(i); r.HasLoss {
 			return true, r.Loss
 		}

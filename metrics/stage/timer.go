@@ -15,6 +15,7 @@ type Timer struct {
 	baseNs  int64     // base as Unix nanoseconds
 	rec     Record
 	stepMon int64 // monotonic ns at StartStep
+	track   tracker
 }
 
 // NewTimer returns a Timer for the given stage names. The Other stage is
@@ -46,6 +47,7 @@ func NewTimer(names []string) (*Timer, error) {
 	}
 	t.rec.NumStages = len(all)
 	t.rec.ClearGPU()
+	t.track.step.Store(-1)
 	return t, nil
 }
 
@@ -67,6 +69,9 @@ func (t *Timer) StartStep(step int64) {
 	r.Loss = 0
 	t.stepMon = t.mono()
 	r.StartNs = t.baseNs + t.stepMon
+	t.track.step.Store(step)
+	t.track.stepMon.Store(t.stepMon)
+	t.track.cur.Store(pack(t.stepMon, t.other))
 }
 
 // Span is an open stage measurement. It is a value: starting and ending one
@@ -79,13 +84,17 @@ type Span struct {
 
 // Begin opens a span of the stage with index idx.
 func (t *Timer) Begin(idx int) Span {
-	return Span{t: t, idx: idx, start: t.mono()}
+	now := t.mono()
+	t.track.cur.Store(pack(now, idx))
+	return Span{t: t, idx: idx, start: now}
 }
 
 // End closes the span, adds its duration to its stage and returns it.
 func (s Span) End() time.Duration {
-	d := s.t.mono() - s.start
+	now := s.t.mono()
+	d := now - s.start
 	s.t.rec.CPU[s.idx] += d
+	s.t.track.cur.Store(pack(now, s.t.other))
 	return time.Duration(d)
 }
 
@@ -109,5 +118,7 @@ func (t *Timer) EndStep(samples int, loss float32, hasLoss bool) *Record {
 		rest = 0
 	}
 	r.CPU[t.other] = rest
+	t.track.done.Add(1)
+	t.track.cur.Store(pack(end, t.other))
 	return r
 }

@@ -13,23 +13,33 @@ type Kind string
 
 // Verdict kinds. docs/verdicts.md explains each rule and its threshold.
 const (
-	WarmingUp    Kind = "warming-up"
-	InputBound   Kind = "input-bound"
-	GPUBound     Kind = "gpu-bound"
-	LaunchBound  Kind = "launch-bound"
-	ComputeBound Kind = "compute-bound"
-	SyncBound    Kind = "sync-bound"
-	StageBound   Kind = "stage-bound"
-	Untimed      Kind = "untimed"
-	Balanced     Kind = "balanced"
-	Straggler    Kind = "straggler"
+	Starting      Kind = "starting"
+	WarmingUp     Kind = "warming-up"
+	Stalled       Kind = "stalled"
+	MemoryFull    Kind = "memory-full"
+	MemoryCreep   Kind = "memory-creep"
+	Swapping      Kind = "swapping"
+	Drift         Kind = "drift"
+	InputStalls   Kind = "input-stalls"
+	InputBound    Kind = "input-bound"
+	ModerateInput Kind = "moderately-input-bound"
+	GPUBound      Kind = "gpu-bound"
+	LaunchBound   Kind = "launch-bound"
+	ComputeBound  Kind = "compute-bound"
+	SyncBound     Kind = "sync-bound"
+	StageBound    Kind = "stage-bound"
+	Untimed       Kind = "untimed"
+	Balanced      Kind = "balanced"
+	Straggler     Kind = "straggler"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time
 // unless said otherwise. docs/verdicts.md documents them.
 const (
-	MinSteps         = 5    // fewer steps than this: warming up
+	MinSteps         = 5    // fewer steps than this (and MinJudgeNs of them): warming up
+	MinJudgeNs       = 2e9  // ns of step time that suffice to judge fewer than MinSteps steps
 	InputShare       = 0.30 // data_wait at or above this: input-bound
+	ModerateShare    = 0.10 // data_wait at or above this (below InputShare): moderately input-bound
 	GPUBusyBound     = 0.90 // GPU busy at or above this: GPU-bound
 	LaunchGPUBusy    = 0.50 // GPU busy below this while network stages dominate: launch-bound
 	NetworkShare     = 0.50 // h2d+forward+backward+optim at or above this: the network dominates
@@ -57,13 +67,57 @@ func (v Verdict) String() string {
 	return v.Headline + " — " + v.Next
 }
 
+// Inputs is everything the verdict rules read. Only Summary is required;
+// each optional part enables the rules that need it.
+type Inputs struct {
+	// Summary aggregates the steps of the chosen window.
+	Summary Summary
+	// Loader is the latest loader statistics, nil when unknown.
+	Loader *LoaderStats
+	// NowNs is the viewer's clock (Unix ns); 0 turns the time rules off.
+	NowNs int64
+	// Live says the trainer is connected: only a live trainer can be
+	// starting or stalled.
+	Live bool
+	// StartNs is when the trainer started (Unix ns), 0 when unknown.
+	StartNs int64
+	// Progress is the latest in-flight sample, nil when none came.
+	Progress *Progress
+	// Baseline aggregates the run's first minutes, for drift; nil or
+	// empty until known.
+	Baseline *Summary
+	// Host is what the viewer measured around the trainer; nil when
+	// unknown.
+	Host *Host
+	// Complete marks a finished measurement (a bisect phase): it is judged
+	// however few its steps, since no more will come.
+	Complete bool
+}
+
 // Diagnose applies the verdict rules to a window summary and, when known,
-// the loader's statistics (l may be nil). The rules are tried in order;
-// the first that matches wins.
+// the loader's statistics (l may be nil). It is Judge without the time,
+// host and history inputs.
 func Diagnose(s Summary, l *LoaderStats) Verdict {
-	if s.Steps < MinSteps || s.WallMean <= 0 {
-		return Verdict{Kind: WarmingUp, Headline: fmt.Sprintf("warming up: %d steps so far", s.Steps),
-			Next: fmt.Sprintf("wait for %d steps", MinSteps)}
+	return Judge(Inputs{Summary: s, Loader: l})
+}
+
+// Judge applies the verdict rules in order; the first that matches wins.
+func Judge(in Inputs) Verdict {
+	for _, rule := range []func(*Inputs) (Verdict, bool){
+		startRule, stallRule, warmRule, memoryRule, driftRule,
+	} {
+		if v, ok := rule(&in); ok {
+			return v
+		}
+	}
+	return steady(&in)
+}
+
+// steady judges where the time of the window's steps goes.
+func steady(in *Inputs) Verdict {
+	s, l := in.Summary, in.Loader
+	if s.Steps < MinSteps && in.Progress != nil {
+		s = foldInFlight(s, in.Progress, in.NowNs)
 	}
 	share := func(name string) float64 {
 		if st := s.Stage(name); st != nil {
@@ -73,14 +127,17 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 	}
 	wait := share(DataWait)
 	network := classShare(s, ClassNetwork)
+	g := gpuOf(s, in.Host)
 	switch {
+	case wait >= ModerateShare && s.Waits.Bursty():
+		return inputStalls(s, wait, l)
 	case wait >= InputShare:
-		return inputBound(s, wait, l)
-	case s.HasGPU && s.GPUBusy >= GPUBusyBound:
-		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step", units.Pct(s.GPUBusy), units.Dur(s.WallMean)),
+		return inputBound(s, wait, g, l)
+	case g.known && g.busy >= GPUBusyBound && g.trusted:
+		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step%s", units.Pct(g.busy), units.Dur(s.WallMean), g.label()),
 			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}
-	case s.HasGPU && network >= NetworkShare && s.GPUBusy < LaunchGPUBusy:
-		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s", units.Pct(network), units.Pct(s.GPUBusy)),
+	case g.known && network >= NetworkShare && g.busy < LaunchGPUBusy:
+		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s%s", units.Pct(network), units.Pct(g.busy), g.label()),
 			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
 	case share(Sync) >= SyncShare:
 		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(Sync)), units.Dur(s.Stage(Sync).Mean)),
@@ -93,6 +150,9 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, units.Pct(sh), units.Dur(s.Stage(name).Mean)),
 			Next: fmt.Sprintf("look inside %s: it dominates the step", name)}
 	}
+	if wait >= ModerateShare {
+		return moderateInput(s, wait, l)
+	}
 	if !s.HasGPU && network >= NetworkShare {
 		top := largestOf(s, ClassNetwork)
 		return Verdict{Kind: ComputeBound, Stage: top.Name,
@@ -102,19 +162,6 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 	}
 	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
 		Next: "profile the largest stage further"}
-}
-
-func inputBound(s Summary, wait float64, l *LoaderStats) Verdict {
-	v := Verdict{Kind: InputBound, Stage: DataWait}
-	if s.HasGPU {
-		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)",
-			units.Pct(1-s.GPUBusy), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
-	} else {
-		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
-			units.Pct(wait), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
-	}
-	v.Next = InputAdvice(l)
-	return v
 }
 
 // InputAdvice is the suggested next step for an input-bound pipeline, given

@@ -46,8 +46,10 @@ func TestDiagnose(t *testing.T) {
 			ComputeBound, Backward, []string{"95 %", "most in backward (45 %)"}},
 		{"planted sleep in forward on CPU", map[string]float64{DataWait: 2, Forward: 90, Backward: 5, Optim: 3}, 0, nil,
 			ComputeBound, Forward, []string{"most in forward (90 %)"}},
-		{"balanced", map[string]float64{DataWait: 25, Forward: 25, Sync: 15, Other: 15, "augment": 20}, 0, nil,
-			Balanced, "", []string{"data_wait 25 %"}},
+		{"balanced", map[string]float64{DataWait: 5, Forward: 25, Backward: 20, Sync: 15, Other: 15, "augment": 20}, 0, nil,
+			Balanced, "", []string{"forward 25 %"}},
+		{"moderately input-bound says the gain", map[string]float64{DataWait: 20, Forward: 40, Backward: 40}, 0, nil,
+			ModerateInput, DataWait, []string{"20 %", "1.25x faster", "100 ms → 80.0 ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := plantedWith(50, tc.stages, tc.gpuFwd)

@@ -35,6 +35,9 @@ type Feed struct {
 	ep       ipc.Endpoint
 	link     snapshot.Link
 	loader   *stage.LoaderStats
+	progress *stage.Progress // the latest in-flight sample
+	base     *stage.StepRing // the run's first minutes, for drift
+	baseEnd  int64           // steps ending after this (Unix ns) are not baseline
 	event    *ipc.Event
 	config   configInfo // parsed from the hello
 	phase    string     // the running bisect phase, from "phase" events
@@ -98,6 +101,7 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 		f.reset(nil)
 		f.totals = stage.NewTotals(nil)
 		f.hello, f.loader, f.event, f.dropped = nil, nil, nil, 0
+		f.progress = nil
 	}
 	f.link.Socket = socket // a socket path: named while connecting
 	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
@@ -237,6 +241,7 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 	if !same || !slices.Equal(f.win.Names(), h.Stages) {
 		f.reset(h.Stages)
 		f.loader, f.event, f.dropped = nil, nil, 0
+		f.progress = nil
 	}
 	f.hello, f.ep = &h, m.Endpoint
 	f.config = parseConfig(h.Config) // once per connection, not per refresh
@@ -264,6 +269,7 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		for i := range fr.Steps {
 			f.win.Add(&fr.Steps[i])
 			f.totals.Add(&fr.Steps[i])
+			f.addBaseline(&fr.Steps[i])
 		}
 		f.total += int64(len(fr.Steps))
 	case ipc.TypeStages:
@@ -286,11 +292,46 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		}
 	case ipc.TypeDrops:
 		f.dropped = fr.Dropped
+	case ipc.TypeProgress:
+		p := *fr.Progress
+		f.progress = &p
 	}
 }
 
+// baselineCapacity bounds the baseline window: at high step rates it keeps
+// the latest steps of the run's first minutes.
+const baselineCapacity = 8192
+
 func (f *Feed) reset(names []string) {
 	f.win = stage.NewStepRing(names, f.capacity)
+	f.base = stage.NewStepRing(names, baselineCapacity)
+	f.baseEnd = 0
+}
+
+// addBaseline keeps r when it ended within the run's first minutes.
+func (f *Feed) addBaseline(r *stage.Record) {
+	if f.baseEnd == 0 {
+		f.baseEnd = r.EndNs + int64(stage.BaselineNs)
+	}
+	if r.EndNs <= f.baseEnd {
+		f.base.Add(r)
+	}
+}
+
+// baseline summarizes the run's first minutes, or at most the first third
+// of the time since the first step, so a short run still has one that does
+// not overlap its recent steps. Nil until it holds enough steps.
+func (f *Feed) baseline(nowNs int64) *stage.Summary {
+	first := f.base.First()
+	if first == nil {
+		return nil
+	}
+	to := min(f.baseEnd, first.EndNs+(nowNs-first.EndNs)/3)
+	b := f.base.SummarizeBetween(stage.BaselineSkip, 0, to)
+	if b.Steps < stage.MinSteps {
+		return nil
+	}
+	return &b
 }
 
 func (f *Feed) setLink(state, detail, socket string, now time.Time) {
@@ -339,13 +380,14 @@ func (f *Feed) TrainerPID() int {
 }
 
 // Fill sets the trainer parts of s (Link, Trainer, Summary, Verdict,
-// Loader), summarizing the steps that ended within s.Window of the newest
-// one; s.Time is the clock for the uptime.
+// Loader, Progress), summarizing the steps that ended within s.Window of
+// the newest one; s.Time is the clock for the uptime and the time rules.
+// The verdict here has no host readings; Judge redoes it with them.
 func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.Link = f.linkAt(s.Time)
-	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = nil, nil, nil, nil, nil
+	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Progress = nil, nil, nil, nil, nil, nil
 	if f.hello == nil {
 		return
 	}
@@ -355,16 +397,51 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 		l := *f.loader
 		s.Loader = &l
 	}
-	if f.win.Len() == 0 {
+	if f.progress != nil {
+		p := *f.progress
+		s.Progress = &p
+	}
+	if f.win.Len() > 0 {
+		sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
+		s.Summary = &sum
+	}
+	v := stage.Judge(f.inputs(s, nil))
+	s.Verdict = &v
+	if s.Summary == nil {
 		return
 	}
-	sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
-	v := stage.Diagnose(sum, s.Loader)
-	s.Summary, s.Verdict = &sum, &v
+	sum := *s.Summary
 	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
 		left := n - (sum.LastStep+1)%n
 		s.Trainer.EpochETASec = float64(left) / sum.StepsPerSec
 	}
+}
+
+// Judge sets s.Verdict again (after Fill) with the host readings h, which
+// enable the memory rules and NVML activity for runs without GPU times.
+func (f *Feed) Judge(s *snapshot.Snapshot, h *stage.Host) {
+	if s.Trainer == nil {
+		return
+	}
+	f.mu.Lock()
+	in := f.inputs(s, h)
+	f.mu.Unlock()
+	v := stage.Judge(in)
+	s.Verdict = &v
+}
+
+// inputs gathers what the verdict rules read; f.mu is held.
+func (f *Feed) inputs(s *snapshot.Snapshot, h *stage.Host) stage.Inputs {
+	in := stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
+		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h}
+	if in.StartNs == 0 {
+		in.StartNs = f.link.Since.UnixNano()
+	}
+	if s.Summary != nil {
+		in.Summary = *s.Summary
+		in.Baseline = f.baseline(in.NowNs)
+	}
+	return in
 }
 
 func (f *Feed) trainer(now time.Time) *snapshot.Trainer {

@@ -39,10 +39,14 @@ type Snapshot struct {
 	Trainer *Trainer `json:"trainer"`
 	// Summary aggregates the steps in Window; null without steps.
 	Summary *stage.Summary `json:"summary"`
-	// Verdict is stage.Diagnose of Summary and Loader; null without steps.
-	// In a run of several ranks it is the straggler verdict
-	// (stage.DiagnoseRanks) when one rank holds the others back.
+	// Verdict is stage.Judge of Summary, Loader, Progress and the host
+	// readings; null before a trainer's hello. In a run of several ranks it
+	// is the straggler verdict (stage.DiagnoseRanks) when one rank holds
+	// the others back.
 	Verdict *stage.Verdict `json:"verdict"`
+	// Progress is the trainer's latest in-flight sample (the stage the
+	// loop is in and since when); null when it sends none.
+	Progress *stage.Progress `json:"progress"`
 	// Ranks are the attached ranks of a multi-process run, by rank; absent
 	// for a single-process trainer. Trainer, Summary, Loader and Process
 	// are then the lowest attached rank's.

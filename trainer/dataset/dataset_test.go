@@ -135,8 +135,8 @@ func TestRechunkAndInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ReadAmpUniform < 10 || !strings.Contains(rep.Recommendation, "--chunk-frames 1") {
-		t.Errorf("default chunking: read amp %.1f, recommendation %q", rep.ReadAmpUniform, rep.Recommendation)
+	if rep.ReadAmpLarge < 10 || !strings.Contains(rep.Recommendation, "--chunk-frames 1") {
+		t.Errorf("default chunking: read amp %.1f, recommendation %q", rep.ReadAmpLarge, rep.Recommendation)
 	}
 	dst := filepath.Join(base, "dst")
 	if err := Rechunk(src, dst, RechunkOptions{ChunkFrames: 1, Codec: "zstd", SlabBytes: 100000}); err != nil {
@@ -154,8 +154,8 @@ func TestRechunkAndInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ReadAmpUniform > 1.5 || !strings.Contains(rep.Recommendation, "nothing to do") {
-		t.Errorf("after rechunk: read amp %.2f, recommendation %q", rep.ReadAmpUniform, rep.Recommendation)
+	if rep.ReadAmpLarge > 1.5 || !strings.Contains(rep.Recommendation, "nothing to do") {
+		t.Errorf("after rechunk: read amp %.2f, recommendation %q", rep.ReadAmpLarge, rep.Recommendation)
 	}
 	for _, ar := range rep.Arrays {
 		if strings.HasPrefix(ar.Path, "data/camera") && (ar.Chunks[0] != 1 || ar.Codec != "zstd(1)") {

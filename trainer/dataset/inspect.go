@@ -35,18 +35,43 @@ type Report struct {
 	Windows      int                 `json:"windows"`
 	Window       replay.WindowParams `json:"window"`
 	Arrays       []ArrayReport       `json:"arrays"`
-	// ReadAmpUniform is bytes decompressed per byte used for a random
-	// window with no reuse of camera chunks (what a shuffled DataLoader
-	// pays); the small low-dim arrays count as decoded once and cached.
+	// ReadAmpUniform is bytes decompressed per byte used with shuffled
+	// windows (the uniform sampler) and the loader's decoded-chunk cache of
+	// CacheBytes: one decode per chunk per window, shared with the windows
+	// that meet the chunk while it is cached.
 	ReadAmpUniform float64 `json:"read_amp_uniform"`
+	// CacheBytes is the loader cache the model assumed.
+	CacheBytes int64 `json:"cache_bytes"`
+	// ReadAmpLarge is ReadAmpUniform for a dataset ten times the cache
+	// (the model runs with a tenth of the decoded data as its cache, but
+	// at least two rows of every camera, when that is less than
+	// CacheBytes): what the chunking costs once the data outgrows the
+	// cache. The recommendation rests on it.
+	ReadAmpLarge float64 `json:"read_amp_large"`
 	// ReadAmpChunk is the same when each chunk is decoded once per epoch
 	// (the chunk-aware sampler with a cache that holds its mix).
 	ReadAmpChunk   float64 `json:"read_amp_chunk"`
 	Recommendation string  `json:"recommendation"`
 }
 
-// Inspect examines the replay buffer at dir with the given keys and window.
+// InspectOptions tune what Inspect models.
+type InspectOptions struct {
+	// CacheBytes is the loader's decoded-chunk cache; 0 means
+	// DefaultCacheBytes.
+	CacheBytes int64
+}
+
+// Inspect examines the replay buffer at dir with the given keys and window,
+// modelling the loader's default cache.
 func Inspect(dir string, keys replay.Keys, win replay.WindowParams) (*Report, error) {
+	return InspectWith(dir, keys, win, InspectOptions{})
+}
+
+// InspectWith is Inspect with options.
+func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o InspectOptions) (*Report, error) {
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
 	b, err := replay.Open(dir, keys)
 	if err != nil {
 		return nil, err
@@ -56,7 +81,7 @@ func Inspect(dir string, keys replay.Keys, win replay.WindowParams) (*Report, er
 		return nil, err
 	}
 	r := &Report{Dir: dir, Consolidated: b.Store.Consolidated(), Episodes: len(b.EpisodeEnds),
-		Frames: b.Frames, Windows: idx.Len(), Window: win}
+		Frames: b.Frames, Windows: idx.Len(), Window: win, CacheBytes: o.CacheBytes}
 	names, err := b.Store.Arrays()
 	if err != nil {
 		return nil, err
@@ -119,33 +144,50 @@ func frameSpan(a *zarr.Array) (decoded, used int64) {
 	return span, used
 }
 
-func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
-	var dec, used, epochDec float64
-	add := func(a *zarr.Array, rows int) {
-		d, u := frameSpan(a)
-		dec += float64(rows) * float64(d)
-		used += float64(rows) * float64(u)
-		epochDec += float64(d) * float64(a.Grid()[0])
-	}
+// windowRowBytes is the cache one window needs to decode each camera row
+// once: one row of every camera.
+func windowRowBytes(b *replay.Buffer) int64 {
+	var n int64
 	for _, a := range b.Cameras {
-		add(a, r.Window.NObs)
+		sh := a.Shape()
+		n += int64(a.Chunks()[0]) * int64(sh[1]*sh[2]*sh[3]*a.DType().Size)
 	}
-	// Low-dim arrays are small: a loader decodes each chunk once and keeps
-	// it, so they add their size once per epoch.
-	var once float64
+	return n
+}
+
+// decodedBytes is the size of b's arrays decoded (padded chunks included).
+func decodedBytes(b *replay.Buffer) int64 {
+	var n int64
+	for _, a := range append(append(append([]*zarr.Array(nil), b.Cameras...), b.LowDim...), b.Action) {
+		n += int64(a.ChunkBytes()) * int64(a.NumChunks())
+	}
+	return n
+}
+
+func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
+	r.ReadAmpUniform = uniformAmp(b, idx, r.CacheBytes, 1)
+	r.ReadAmpLarge = r.ReadAmpUniform
+	if small := max(decodedBytes(b)/10, 2*windowRowBytes(b)); small < r.CacheBytes {
+		r.ReadAmpLarge = uniformAmp(b, idx, small, 1)
+	}
+	// The chunk-aware sampler decodes every chunk about once per epoch.
+	var dec, used float64
+	for _, a := range b.Cameras {
+		d, u := frameSpan(a)
+		dec += float64(d) * float64(a.Grid()[0])
+		used += float64(r.Window.NObs) * float64(u)
+	}
 	for _, a := range append(append([]*zarr.Array(nil), b.LowDim...), b.Action) {
 		d, u := frameSpan(a)
 		rows := r.Window.NObs
 		if a == b.Action {
 			rows = r.Window.Horizon
 		}
+		dec += float64(d) * float64(a.Grid()[0])
 		used += float64(rows) * float64(u)
-		once += float64(d) * float64(a.Grid()[0])
 	}
-	if used > 0 {
-		perEpoch := used * float64(r.Windows)
-		r.ReadAmpUniform = dec/used + once/perEpoch
-		r.ReadAmpChunk = (epochDec + once) / perEpoch
+	if perEpoch := used * float64(r.Windows); perEpoch > 0 {
+		r.ReadAmpChunk = dec / perEpoch
 	}
 }
 
@@ -153,14 +195,14 @@ func (r *Report) recommend(b *replay.Buffer) {
 	cam := b.Cameras[0]
 	ch, sh := cam.Chunks(), cam.Shape()
 	switch {
-	case r.ReadAmpUniform <= 1.5 || (ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]):
+	case r.ReadAmpLarge <= 1.5 || (ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]):
 		r.Recommendation = "chunking fits random training windows; nothing to do"
 	case ch[1] != sh[1] || ch[2] != sh[2] || ch[3] != sh[3]:
-		r.Recommendation = fmt.Sprintf("camera chunks %v split frames and hold %d frames each: a random window decompresses %.0fx the bytes it uses. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk to decode each chunk about once per epoch (read amplification %.2f)",
-			ch, ch[0], r.ReadAmpUniform, r.Dir, r.ReadAmpChunk)
+		r.Recommendation = fmt.Sprintf("camera chunks %v split frames and hold %d frames each: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk to decode each chunk about once per epoch (read amplification %.2f)",
+			ch, ch[0], r.ReadAmpLarge, r.Dir, r.ReadAmpChunk)
 	default:
-		r.Recommendation = fmt.Sprintf("camera chunks hold %d frames: a random window decompresses %.0fx the bytes it uses. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk (read amplification %.2f)",
-			ch[0], r.ReadAmpUniform, r.Dir, r.ReadAmpChunk)
+		r.Recommendation = fmt.Sprintf("camera chunks hold %d frames: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk (read amplification %.2f)",
+			ch[0], r.ReadAmpLarge, r.Dir, r.ReadAmpChunk)
 	}
 }
 
@@ -182,7 +224,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nread amplification of a random training window: %.1f (uniform sampling), %.2f (chunk-aware sampling)\n", r.ReadAmpUniform, r.ReadAmpChunk)
+	fmt.Fprintf(w, "\nread amplification with a %d MiB decoded-chunk cache: %.1f (uniform sampling), %.2f (chunk-aware sampling); %.1f uniform once the data is ten times the cache\n",
+		r.CacheBytes>>20, r.ReadAmpUniform, r.ReadAmpChunk, r.ReadAmpLarge)
 	_, err := fmt.Fprintf(w, "recommendation: %s\n", r.Recommendation)
 	return err
 }

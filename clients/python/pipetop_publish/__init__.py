@@ -75,6 +75,7 @@ OTHER = "other"
 
 _STEPS_PER_FRAME = 512  # keeps a steps frame far below MAX_FRAME
 _MAX_MSG = 4096  # longest event message, in characters
+PROGRESS_INTERVAL = 1.0  # seconds between progress frames
 _MAX_CONFIG = 64 << 10  # largest encoded config carried in the hello
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _FLOAT32_MAX = 3.4028234663852886e38  # the wire loss is a float32
@@ -215,7 +216,7 @@ def _peer_cred(sock: socket.socket) -> Tuple[int, int, int]:
     return pid, uid, gid
 
 
-_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "drops", "error")
+_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "drops", "error")
 
 
 def decode_viewer_line(line: bytes) -> Dict[str, Any]:
@@ -314,11 +315,12 @@ def _encode_steps(recs: Sequence[_Record]) -> bytes:
 class _Span:
     """A context manager timing one stage; made by Publisher.stage."""
 
-    __slots__ = ("_pub", "_idx", "_start", "_child", "_outer", "_gpu")
+    __slots__ = ("_pub", "_idx", "_name", "_start", "_child", "_outer", "_gpu")
 
-    def __init__(self, pub: "Publisher", idx: int) -> None:
+    def __init__(self, pub: "Publisher", idx: int, name: str) -> None:
         self._pub = pub
         self._idx = idx
+        self._name = name
         self._child = 0
         self._outer: Optional[_Span] = None
         self._gpu: Any = None
@@ -330,12 +332,15 @@ class _Span:
         if pub._gpu is not None and self._idx >= 0:
             self._gpu = pub._gpu.begin()
         self._start = time.perf_counter_ns()
+        pub._where = (self._name, self._start)  # one attribute store: read by the server thread
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        d = time.perf_counter_ns() - self._start
+        now = time.perf_counter_ns()
+        d = now - self._start
         pub = self._pub
         pub._open = self._outer
+        pub._where = (self._outer._name if self._outer is not None else OTHER, now)
         if self._outer is not None:
             self._outer._child += d
         if self._idx >= 0:
@@ -391,6 +396,7 @@ class Publisher:
         self._open: Optional[_Span] = None
         self._step_no = 0
         self._step_start: Optional[int] = None  # perf_counter_ns of the step start
+        self._where: Optional[Tuple[str, int]] = None  # the stage the loop is in, since (perf_counter_ns)
         # Step times are monotonic clock readings shifted onto Unix time.
         self._base = time.time_ns() - time.perf_counter_ns()
         self._too_many: set = set()
@@ -419,7 +425,7 @@ class Publisher:
         if cfg is not None:
             hello["config"] = cfg
         path = socket_path or os.path.join(socket_dir(), socket_name(name, self._pid))
-        self._server = _Server(path, hello, self._names, self._drain, viewer_queue, flush_interval)
+        self._server = _Server(path, hello, self._names, self._drain, viewer_queue, flush_interval, self._progress)
         self.path = path
         _register(self)
         if cuda and self._gpu is None:
@@ -440,7 +446,7 @@ class Publisher:
         idx = self._index.get(name)
         if idx is None:
             idx = self._add_stage(name)
-        return _Span(self, idx)
+        return _Span(self, idx, name)
 
     def step(self, samples: int = 0, loss: Any = None) -> None:
         """End the current step; the next one starts now.
@@ -480,6 +486,7 @@ class Publisher:
         for i in range(len(cpu)):
             cpu[i] = 0
         self._step_start = now  # steps tile the timeline: this one's cost is the next one's "other"
+        self._where = (OTHER, now)
         if self._gpu is None:
             self._push(rec)
             return
@@ -494,6 +501,7 @@ class Publisher:
         if self._gpu is not None:
             self._gpu.discard_open()
         self._step_start = time.perf_counter_ns()
+        self._where = (OTHER, self._step_start)
 
     def event(self, kind: str, msg: str = "") -> None:
         """Send a one-off event (checkpoint, epoch, warning, ...) to viewers."""
@@ -559,6 +567,17 @@ class Publisher:
         return self._index[name]
 
     # -- background side ------------------------------------------------------
+
+    def _progress(self) -> Dict[str, Any]:
+        """Where the loop is now, for progress frames; called by the server
+        thread (it only reads attributes the loop replaces whole)."""
+        where, start, done = self._where, self._step_start, self._step_no
+        p: Dict[str, Any] = {"t": time.time_ns(), "step": done if start is not None else -1, "done": done}
+        if start is not None:
+            p["step_t0"] = self._base + start
+        if where is not None:
+            p["stage"], p["since"] = where[0], self._base + where[1]
+        return p
 
     def _drain(self) -> List[Any]:
         """Take every queued item; called by the server thread."""
@@ -777,7 +796,7 @@ class _Viewer:
     """One attached viewer: a bounded frame queue and a pending byte buffer
     that only ever holds whole frames, so drops never cut a frame."""
 
-    __slots__ = ("sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write")
+    __slots__ = ("sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress")
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
         self.sock = sock
@@ -790,6 +809,7 @@ class _Viewer:
         self.reported = 0
         self.blocked = False
         self.want_write = False
+        self.progress = False  # its hello accepts progress frames
 
     def offer(self, frame: bytes) -> bool:
         """Queue a frame; False (and counted) when the queue is full."""
@@ -839,8 +859,11 @@ class _Server:
         drain: Callable[[], List[Any]],
         viewer_queue: int,
         flush_interval: float,
+        progress: Optional[Callable[[], Dict[str, Any]]] = None,
     ) -> None:
         self.path = path
+        self._progress = progress
+        self._next_progress = 0.0
         self._hello = hello
         self._names = names  # the list the viewers were last told
         self._drain = drain
@@ -938,6 +961,7 @@ class _Server:
                     self._poll(timeout)
                     if time.monotonic() >= next_flush:
                         self._flush()
+                        self._send_progress()
                         next_flush = time.monotonic() + self._interval
                 except Exception as e:  # noqa: BLE001 - keep serving; the loop must not notice
                     self._failed(e)
@@ -1028,10 +1052,12 @@ class _Server:
             line = bytes(v.inbuf[:nl])
             del v.inbuf[: nl + 1]
             try:
-                decode_viewer_line(line)
+                frame = decode_viewer_line(line)
             except ProtocolError as e:
                 self._drop(v, str(e), e.key)
                 return
+            accepts = frame["hello"].get("accepts")
+            v.progress = isinstance(accepts, list) and "progress" in accepts
 
     def _write(self, v: _Viewer) -> None:
         try:
@@ -1107,6 +1133,23 @@ class _Server:
         self._broadcast_steps(batch)
         for v in list(self._viewers.values()):
             if v.has_output() and not v.want_write:
+                self._write(v)
+
+    def _send_progress(self) -> None:
+        """Once a second, tell the viewers that accept it where the loop is."""
+        now = time.monotonic()
+        if self._progress is None or now < self._next_progress:
+            return
+        self._next_progress = now + PROGRESS_INTERVAL
+        viewers = [v for v in self._viewers.values() if v.progress]
+        if not viewers:
+            return
+        frame = _dumps({"type": "progress", "progress": self._progress()})
+        for v in viewers:
+            if not v.offer(frame):
+                with self._lock:
+                    self._dropped += 1
+            elif not v.want_write:
                 self._write(v)
 
     def _broadcast_steps(self, batch: List[_Record]) -> None:

@@ -62,7 +62,7 @@ func (m Model) lines(w int) []string {
 
 func (m Model) kindStyle(k stage.Kind) lipgloss.Style {
 	switch k {
-	case stage.WarmingUp:
+	case stage.WarmingUp, stage.Starting, stage.ModerateInput:
 		return m.St.Warn
 	case stage.Balanced, stage.GPUBound:
 		return m.St.Good.Bold(m.St.Color)

@@ -1,0 +1,68 @@
+package stage
+
+import (
+	"fmt"
+
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// inputBound is the verdict for a loop that waits on data on every step.
+func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats) Verdict {
+	v := Verdict{Kind: InputBound, Stage: DataWait}
+	if g.known {
+		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)%s",
+			units.Pct(1-g.busy), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean), g.label())
+	} else {
+		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
+			units.Pct(wait), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
+	}
+	v.Next = InputAdvice(l)
+	return v
+}
+
+// inputStalls is the verdict for a loader that keeps up on most steps but
+// falls far behind on a few: prefetch depth, not loader speed, is the cure.
+func inputStalls(s Summary, wait float64, l *LoaderStats) Verdict {
+	p := s.Waits
+	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
+	next := "the loader keeps up on average but not in bursts: deepen the prefetch (more loader workers, a larger prefetch queue or prefetch_factor) so a slow batch overlaps the steps before it"
+	if p.Period > 0 {
+		which = fmt.Sprintf("every %s step waits", ordinal(p.Period))
+		next += fmt.Sprintf("; find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
+	}
+	if l != nil && l.ReadAmp >= HighReadAmp {
+		next += "; " + InputAdvice(l)
+	}
+	return Verdict{Kind: InputStalls, Stage: DataWait,
+		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s); waiting is %s of the time",
+			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), units.Pct(wait)),
+		Next: next}
+}
+
+// moderateInput is the tier below input-bound: data_wait is a visible but
+// not a dominant part of each step. It says what a loader that kept up
+// would gain.
+func moderateInput(s Summary, wait float64, l *LoaderStats) Verdict {
+	mean := s.Stage(DataWait).Mean
+	faster := s.WallMean - mean
+	gain := s.WallMean / max(faster, 1)
+	return Verdict{Kind: ModerateInput, Stage: DataWait,
+		Headline: fmt.Sprintf("moderately input-bound: data_wait takes %s of each step (%s of %s)", units.Pct(wait), units.Dur(mean), units.Dur(s.WallMean)),
+		Next: fmt.Sprintf("a loader that kept up would make steps %.2fx faster (%s → %s): %s",
+			gain, units.Dur(s.WallMean), units.Dur(faster), InputAdvice(l))}
+}
+
+// ordinal writes n as "2nd", "20th", "21st".
+func ordinal(n int64) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}

@@ -1,0 +1,115 @@
+package stage
+
+import "sort"
+
+// WaitPattern describes how the data_wait time of a window is spread over
+// its steps: a loader that is slow on every step (steady) asks for a
+// faster loader, one that falls behind now and then (bursty, often
+// periodic) asks for deeper prefetch. docs/verdicts.md explains the rule.
+type WaitPattern struct {
+	// Waiting is the share of steps (0..1) that really waited: data_wait
+	// at or above ThresholdNs.
+	Waiting float64 `json:"waiting"`
+	// ThresholdNs is what counted as a wait: the larger of WaitFloor and
+	// WaitOfStep of the median step wall time.
+	ThresholdNs float64 `json:"threshold_ns"`
+	// TypicalNs is the median data_wait over all steps.
+	TypicalNs float64 `json:"typical_ns"`
+	// Spikes is the share of steps (0..1) whose wait stands out: at or
+	// above ThresholdNs, BurstySpike times TypicalNs and the median step.
+	Spikes float64 `json:"spikes"`
+	// SpikeNs is the mean data_wait of those steps.
+	SpikeNs float64 `json:"spike_ns"`
+	// SpikeShare is the part (0..1) of all data_wait time spent in them.
+	SpikeShare float64 `json:"spike_share"`
+	// Period is the number of steps between the large spikes (at least
+	// half of SpikeNs) when they recur regularly (0: not periodic, or too
+	// few to tell).
+	Period int64 `json:"period,omitempty"`
+}
+
+// Thresholds of the wait pattern.
+const (
+	WaitFloor      = 2e6 // ns: a data_wait below this is never a wait
+	WaitOfStep     = 0.2 // a data_wait of this share of the median step is a wait
+	BurstySpike    = 4.0 // a wait this many times the median wait is a spike
+	BurstyWaiting  = 0.5 // spikes on at most this share of steps ...
+	BurstyShare    = 0.5 // ... holding at least this part of the wait time: bursty
+	MinPeriodWaits = 3   // waits needed to call them periodic
+	PeriodAgree    = 0.7 // share of gaps within one step of the median gap
+)
+
+// Bursty reports whether the waits come in bursts: a minority of steps
+// wait much longer than the typical one, and those hold most of the wait.
+func (p *WaitPattern) Bursty() bool {
+	return p != nil && p.Spikes > 0 && p.Spikes <= BurstyWaiting && p.SpikeShare >= BurstyShare
+}
+
+// waits computes the wait pattern of stage k over records first..end-1.
+func (w *StepRing) waits(first, end, k int, wallP50 float64) *WaitPattern {
+	n := end - first
+	if n == 0 {
+		return nil
+	}
+	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50)}
+	_, p.TypicalNs, _ = w.stats(first, end, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
+	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallP50) // a spike costs at least a whole step
+	var waiting, spikes int
+	var total, spike float64
+	for i := first; i < end; i++ {
+		if r := w.at(i); k < r.NumStages {
+			v := float64(r.CPU[k])
+			total += v
+			if v >= p.ThresholdNs {
+				waiting++
+			}
+			if v >= cut {
+				spikes++
+				spike += v
+			}
+		}
+	}
+	p.Waiting, p.Spikes = float64(waiting)/float64(n), float64(spikes)/float64(n)
+	if spikes > 0 {
+		p.SpikeNs, p.SpikeShare = spike/float64(spikes), spike/total
+	}
+	var big []int64
+	for i := first; i < end; i++ {
+		if r := w.at(i); k < r.NumStages && float64(r.CPU[k]) >= max(cut, p.SpikeNs/2) {
+			big = append(big, r.Step)
+		}
+	}
+	p.Period = period(big)
+	return p
+}
+
+// period returns the regular gap between the given step numbers, or 0.
+func period(steps []int64) int64 {
+	if len(steps) < MinPeriodWaits {
+		return 0
+	}
+	gaps := make([]int64, 0, len(steps)-1)
+	for i := 1; i < len(steps); i++ {
+		gaps = append(gaps, steps[i]-steps[i-1])
+	}
+	sorted := append([]int64(nil), gaps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	med := sorted[len(sorted)/2]
+	if med < 2 {
+		return 0 // consecutive waits are not a period
+	}
+	tol := int64(0) // short periods must repeat exactly; long ones may slip a step
+	if med >= 10 {
+		tol = 1
+	}
+	agree := 0
+	for _, g := range gaps {
+		if g >= med-tol && g <= med+tol {
+			agree++
+		}
+	}
+	if float64(agree) < PeriodAgree*float64(len(gaps)) {
+		return 0
+	}
+	return med
+}

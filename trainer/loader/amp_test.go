@@ -1,0 +1,48 @@
+package loader
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/replay"
+)
+
+// TestInspectPredictsLoaderReadAmp runs the real loader over datasets with
+// 1-frame, 100-frame and zarr-default camera chunks, with a cache far
+// smaller than the data, and checks that `pipetrain data inspect`'s model
+// of the same cache predicts the read amplification the loader measured
+// within 20 %.
+func TestInspectPredictsLoaderReadAmp(t *testing.T) {
+	const cache = 2 << 20 // the decoded cameras are about 7 MiB
+	for _, tc := range []struct {
+		name   string
+		frames int // camera chunk frames; 0 is zarr's default guess
+	}{{"1-frame", 1}, {"100-frame", 100}, {"zarr-default", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := sizedDataset(t, tc.frames, "blosc-lz4", 6, 100)
+			rep, err := dataset.InspectWith(dir, replay.DefaultKeys, replay.DefaultWindow, dataset.InspectOptions{CacheBytes: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := New(Config{Dir: dir, Batch: 8, Workers: 1, CacheBytes: cache, Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			for range 8 {
+				b, err := l.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Release(b)
+			}
+			got := l.Stats().ReadAmp
+			t.Logf("%s: loader measured %.2f, inspect predicts %.2f (%.2f once the data is 10x the cache)", tc.name, got, rep.ReadAmpUniform, rep.ReadAmpLarge)
+			if math.Abs(rep.ReadAmpUniform-got) > 0.2*got {
+				t.Errorf("inspect predicts read amplification %.2f, the loader measured %.2f (off by more than 20 %%)", rep.ReadAmpUniform, got)
+			}
+		})
+	}
+}
