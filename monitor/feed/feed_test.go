@@ -299,3 +299,31 @@ func TestFailedLinkIsKeptUntilAConnection(t *testing.T) {
 		t.Fatalf("after connecting: %+v", s.Link)
 	}
 }
+
+// Before the first step, the latest progress frame makes the verdict: the
+// loop has been in data_wait since the frame says.
+func TestProgressJudgesBeforeTheFirstStep(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	f := New(100)
+	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
+	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "run", PID: 42, StartNs: t0.UnixNano(), Stages: names}, Endpoint: ep}, t0)
+	p := &stage.Progress{TimeNs: t0.Add(14 * time.Second).UnixNano(), Step: 0, StepStartNs: t0.Add(time.Second).UnixNano(),
+		Stage: stage.DataWait, SinceNs: t0.Add(time.Second).UnixNano()}
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeProgress, Progress: p}}, t0)
+	s := fill(f, t0.Add(15*time.Second))
+	if s.Progress == nil || s.Progress.Stage != stage.DataWait {
+		t.Fatalf("progress %+v not kept", s.Progress)
+	}
+	if s.Verdict == nil || s.Verdict.Kind != stage.Starting || s.Verdict.Stage != stage.DataWait ||
+		!strings.Contains(s.Verdict.Headline, "no step yet after 15 s") || !strings.Contains(s.Verdict.Headline, "in data_wait for 14 s") {
+		t.Fatalf("verdict %+v", s.Verdict)
+	}
+	// Steps that came and stopped 20 s ago are a stall in the progress's stage.
+	f.Apply(ipc.Message{Frame: steps(0, 50, t0.Add(20*time.Second))}, t0)
+	p.Stage, p.Done, p.Step = "comm", 50, 50
+	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeProgress, Progress: p}}, t0)
+	s = fill(f, t0.Add(45*time.Second))
+	if s.Verdict.Kind != stage.Stalled || s.Verdict.Stage != "comm" {
+		t.Fatalf("verdict %+v, want stalled in comm", s.Verdict)
+	}
+}
