@@ -14,6 +14,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"event","event":{"t":1,"kind":"checkpoint","msg":"ok"}}`,
 		`{"type":"stages","stages":["a"]}`,
 		`{"type":"drops","dropped":3}`,
+		`{"type":"progress","progress":{"t":5,"step":2,"step_t0":3,"stage":"data_wait","since":4,"done":2}}`,
+		`{"type":"later","later":{"x":1}}`,
 		`{"type":"error","error":"no"}`,
 		`{"type":"hello","v":2}`,
 		`not json`,
@@ -27,6 +29,9 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if fr.Type == "" {
 			t.Fatalf("decoded a frame without a type from %q", data)
+		}
+		if p := fr.Progress; fr.Type == TypeProgress && (p == nil || p.Step < -1 || len(p.Stage) > MaxStageName) {
+			t.Fatalf("accepted a bad progress frame %q", data)
 		}
 		for i := range fr.Steps {
 			r := &fr.Steps[i]
