@@ -286,9 +286,11 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		f.event = &e
 		if e.Kind == "phase" {
 			// A new bisect phase measures something else: start the window
-			// afresh so the flame bar shows this phase alone.
+			// afresh so the flame bar shows this phase alone. The last
+			// phase's progress says nothing about this one's setup.
 			f.phase = e.Msg
 			f.reset(f.win.Names())
+			f.progress = nil
 		}
 	case ipc.TypeDrops:
 		f.dropped = fr.Dropped
