@@ -1,4 +1,4 @@
-// Package verdict shows stage.Diagnose's verdict in plain words: the
+// Package verdict shows stage.Judge's verdict in plain words: the
 // headline with the numbers behind it, then one suggested next step.
 package verdict
 
