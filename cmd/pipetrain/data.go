@@ -138,6 +138,7 @@ func dataInspect(args []string) error {
 	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR [--json]\n\n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cacheMB := fs.Int64("cache-mb", 0, "the loader's decoded-chunk cache to model, in MiB (0: 1024, train's default)")
+	batch := fs.Int("batch", 0, "the batch size to model (0: 8, train's default)")
 	wf := addWindowFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -146,10 +147,10 @@ func dataInspect(args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("data inspect: want one dataset directory, got %d arguments", len(pos))
 	}
-	if *cacheMB < 0 {
-		return fmt.Errorf("data inspect: --cache-mb %d must not be negative", *cacheMB)
+	if *cacheMB < 0 || *batch < 0 {
+		return fmt.Errorf("data inspect: --cache-mb %d and --batch %d must not be negative", *cacheMB, *batch)
 	}
-	r, err := dataset.InspectWith(pos[0], wf.keys(), wf.window(), dataset.InspectOptions{CacheBytes: *cacheMB << 20})
+	r, err := dataset.InspectWith(pos[0], wf.keys(), wf.window(), dataset.InspectOptions{CacheBytes: *cacheMB << 20, Batch: *batch})
 	if err != nil {
 		return err
 	}

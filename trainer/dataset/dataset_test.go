@@ -135,7 +135,7 @@ func TestRechunkAndInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ReadAmpLarge < 10 || !strings.Contains(rep.Recommendation, "--chunk-frames 1") {
+	if rep.ReadAmpLarge < 4 || !strings.Contains(rep.Recommendation, "--chunk-frames 1") {
 		t.Errorf("default chunking: read amp %.1f, recommendation %q", rep.ReadAmpLarge, rep.Recommendation)
 	}
 	dst := filepath.Join(base, "dst")

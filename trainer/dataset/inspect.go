@@ -36,17 +36,18 @@ type Report struct {
 	Window       replay.WindowParams `json:"window"`
 	Arrays       []ArrayReport       `json:"arrays"`
 	// ReadAmpUniform is bytes decompressed per byte used with shuffled
-	// windows (the uniform sampler) and the loader's decoded-chunk cache of
-	// CacheBytes: one decode per chunk per window, shared with the windows
-	// that meet the chunk while it is cached.
+	// windows (the uniform sampler), batches of Batch and the loader's
+	// cache of CacheBytes: one decode per chunk row per batch, the decoded
+	// frames needed soonest kept for later batches.
 	ReadAmpUniform float64 `json:"read_amp_uniform"`
-	// CacheBytes is the loader cache the model assumed.
+	// CacheBytes and Batch are the loader cache and batch the model
+	// assumed.
 	CacheBytes int64 `json:"cache_bytes"`
+	Batch      int   `json:"batch"`
 	// ReadAmpLarge is ReadAmpUniform for a dataset ten times the cache
-	// (the model runs with a tenth of the decoded data as its cache, but
-	// at least two rows of every camera, when that is less than
-	// CacheBytes): what the chunking costs once the data outgrows the
-	// cache. The recommendation rests on it.
+	// (the model runs with a tenth of the decoded data as its cache, when
+	// that is less than CacheBytes): what the chunking costs once the data
+	// outgrows the cache. The recommendation rests on it.
 	ReadAmpLarge float64 `json:"read_amp_large"`
 	// ReadAmpChunk is the same when each chunk is decoded once per epoch
 	// (the chunk-aware sampler with a cache that holds its mix).
@@ -59,6 +60,8 @@ type InspectOptions struct {
 	// CacheBytes is the loader's decoded-chunk cache; 0 means
 	// DefaultCacheBytes.
 	CacheBytes int64
+	// Batch is the loader's batch size; 0 means DefaultBatch.
+	Batch int
 }
 
 // Inspect examines the replay buffer at dir with the given keys and window,
@@ -72,6 +75,9 @@ func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o Inspec
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
 	b, err := replay.Open(dir, keys)
 	if err != nil {
 		return nil, err
@@ -81,7 +87,7 @@ func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o Inspec
 		return nil, err
 	}
 	r := &Report{Dir: dir, Consolidated: b.Store.Consolidated(), Episodes: len(b.EpisodeEnds),
-		Frames: b.Frames, Windows: idx.Len(), Window: win, CacheBytes: o.CacheBytes}
+		Frames: b.Frames, Windows: idx.Len(), Window: win, CacheBytes: o.CacheBytes, Batch: o.Batch}
 	names, err := b.Store.Arrays()
 	if err != nil {
 		return nil, err
@@ -144,17 +150,6 @@ func frameSpan(a *zarr.Array) (decoded, used int64) {
 	return span, used
 }
 
-// windowRowBytes is the cache one window needs to decode each camera row
-// once: one row of every camera.
-func windowRowBytes(b *replay.Buffer) int64 {
-	var n int64
-	for _, a := range b.Cameras {
-		sh := a.Shape()
-		n += int64(a.Chunks()[0]) * int64(sh[1]*sh[2]*sh[3]*a.DType().Size)
-	}
-	return n
-}
-
 // decodedBytes is the size of b's arrays decoded (padded chunks included).
 func decodedBytes(b *replay.Buffer) int64 {
 	var n int64
@@ -165,10 +160,10 @@ func decodedBytes(b *replay.Buffer) int64 {
 }
 
 func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
-	r.ReadAmpUniform = uniformAmp(b, idx, r.CacheBytes, 1)
+	r.ReadAmpUniform = uniformAmp(b, idx, r.CacheBytes, r.Batch, 1)
 	r.ReadAmpLarge = r.ReadAmpUniform
-	if small := max(decodedBytes(b)/10, 2*windowRowBytes(b)); small < r.CacheBytes {
-		r.ReadAmpLarge = uniformAmp(b, idx, small, 1)
+	if small := decodedBytes(b) / 10; small < r.CacheBytes {
+		r.ReadAmpLarge = uniformAmp(b, idx, small, r.Batch, 1)
 	}
 	// The chunk-aware sampler decodes every chunk about once per epoch.
 	var dec, used float64
