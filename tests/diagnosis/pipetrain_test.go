@@ -14,8 +14,8 @@ import (
 )
 
 // pipetrainThrashing trains the tiny model on zarr-default-chunked data
-// with a decoded-chunk cache far smaller than the data: every window
-// decodes whole 100-frame chunks for a few frames.
+// with a decoded-chunk cache far smaller than the data, decoding inline:
+// every batch decodes whole 100-frame chunk rows for a few frames.
 func pipetrainThrashing(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
 	shim, err := torch.FindShim()
 	if err != nil {
@@ -26,13 +26,13 @@ func pipetrainThrashing(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error
 		return nil, nil, err
 	}
 	return launch(t, nil, filepath.Join(bins, "pipetrain"), "train", "--data", data, "--preset", "tiny", "--batch", "4",
-		"--threads", "1", "--workers", "1", "--cache-mb", "1", "--shim", shim, "--name", "thrash")
+		"--threads", "1", "--workers", "0", "--cache-mb", "1", "--shim", shim, "--name", "thrash")
 }
 
 func pipetrainScenarios() []scenario {
 	return []scenario{
 		{name: "pipetrain/thrashing loader on zarr-default chunks", start: pipetrainThrashing,
-			after: 8 * time.Second, interval: 4 * time.Second, window: "all", kind: stage.InputBound, also: stage.Starting, stage: stage.DataWait,
+			after: 8 * time.Second, interval: 4 * time.Second, window: "all", kind: stage.InputBound, also: []stage.Kind{stage.ModerateInput, stage.Starting}, stage: stage.DataWait,
 			next: []string{"rechunk", "--chunk-frames 1"}},
 	}
 }

@@ -67,7 +67,7 @@ func pyScript(env ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer,
 func pythonScenarios() []scenario {
 	return []scenario{
 		{name: "python/slow start in data_wait", start: pyScript("START_DELAY=60"),
-			after: 2 * time.Second, interval: 1500 * time.Millisecond, kind: stage.Starting, stage: stage.DataWait,
+			after: 2 * time.Second, interval: 2500 * time.Millisecond, kind: stage.Starting, stage: stage.DataWait,
 			headline: []string{"in data_wait for"}, next: []string{"loader"}},
 		{name: "python/periodic input stalls", start: pyScript("EVERY=8"),
 			after: 2500 * time.Millisecond, interval: time.Second, kind: stage.InputStalls, stage: stage.DataWait,
