@@ -45,9 +45,12 @@ func plantFlags(fs *flag.FlagSet, p *plant) {
 // check validates the planted flags against the stage list.
 func (p *plant) check(cpu map[string]time.Duration) error {
 	p.paced = p.paced || p.startDelay > 0 || p.hangAfter > 0 || p.every > 0 || p.driftAfter > 0 || p.leakMBps > 0
-	for flagName, name := range map[string]string{"-spike-stage": p.spikeStage, "-drift-stage": p.driftStage} {
-		if _, ok := cpu[name]; !ok && name != "" {
-			return fmt.Errorf("%s %q is not in -stages", flagName, name)
+	for _, c := range []struct {
+		flag, name string
+		used       bool
+	}{{"-spike-stage", p.spikeStage, p.every > 0}, {"-drift-stage", p.driftStage, p.driftAfter > 0}} {
+		if _, ok := cpu[c.name]; c.used && !ok {
+			return fmt.Errorf("%s %q is not in -stages", c.flag, c.name)
 		}
 	}
 	if p.every < 0 || p.hangAfter < 0 || p.leakMBps < 0 {
