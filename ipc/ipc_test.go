@@ -610,3 +610,33 @@ func TestTrainerDiesMidFrame(t *testing.T) {
 		t.Fatalf("Next = %+v, %v; want io.ErrUnexpectedEOF", f, err)
 	}
 }
+
+// TestCloseDeliversTheLastSteps: steps published just before Close reach a
+// reading viewer before the connection ends.
+func TestCloseDeliversTheLastSteps(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Listen("last", Hello{Stages: stage.Canonical}, ServerOptions{Dir: dir, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s.Path())
+	for s.Stats().Viewers != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range int64(300) {
+		r := record(i)
+		s.Publish(&r)
+	}
+	s.Close()
+	var n int64
+	for {
+		f, err := c.Next()
+		if err != nil {
+			break
+		}
+		n += int64(len(f.Steps))
+	}
+	if n != 300 {
+		t.Fatalf("viewer got %d of the 300 steps published before Close", n)
+	}
+}

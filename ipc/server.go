@@ -210,14 +210,29 @@ func (s *Server) Close() error {
 	}
 	close(s.done)
 	err := s.ln.Close()
-	s.wg.Wait()
+	s.wg.Wait() // the publisher has queued the last steps
 	s.vmu.Lock()
+	vs := make([]*viewer, 0, len(s.viewers))
 	for v := range s.viewers {
-		v.close()
+		vs = append(vs, v)
+		v.finish()
 	}
 	s.vmu.Unlock()
+	// Each viewer gets what is queued for it, within closeDrain in all.
+	end := time.Now().Add(closeDrain)
+	for _, v := range vs {
+		select {
+		case <-v.writerDone:
+		case <-time.After(time.Until(end)):
+		}
+		v.close()
+	}
 	return err
 }
+
+// closeDrain bounds how long Close waits for viewers to take their last
+// frames.
+const closeDrain = time.Second
 
 func (s *Server) kick() {
 	select {

@@ -19,11 +19,20 @@ type viewer struct {
 	progress  atomic.Bool // its hello accepts progress frames
 	closeOnce sync.Once
 	closed    chan struct{}
+	// finishing asks the writer to write what is queued and close: the
+	// trainer is shutting down, and the last steps must still arrive.
+	finishOnce sync.Once
+	finishing  chan struct{}
+	writerDone chan struct{}
 }
 
 func newViewer(c *net.UnixConn, queue int) *viewer {
-	return &viewer{conn: c, queue: make(chan []byte, queue), closed: make(chan struct{})}
+	return &viewer{conn: c, queue: make(chan []byte, queue), closed: make(chan struct{}),
+		finishing: make(chan struct{}), writerDone: make(chan struct{})}
 }
+
+// finish asks the writer to write what is queued, then close.
+func (v *viewer) finish() { v.finishOnce.Do(func() { close(v.finishing) }) }
 
 // offer queues frame without blocking; false means it was dropped.
 func (v *viewer) offer(frame []byte) bool {
@@ -41,11 +50,24 @@ func (v *viewer) offer(frame []byte) bool {
 const writeTimeout = 30 * time.Second
 
 func (v *viewer) writeLoop() {
+	defer close(v.writerDone)
 	var reported int64
 	for {
 		select {
 		case <-v.closed:
 			return
+		case <-v.finishing:
+			for {
+				select {
+				case f := <-v.queue:
+					if !v.write(f) {
+						return
+					}
+				default:
+					v.close()
+					return
+				}
+			}
 		case f := <-v.queue:
 			if d := v.dropped.Load(); d != reported && len(v.queue) == 0 {
 				reported = d
