@@ -16,6 +16,7 @@ const (
 	LoaderShort   = 0.8 // loader alone below this fraction of the network: input-bound
 	UploadShort   = 0.8 // synthetic below this fraction of train-fixed: upload-bound
 	TogetherShort = 0.7 // full below this fraction of both halves alone: contention
+	LoaderMargin  = 1.5 // a loader under this multiple of the network with high read amplification: input-bound
 	UploadShare   = 0.1 // ...and h2d at least this share of the synthetic step
 )
 
@@ -61,6 +62,13 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			Headline: fmt.Sprintf("upload-bound: with in-memory batches the loop runs at %s samples/s, on a fixed device batch at %s",
 				num(syn.SamplesPerSec), num(net)),
 			Next: "the host-to-device copy or batch handling costs the difference: pin and reuse staging buffers, copy on a side stream"}
+	case load < LoaderMargin*net && ld.Loader != nil && ld.Loader.ReadAmp >= HighReadAmp:
+		// Barely faster alone, decoding many times the bytes it uses: the
+		// loader is what the network and it fight over.
+		return Verdict{Kind: InputBound, Stage: DataWait,
+			Headline: fmt.Sprintf("input-bound: the loader decodes %.0fx the bytes it uses and delivers %s samples/s alone, the network can take %s; together they reach %s",
+				ld.Loader.ReadAmp, num(load), num(net), num(all)),
+			Next: InputAdvice(ld.Loader)}
 	case all < TogetherShort*min(load, net):
 		return Verdict{Kind: Balanced,
 			Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network alone takes %s, but together they reach %s",
