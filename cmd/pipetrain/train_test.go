@@ -18,19 +18,7 @@ import (
 // TestSIGINTWritesCheckpoint runs the real binary, interrupts it mid-run
 // and checks that it exits cleanly with a checkpoint that --resume takes.
 func TestSIGINTWritesCheckpoint(t *testing.T) {
-	shim, err := torch.FindShim()
-	if err != nil {
-		t.Fatalf("%v (make test builds it)", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pipetrain")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "d.zarr")
-	if err := dataset.Generate(dataset.GenOptions{Out: data, Episodes: 2, Frames: 40, ChunkFrames: 1, Size: 32}); err != nil {
-		t.Fatal(err)
-	}
+	shim, dir, bin, data := binaryAndData(t)
 	ckpt := filepath.Join(dir, "ckpt")
 	args := []string{"train", "--data", data, "--preset", "tiny", "--batch", "4", "--threads", "1", "--workers", "1",
 		"--shim", shim, "--ckpt", ckpt, "--log-every", "1", "--name", "sigint-test"}
@@ -74,4 +62,24 @@ func TestSIGINTWritesCheckpoint(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "resumed at step") {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
+}
+
+// binaryAndData finds the shim, builds this binary and generates a small
+// 1-frame-chunked dataset, in a temporary directory.
+func binaryAndData(t *testing.T) (shim, dir, bin, data string) {
+	t.Helper()
+	shim, err := torch.FindShim()
+	if err != nil {
+		t.Fatalf("%v (make test builds it)", err)
+	}
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "pipetrain")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data = filepath.Join(dir, "d.zarr")
+	if err := dataset.Generate(dataset.GenOptions{Out: data, Episodes: 2, Frames: 40, ChunkFrames: 1, Size: 32}); err != nil {
+		t.Fatal(err)
+	}
+	return shim, dir, bin, data
 }
