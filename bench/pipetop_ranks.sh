@@ -20,11 +20,12 @@ WARMUP=${WARMUP:-5}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-server="pipetop-ranks-$$"
-export PIPETOP_SOCKET_DIR="$work/sockets"
-export PATH="/usr/local/go/bin:$PATH"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d)
+SERVER="pipetop-ranks-$$"
+export PIPETOP_SOCKET_DIR="$WORK/sockets"
+# shellcheck source=bench/lib.bash
+. "$ROOT/bench/lib.bash"
 
 pub_pid=""
 stop_pub() {
@@ -35,52 +36,31 @@ stop_pub() {
 	fi
 }
 cleanup() {
-	tmux -L "$server" kill-server 2>/dev/null || true
+	tmux -L "$SERVER" kill-server 2>/dev/null || true
 	stop_pub
-	rm -rf "$work"
+	rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-command -v tmux >/dev/null || { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }
-echo "building pipetop and the synthetic publisher..." >&2
-(cd "$root" && CGO_CFLAGS=-Wno-deprecated-declarations go build -o "$work/pipetop" ./cmd/pipetop \
-	&& go build -o "$work/synthetic" ./examples/synthetic)
-
-ticks=$(getconf CLK_TCK)
-cputicks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-
-# measure NAME RANKS: starts a simulated run of RANKS ranks, attaches
-# pipetop to it in a fresh tmux window of SIZE and prints
-# "NAME cpu% bytes/s".
-measure() {
-	local name=$1 n=$2 out="$work/$1.out"
+# ranks N: attaches pipetop to a simulated run of N ranks and measures it.
+ranks() {
+	local n=$1 label="$1-rank"
+	[ "$n" -gt 1 ] && label="$1-ranks"
 	if [ "$n" -gt 1 ]; then
-		"$work/synthetic" -name sim -ranks "$n" -straggler 1 -rate "$RATE" -quiet -run "sim-$n" &
+		"$WORK/synthetic" -name sim -ranks "$n" -straggler 1 -rate "$RATE" -quiet -run "sim-$n" &
 	else # one rank of a run of one
-		"$work/synthetic" -name sim-rank0 -rank 0 -world-size 1 -rate "$RATE" -quiet -run "sim-$n" &
+		"$WORK/synthetic" -name sim-rank0 -rank 0 -world-size 1 -rate "$RATE" -quiet -run "sim-$n" &
 	fi
 	pub_pid=$!
 	sleep 2
-	: >"$out"
-	tmux -L "$server" new-session -d -s "$name" -x "$COLS" -y "$ROWS" \
-		"exec env TERM=xterm-256color $work/pipetop attach sim-$n --no-gpu --interval $INTERVAL"
-	tmux -L "$server" pipe-pane -t "$name" -o "cat >>'$out'"
-	local pid
-	pid=$(tmux -L "$server" display-message -p -t "$name" '#{pane_pid}')
-	sleep "$WARMUP"
-	local t0 b0 s0 t1 b1 s1
-	t0=$(cputicks "$pid"); b0=$(stat -c %s "$out"); s0=$(date +%s.%N)
-	sleep "$DURATION"
-	t1=$(cputicks "$pid"); b1=$(stat -c %s "$out"); s1=$(date +%s.%N)
-	tmux -L "$server" capture-pane -p -t "$name" >"$work/$name.screen"
-	tmux -L "$server" kill-session -t "$name"
+	measure "$label" 1 "env TERM=xterm-256color $WORK/pipetop attach sim-$n --no-gpu --interval $INTERVAL"
 	stop_pub
-	grep -q "ranks · $n" "$work/$name.screen" || [ "$n" -lt 2 ] || { echo "$name: no ranks pane on screen:" >&2; cat "$work/$name.screen" >&2; exit 1; }
-	awk -v n="$name" -v dt="$(echo "$s1 - $s0" | bc -l)" -v dc="$((t1 - t0))" -v db="$((b1 - b0))" -v hz="$ticks" \
-		'BEGIN { printf "%-28s %8.2f %% %10.0f B/s\n", n, 100 * dc / hz / dt, db / dt }'
+	grep -q "ranks · $n" "$WORK/$label-1.screen" || [ "$n" -lt 2 ] ||
+		{ echo "$label: no ranks pane on screen:" >&2; cat "$WORK/$label-1.screen" >&2; exit 1; }
 }
 
+bench_build
 echo "ranks publish $RATE steps/s each; terminal ${COLS}x${ROWS}, refresh $INTERVAL, ${DURATION}s measured after ${WARMUP}s warm-up" >&2
 printf "%-28s %10s %14s\n" "pipetop attached to" "CPU (1 core)" "terminal"
-measure "1-rank" 1
-measure "$RANKS-ranks" "$RANKS"
+ranks 1
+ranks "$RANKS"

@@ -225,7 +225,7 @@ func watchSteps(ctx context.Context, t *testing.T, name string) *stepLog {
 	out := make(chan ipc.Message, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	go ipc.Watch(ctx, ipc.ResolveSpec(name), out)
+	go ipc.Watch(ctx, ipc.ResolveSpec(name), out, ipc.ViewOptions{})
 	go func() {
 		for m := range out {
 			if m.Disconnected != nil {

@@ -77,6 +77,7 @@ type attempt struct {
 	version int
 	peerUID int // from SO_PEERCRED; -1 if unknown
 	peerPID int
+	batchMs int // what our hello asks (Hello.BatchMs)
 }
 
 func (a *attempt) fail(problem, advice string, err error) *AttachError {
@@ -91,7 +92,21 @@ func (a *attempt) fail(problem, advice string, err error) *AttachError {
 // the trainer's hello within HelloTimeout (or ctx's deadline, if sooner).
 // Every way this can fail short of ctx ending is an *AttachError.
 func Dial(ctx context.Context, path string) (*Conn, error) {
-	return dialAs(ctx, path, Version, HelloTimeout())
+	return DialView(ctx, path, ViewOptions{})
+}
+
+// ViewOptions are what a viewer asks of the trainer in its hello.
+type ViewOptions struct {
+	// Batch asks the trainer to hold frames up to this long and send what
+	// gathered in one write (Hello.BatchMs); 0 sends each frame as it is
+	// ready. A viewer that redraws every second sets about half that.
+	Batch time.Duration
+}
+
+// DialView is Dial with the viewer's wishes in its hello.
+func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
+	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond)}
+	return a.dial(ctx, HelloTimeout())
 }
 
 // Probe attaches to the trainer at path and detaches at once; the error is
@@ -115,8 +130,12 @@ func ProbeHello(ctx context.Context, path string, timeout time.Duration) (Hello,
 // versions) and waiting at most timeout for the hello.
 func dialAs(ctx context.Context, path string, version int, timeout time.Duration) (*Conn, error) {
 	a := &attempt{path: path, version: version, peerUID: -1}
+	return a.dial(ctx, timeout)
+}
+
+func (a *attempt) dial(ctx context.Context, timeout time.Duration) (*Conn, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	c, err := d.DialContext(ctx, "unix", a.path)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -143,7 +162,7 @@ func dialAs(ctx context.Context, path string, version int, timeout time.Duration
 
 // greet sends our hello and reads the trainer's.
 func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
-	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress}}})); err != nil && !isClosed(err) {
+	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress}, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)
 	}
 	conn := &Conn{c: c, r: NewReader(c)}

@@ -95,12 +95,12 @@ func (b *backoff) reset() { b.next = b.lo }
 // done, reconnecting when the trainer goes away. A failed attempt is sent
 // as a Failed message with the time of the next try. It closes out when it
 // returns.
-func Watch(ctx context.Context, resolve Resolver, out chan<- Message) {
+func Watch(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOptions) {
 	defer close(out)
 	lookup := backoff{lo: lookupMin, hi: lookupMax}
 	failed := backoff{lo: RetryMin, hi: RetryMax}
 	for ctx.Err() == nil {
-		wait, ok := attach(ctx, resolve, out, &lookup, &failed)
+		wait, ok := attach(ctx, resolve, out, o, &lookup, &failed)
 		if !ok {
 			return
 		}
@@ -114,12 +114,12 @@ func Watch(ctx context.Context, resolve Resolver, out chan<- Message) {
 
 // attach makes one attempt and says how long to wait before the next; ok
 // is false when ctx ended.
-func attach(ctx context.Context, resolve Resolver, out chan<- Message, lookup, failed *backoff) (wait time.Duration, ok bool) {
+func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOptions, lookup, failed *backoff) (wait time.Duration, ok bool) {
 	ep, err := resolve()
 	if err != nil {
 		return lookup.take(), true
 	}
-	conn, err := Dial(ctx, ep.Path)
+	conn, err := DialView(ctx, ep.Path, o)
 	var ae *AttachError
 	switch {
 	case err == nil:

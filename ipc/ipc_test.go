@@ -342,7 +342,7 @@ func TestReconnectAfterTrainerRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan Message, 64)
-	go Watch(ctx, ResolveSpec("test"), out)
+	go Watch(ctx, ResolveSpec("test"), out, ViewOptions{})
 	expect := func(what string, ok func(Message) bool) {
 		t.Helper()
 		timeout := time.After(10 * time.Second)

@@ -61,7 +61,16 @@ type Hello struct {
 	// Accepts lists the optional frame types a viewer understands (a
 	// viewer's hello only); the server sends those types to it alone.
 	Accepts []string `json:"accepts,omitempty"`
+	// BatchMs (a viewer's hello only) asks the trainer to hold frames for
+	// this viewer up to that many milliseconds and send what gathered in
+	// one write: a viewer that redraws once a second needs no more than a
+	// wake-up or two per second, however fast the steps come. 0 sends each
+	// frame as it is ready. Trainers cap it at MaxBatchMs.
+	BatchMs int `json:"batch_ms,omitempty"`
 }
+
+// MaxBatchMs is the longest hold a viewer's BatchMs may ask for.
+const MaxBatchMs = 2000
 
 // MaxRunLen is the longest run identifier a hello may carry.
 const MaxRunLen = 128

@@ -17,6 +17,8 @@ type viewer struct {
 	queue     chan []byte
 	dropped   atomic.Int64
 	progress  atomic.Bool // its hello accepts progress frames
+	batch     atomic.Int64 // ns its hello asks frames to be held (BatchMs)
+	writes    atomic.Int64 // writes made to it, for tests of batching
 	closeOnce sync.Once
 	closed    chan struct{}
 	// finishing asks the writer to write what is queued and close: the
@@ -52,39 +54,88 @@ const writeTimeout = 30 * time.Second
 func (v *viewer) writeLoop() {
 	defer close(v.writerDone)
 	var reported int64
+	var out net.Buffers
+	var last time.Time
 	for {
+		var f []byte
 		select {
 		case <-v.closed:
 			return
 		case <-v.finishing:
-			for {
-				select {
-				case f := <-v.queue:
-					if !v.write(f) {
-						return
-					}
-				default:
-					v.close()
-					return
-				}
-			}
-		case f := <-v.queue:
-			if d := v.dropped.Load(); d != reported && len(v.queue) == 0 {
-				reported = d
-				if !v.write(appendJSON(nil, Frame{Type: TypeDrops, Dropped: d})) {
-					return
-				}
-			}
-			if !v.write(f) {
-				return
-			}
+			v.drainAndClose()
+			return
+		case f = <-v.queue:
+		}
+		if !v.linger(last) {
+			return
+		}
+		out = append(out[:0], f)
+		out = v.take(out)
+		if d := v.dropped.Load(); d != reported {
+			reported = d
+			out = append(out, appendJSON(nil, Frame{Type: TypeDrops, Dropped: d}))
+		}
+		last = time.Now()
+		if !v.writev(&out) {
+			return
 		}
 	}
 }
 
+// linger holds a frame until the viewer's batch interval has passed since
+// the last write (when it asked for one), so what gathers meanwhile goes
+// out in the same write. False means the viewer closed meanwhile; a
+// finishing server stops the wait at once.
+func (v *viewer) linger(last time.Time) bool {
+	batch := time.Duration(v.batch.Load())
+	wait := time.Until(last.Add(batch))
+	if batch <= 0 || wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-v.closed:
+		return false
+	case <-v.finishing:
+	case <-t.C:
+	}
+	return true
+}
+
+// take appends every frame queued now to out.
+func (v *viewer) take(out net.Buffers) net.Buffers {
+	for {
+		select {
+		case f := <-v.queue:
+			out = append(out, f)
+		default:
+			return out
+		}
+	}
+}
+
+// drainAndClose writes what is queued, then closes: the trainer is
+// shutting down.
+func (v *viewer) drainAndClose() {
+	out := v.take(nil)
+	if len(out) > 0 && !v.writev(&out) {
+		return
+	}
+	v.close()
+}
+
 func (v *viewer) write(b []byte) bool {
+	out := net.Buffers{b}
+	return v.writev(&out)
+}
+
+// writev writes every buffer in *out with as few system calls as the
+// socket allows; a failed or timed-out write closes the viewer.
+func (v *viewer) writev(out *net.Buffers) bool {
+	v.writes.Add(1)
 	v.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := v.conn.Write(b); err != nil {
+	if _, err := out.WriteTo(v.conn); err != nil {
 		v.close()
 		return false
 	}
@@ -120,7 +171,17 @@ func (v *viewer) readLoop() error {
 			return fmt.Errorf("viewer sent a %q frame; only hello is accepted", f.Type)
 		}
 		v.progress.Store(f.Hello.Accepting(TypeProgress))
+		v.batch.Store(int64(batchOf(f.Hello)))
 	}
+}
+
+// batchOf is how long a viewer's hello asks frames to be held, within
+// [0, MaxBatchMs].
+func batchOf(h *Hello) time.Duration {
+	if h == nil {
+		return 0
+	}
+	return time.Duration(min(max(h.BatchMs, 0), MaxBatchMs)) * time.Millisecond
 }
 
 // sendError tells the viewer why it is being closed, best effort.

@@ -37,6 +37,7 @@ type Group struct {
 	feeds map[int]*feed.Feed   // one per rank ever seen
 	world int                  // the largest world size a rank announced
 	ctx   context.Context
+	view  ipc.ViewOptions // what each rank's feed asks of its trainer
 }
 
 // probe is what one socket said when asked for its hello.
@@ -60,9 +61,9 @@ func newGroup(dir, name, run string) *Group {
 
 // start scans once, attaches a feed to every rank found, and rescans every
 // ScanInterval until ctx ends.
-func (g *Group) start(ctx context.Context) {
+func (g *Group) start(ctx context.Context, view ipc.ViewOptions) {
 	g.mu.Lock()
-	g.ctx = ctx
+	g.ctx, g.view = ctx, view
 	g.mu.Unlock()
 	g.scan(ctx, time.Now())
 	go func() {
@@ -190,6 +191,7 @@ func (g *Group) attach(r int) {
 		capacity = max(1<<12, capacity/g.world)
 	}
 	f := feed.New(capacity)
+	f.SetView(g.view)
 	g.feeds[r] = f
 	f.AttachResolver(g.ctx, fmt.Sprintf("rank %d of run %s", r, g.run), func() (ipc.Endpoint, error) {
 		g.mu.Lock()

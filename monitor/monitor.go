@@ -43,6 +43,10 @@ type Options struct {
 	// NoWatch does not wait for a trainer to appear when none is live and
 	// no spec was given (one-shot snapshots).
 	NoWatch bool
+	// Batch asks every attached trainer to hold frames up to this long and
+	// send them together (ipc.ViewOptions): fewer wake-ups for a viewer
+	// that redraws at a slower pace. 0 takes each frame as it comes.
+	Batch time.Duration
 }
 
 // Monitor is one viewer: a feed attached to a trainer and the collector
@@ -71,11 +75,13 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		return nil, err
 	}
 	f := feed.New(0)
+	view := ipc.ViewOptions{Batch: o.Batch}
+	f.SetView(view)
 	m := &Monitor{Feed: f, Pick: t.pick}
 	switch {
 	case t.run != "":
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
-		m.Group.start(ctx)
+		m.Group.start(ctx, view)
 		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):
 		f.Attach(ctx, t.attach)

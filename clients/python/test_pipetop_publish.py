@@ -146,6 +146,56 @@ class TestFrames(PublisherCase):
         for f in plain.frames_for(0.3):
             self.assertNotEqual(f["type"], "progress")
 
+    def test_batched_viewer_gets_every_step_in_few_bursts(self) -> None:
+        pub = self.publisher(flush_interval=0.01)
+        v = self.viewer(pub, greet=False)
+        v.sock.sendall(b'{"type":"hello","v":1,"hello":{"role":"viewer","batch_ms":300}}\n')
+        self.assertEqual(v.frame()["type"], "hello")
+        wait_for(lambda: any(x.batch > 0 for x in pub._server._viewers.values()), "the viewer's hello")
+        arrivals: List[float] = []
+        steps: List[int] = []
+
+        def read() -> None:
+            while len(steps) < 120:
+                f = v.frame()
+                if f is None:
+                    return
+                if f["type"] == "steps":
+                    arrivals.append(time.monotonic())
+                    steps.extend(s["step"] for s in f["steps"])
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for _ in range(120):
+            with pub.stage("forward"):
+                time.sleep(0.01)
+            pub.step()
+        reader.join(10)
+        self.assertEqual(steps, list(range(120)))
+        bursts = 1 + sum(1 for a, b in zip(arrivals, arrivals[1:]) if b - a > 0.1)
+        # 1.2 s or more of steps at one write per 300 ms: about 5 bursts of
+        # several frames each (a plain viewer gets a frame per 10 ms flush).
+        self.assertLessEqual(bursts, 8, arrivals)
+        self.assertGreaterEqual(len(arrivals) / bursts, 2.0, arrivals)
+
+    def test_close_sends_held_frames_at_once(self) -> None:
+        pub = pp.Publisher(name="t", flush_interval=0.005)
+        v = self.viewer(pub, greet=False)
+        v.sock.sendall(b'{"type":"hello","v":1,"hello":{"role":"viewer","batch_ms":2000}}\n')
+        wait_for(lambda: any(x.batch > 0 for x in pub._server._viewers.values()), "the viewer's hello")
+        pub.step()
+        time.sleep(0.05)  # the first frame goes out at once
+        pub.step()
+        time.sleep(0.05)  # held: the last write was just now
+        start = time.monotonic()
+        pub.close(1.0)
+        self.assertEqual([s["step"] for s in steps_of(v.all_frames())], [0, 1])
+        self.assertLess(time.monotonic() - start, 1.5)
+
+    def test_batch_ms_is_capped(self) -> None:
+        for ms, want in ((-5, 0.0), (0, 0.0), (300, 0.3), (10**6, 2.0), ("x", 0.0), (True, 0.0), (None, 0.0)):
+            self.assertEqual(pp._batch_seconds(ms), want, ms)
+
     def test_hello(self) -> None:
         pub = self.publisher(name="my-run", config={"batch": 64, "lr": 1e-3, "obj": object()})
         f = self.viewer(pub).frame()

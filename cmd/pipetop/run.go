@@ -149,9 +149,17 @@ func printText(stdout io.Writer, s *snapshot.Snapshot, c config) error {
 	return nil
 }
 
+// batchFor is how long a screen redrawn every interval lets the trainer
+// gather frames: half the interval, at most half a second, so a redraw
+// shows steps at most one and a half intervals old while a fast trainer
+// wakes the viewer twice a second instead of twenty times.
+func batchFor(interval time.Duration) time.Duration {
+	return min(interval/2, 500*time.Millisecond)
+}
+
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU})
+	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU, Batch: batchFor(c.interval)})
 	if err != nil {
 		return err
 	}

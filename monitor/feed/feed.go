@@ -46,6 +46,7 @@ type Feed struct {
 	gen      int   // attach generation; messages of older ones are ignored
 	cancel   context.CancelFunc
 	tap      func(m ipc.Message, now time.Time)
+	view     ipc.ViewOptions // what the next attach asks of the trainer
 }
 
 // New returns a Feed holding up to capacity steps (DefaultCapacity if < 1).
@@ -55,6 +56,13 @@ func New(capacity int) *Feed {
 	}
 	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), totals: stage.NewTotals(nil),
 		link: snapshot.Link{State: snapshot.LinkNone}}
+}
+
+// SetView sets what the next Attach asks of the trainer (frame batching).
+func (f *Feed) SetView(o ipc.ViewOptions) {
+	f.mu.Lock()
+	f.view = o
+	f.mu.Unlock()
 }
 
 // Attach starts watching the trainer that spec names (a socket path, pid
@@ -105,9 +113,10 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 	}
 	f.link.Socket = socket // a socket path: named while connecting
 	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
+	view := f.view
 	f.mu.Unlock()
 	out := make(chan ipc.Message, 64)
-	go ipc.Watch(ctx, resolver(gen), out)
+	go ipc.Watch(ctx, resolver(gen), out, view)
 	go func() {
 		for m := range out {
 			f.apply(gen, m, time.Now())

@@ -270,6 +270,18 @@ def _clip(b: bytes, n: int = 80) -> str:
 # Frame encoding
 
 
+#: The longest hold (ms) a viewer's batch_ms may ask for.
+MAX_BATCH_MS = 2000
+
+
+def _batch_seconds(ms: Any) -> float:
+    """How long a viewer's batch_ms asks frames to be held, in seconds,
+    within [0, MAX_BATCH_MS]; anything but a number is 0."""
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        return 0.0
+    return min(max(float(ms), 0.0), MAX_BATCH_MS) / 1000.0
+
+
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), default=str).encode() + b"\n"
 
@@ -796,7 +808,10 @@ class _Viewer:
     """One attached viewer: a bounded frame queue and a pending byte buffer
     that only ever holds whole frames, so drops never cut a frame."""
 
-    __slots__ = ("sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress")
+    __slots__ = (
+        "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
+        "batch", "next_write",
+    )
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
         self.sock = sock
@@ -810,6 +825,8 @@ class _Viewer:
         self.blocked = False
         self.want_write = False
         self.progress = False  # its hello accepts progress frames
+        self.batch = 0.0  # seconds its hello asks frames to be held (batch_ms)
+        self.next_write = 0.0  # monotonic time before which frames are held
 
     def offer(self, frame: bytes) -> bool:
         """Queue a frame; False (and counted) when the queue is full."""
@@ -1056,8 +1073,10 @@ class _Server:
             except ProtocolError as e:
                 self._drop(v, str(e), e.key)
                 return
-            accepts = frame["hello"].get("accepts")
+            hello = frame["hello"]
+            accepts = hello.get("accepts")
             v.progress = isinstance(accepts, list) and "progress" in accepts
+            v.batch = _batch_seconds(hello.get("batch_ms"))
 
     def _write(self, v: _Viewer) -> None:
         try:
@@ -1131,9 +1150,10 @@ class _Server:
             if len(batch) >= _STEPS_PER_FRAME:
                 self._broadcast_steps(batch)
         self._broadcast_steps(batch)
+        now = time.monotonic()
         for v in list(self._viewers.values()):
             if v.has_output() and not v.want_write:
-                self._write(v)
+                self._write_due(v, now)
 
     def _send_progress(self) -> None:
         """Once a second, tell the viewers that accept it where the loop is."""
@@ -1150,7 +1170,15 @@ class _Server:
                 with self._lock:
                     self._dropped += 1
             elif not v.want_write:
-                self._write(v)
+                self._write_due(v, now)
+
+    def _write_due(self, v: _Viewer, now: float) -> None:
+        """Start writing v's frames unless its batch holds them a while
+        longer; a closing server holds nothing."""
+        if now < v.next_write and not self._stop.is_set():
+            return
+        v.next_write = now + v.batch
+        self._write(v)
 
     def _broadcast_steps(self, batch: List[_Record]) -> None:
         if batch:

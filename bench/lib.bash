@@ -1,0 +1,58 @@
+# Shared by bench/pipetop_overhead.sh and bench/pipetop_ranks.sh: builds
+# the binaries and measures tools running in tmux windows of a fixed size.
+# CPU is utime+stime from /proc/PID/stat (in % of one core); terminal bytes
+# are what tmux's pipe-pane saw the tool write. Source it after setting
+# WORK (a scratch directory), ROOT (the repository), SERVER (a tmux socket
+# name), COLS, ROWS, WARMUP and DURATION.
+
+export PATH="/usr/local/go/bin:$PATH"
+TICKS=$(getconf CLK_TCK)
+
+# bench_build: pipetop and the synthetic publisher into $WORK.
+bench_build() {
+	command -v tmux >/dev/null || { echo "tmux is required (apt-get install tmux)" >&2; exit 1; }
+	echo "building pipetop and the synthetic publisher..." >&2
+	(cd "$ROOT" && CGO_CFLAGS=-Wno-deprecated-declarations go build -o "$WORK/pipetop" ./cmd/pipetop &&
+		go build -o "$WORK/synthetic" ./examples/synthetic)
+}
+
+# cputicks PID: utime+stime of PID in clock ticks (fields 14 and 15 of
+# /proc/PID/stat, counted after the parenthesised command name).
+cputicks() {
+	sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
+
+# measure LABEL COPIES COMMAND: runs COPIES of COMMAND at once, each in its
+# own tmux window, and prints "LABEL cpu% bytes/s" for the mean copy (and
+# the busiest copy's CPU when there are several). Each window's last screen
+# is left in $WORK/LABEL-N.screen.
+measure() {
+	local label=$1 copies=$2 cmd=$3 i pids=() outs=()
+	for i in $(seq 1 "$copies"); do
+		local name="$label-$i" out="$WORK/$label-$i.out"
+		: >"$out"
+		tmux -L "$SERVER" new-session -d -s "$name" -x "$COLS" -y "$ROWS" "exec $cmd"
+		tmux -L "$SERVER" pipe-pane -t "$name" -o "cat >>'$out'"
+		pids+=("$(tmux -L "$SERVER" display-message -p -t "$name" '#{pane_pid}')")
+		outs+=("$out")
+	done
+	sleep "$WARMUP"
+	local t0=() b0=() s0 s1 row=""
+	for i in "${!pids[@]}"; do t0+=("$(cputicks "${pids[$i]}")"); b0+=("$(stat -c %s "${outs[$i]}")"); done
+	s0=$(date +%s.%N)
+	sleep "$DURATION"
+	for i in "${!pids[@]}"; do
+		row="$row $(($(cputicks "${pids[$i]}") - t0[i])) $(($(stat -c %s "${outs[$i]}") - b0[i]))"
+	done
+	s1=$(date +%s.%N)
+	for i in $(seq 1 "$copies"); do
+		tmux -L "$SERVER" capture-pane -p -t "$label-$i" >"$WORK/$label-$i.screen"
+		tmux -L "$SERVER" kill-session -t "$label-$i"
+	done
+	echo "$row" | awk -v n="$label" -v dt="$(echo "$s1 - $s0" | bc -l)" -v hz="$TICKS" '{
+		for (i = 1; i < NF; i += 2) { c = 100 * $i / hz / dt; sum += c; if (c > max) max = c; bytes += $(i + 1) }
+		k = NF / 2
+		extra = k > 1 ? sprintf("   (%d copies, busiest %.2f %%)", k, max) : ""
+		printf "%-28s %8.2f %% %10.0f B/s%s\n", n, sum / k, bytes / k / dt, extra
+	}'
+}
