@@ -16,7 +16,7 @@ type viewer struct {
 	conn      *net.UnixConn
 	queue     chan []byte
 	dropped   atomic.Int64
-	progress  atomic.Bool // its hello accepts progress frames
+	progress  atomic.Bool  // its hello accepts progress frames
 	batch     atomic.Int64 // ns its hello asks frames to be held (BatchMs)
 	writes    atomic.Int64 // writes made to it, for tests of batching
 	closeOnce sync.Once
