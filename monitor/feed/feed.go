@@ -38,6 +38,8 @@ type Feed struct {
 	progress *stage.Progress // the latest in-flight sample
 	base     *stage.StepRing // the run's first minutes, for drift
 	baseEnd  int64           // steps ending after this (Unix ns) are not baseline
+	baseKey  baselineKey     // what baseSum summarizes
+	baseSum  *stage.Summary  // the latest baseline summary (nil: too few steps)
 	event    *ipc.Event
 	config   configInfo // parsed from the hello
 	phase    string     // the running bisect phase, from "phase" events
@@ -331,18 +333,35 @@ func (f *Feed) addBaseline(r *stage.Record) {
 
 // baseline summarizes the run's first minutes, or at most the first third
 // of the time since the first step, so a short run still has one that does
-// not overlap its recent steps. Nil until it holds enough steps.
+// not overlap its recent steps. Nil until it holds enough steps. The end
+// moves in whole seconds and the summary is kept until it moves, so a
+// viewer summarizes the baseline once per three seconds while it grows
+// and never again once it is complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
 	first := f.base.First()
 	if first == nil {
 		return nil
 	}
-	to := min(f.baseEnd, first.EndNs+(nowNs-first.EndNs)/3)
-	b := f.base.SummarizeBetween(stage.BaselineSkip, 0, to)
-	if b.Steps < stage.MinSteps {
-		return nil
+	to := first.EndNs + (nowNs-first.EndNs)/3
+	to = first.EndNs + (to-first.EndNs)/1e9*1e9
+	to = min(f.baseEnd, to)
+	key := baselineKey{ring: f.base, firstStep: first.Step, to: to}
+	if key == f.baseKey {
+		return f.baseSum
 	}
-	return &b
+	f.baseKey, f.baseSum = key, nil
+	b := f.base.SummarizeBetween(stage.BaselineSkip, 0, to)
+	if b.Steps >= stage.MinSteps {
+		f.baseSum = &b
+	}
+	return f.baseSum
+}
+
+// baselineKey names what a baseline summary was made of.
+type baselineKey struct {
+	ring      *stage.StepRing
+	firstStep int64
+	to        int64
 }
 
 func (f *Feed) setLink(state, detail, socket string, now time.Time) {
