@@ -130,21 +130,37 @@ func (l *Loader) baseSampler() (replay.Sampler, error) {
 	if l.cfg.Sampler == "uniform" {
 		return replay.Uniform{N: l.idx.Len(), Seed: l.cfg.Seed}, nil
 	}
-	cam := l.buf.Cameras[0]
-	cf := cam.Chunks()[0]
-	mix := l.cfg.Mix
+	cf := l.buf.Cameras[0].Chunks()[0]
+	mix, span := l.cfg.Mix, 0
 	if mix == 0 {
-		group := int64(0)
-		for _, a := range l.buf.Cameras {
-			group += int64(a.Chunks()[0]) * int64(l.shape.FrameBytes())
-		}
-		mix = int(min(64, max(2, l.cfg.CacheBytes/(3*group))))
+		mix, span = chunkMix(l.cfg.CacheBytes, cf, l.rowBytes())
 	}
-	s, err := replay.NewChunkAware(l.idx, cf, mix, l.cfg.Seed)
+	s, err := replay.NewChunkAware(l.idx, cf, span, mix, l.cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
 	return s, nil
+}
+
+// rowBytes is one frame of every camera, decoded.
+func (l *Loader) rowBytes() int64 {
+	return int64(len(l.buf.Cameras)) * int64(l.shape.FrameBytes())
+}
+
+// chunkMix picks the chunk-aware sampler's mix and span for a cache of
+// cacheBytes and chunks of chunkFrames frames of rowBytes each. When the
+// cache holds three chunk rows or more, whole chunks are mixed, as many as
+// a third of the cache holds (2 to 64). A smaller cache mixes two spans of
+// a chunk at a time, each span a sixth of what the cache holds, so the two
+// being sampled take a third of it and the rest keeps frames of the
+// chunk's next spans decoded with them: a chunk row is then decoded about
+// once per cache-full of its frames instead of once per batch.
+func chunkMix(cacheBytes int64, chunkFrames int, rowBytes int64) (mix, span int) {
+	group := int64(chunkFrames) * rowBytes
+	if cacheBytes >= 3*group {
+		return int(min(64, max(2, cacheBytes/(3*group)))), 0
+	}
+	return 2, int(max(1, cacheBytes/(6*rowBytes)))
 }
 
 // Shape is the geometry of the batches.

@@ -93,7 +93,7 @@ func TestSamplers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := NewChunkAware(idx, 50, 3, 7)
+	ca, err := NewChunkAware(idx, 50, 0, 3, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,51 @@ func TestSamplers(t *testing.T) {
 	}
 	if len(chunks) < 20 {
 		t.Errorf("uniform batch spans only %d of 40 chunks", len(chunks))
+	}
+}
+
+// Spans split chunks into smaller groups; a chunk's spans are visited one
+// after another, so at most about Mix chunks are in progress at a time.
+func TestChunkAwareSpans(t *testing.T) {
+	var ends []int64
+	for e := int64(1); e <= 20; e++ {
+		ends = append(ends, e*100)
+	}
+	idx, err := BuildIndex(ends, DefaultWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := NewChunkAware(idx, 50, 0, 2, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := NewChunkAware(idx, 50, 10, 2, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Groups() < 4*whole.Groups() {
+		t.Fatalf("%d spans of 10 frames for %d chunks of 50", ca.Groups(), whole.Groups())
+	}
+	order := ca.Order(0)
+	if !isPermutation(order, idx.Len()) {
+		t.Fatal("order is not a permutation of the windows")
+	}
+	left := map[int64]int{}
+	for _, w := range idx.Windows {
+		left[w.Frame(1)/50]++
+	}
+	active := map[int64]bool{}
+	most := 0
+	for _, w := range order {
+		row := idx.Windows[w].Frame(1) / 50
+		active[row] = true
+		most = max(most, len(active))
+		if left[row]--; left[row] == 0 {
+			delete(active, row)
+		}
+	}
+	if most > ca.Mix+1 {
+		t.Fatalf("%d chunks in progress at once with mix %d", most, ca.Mix)
 	}
 }
 

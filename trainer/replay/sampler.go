@@ -45,32 +45,48 @@ func (u Uniform) Len() int { return u.N }
 func (u Uniform) Name() string { return "uniform" }
 
 // ChunkAware shuffles at chunk granularity (see the package doc): groups of
-// windows sharing the chunk of their last observation frame are visited in
-// random order through a shuffle buffer holding Mix groups.
+// windows sharing a span of their last observation frame's chunk are
+// visited in random order through a shuffle buffer holding Mix groups; the
+// spans of one chunk are visited one after another.
 type ChunkAware struct {
 	groups  [][]int32
-	groupOf []int32 // window id -> group
+	groupOf []int32   // window id -> group
+	rows    [][]int32 // chunk row -> its groups, in frame order
 	n       int
 	Mix     int
 	Seed    uint64
 }
 
-// NewChunkAware groups the windows of idx by chunkFrames-frame chunks of
-// the frame axis and mixes mix groups at a time.
-func NewChunkAware(idx *Index, chunkFrames, mix int, seed uint64) (*ChunkAware, error) {
+// NewChunkAware groups the windows of idx by spanFrames-frame spans of the
+// chunkFrames-frame chunks of the frame axis (spanFrames <= 0 or >=
+// chunkFrames: whole chunks) and mixes mix groups at a time.
+func NewChunkAware(idx *Index, chunkFrames, spanFrames, mix int, seed uint64) (*ChunkAware, error) {
 	if chunkFrames < 1 || mix < 1 {
 		return nil, fmt.Errorf("chunk-aware sampler: chunk frames %d and mix %d must be >= 1", chunkFrames, mix)
 	}
+	if spanFrames <= 0 || spanFrames > chunkFrames {
+		spanFrames = chunkFrames
+	}
 	anchor := idx.Params.NObs - 1
-	byChunk := map[int64]int{}
+	type key struct{ row, span int64 }
+	byKey := map[key]int{}
+	byRow := map[int64]int{}
 	c := &ChunkAware{n: idx.Len(), Mix: mix, Seed: seed}
 	for i, w := range idx.Windows {
-		k := w.Frame(anchor) / int64(chunkFrames)
-		g, ok := byChunk[k]
+		f := w.Frame(anchor)
+		k := key{f / int64(chunkFrames), f % int64(chunkFrames) / int64(spanFrames)}
+		g, ok := byKey[k]
 		if !ok {
 			g = len(c.groups)
-			byChunk[k] = g
+			byKey[k] = g
 			c.groups = append(c.groups, nil)
+			r, ok := byRow[k.row]
+			if !ok {
+				r = len(c.rows)
+				byRow[k.row] = r
+				c.rows = append(c.rows, nil)
+			}
+			c.rows[r] = append(c.rows[r], int32(g))
 		}
 		c.groups[g] = append(c.groups[g], int32(i))
 		c.groupOf = append(c.groupOf, int32(g))
@@ -78,7 +94,7 @@ func NewChunkAware(idx *Index, chunkFrames, mix int, seed uint64) (*ChunkAware, 
 	return c, nil
 }
 
-// Groups is the number of chunk groups.
+// Groups is the number of chunk groups (spans).
 func (c *ChunkAware) Groups() int { return len(c.groups) }
 
 // Len implements Sampler.
@@ -90,7 +106,7 @@ func (c *ChunkAware) Name() string { return "chunk" }
 // Order implements Sampler.
 func (c *ChunkAware) Order(epoch int64) []int32 {
 	r := epochRand(c.Seed, epoch)
-	perm := r.Perm(len(c.groups))
+	perm := c.groupOrder(r)
 	out := make([]int32, 0, c.n)
 	buf := make([]int32, 0, c.Mix*(c.n/max(1, len(c.groups))+1))
 	left := make([]int, len(c.groups)) // windows of a buffered group not yet emitted
@@ -116,6 +132,19 @@ func (c *ChunkAware) Order(epoch int64) []int32 {
 		if left[g]--; left[g] == 0 {
 			refill()
 		}
+	}
+	return out
+}
+
+// groupOrder visits the chunk rows in random order and, within a row, its
+// spans in random order, so a chunk decoded for one span can serve the
+// next ones from the loader's store.
+func (c *ChunkAware) groupOrder(r *rand.Rand) []int32 {
+	out := make([]int32, 0, len(c.groups))
+	for _, row := range r.Perm(len(c.rows)) {
+		spans := append([]int32(nil), c.rows[row]...)
+		r.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+		out = append(out, spans...)
 	}
 	return out
 }
