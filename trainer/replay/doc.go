@@ -36,4 +36,11 @@
 // and the order differs between epochs and seeds. Raise Mix (more memory for
 // decoded chunks) to approach uniform sampling; with 1-frame chunks the two
 // samplers are equivalent in effect.
+//
+// When the loader's cache cannot hold a few chunk rows (long chunks, a data
+// set many times the cache), groups are spans of a chunk rather than whole
+// chunks, and the spans of one chunk are visited one after another: a chunk
+// row decoded for one span leaves the frames of the next spans in the
+// loader's store, so it is decoded about once per cache-full of its frames.
+// Batches are then correlated over a span instead of a chunk.
 package replay
