@@ -6,8 +6,10 @@
 # usage: scripts/demo.sh [DATA_DIR]     (make demo runs it after building)
 # Environment: DEMO_PRESET (small), DEMO_BATCH (8), DEMO_CHUNK_FRAMES (1; "auto"
 # gives zarr's default chunking), DEMO_CACHE_MB (the loader's decoded-chunk
-# cache; 0 = its 1 GiB default, which holds the whole 750 MB demo data: use
-# 512 to stand for a real dataset larger than the cache).
+# cache; 0 = its 1 GiB default, which holds the whole 750 MB demo data),
+# DEMO_WORKERS (loader workers, 1; 0 decodes on the training thread).
+# DEMO_CHUNK_FRAMES=auto DEMO_CACHE_MB=1 DEMO_WORKERS=0 stands for a real
+# dataset hundreds of times the cache: the input-bound run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-data/demo.zarr}
@@ -15,6 +17,7 @@ preset=${DEMO_PRESET:-small}
 batch=${DEMO_BATCH:-8}
 chunk=${DEMO_CHUNK_FRAMES:-1}
 cache=${DEMO_CACHE_MB:-0}
+workers=${DEMO_WORKERS:-1}
 name=demo
 mkdir -p build/demo
 
@@ -26,7 +29,7 @@ fi
 log=build/demo/train.log
 echo "demo: training preset $preset, batch $batch (log: $log)"
 # One libtorch thread and one loader worker: the two cores of a small box.
-bin/pipetrain train --data "$data" --preset "$preset" --batch "$batch" --workers 1 --threads 1 --cache-mb "$cache" \
+bin/pipetrain train --data "$data" --preset "$preset" --batch "$batch" --workers "$workers" --threads 1 --cache-mb "$cache" \
   --name "$name" --ckpt build/demo/ckpt --ckpt-every 1000 --log-every 10 >"$log" 2>&1 &
 trainer=$!
 stop() {
