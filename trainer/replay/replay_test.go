@@ -84,8 +84,10 @@ func isPermutation(order []int32, n int) bool {
 	return len(s) == n
 }
 
-func TestSamplers(t *testing.T) {
-	ends := []int64{}
+// twentyEpisodes indexes 20 episodes of 100 frames with the default window.
+func twentyEpisodes(t *testing.T) *Index {
+	t.Helper()
+	var ends []int64
 	for e := int64(1); e <= 20; e++ {
 		ends = append(ends, e*100)
 	}
@@ -93,6 +95,11 @@ func TestSamplers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return idx
+}
+
+func TestSamplers(t *testing.T) {
+	idx := twentyEpisodes(t)
 	ca, err := NewChunkAware(idx, 50, 0, 3, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -137,14 +144,7 @@ func TestSamplers(t *testing.T) {
 // Spans split chunks into smaller groups; a chunk's spans are visited one
 // after another, so at most about Mix chunks are in progress at a time.
 func TestChunkAwareSpans(t *testing.T) {
-	var ends []int64
-	for e := int64(1); e <= 20; e++ {
-		ends = append(ends, e*100)
-	}
-	idx, err := BuildIndex(ends, DefaultWindow)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := twentyEpisodes(t)
 	whole, err := NewChunkAware(idx, 50, 0, 2, 7)
 	if err != nil {
 		t.Fatal(err)
