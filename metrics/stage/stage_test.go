@@ -2,6 +2,7 @@ package stage
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -180,4 +181,35 @@ func BenchmarkSummarize(b *testing.B) {
 func gpuMean(w *StepRing) float64 {
 	s := w.Summarize(0)
 	return s.Stage(Forward).GPUMean
+}
+
+// A ring that has wrapped summarizes its records exactly as a ring that
+// holds the same records without wrapping.
+func TestWrappedRingSummarizesLikeAFreshOne(t *testing.T) {
+	names := []string{DataWait, "forward", "other"}
+	rec := func(i int64) Record {
+		gpu := []int64{-1, 1000 + i*i%97, -1}
+		if i%3 == 0 {
+			gpu[1] = -1
+		}
+		return RecordOf(i, i*1e6, i*1e6+9e5, 8, []int64{i * 37 % 1000, 500 + i%7, 10}, gpu)
+	}
+	wrapped, fresh := NewStepRing(names, 40), NewStepRing(names, 40)
+	for i := range int64(137) {
+		r := rec(i)
+		wrapped.Add(&r)
+	}
+	for i := int64(97); i < 137; i++ {
+		r := rec(i)
+		fresh.Add(&r)
+	}
+	for _, d := range []time.Duration{0, 15 * time.Millisecond, time.Hour} {
+		a, b := wrapped.Summarize(d), fresh.Summarize(d)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("window %v: wrapped ring gave %+v, fresh ring %+v", d, a, b)
+		}
+		if a.Steps == 0 || !a.HasGPU {
+			t.Fatalf("window %v: %d steps, GPU %v: the test data should have both", d, a.Steps, a.HasGPU)
+		}
+	}
 }

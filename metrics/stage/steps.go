@@ -167,10 +167,12 @@ func (w *StepRing) summarize(first, end int) Summary {
 	s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 	s.SpanNs = last.EndNs - w.at(first).StartNs
 	var samples int64
-	for i := first; i < end; i++ {
-		samples += int64(w.at(i).Samples)
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			samples += int64(part[i].Samples)
+		}
 	}
-	s.WallMean, s.WallP50, s.WallP99 = w.stats(first, end, func(r *Record) (int64, bool) { return r.WallNs(), true })
+	s.WallMean, s.WallP50, s.WallP99 = quantiles(w.wallColumn(first, end))
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
@@ -181,11 +183,11 @@ func (w *StepRing) summarize(first, end int) Summary {
 		s.Stages[k] = w.stageStat(first, end, k, name, s.WallMean)
 		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
 		if name == DataWait {
-			s.Waits = w.waits(first, end, k, s.WallP50)
+			s.Waits = w.waits(first, end, k, s.WallP50, s.Stages[k].P50)
 		}
 	}
 	if s.HasGPU {
-		s.GPUBusyMean, _, _ = w.stats(first, end, func(r *Record) (int64, bool) { return r.GPUBusyNs(), r.HasGPU() })
+		s.GPUBusyMean, _, _ = quantiles(w.gpuBusyColumn(first, end))
 		if s.WallMean > 0 {
 			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
 		}
@@ -195,35 +197,96 @@ func (w *StepRing) summarize(first, end int) Summary {
 
 func (w *StepRing) stageStat(first, end, k int, name string, wallMean float64) StageStat {
 	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = w.stats(first, end, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
+	st.Mean, st.P50, st.P99 = quantiles(w.cpuColumn(first, end, k))
 	if wallMean > 0 {
 		st.Share = st.Mean / wallMean
 	}
-	var gpuN int
-	st.GPUMean, _, st.GPUP99 = w.stats(first, end, func(r *Record) (int64, bool) {
-		ok := k < r.NumStages && r.GPU[k] >= 0
-		if ok {
-			gpuN++
-		}
-		return r.GPU[k], ok
-	})
-	st.HasGPU = gpuN > 0
+	gpu := w.gpuColumn(first, end, k)
+	st.HasGPU = len(gpu) > 0
+	st.GPUMean, _, st.GPUP99 = quantiles(gpu)
 	return st
 }
 
-// stats returns mean, p50 and p99 of the values get yields from records
-// first..end-1 (skipping those it rejects).
-func (w *StepRing) stats(first, end int, get func(*Record) (int64, bool)) (mean, p50, p99 float64) {
+// The columns below gather one value per record of first..end-1 into the
+// ring's scratch space (valid until the next call), in plain loops over
+// the ring's two contiguous parts: a viewer summarizes thousands of steps
+// for every stage on each refresh, and a callback per value or a modulo
+// per index was most of that cost.
+
+// wallColumn is the step wall times.
+func (w *StepRing) wallColumn(first, end int) []float64 {
 	v := w.scratch[:0]
-	var sum float64
-	for i := first; i < end; i++ {
-		if x, ok := get(w.at(i)); ok {
-			v = append(v, float64(x))
-			sum += float64(x)
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			v = append(v, float64(part[i].WallNs()))
 		}
 	}
+	return v
+}
+
+// cpuColumn is stage k's CPU times, of the records that have stage k.
+func (w *StepRing) cpuColumn(first, end, k int) []float64 {
+	v := w.scratch[:0]
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			if r := &part[i]; k < r.NumStages {
+				v = append(v, float64(r.CPU[k]))
+			}
+		}
+	}
+	return v
+}
+
+// gpuColumn is stage k's known GPU times.
+func (w *StepRing) gpuColumn(first, end, k int) []float64 {
+	v := w.scratch[:0]
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			if r := &part[i]; k < r.NumStages && r.GPU[k] >= 0 {
+				v = append(v, float64(r.GPU[k]))
+			}
+		}
+	}
+	return v
+}
+
+// gpuBusyColumn is the summed GPU stage time of the records that have one.
+func (w *StepRing) gpuBusyColumn(first, end int) []float64 {
+	v := w.scratch[:0]
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			if r := &part[i]; r.HasGPU() {
+				v = append(v, float64(r.GPUBusyNs()))
+			}
+		}
+	}
+	return v
+}
+
+// parts is records first..end-1 (oldest first) as at most two contiguous
+// slices of the ring.
+func (w *StepRing) parts(first, end int) [2][]Record {
+	if first >= end {
+		return [2][]Record{}
+	}
+	if !w.full {
+		return [2][]Record{w.ring[first:end]}
+	}
+	a, b := (w.next+first)%len(w.ring), (w.next+end)%len(w.ring)
+	if a < b {
+		return [2][]Record{w.ring[a:b]}
+	}
+	return [2][]Record{w.ring[a:], w.ring[:b]}
+}
+
+// quantiles returns the mean, p50 and p99 of v, reordering v.
+func quantiles(v []float64) (mean, p50, p99 float64) {
 	if len(v) == 0 {
 		return 0, 0, 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
 	}
 	k99, k50 := rank(len(v), 0.99), rank(len(v), 0.50)
 	p99 = selectKth(v, k99)

@@ -45,14 +45,14 @@ func (p *WaitPattern) Bursty() bool {
 	return p != nil && p.Spikes > 0 && p.Spikes <= BurstyWaiting && p.SpikeShare >= BurstyShare
 }
 
-// waits computes the wait pattern of stage k over records first..end-1.
-func (w *StepRing) waits(first, end, k int, wallP50 float64) *WaitPattern {
+// waits computes the wait pattern of stage k over records first..end-1,
+// whose median (typical) the caller has.
+func (w *StepRing) waits(first, end, k int, wallP50, typical float64) *WaitPattern {
 	n := end - first
 	if n == 0 {
 		return nil
 	}
-	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50)}
-	_, p.TypicalNs, _ = w.stats(first, end, func(r *Record) (int64, bool) { return r.CPU[k], k < r.NumStages })
+	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50), TypicalNs: typical}
 	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallP50) // a spike costs at least a whole step
 	var waiting, spikes int
 	var total, spike float64
