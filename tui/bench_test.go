@@ -9,7 +9,6 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/feed"
-	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -52,9 +51,10 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(fmt.Sprintf("color=%v", color), func(b *testing.B) {
 			m := replay(b, scenarios[0])
 			m.st = styles.New(color)
-			var s snapshot.Snapshot = *m.snap
+			base := *m.snap
 			b.ResetTimer()
 			for range b.N {
+				s := base // a new snapshot each refresh, as in the app
 				m.SetSnapshot(&s)
 				_ = m.Render(120, 40)
 			}

@@ -68,19 +68,15 @@ func Spark(values []float64, w int, top float64) string {
 	return b.String()
 }
 
-// Width is the number of terminal cells s occupies (escape sequences
-// excluded).
-func Width(s string) int { return ansi.StringWidth(s) }
-
 // Fit cuts or pads one line to exactly w cells.
 func Fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	n := ansi.StringWidth(s)
+	n := Width(s)
 	if n > w {
 		s = ansi.Truncate(s, w, "…")
-		n = ansi.StringWidth(s)
+		n = Width(s)
 	}
 	if n < w {
 		s += strings.Repeat(" ", w-n)
@@ -122,7 +118,7 @@ func Rule(title string, w int, titleStyle, rule lipgloss.Style) string {
 	}
 	head := "─ "
 	t := titleStyle.Render(title)
-	used := ansi.StringWidth(head) + ansi.StringWidth(t) + 1
+	used := Width(head) + Width(t) + 1
 	if used >= w {
 		return Fit(rule.Render(head)+t, w)
 	}
@@ -149,10 +145,10 @@ func Wrap(text string, w int) []string {
 	var lines []string
 	var cur strings.Builder
 	for _, word := range strings.Fields(text) {
-		ww := ansi.StringWidth(word)
+		ww := Width(word)
 		switch {
 		case cur.Len() == 0:
-		case ansi.StringWidth(cur.String())+1+ww <= w:
+		case Width(cur.String())+1+ww <= w:
 			cur.WriteByte(' ')
 		default:
 			lines = append(lines, cur.String())
@@ -171,12 +167,12 @@ func Wrap(text string, w int) []string {
 func Flow(items []string, sep string, w int) []string {
 	var lines []string
 	cur := ""
-	sw := ansi.StringWidth(sep)
+	sw := Width(sep)
 	for _, it := range items {
 		switch {
 		case cur == "":
 			cur = it
-		case ansi.StringWidth(cur)+sw+ansi.StringWidth(it) <= w:
+		case Width(cur)+sw+Width(it) <= w:
 			cur += sep + it
 		default:
 			lines = append(lines, cur)

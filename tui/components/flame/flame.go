@@ -38,11 +38,11 @@ func (m Model) Size(w int) (lo, pref int) {
 	if m.Snap != nil && m.Snap.Summary != nil && m.Snap.Summary.HasGPU {
 		lo = 2
 	}
-	return lo, len(m.lines(w))
+	return lo, len(m.Lines(w, m.lines))
 }
 
 // View renders the body.
-func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
+func (m Model) View() string { return draw.Block(strings.Join(m.Lines(m.W, m.lines), "\n"), m.W, m.H) }
 
 func (m Model) lines(w int) []string {
 	if m.Snap == nil || w <= 0 {

@@ -26,10 +26,10 @@ func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 func (m Model) Title() string { return "loader" }
 
 // Size returns the fewest and the preferred number of body lines.
-func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
+func (m Model) Size(w int) (lo, pref int) { return 1, len(m.Lines(w, m.lines)) }
 
 // View renders the body.
-func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
+func (m Model) View() string { return draw.Block(strings.Join(m.Lines(m.W, m.lines), "\n"), m.W, m.H) }
 
 func (m Model) lines(w int) []string {
 	if m.Snap == nil {

@@ -25,10 +25,33 @@ type Base struct {
 	Box
 	// Snap is what to show; nil before the first refresh.
 	Snap *snapshot.Snapshot
+	memo *linesMemo // shared by the copies value methods make; nil: no memo
+}
+
+// linesMemo is the body a pane last rendered, and for what.
+type linesMemo struct {
+	snap  *snapshot.Snapshot
+	w     int
+	lines []string
 }
 
 // New returns a Base drawn with st.
-func New(st *styles.Styles) Base { return Base{Box: Box{St: st}} }
+func New(st *styles.Styles) Base { return Base{Box: Box{St: st}, memo: &linesMemo{}} }
+
+// Lines returns render(w), rendered once per snapshot and width: a pane
+// that sizes itself by counting its lines and then draws them renders them
+// once a refresh. render must depend only on the snapshot, the styles and
+// w, and the caller must not change the lines returned.
+func (b Base) Lines(w int, render func(w int) []string) []string {
+	m := b.memo
+	if m == nil {
+		return render(w)
+	}
+	if m.lines == nil || m.snap != b.Snap || m.w != w {
+		m.snap, m.w, m.lines = b.Snap, w, render(w)
+	}
+	return m.lines
+}
 
 // SetSnapshot sets what to show.
 func (b *Base) SetSnapshot(s *snapshot.Snapshot) { b.Snap = s }

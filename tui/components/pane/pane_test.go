@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -58,5 +59,30 @@ func TestSetters(t *testing.T) {
 	b.SetSize(3, 7)
 	if b.St != st || b.Snap != snap || b.W != 3 || b.H != 7 {
 		t.Errorf("Base = %+v, want styles, snapshot and size 3x7", b)
+	}
+}
+
+// Lines renders once per snapshot and width.
+func TestLinesRendersOncePerSnapshotAndWidth(t *testing.T) {
+	b := New(styles.New(false))
+	calls := 0
+	render := func(w int) []string { calls++; return []string{strings.Repeat("x", w)} }
+	s1, s2 := &snapshot.Snapshot{}, &snapshot.Snapshot{}
+	b.SetSnapshot(s1)
+	b.Lines(10, render)
+	b.Lines(10, render)
+	if calls != 1 {
+		t.Fatalf("rendered %d times for one snapshot and width", calls)
+	}
+	if got := b.Lines(12, render); calls != 2 || got[0] != strings.Repeat("x", 12) {
+		t.Fatalf("a new width: %d renders, %q", calls, got)
+	}
+	b.SetSnapshot(s2)
+	b.Lines(12, render)
+	if calls != 3 {
+		t.Fatalf("a new snapshot: %d renders, want 3", calls)
+	}
+	if (Base{}).Lines(5, render); calls != 4 {
+		t.Fatal("a Base made without New must render every time")
 	}
 }

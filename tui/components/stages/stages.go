@@ -20,17 +20,17 @@ type Model struct{ pane.Scrolling }
 func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 
 // Scroll moves the rows by d, within bounds.
-func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.lines())) }
+func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.Lines(0, m.lines))) }
 
 // Title is the pane title.
 func (m Model) Title() string { return "stages · p50/p99 per stage" }
 
 // Size returns the fewest and the preferred number of body lines.
-func (m Model) Size(int) (lo, pref int) { return 2, len(m.lines()) }
+func (m Model) Size(int) (lo, pref int) { return 2, len(m.Lines(0, m.lines)) }
 
 // View renders the body.
 func (m Model) View() string {
-	lines := m.lines()
+	lines := m.Lines(0, m.lines)
 	off := m.Offset(len(lines))
 	if off > 0 {
 		lines = append(lines[:1:1], lines[1+off:]...)
@@ -42,7 +42,7 @@ const rowFmt = "%-12s %9s %9s %9s %6s %9s %9s"
 
 const swatchPad = "  "
 
-func (m Model) lines() []string {
+func (m Model) lines(int) []string {
 	if m.Snap == nil {
 		return nil
 	}
