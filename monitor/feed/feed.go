@@ -334,9 +334,10 @@ func (f *Feed) addBaseline(r *stage.Record) {
 // baseline summarizes the run's first minutes, or at most the first third
 // of the time since the first step, so a short run still has one that does
 // not overlap its recent steps. Nil until it holds enough steps. The end
-// moves in whole seconds and the summary is kept until it moves, so a
-// viewer summarizes the baseline once per three seconds while it grows
-// and never again once it is complete, not on every refresh.
+// moves in whole seconds and the summary is kept until it moves (even as
+// a full ring drops its oldest records meanwhile), so a viewer summarizes
+// the baseline once per three seconds while it grows and never again once
+// it is complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
 	first := f.base.First()
 	if first == nil {
@@ -345,7 +346,7 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 	to := first.EndNs + (nowNs-first.EndNs)/3
 	to = first.EndNs + (to-first.EndNs)/1e9*1e9
 	to = min(f.baseEnd, to)
-	key := baselineKey{ring: f.base, firstStep: first.Step, to: to}
+	key := baselineKey{ring: f.base, to: to}
 	if key == f.baseKey {
 		return f.baseSum
 	}
@@ -359,9 +360,8 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 
 // baselineKey names what a baseline summary was made of.
 type baselineKey struct {
-	ring      *stage.StepRing
-	firstStep int64
-	to        int64
+	ring *stage.StepRing
+	to   int64
 }
 
 func (f *Feed) setLink(state, detail, socket string, now time.Time) {
