@@ -133,40 +133,62 @@ func (m Model) trainerGPUs() map[int]bool {
 }
 
 // row is one device in the compact view: "*" marks the trainer's GPUs.
+// A narrow pane drops the memory bar, then the device name, before any
+// reading: util, memory, power, temperature and clock stay visible.
 func (m Model) row(d snapshot.Device, w int) string {
 	st := m.St
 	mark := " "
 	if d.TrainerMem.OK() || !d.MIG && m.trainerGPUs()[d.Index] {
 		mark = "*"
 	}
-	name := fmt.Sprintf("%d", d.Index)
+	index := fmt.Sprintf("%d", d.Index)
 	if d.MIG {
-		name = fmt.Sprintf("%d/%d", d.Index, d.MIGIndex)
+		index = fmt.Sprintf("%d/%d", d.Index, d.MIGIndex)
 	}
-	parts := []string{mark + st.Value.Render(fmt.Sprintf("%-4s", name)) + st.Label.Render(shortName(d.Name))}
+	head := mark + st.Value.Render(fmt.Sprintf("%-4s", index))
+	name := st.Label.Render(shortName(d.Name))
 	if d.Err != "" {
-		return draw.Fit(strings.Join(append(parts, st.Bad.Render(d.Err)), "  "), w)
+		return draw.Fit(head+name+"  "+st.Bad.Render(d.Err), w)
 	}
+	full := head + name + "  " + strings.Join(m.readings(d, true), "  ")
+	if draw.Width(full) <= w {
+		return full
+	}
+	readings := strings.Join(m.readings(d, false), "  ")
+	if lean := head + name + "  " + readings; draw.Width(lean) <= w {
+		return lean
+	}
+	return draw.Fit(head+readings, w)
+}
+
+// readings is a compact row's values: activity, memory (with a bar when
+// bar), power, temperature and SM clock, those the device reports.
+func (m Model) readings(d snapshot.Device, bar bool) []string {
+	st := m.St
+	var out []string
 	if d.SMActivity.OK() {
-		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%3.0f%%", *d.SMActivity.Value)))
+		out = append(out, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%3.0f%%", *d.SMActivity.Value)))
 	} else if d.KernelActive.OK() {
-		parts = append(parts, st.Label.Render("busy ")+st.Load(*d.KernelActive.Value).Render(fmt.Sprintf("%3.0f%%", *d.KernelActive.Value)))
+		out = append(out, st.Label.Render("busy ")+st.Load(*d.KernelActive.Value).Render(fmt.Sprintf("%3.0f%%", *d.KernelActive.Value)))
 	}
 	if d.MemUsed.OK() && d.MemTotal.OK() && *d.MemTotal.Value > 0 {
 		used, total := *d.MemUsed.Value, *d.MemTotal.Value
-		parts = append(parts, st.Label.Render("mem ")+draw.Bar(6, used/total, st.Load(100*used/total), st.BarEmpty)+
-			st.Value.Render(" "+strings.ReplaceAll(units.Bytes(used), " ", "")+"/"+strings.ReplaceAll(units.Bytes(total), " ", "")))
+		mem := st.Label.Render("mem ")
+		if bar {
+			mem += draw.Bar(6, used/total, st.Load(100*used/total), st.BarEmpty) + " "
+		}
+		out = append(out, mem+st.Value.Render(strings.ReplaceAll(units.Bytes(used), " ", "")+"/"+strings.ReplaceAll(units.Bytes(total), " ", "")))
 	}
 	if d.Power.OK() {
-		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f W", *d.Power.Value)))
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f W", *d.Power.Value)))
 	}
 	if d.Temperature.OK() {
-		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
 	}
 	if d.SMClock.OK() {
-		parts = append(parts, st.Value.Render(fmt.Sprintf("%.0f MHz", *d.SMClock.Value)))
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f MHz", *d.SMClock.Value)))
 	}
-	return draw.Fit(strings.Join(parts, "  "), w)
+	return out
 }
 
 // shortName drops the vendor prefix: "H100 80GB HBM3", "MIG 1g.10gb".

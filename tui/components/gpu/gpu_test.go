@@ -75,3 +75,37 @@ func TestTrainerMarkAndMIG(t *testing.T) {
 		t.Errorf("title %q", got)
 	}
 }
+
+// A compact row in a narrow pane gives up the memory bar and the device
+// name, never a reading.
+func TestCompactRowKeepsReadingsWhenNarrow(t *testing.T) {
+	s := devices(2)
+	for i := range s.GPU.Devices {
+		d := &s.GPU.Devices[i]
+		d.Power, d.Temperature, d.SMClock = reading(312), reading(62), reading(1980)
+	}
+	m := New(styles.New(false))
+	m.SetSnapshot(s)
+	for _, w := range []int{120, 60} {
+		m.SetSize(w, 5)
+		rows := 0
+		for _, line := range strings.Split(m.View(), "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			rows++
+			for _, want := range []string{"busy", "mem", "312 W", "62 °C", "1980 MHz"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("width %d: row %q lacks %q", w, line, want)
+				}
+			}
+		}
+		if rows != 2 {
+			t.Errorf("width %d: %d rows, want 2", w, rows)
+		}
+	}
+	m.SetSize(120, 5)
+	if v := m.View(); !strings.Contains(v, "A100") || !strings.Contains(v, "░") {
+		t.Errorf("a wide row lost its name or memory bar:\n%s", v)
+	}
+}
