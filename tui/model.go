@@ -199,7 +199,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.gen {
 			return m, nil
 		}
-		if !m.paused {
+		// A paused replay still shows where a seek took it: its clock,
+		// not the screen, is what pause stops.
+		if !m.paused || m.opts.Replay != nil {
 			m.SetSnapshot(&msg.snap)
 		}
 		return m, m.tick()
