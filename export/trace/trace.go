@@ -1,7 +1,9 @@
 // Package trace turns a recording into Chrome trace-event JSON, the format
 // Perfetto's UI and chrome://tracing open: one process per trainer process
 // (rank), a track of steps with their stages as child slices on the CPU, a
-// track of GPU stage times, and counters for GPU activity and memory.
+// track of GPU stage times, counters for GPU activity and memory, and the
+// loader's counters: its queue and workers, and each worker's busy share
+// where the loader measures it per worker (a PyTorch DataLoader).
 //
 // Stage times are per-step totals, not intervals: the slices lay them end
 // to end in the record's stage order from the step's start, so durations
@@ -85,6 +87,8 @@ func (t *tracer) entry(e recording.Entry) {
 		for i := range e.Frame.Steps {
 			t.step(&e.Frame.Steps[i])
 		}
+	case e.Frame.Type == ipc.TypeLoader && e.Frame.Loader != nil:
+		t.loader(e.Frame.Loader)
 	case e.Frame.Type == ipc.TypeEvent:
 		ev := e.Frame.Event
 		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: t.us(ev.TimeNs), PID: t.pid, TID: tidSteps,
@@ -156,6 +160,17 @@ func (t *tracer) counters(e recording.Entry) {
 	}
 	if v := e.Host.CPU.Total.Value; v != nil {
 		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid, Args: map[string]any{"all cores %": *v}})
+	}
+}
+
+// loader emits the loader's counters at the time of its statistics.
+func (t *tracer) loader(l *stage.LoaderStats) {
+	ts := t.us(l.TimeNs)
+	t.emit(Event{Name: "loader queue", Ph: "C", Ts: ts, PID: t.pid,
+		Args: map[string]any{"ready batches": l.QueueDepth, "capacity": l.QueueCap}})
+	t.emit(Event{Name: "loader workers busy", Ph: "C", Ts: ts, PID: t.pid, Args: map[string]any{"mean %": 100 * l.WorkerBusy}})
+	for i, b := range l.WorkerBusyEach {
+		t.emit(Event{Name: fmt.Sprintf("loader worker %d busy", i), Ph: "C", Ts: ts, PID: t.pid, Args: map[string]any{"%": 100 * b}})
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
 )
 
@@ -91,5 +93,48 @@ func TestGolden(t *testing.T) {
 	}
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("trace differs from %s (rerun with -update after checking):\n%s", path, b.String())
+	}
+}
+
+// TestLoaderCounters: the loader's statistics become counters, with a
+// track per worker when the loader measures each one.
+func TestLoaderCounters(t *testing.T) {
+	run := planted(3)
+	es := run.Entries()
+	at := run.Start.Add(5 * time.Millisecond)
+	ls := &stage.LoaderStats{TimeNs: at.UnixNano(), Source: "torch", Workers: 2, WorkerBusy: 0.74,
+		WorkerBusyEach: []float64{0.98, 0.5}, QueueDepth: 1, QueueCap: 4}
+	es = append(es, recording.Entry{T: at, Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: ls}})
+	var b bytes.Buffer
+	if err := Write(&b, es); err != nil {
+		t.Fatal(err)
+	}
+	var f file
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	want := map[string]map[string]float64{
+		"loader queue":         {"ready batches": 1, "capacity": 4},
+		"loader workers busy":  {"mean %": 74},
+		"loader worker 0 busy": {"%": 98},
+		"loader worker 1 busy": {"%": 50},
+	}
+	for _, e := range f.TraceEvents {
+		w, ok := want[e.Name]
+		if !ok || e.Ph != "C" {
+			continue
+		}
+		for k, v := range w {
+			if got, _ := e.Args[k].(float64); math.Abs(got-v) > 1e-9 {
+				t.Errorf("%s %s = %v, want %v", e.Name, k, e.Args[k], v)
+			}
+		}
+		if e.PID != run.PID || math.Abs(e.Ts-5000) > 1e-6 {
+			t.Errorf("%s at pid %d ts %v µs, want pid %d at 5000 µs", e.Name, e.PID, e.Ts, run.PID)
+		}
+		delete(want, e.Name)
+	}
+	for name := range want {
+		t.Errorf("no %q counter", name)
 	}
 }
