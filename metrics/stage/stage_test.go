@@ -178,6 +178,39 @@ func BenchmarkSummarize(b *testing.B) {
 	}
 }
 
+// BenchmarkSummarizeRefresh is a viewer's refresh at 1,000 steps/s: the
+// last 5 s of a two-minute ring of varied records. With cold, the caches are
+// flushed before each call, as they are after a second of other work.
+func BenchmarkSummarizeRefresh(b *testing.B) {
+	for _, cold := range []bool{false, true} {
+		b.Run(map[bool]string{false: "hot", true: "cold"}[cold], func(b *testing.B) {
+			w := NewStepRing(Canonical, 120000)
+			rng := rand.New(rand.NewPCG(1, 2))
+			cpu := make([]int64, len(Canonical))
+			for i := range int64(130000) {
+				for k := range cpu {
+					cpu[k] = rng.Int64N(1e6)
+				}
+				r := RecordOf(i, i*1e6, (i+1)*1e6, 64, cpu, nil)
+				w.Add(&r)
+			}
+			junk := make([]byte, 64<<20)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if cold {
+					b.StopTimer()
+					for j := 0; j < len(junk); j += 64 {
+						junk[j]++
+					}
+					b.StartTimer()
+				}
+				w.Summarize(5e9)
+			}
+		})
+	}
+}
+
 func gpuMean(w *StepRing) float64 {
 	s := w.Summarize(0)
 	return s.Stage(Forward).GPUMean

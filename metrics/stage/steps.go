@@ -50,11 +50,11 @@ func (s *Summary) Stage(name string) *StageStat {
 // StepRing keeps the most recent step records of one stage list in a ring and
 // aggregates them. It is not safe for concurrent use.
 type StepRing struct {
-	names   []string
-	ring    []Record
-	next    int
-	full    bool
-	scratch []float64
+	names []string
+	ring  []Record
+	next  int
+	full  bool
+	cols  columns
 }
 
 // NewStepRing returns a StepRing that holds up to capacity records made with
@@ -64,9 +64,8 @@ func NewStepRing(names []string, capacity int) *StepRing {
 		capacity = 1
 	}
 	return &StepRing{
-		names:   append([]string(nil), names...),
-		ring:    make([]Record, capacity),
-		scratch: make([]float64, 0, capacity),
+		names: append([]string(nil), names...),
+		ring:  make([]Record, capacity),
 	}
 }
 
@@ -166,28 +165,23 @@ func (w *StepRing) summarize(first, end int) Summary {
 	s.LastStep, s.LastEndNs = last.Step, last.EndNs
 	s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 	s.SpanNs = last.EndNs - w.at(first).StartNs
-	var samples int64
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			samples += int64(part[i].Samples)
-		}
-	}
-	s.WallMean, s.WallP50, s.WallP99 = quantiles(w.wallColumn(first, end))
+	c := w.gather(first, end)
+	s.WallMean, s.WallP50, s.WallP99 = quantiles(c.wall)
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
-		s.SamplesPerSec = float64(samples) / sec
+		s.SamplesPerSec = float64(c.samples) / sec
 	}
 	s.Stages = make([]StageStat, len(w.names))
 	for k, name := range w.names {
-		s.Stages[k] = w.stageStat(first, end, k, name, s.WallMean)
+		s.Stages[k] = stageStat(name, c.cpu[k], c.gpu[k], s.WallMean)
 		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
 		if name == DataWait {
 			s.Waits = w.waits(first, end, k, s.WallP50, s.Stages[k].P50)
 		}
 	}
 	if s.HasGPU {
-		s.GPUBusyMean, _, _ = quantiles(w.gpuBusyColumn(first, end))
+		s.GPUBusyMean, _, _ = quantiles(c.busy)
 		if s.WallMean > 0 {
 			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
 		}
@@ -195,72 +189,63 @@ func (w *StepRing) summarize(first, end int) Summary {
 	return s
 }
 
-func (w *StepRing) stageStat(first, end, k int, name string, wallMean float64) StageStat {
+// stageStat aggregates one stage's CPU times and known GPU times.
+func stageStat(name string, cpu, gpu []float64, wallMean float64) StageStat {
 	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = quantiles(w.cpuColumn(first, end, k))
+	st.Mean, st.P50, st.P99 = quantiles(cpu)
 	if wallMean > 0 {
 		st.Share = st.Mean / wallMean
 	}
-	gpu := w.gpuColumn(first, end, k)
 	st.HasGPU = len(gpu) > 0
 	st.GPUMean, _, st.GPUP99 = quantiles(gpu)
 	return st
 }
 
-// The columns below gather one value per record of first..end-1 into the
-// ring's scratch space (valid until the next call), in plain loops over
-// the ring's two contiguous parts: a viewer summarizes thousands of steps
-// for every stage on each refresh, and a callback per value or a modulo
-// per index was most of that cost.
-
-// wallColumn is the step wall times.
-func (w *StepRing) wallColumn(first, end int) []float64 {
-	v := w.scratch[:0]
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			v = append(v, float64(part[i].WallNs()))
-		}
-	}
-	return v
+// columns is the values of a span of records that a summary selects
+// from, one slice per quantity (valid until the next gather).
+type columns struct {
+	wall    []float64            // step wall times
+	cpu     [MaxStages][]float64 // stage k's CPU times, of the records that have stage k
+	gpu     [MaxStages][]float64 // stage k's known GPU times
+	busy    []float64            // summed GPU stage time, of the records that have one
+	samples int64                // samples of all the records
 }
 
-// cpuColumn is stage k's CPU times, of the records that have stage k.
-func (w *StepRing) cpuColumn(first, end, k int) []float64 {
-	v := w.scratch[:0]
+// gather fills w.cols from records first..end-1 in one pass over the
+// ring's two contiguous parts. A viewer summarizes thousands of steps on
+// every refresh, mostly with cold caches; a pass per stage read each
+// record's memory once per stage and was most of that cost.
+func (w *StepRing) gather(first, end int) *columns {
+	c := &w.cols
+	stages := len(w.names)
+	c.wall, c.busy, c.samples = c.wall[:0], c.busy[:0], 0
+	for k := range stages {
+		c.cpu[k], c.gpu[k] = c.cpu[k][:0], c.gpu[k][:0]
+	}
 	for _, part := range w.parts(first, end) {
 		for i := range part {
-			if r := &part[i]; k < r.NumStages {
-				v = append(v, float64(r.CPU[k]))
+			r := &part[i]
+			c.wall = append(c.wall, float64(r.WallNs()))
+			c.samples += int64(r.Samples)
+			// GPU times of stages beyond the names count toward busy too.
+			busy, gpu := int64(0), false
+			for k := range r.NumStages {
+				g := r.GPU[k]
+				if k < stages {
+					c.cpu[k] = append(c.cpu[k], float64(r.CPU[k]))
+					if g >= 0 {
+						c.gpu[k] = append(c.gpu[k], float64(g))
+					}
+				}
+				gpu = gpu || g >= 0
+				busy += max(g, 0)
+			}
+			if gpu {
+				c.busy = append(c.busy, float64(busy))
 			}
 		}
 	}
-	return v
-}
-
-// gpuColumn is stage k's known GPU times.
-func (w *StepRing) gpuColumn(first, end, k int) []float64 {
-	v := w.scratch[:0]
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			if r := &part[i]; k < r.NumStages && r.GPU[k] >= 0 {
-				v = append(v, float64(r.GPU[k]))
-			}
-		}
-	}
-	return v
-}
-
-// gpuBusyColumn is the summed GPU stage time of the records that have one.
-func (w *StepRing) gpuBusyColumn(first, end int) []float64 {
-	v := w.scratch[:0]
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			if r := &part[i]; r.HasGPU() {
-				v = append(v, float64(r.GPUBusyNs()))
-			}
-		}
-	}
-	return v
+	return c
 }
 
 // parts is records first..end-1 (oldest first) as at most two contiguous
