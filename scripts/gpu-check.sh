@@ -15,11 +15,14 @@
 #   --only PART,...           run only these parts (a rerun of the failed ones;
 #                             train-bN and bisect need shim and data listed too)
 #
-# Parts, in order, with the time each takes on a 16-core H200 machine (GPU) and
-# here with --cpu (2 idle cores). Every part runs under a time limit; a failed
-# part is reported and the rest still run; the exit status is 1 if any failed.
+# Parts, in order, with the time each is planned to take on a 16-core H200
+# machine (GPU: estimates until the first GPU run replaces them) and as measured
+# here with --cpu (2 idle cores). Every part runs under its own time limits; a
+# failed part is reported and the rest still run; the exit status is 1 if any
+# failed. With --out, DIR/summary.txt is brought up to date after every part,
+# so a run stopped from outside still leaves what it had.
 #
-#   part         what                                               GPU     --cpu
+#   part         what                                          GPU (est.)   --cpu
 #   machine      nvidia-smi, torch and CUDA versions                 ~10 s    ~3 s
 #   libs         link what bin/pipetrain lacks here from bin/lib      <1 s    <1 s
 #   shim         libpipetorch.so built against the machine's        ~90 s    ~2 s
@@ -34,14 +37,16 @@
 #                pipetop --json and --once while it trains; samples/s,
 #                GPU busy (CUDA events), stage table, verdict, GPM next
 #                to kernel-active; checks GPU busy <= step, stages <= step
-#   bisect       pipetrain bisect at batch 64 (--cpu: 8)              ~40 s   ~10 s
+#   bisect       pipetrain bisect at batch 64 (--cpu: 2)              ~40 s   ~10 s
 #   python       the stdlib publisher on a PyTorch loop with CUDA    ~25 s   ~10 s
 #                event timings, a viewer attached; same checks
 #   pipetop-run  pipetop run on a plain PyTorch loop (when this      ~25 s   ~10 s
 #                pipetop has `run`)
 #   lightning    the Lightning callback (when lightning and the      ~35 s       -
 #                callback import)
-#   total (GPU): about 6 minutes, 8 at most, shim build included.
+#   total (GPU): about 6 minutes planned, shim build included. No part starts
+#   after GPU_CHECK_BUDGET (480 s); a part already running keeps its own limits,
+#   so give the run a wall-clock limit of about 9 minutes from outside.
 #
 # The goal line says whether the seed preset reached GPU busy >= 90 % at
 # batch >= 64 and, if not, the stage that holds it back (from the verdict).
@@ -94,6 +99,7 @@ else
 fi
 rm -rf "$work" && mkdir -p "$work/logs"
 logs=$work/logs summary=$work/summary.txt
+if [[ -n $out ]]; then mkdir -p "$out" || exit 1; fi
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
@@ -136,6 +142,7 @@ part() {
   fi
   case $rc in 0) status=ok ;; "$skipped_rc") status=skipped ;; *) status=FAILED failed=1 ;; esac
   table+=("$(printf '%-12s %-8s %4d s' "$name" "$status" $((SECONDS - t0)))")
+  if [[ -n $out ]]; then cp "$summary" "$out/" 2>/dev/null; fi
 }
 
 # wait_for NAME PID SECS: until pipetop lists NAME (or PID exits, or SECS pass).
