@@ -147,8 +147,12 @@ func steady(in *Inputs) Verdict {
 			Next: "wrap the missing work in a stage span to see what it is"}
 	}
 	if name, sh := biggestOther(s); sh >= SingleStageShare {
+		next := fmt.Sprintf("look inside %s: it dominates the step", name)
+		if ClassOf(name) == ClassComm {
+			next = "the ranks wait for each other: the slowest rank sets the pace; attach to the whole run to see which one, or overlap the all-reduce with backward"
+		}
 		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, units.Pct(sh), units.Dur(s.Stage(name).Mean)),
-			Next: fmt.Sprintf("look inside %s: it dominates the step", name)}
+			Next: next}
 	}
 	if wait >= ModerateShare {
 		return moderateInput(s, wait, l)
@@ -221,12 +225,13 @@ func rechunkArgs(data string) string {
 }
 
 // biggestOther returns the largest stage that no earlier rule covers: a
-// custom stage, or with GPU timings a network stage that alone dominates.
+// custom stage, the ranks waiting for each other (comm), or with GPU timings
+// a network stage that alone dominates.
 func biggestOther(s Summary) (string, float64) {
 	var name string
 	var best float64
 	for _, st := range s.Stages {
-		if ClassOf(st.Name) == ClassCustom && st.Share > best {
+		if c := ClassOf(st.Name); (c == ClassCustom || c == ClassComm) && st.Share > best {
 			name, best = st.Name, st.Share
 		}
 	}

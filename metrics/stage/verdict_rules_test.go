@@ -58,6 +58,11 @@ func TestJudgeRules(t *testing.T) {
 		}
 		return m
 	})
+	waiting := NewStepRing(MultiRank, 64) // a fast rank of a run with a straggler
+	for i := range int64(50) {
+		r := RecordOf(i, start+i*100*ms1, start+(i+1)*100*ms1, 8, []int64{5 * ms1, 0, 15 * ms1, 10 * ms1, 70 * ms1, 0, 0, 0}, nil)
+		waiting.Add(&r)
+	}
 	baseline := drifted.SummarizeBetween(BaselineSkip, 0, start+int64(100*11*ms1))
 	recent := drifted.Summarize(1e9)
 	for _, tc := range []struct {
@@ -114,6 +119,8 @@ func TestJudgeRules(t *testing.T) {
 			LaunchBound, "", []string{"GPU is busy 20 %", "NVML kernel-active"}},
 		{"GPU busy by GPM without GPU timings", Inputs{Summary: healthy.Summarize(0), Host: &Host{GPUActivity: 0.95, GPUActivitySource: "GPM"}},
 			GPUBound, "", []string{"busy 95 %", "GPM"}},
+		{"ranks waiting for each other", Inputs{Summary: waiting.Summarize(0)},
+			StageBound, Comm, []string{"comm-bound", "70 %", "slowest rank"}},
 		{"healthy stays calm", Inputs{Summary: healthy.Summarize(0), NowNs: end(healthy) + 1e8, Live: true, Baseline: &baseline},
 			ComputeBound, Forward, []string{"the input keeps up"}},
 	} {
