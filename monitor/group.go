@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,7 +39,11 @@ type Group struct {
 	world int                  // the largest world size a rank announced
 	ctx   context.Context
 	view  ipc.ViewOptions // what each rank's feed asks of its trainer
+	tap   Tap             // sees every rank's messages (recordings); may be nil
 }
+
+// Tap sees a message that the feed of rank is about to apply.
+type Tap func(rank int, m ipc.Message, now time.Time)
 
 // probe is what one socket said when asked for its hello.
 type probe struct {
@@ -184,14 +189,73 @@ func (g *Group) members() map[int]ipc.Endpoint {
 	return eps
 }
 
+// NewReplay returns a Group that attaches to nothing: the messages of a
+// recorded run are put into it with Apply, each rank's into its own feed.
+func NewReplay() *Group { return newGroup("", "", "") }
+
+// Apply applies a message recorded from rank r, making that rank's feed
+// when it is new. A hello sets the run and its world size.
+func (g *Group) Apply(r int, m ipc.Message, now time.Time) {
+	g.mu.Lock()
+	if h := m.Connected; h != nil {
+		g.run = h.Run
+		g.world = max(g.world, h.WorldSize)
+	}
+	f, ok := g.feeds[r]
+	if !ok {
+		f = feed.New(g.capacity())
+		g.feeds[r] = f
+	}
+	g.mu.Unlock()
+	f.Apply(m, now)
+}
+
+// Reset forgets every rank of a replayed run (a replay going back to its
+// start).
+func (g *Group) Reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.feeds, g.world, g.run = map[int]*feed.Feed{}, 0, ""
+}
+
+// SetTap makes fn see every message each rank's feed applies from now on,
+// ranks found later included; nil stops it. As with feed.Feed.SetTap, fn
+// runs with that feed locked and must be quick.
+func (g *Group) SetTap(fn Tap) {
+	g.mu.Lock()
+	g.tap = fn
+	feeds := maps.Clone(g.feeds)
+	g.mu.Unlock()
+	for r, f := range feeds {
+		tapFeed(f, r, fn)
+	}
+}
+
+// tapFeed passes the messages of rank r's feed f to fn (none when nil).
+func tapFeed(f *feed.Feed, r int, fn Tap) {
+	if fn == nil {
+		f.SetTap(nil)
+		return
+	}
+	f.SetTap(func(m ipc.Message, now time.Time) { fn(r, m, now) })
+}
+
+// capacity is how many steps each rank's feed keeps: the ranks of a large
+// run share the memory of one feed, down to 4,096 steps each.
+func (g *Group) capacity() int {
+	if g.world > 1 {
+		return max(1<<12, feed.DefaultCapacity/g.world)
+	}
+	return feed.DefaultCapacity
+}
+
 // attach starts the feed of rank r.
 func (g *Group) attach(r int) {
-	capacity := feed.DefaultCapacity
-	if g.world > 1 {
-		capacity = max(1<<12, capacity/g.world)
-	}
-	f := feed.New(capacity)
+	f := feed.New(g.capacity())
 	f.SetView(g.view)
+	if g.tap != nil {
+		tapFeed(f, r, g.tap)
+	}
 	g.feeds[r] = f
 	f.AttachResolver(g.ctx, fmt.Sprintf("rank %d of run %s", r, g.run), func() (ipc.Endpoint, error) {
 		g.mu.Lock()

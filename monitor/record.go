@@ -9,11 +9,17 @@ import (
 	"github.com/pipetop/pipetop/monitor/recording"
 )
 
-// Record writes everything the monitor's feed receives to w, and the host
-// readings every interval, until ctx ends. The caller closes w.
+// Record writes everything the monitor's feed receives to w (every rank's
+// feed, each entry marked with its rank, when it follows a run), and the
+// host readings every interval, until ctx ends. The caller closes w.
 func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time.Duration) error {
-	m.Feed.SetTap(func(msg ipc.Message, now time.Time) { tapEntry(w, msg, now) })
-	defer m.Feed.SetTap(nil)
+	if m.Group != nil {
+		m.Group.SetTap(func(rank int, msg ipc.Message, now time.Time) { tapEntry(w, &rank, msg, now) })
+		defer m.Group.SetTap(nil)
+	} else {
+		m.Feed.SetTap(func(msg ipc.Message, now time.Time) { tapEntry(w, nil, msg, now) })
+		defer m.Feed.SetTap(nil)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -30,13 +36,14 @@ func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time
 	}
 }
 
-// tapEntry writes one feed message as a recording entry.
-func tapEntry(w *recording.Writer, msg ipc.Message, now time.Time) {
+// tapEntry writes one feed message, from rank of a run (nil: a single
+// trainer), as a recording entry.
+func tapEntry(w *recording.Writer, rank *int, msg ipc.Message, now time.Time) {
 	switch {
 	case msg.Connected != nil:
-		w.Hello(now, msg.Connected, msg.Endpoint.Path)
+		w.Hello(now, rank, msg.Connected, msg.Endpoint.Path)
 	case msg.Frame != nil:
-		w.Frame(now, msg.Frame)
+		w.Frame(now, rank, msg.Frame)
 	default:
 		detail := "connection lost"
 		switch {
@@ -45,7 +52,7 @@ func tapEntry(w *recording.Writer, msg ipc.Message, now time.Time) {
 		case msg.Failed != nil:
 			detail = msg.Failed.Error()
 		}
-		w.Lost(now, detail)
+		w.Lost(now, rank, detail)
 	}
 }
 

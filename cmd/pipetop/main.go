@@ -126,8 +126,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        http://LISTEN/metrics (the only live trainer, or
                                        host metrics until one appears)
   pipetop record [-o FILE] [--duration D] [PATH|PID|NAME]
-                                       write everything the trainer sends, and the host
-                                       readings, to a recording (zstd NDJSON)
+                                       write everything the trainer (every rank of a run)
+                                       sends, and the host readings, to a recording
   pipetop replay FILE [--at D] [--once|--json]
                                        the monitor on a recording: ←/→ seek, g/G start/end,
                                        [ ] speed 1x-64x, p pause

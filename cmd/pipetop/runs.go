@@ -84,7 +84,7 @@ func record(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--interval %v: want at least 50ms", *interval)}
 	}
 	spec := strings.Join(pos, "")
-	m, err := monitor.Open(ctx, spec, monitor.Options{NoGPU: *noGPU, OneRank: true})
+	m, err := monitor.Open(ctx, spec, monitor.Options{NoGPU: *noGPU})
 	if err != nil {
 		return err
 	}

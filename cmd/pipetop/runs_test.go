@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -19,25 +20,30 @@ import (
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
-// recordSynthetic records 3 s of a real synthetic publisher with the
-// given planted data_wait through pipetop record.
-func recordSynthetic(t *testing.T, bin, name, dataWait, out string) {
+// plantedWait is the synthetic publisher's stages with a planted data_wait.
+func plantedWait(dataWait string) []string {
+	return []string{"-stages", "data_wait=" + dataWait + ",forward=4ms,backward=2ms,other=0s"}
+}
+
+// recordSynthetic records 3 s of a real synthetic publisher at 100 steps/s
+// started with args, once its sockets sockets are up, through pipetop
+// record NAME.
+func recordSynthetic(t *testing.T, bin, name string, sockets int, out string, args ...string) {
 	t.Helper()
-	sockets := t.TempDir()
-	t.Setenv(ipc.DirEnv, sockets)
-	pub := exec.Command(filepath.Join(bin, "synthetic"), "-name", name, "-rate", "100", "-quiet",
-		"-stages", "data_wait="+dataWait+",forward=4ms,backward=2ms,other=0s")
-	pub.Env = append(os.Environ(), ipc.DirEnv+"="+sockets)
+	dir := t.TempDir()
+	t.Setenv(ipc.DirEnv, dir)
+	pub := exec.Command(filepath.Join(bin, "synthetic"), append([]string{"-name", name, "-rate", "100", "-quiet"}, args...)...)
+	pub.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
 	if err := pub.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer stopSynthetic(pub)
 	for i := 0; ; i++ {
-		if eps, _ := ipc.ListDir(sockets); len(eps) == 1 {
+		if eps, _ := ipc.ListDir(dir); len(eps) == sockets {
 			break
 		}
 		if i == 1500 {
-			t.Fatal("the synthetic publisher's socket did not appear")
+			t.Fatalf("the synthetic publisher's %d sockets did not appear", sockets)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -65,8 +71,8 @@ func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 	bin, dir := t.TempDir(), t.TempDir()
 	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
 	a, b := filepath.Join(dir, "a.pipetop"), filepath.Join(dir, "b.pipetop")
-	recordSynthetic(t, bin, "runa", "2ms", a)
-	recordSynthetic(t, bin, "runb", "8ms", b)
+	recordSynthetic(t, bin, "runa", 1, a, plantedWait("2ms")...)
+	recordSynthetic(t, bin, "runb", 1, b, plantedWait("8ms")...)
 
 	var sa summary.Run
 	runJSON(t, &sa, "summary", "--json", a)
@@ -119,6 +125,76 @@ func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 	}
 	if steps != sa.Whole.Steps {
 		t.Errorf("trace has %d steps, summary %d", steps, sa.Whole.Steps)
+	}
+}
+
+// TestRecordRunOfRanks records a run of two ranks, rank 1 a planted
+// straggler, through pipetop record NAME: one file holds both ranks, and
+// the summary, replay and trace show each.
+func TestRecordRunOfRanks(t *testing.T) {
+	bin, dir := t.TempDir(), t.TempDir()
+	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	rec := filepath.Join(dir, "ranks.pipetop")
+	recordSynthetic(t, bin, "pair", 2, rec, "-ranks", "2", "-straggler", "1", "-straggle", "6ms")
+
+	var sr summary.Run
+	runJSON(t, &sr, "summary", "--json", rec)
+	if len(sr.Ranks) != 2 || sr.Ranks[0].Rank != 0 || sr.Ranks[1].Rank != 1 || sr.Ranks[0].PID != sr.PID {
+		t.Fatalf("summary ranks %+v (run pid %d)", sr.Ranks, sr.PID)
+	}
+	for _, rr := range sr.Ranks {
+		if rr.Whole.Steps < 150 {
+			t.Errorf("rank %d: %d steps recorded in 3 s at 100 steps/s", rr.Rank, rr.Whole.Steps)
+		}
+	}
+	if sr.Verdict.Kind != stage.Straggler || !strings.Contains(sr.Verdict.Headline, "rank 1") {
+		t.Errorf("verdict over the run: %s, want rank 1 named the straggler", sr.Verdict)
+	}
+	if n := len(sr.Verdicts); n == 0 || sr.Verdicts[n-1].Kind != stage.Straggler {
+		t.Errorf("verdicts over time %+v end without the straggler", sr.Verdicts)
+	}
+	var text bytes.Buffer
+	if err := run(context.Background(), []string{"summary", rec}, &text, io.Discard); err != nil || !strings.Contains(text.String(), "2 ranks") {
+		t.Errorf("summary text (%v):\n%s", err, &text)
+	}
+
+	var s snapshot.Snapshot
+	runJSON(t, &s, "replay", "--json", "--at", "2500ms", rec)
+	if len(s.Ranks) != 2 || s.Verdict == nil || s.Verdict.Kind != stage.Straggler {
+		t.Fatalf("replay at 2.5 s: %d ranks, verdict %+v", len(s.Ranks), s.Verdict)
+	}
+
+	out := filepath.Join(dir, "trace.json")
+	if err := run(context.Background(), []string{"trace", rec, "-o", out}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Cat  string         `json:"cat"`
+			PID  int            `json:"pid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	raw, _ := os.ReadFile(out)
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	procs, steps := map[string]int{}, map[int]int{} // process name -> trace pid; steps by trace pid
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Name == "process_name":
+			name, _ := e.Args["name"].(string)
+			procs[name] = e.PID
+		case e.Cat == "step":
+			steps[e.PID]++
+		}
+	}
+	for _, rr := range sr.Ranks {
+		name := fmt.Sprintf("rank %d: pair-rank%d (pid %d)", rr.Rank, rr.Rank, rr.PID)
+		if pid, ok := procs[name]; !ok || steps[pid] != rr.Whole.Steps {
+			t.Errorf("trace: process %q (of %v) has %d steps, want %d", name, procs, steps[pid], rr.Whole.Steps)
+		}
 	}
 }
 

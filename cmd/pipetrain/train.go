@@ -87,7 +87,7 @@ MASTER_ADDR, MASTER_PORT set) this process is one rank. See docs/distributed.md.
 			return fmt.Errorf("train: --nproc %d under a launcher that already set WORLD_SIZE=%d; leave --nproc out", *nproc, rank.World)
 		}
 		if *recordTo != "" {
-			return fmt.Errorf("train: --record with --nproc: every rank would write the same file; record a rank with pipetop record NAME-rankR")
+			return fmt.Errorf("train: --record with --nproc: a rank that starts recording cannot see the others' first steps; record the run, every rank into one file, with pipetop record NAME")
 		}
 		return launchRanks(ctx, *nproc, cfg.Dist.Timeout, args)
 	}

@@ -1,6 +1,6 @@
 // Package trace turns a recording into Chrome trace-event JSON, the format
 // Perfetto's UI and chrome://tracing open: one process per trainer process
-// (rank), a track of steps with their stages as child slices on the CPU, a
+// (each rank of a recorded run, ordered by rank), a track of steps with their stages as child slices on the CPU, a
 // track of GPU stage times, counters for GPU activity and memory, and the
 // loader's counters: its queue and workers, and each worker's busy share
 // where the loader measures it per worker (a PyTorch DataLoader).
@@ -44,7 +44,7 @@ type Event struct {
 // Write writes the trace of the recorded entries to w.
 func Write(w io.Writer, es []recording.Entry) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	t := &tracer{w: bw, first: true}
+	t := &tracer{w: bw, first: true, procs: map[int]*proc{}}
 	if len(es) > 0 {
 		t.origin = es[0].T.UnixNano()
 	}
@@ -69,59 +69,96 @@ type tracer struct {
 	origin int64 // Unix ns of the trace's time 0: the first entry
 	first  bool
 	err    error
-	pid    int
-	names  []string
+	procs  map[int]*proc // by rank, -1 for a single trainer
+	host   int           // the process host counters go to: the last to say hello
+}
+
+// proc is the trainer process frames of one rank (or the only trainer)
+// come from: its process id in the trace and its stage list.
+type proc struct {
+	pid   int
+	names []string
+}
+
+// rankPID is the trace's process id of rank r of a run: above any Linux pid
+// (at most 2^22), so ranks that share a process (a simulation) or ranks on
+// several hosts whose pids collide stay apart. The process name carries the
+// real pid.
+func rankPID(r int) int { return 1<<22 + r }
+
+// proc returns the process of the entry's rank.
+func (t *tracer) proc(rank *int) *proc {
+	k := -1
+	if rank != nil {
+		k = *rank
+	}
+	p, ok := t.procs[k]
+	if !ok {
+		p = &proc{}
+		t.procs[k] = p
+	}
+	return p
 }
 
 func (t *tracer) entry(e recording.Entry) {
+	p := t.proc(e.Rank)
 	switch {
 	case e.Hello != nil:
-		t.pid, t.names = e.Hello.PID, e.Hello.Stages
-		t.meta(e.Hello)
+		p.pid, p.names = e.Hello.PID, e.Hello.Stages
+		if e.Rank != nil {
+			p.pid = rankPID(*e.Rank)
+		}
+		t.host = p.pid
+		t.meta(p.pid, e.Hello, e.Rank)
 	case e.Host != nil:
 		t.counters(e)
 	case e.Frame == nil:
 	case e.Frame.Type == ipc.TypeStages:
-		t.names = e.Frame.Stages
+		p.names = e.Frame.Stages
 	case e.Frame.Type == ipc.TypeSteps:
 		for i := range e.Frame.Steps {
-			t.step(&e.Frame.Steps[i])
+			t.step(p, &e.Frame.Steps[i])
 		}
 	case e.Frame.Type == ipc.TypeLoader && e.Frame.Loader != nil:
-		t.loader(e.Frame.Loader)
+		t.loader(p, e.Frame.Loader)
 	case e.Frame.Type == ipc.TypeEvent:
 		ev := e.Frame.Event
-		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: t.us(ev.TimeNs), PID: t.pid, TID: tidSteps,
+		t.emit(Event{Name: ev.Kind, Cat: "event", Ph: "i", Ts: t.us(ev.TimeNs), PID: p.pid, TID: tidSteps,
 			Args: map[string]any{"msg": ev.Msg, "s": "p"}})
 	}
 }
 
-// meta names the process and its tracks.
-func (t *tracer) meta(h *ipc.Hello) {
+// meta names the process and its tracks; the ranks of a run are named and
+// ordered by rank.
+func (t *tracer) meta(pid int, h *ipc.Hello, rank *int) {
 	name := fmt.Sprintf("%s (pid %d)", h.Name, h.PID)
-	t.emit(Event{Name: "process_name", Ph: "M", PID: h.PID, Args: map[string]any{"name": name}})
-	t.emit(Event{Name: "thread_name", Ph: "M", PID: h.PID, TID: tidSteps, Args: map[string]any{"name": "steps (CPU)"}})
-	t.emit(Event{Name: "thread_name", Ph: "M", PID: h.PID, TID: tidGPU, Args: map[string]any{"name": "GPU (CUDA events)"}})
+	if rank != nil {
+		name = fmt.Sprintf("rank %d: %s (pid %d)", *rank, h.Name, h.PID)
+		t.emit(Event{Name: "process_sort_index", Ph: "M", PID: pid, Args: map[string]any{"sort_index": *rank}})
+	}
+	t.emit(Event{Name: "process_name", Ph: "M", PID: pid, Args: map[string]any{"name": name}})
+	t.emit(Event{Name: "thread_name", Ph: "M", PID: pid, TID: tidSteps, Args: map[string]any{"name": "steps (CPU)"}})
+	t.emit(Event{Name: "thread_name", Ph: "M", PID: pid, TID: tidGPU, Args: map[string]any{"name": "GPU (CUDA events)"}})
 }
 
-// step emits the step slice and its stages, CPU and GPU.
-func (t *tracer) step(r *stage.Record) {
+// step emits the step slice of process p and its stages, CPU and GPU.
+func (t *tracer) step(p *proc, r *stage.Record) {
 	wall := float64(r.WallNs()) / 1e3
 	args := map[string]any{"samples": r.Samples}
 	if r.HasLoss {
 		args["loss"] = r.Loss
 	}
 	t.emit(Event{Name: "step " + strconv.FormatInt(r.Step, 10), Cat: "step", Ph: "X", Ts: t.us(r.StartNs), Dur: &wall,
-		PID: t.pid, TID: tidSteps, Args: args})
-	t.lay(r, r.CPU[:r.NumStages], tidSteps, "stage")
+		PID: p.pid, TID: tidSteps, Args: args})
+	t.lay(p, r, r.CPU[:r.NumStages], tidSteps, "stage")
 	if r.HasGPU() {
-		t.lay(r, r.GPU[:r.NumStages], tidGPU, "gpu")
+		t.lay(p, r, r.GPU[:r.NumStages], tidGPU, "gpu")
 	}
 }
 
 // lay emits the stage times end to end from the step's start, clipped to
 // the step.
-func (t *tracer) lay(r *stage.Record, times []int64, tid int, cat string) {
+func (t *tracer) lay(p *proc, r *stage.Record, times []int64, tid int, cat string) {
 	at, end := r.StartNs, r.EndNs
 	for k, ns := range times {
 		if ns <= 0 || at >= end {
@@ -129,14 +166,14 @@ func (t *tracer) lay(r *stage.Record, times []int64, tid int, cat string) {
 		}
 		ns = min(ns, end-at)
 		d := float64(ns) / 1e3
-		t.emit(Event{Name: t.name(k), Cat: cat, Ph: "X", Ts: t.us(at), Dur: &d, PID: t.pid, TID: tid})
+		t.emit(Event{Name: p.name(k), Cat: cat, Ph: "X", Ts: t.us(at), Dur: &d, PID: p.pid, TID: tid})
 		at += ns
 	}
 }
 
-func (t *tracer) name(k int) string {
-	if k < len(t.names) {
-		return t.names[k]
+func (p *proc) name(k int) string {
+	if k < len(p.names) {
+		return p.names[k]
 	}
 	return "stage " + strconv.Itoa(k)
 }
@@ -151,26 +188,27 @@ func (t *tracer) counters(e recording.Entry) {
 			}
 		}
 		if len(args) > 0 {
-			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid, Args: args})
+			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host, Args: args})
 		}
 		if v := d.MemUsed.Value; v != nil {
-			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid,
+			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host,
 				Args: map[string]any{"used bytes": *v}})
 		}
 	}
 	if v := e.Host.CPU.Total.Value; v != nil {
-		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.pid, Args: map[string]any{"all cores %": *v}})
+		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host, Args: map[string]any{"all cores %": *v}})
 	}
 }
 
-// loader emits the loader's counters at the time of its statistics.
-func (t *tracer) loader(l *stage.LoaderStats) {
+// loader emits the loader's counters of process p at the time of its
+// statistics.
+func (t *tracer) loader(p *proc, l *stage.LoaderStats) {
 	ts := t.us(l.TimeNs)
-	t.emit(Event{Name: "loader queue", Ph: "C", Ts: ts, PID: t.pid,
+	t.emit(Event{Name: "loader queue", Ph: "C", Ts: ts, PID: p.pid,
 		Args: map[string]any{"ready batches": l.QueueDepth, "capacity": l.QueueCap}})
-	t.emit(Event{Name: "loader workers busy", Ph: "C", Ts: ts, PID: t.pid, Args: map[string]any{"mean %": 100 * l.WorkerBusy}})
+	t.emit(Event{Name: "loader workers busy", Ph: "C", Ts: ts, PID: p.pid, Args: map[string]any{"mean %": 100 * l.WorkerBusy}})
 	for i, b := range l.WorkerBusyEach {
-		t.emit(Event{Name: fmt.Sprintf("loader worker %d busy", i), Ph: "C", Ts: ts, PID: t.pid, Args: map[string]any{"%": 100 * b}})
+		t.emit(Event{Name: fmt.Sprintf("loader worker %d busy", i), Ph: "C", Ts: ts, PID: p.pid, Args: map[string]any{"%": 100 * b}})
 	}
 }
 

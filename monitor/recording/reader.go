@@ -138,7 +138,13 @@ func decodeEntry(b []byte) (Entry, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return Entry{}, fmt.Errorf("decode entry: %w", err)
 	}
-	e := Entry{T: time.Unix(0, l.T), Hello: l.Hello, Socket: l.Socket, Lost: l.Lost, Host: l.Host}
+	e := Entry{T: time.Unix(0, l.T), Rank: l.Rank, Hello: l.Hello, Socket: l.Socket, Lost: l.Lost, Host: l.Host}
+	switch {
+	case l.Rank != nil && *l.Rank < 0:
+		return Entry{}, fmt.Errorf("negative rank %d", *l.Rank)
+	case l.Rank != nil && l.Host != nil:
+		return Entry{}, errors.New("a host entry with a rank (host readings belong to the machine)")
+	}
 	n := 0
 	for _, set := range []bool{l.Hello != nil, len(l.Frame) > 0, l.Lost != nil, l.Host != nil} {
 		if set {

@@ -30,9 +30,12 @@ type Header struct {
 }
 
 // Entry is one line after the header. T is when the viewer received it;
-// exactly one of the other fields is set.
+// exactly one of Hello, Frame, Lost and Host is set.
 type Entry struct {
 	T time.Time
+	// Rank is the rank of a run the hello, frame or lost link came from;
+	// nil for a single-process trainer. A run's ranks share one recording.
+	Rank *int
 	// Hello is a (re)connection to the trainer at Socket.
 	Hello  *ipc.Hello
 	Socket string
@@ -54,6 +57,7 @@ type Host struct {
 // line is an entry as it is stored.
 type line struct {
 	T      int64           `json:"t"`
+	Rank   *int            `json:"rank,omitempty"`
 	Hello  *ipc.Hello      `json:"hello,omitempty"`
 	Socket string          `json:"socket,omitempty"`
 	Frame  json.RawMessage `json:"frame,omitempty"`

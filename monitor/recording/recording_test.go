@@ -47,6 +47,36 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRanksRoundTrip: the entries of a run's ranks keep their rank; an
+// entry that names a negative rank, or a rank on host readings, is damage.
+func TestRanksRoundTrip(t *testing.T) {
+	var es []recording.Entry
+	for r := range 2 {
+		rank := r
+		for _, e := range planted().Entries() {
+			if e.Host == nil {
+				e.Rank = &rank
+			}
+			es = append(es, e)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ranks.pipetop")
+	if err := rectest.Write(path, es); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := recording.ReadAll(path)
+	if err != nil || !reflect.DeepEqual(got, es) {
+		t.Fatalf("read %d entries (%v), wrote %d; first ranked: %+v", len(got), err, len(es), got[0].Rank)
+	}
+	for _, bad := range []string{`{"t":1,"rank":-1,"lost":"x"}`, `{"t":1,"rank":0,"host":{}}`} {
+		path := filepath.Join(t.TempDir(), "bad.pipetop")
+		os.WriteFile(path, []byte("{\"pipetop_recording\":1}\n"+bad+"\n"), 0o644)
+		if _, _, err := recording.ReadAll(path); !errors.Is(err, recording.ErrDamaged) {
+			t.Errorf("%s: %v, want damage", bad, err)
+		}
+	}
+}
+
 // TestTruncatedReplaysToTheDamage cuts a recording at many points: every
 // cut reads a prefix of the entries and then says where the damage is.
 func TestTruncatedReplaysToTheDamage(t *testing.T) {
@@ -113,6 +143,7 @@ func TestNotARecording(t *testing.T) {
 func FuzzReader(f *testing.F) {
 	f.Add([]byte("{\"pipetop_recording\":1}\n{\"t\":1,\"lost\":\"x\"}\n"))
 	f.Add([]byte("{\"pipetop_recording\":1}\n{\"t\":1,\"frame\":{\"type\":\"steps\",\"steps\":[]}}\n"))
+	f.Add([]byte("{\"pipetop_recording\":1}\n{\"t\":1,\"rank\":3,\"frame\":{\"type\":\"steps\",\"steps\":[]}}\n"))
 	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0})
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
 	dir := f.TempDir()
@@ -134,6 +165,9 @@ func FuzzReader(f *testing.F) {
 			}
 			if n != 1 {
 				t.Fatalf("entry with %d kinds", n)
+			}
+			if e.Rank != nil && (*e.Rank < 0 || e.Host != nil) {
+				t.Fatalf("entry with rank %d (host %v)", *e.Rank, e.Host != nil)
 			}
 		}
 	})

@@ -48,14 +48,15 @@ func Create(path string, h Header) (*Writer, error) {
 	return w, w.Err()
 }
 
-// Hello records a (re)connection to the trainer at socket.
-func (w *Writer) Hello(t time.Time, h *ipc.Hello, socket string) {
-	w.entry(line{T: t.UnixNano(), Hello: h, Socket: socket})
+// Hello records a (re)connection to the trainer at socket, rank of a run
+// (nil for a single-process trainer).
+func (w *Writer) Hello(t time.Time, rank *int, h *ipc.Hello, socket string) {
+	w.entry(line{T: t.UnixNano(), Rank: rank, Hello: h, Socket: socket})
 }
 
-// Lost records the end of a link.
-func (w *Writer) Lost(t time.Time, detail string) {
-	w.entry(line{T: t.UnixNano(), Lost: &detail})
+// Lost records the end of a link to a trainer or to rank of a run.
+func (w *Writer) Lost(t time.Time, rank *int, detail string) {
+	w.entry(line{T: t.UnixNano(), Rank: rank, Lost: &detail})
 }
 
 // Host records the machine's readings and flushes: host readings come at
@@ -65,13 +66,18 @@ func (w *Writer) Host(t time.Time, h *Host) {
 	w.Flush()
 }
 
-// Frame records one frame from the trainer. Steps frames are written in the
-// protocol's compact form, without reflection: this runs for every frame.
-func (w *Writer) Frame(t time.Time, f *ipc.Frame) {
+// Frame records one frame from the trainer or from rank of a run. Steps
+// frames are written in the protocol's compact form, without reflection:
+// this runs for every frame.
+func (w *Writer) Frame(t time.Time, rank *int, f *ipc.Frame) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b := append(w.buf[:0], `{"t":`...)
 	b = strconv.AppendInt(b, t.UnixNano(), 10)
+	if rank != nil {
+		b = append(b, `,"rank":`...)
+		b = strconv.AppendInt(b, int64(*rank), 10)
+	}
 	b = append(b, `,"frame":`...)
 	b = ipc.AppendFrame(b, f)
 	b = append(bytes.TrimSuffix(b, []byte{'\n'}), "}\n"...)

@@ -5,6 +5,7 @@ package replay
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,9 +31,10 @@ type Player struct {
 	mu      sync.Mutex
 	file    string
 	entries []recording.Entry
-	start   time.Time // the first entry's time (or the header's start)
-	end     time.Time // the last entry's time
-	feed    *feed.Feed
+	start   time.Time      // the first entry's time (or the header's start)
+	end     time.Time      // the last entry's time
+	feed    *feed.Feed     // a single-process trainer's messages
+	ranks   *monitor.Group // a run's, rank by rank; nil when none are recorded
 	col     *monitor.Collector
 	host    *hostSource
 	next    int       // entries applied
@@ -59,6 +61,10 @@ func Load(path string) (*Player, error) {
 	p.feed = feed.New(0)
 	p.host = &hostSource{p: p}
 	p.col = monitor.NewCollector(p.feed, p.host)
+	if slices.ContainsFunc(es, func(e recording.Entry) bool { return e.Rank != nil }) {
+		p.ranks = monitor.NewReplay()
+		p.col.Group = p.ranks
+	}
 	p.at, p.wall = p.start, time.Now()
 	return p, nil
 }
@@ -66,6 +72,9 @@ func Load(path string) (*Player, error) {
 // reset starts the feed afresh before the first entry.
 func (p *Player) reset() {
 	p.feed.Reset()
+	if p.ranks != nil {
+		p.ranks.Reset()
+	}
 	p.host.set(nil)
 	p.next = 0
 }
@@ -148,9 +157,13 @@ func clamp(t, lo, hi time.Time) time.Time {
 func (p *Player) advance() {
 	for p.next < len(p.entries) && !p.entries[p.next].T.After(p.at) {
 		e := p.entries[p.next]
-		if e.Host != nil {
+		msg, ok := monitor.Messages(e)
+		switch {
+		case e.Host != nil:
 			p.host.set(e.Host)
-		} else if msg, ok := monitor.Messages(e); ok {
+		case ok && e.Rank != nil && p.ranks != nil:
+			p.ranks.Apply(*e.Rank, msg, e.T)
+		case ok:
 			p.feed.Apply(msg, e.T)
 		}
 		p.next++

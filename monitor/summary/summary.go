@@ -6,6 +6,7 @@ package summary
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -39,8 +40,20 @@ type Run struct {
 	BucketSec  float64  `json:"bucket_sec"`
 	Throughput []Point  `json:"throughput"`
 	Verdicts   []Period `json:"verdicts"`
+	// Ranks is each rank's stage table over the run when the recording
+	// holds several ranks of one run; everything above is then the lowest
+	// rank's, but for Verdict, which names a straggler when one stands out.
+	// Nil for a single-process trainer.
+	Ranks []RankRun `json:"ranks,omitempty"`
 	// Damage names where a damaged recording stopped being readable.
 	Damage string `json:"damage,omitempty"`
+}
+
+// RankRun is one rank's part of a recorded run.
+type RankRun struct {
+	Rank  int           `json:"rank"`
+	PID   int           `json:"pid"`
+	Whole stage.Summary `json:"whole"`
 }
 
 // Point is one bucket of the run: its steps' rate and mean wall time, and
@@ -89,8 +102,8 @@ func FromEntries(es []recording.Entry) Run {
 // builder walks the entries once, in order.
 type builder struct {
 	run     Run
-	names   []string
-	ring    *stage.StepRing // every step of the current stage list
+	main    *track         // the trainer, or the lowest rank of a run
+	ranks   map[int]*track // every rank of a run, main included; nil for one trainer
 	loader  *stage.LoaderStats
 	bucket  time.Duration
 	first   int64 // first step's start, ns
@@ -99,11 +112,28 @@ type builder struct {
 	periods []Period
 }
 
+// track is the steps of one trainer process or rank.
+type track struct {
+	name  string
+	pid   int
+	names []string        // its current stage list
+	ring  *stage.StepRing // every step under that list
+}
+
+func (t *track) setNames(names []string) {
+	if slices.Equal(names, t.names) {
+		return
+	}
+	t.names = slices.Clone(names)
+	t.ring = stage.NewStepRing(t.names, t.ring.Cap())
+}
+
 func newBuilder(es []recording.Entry) *builder {
-	steps, lo, hi := 0, int64(math.MaxInt64), int64(0)
+	steps := map[int]int{} // by rank, -1 for a single trainer
+	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, e := range es {
 		if e.Frame != nil && e.Frame.Type == ipc.TypeSteps {
-			steps += len(e.Frame.Steps)
+			steps[rankKey(e.Rank)] += len(e.Frame.Steps)
 			for i := range e.Frame.Steps {
 				lo, hi = min(lo, e.Frame.Steps[i].StartNs), max(hi, e.Frame.Steps[i].EndNs)
 			}
@@ -111,33 +141,63 @@ func newBuilder(es []recording.Entry) *builder {
 	}
 	span := time.Duration(max(0, hi-lo))
 	bucket := max(time.Second, (span / 60).Round(time.Second))
-	return &builder{run: Run{Version: Version}, ring: stage.NewStepRing(nil, max(1, steps)), bucket: bucket, first: -1}
+	b := &builder{run: Run{Version: Version}, bucket: bucket, first: -1}
+	newTrack := func(k int) *track { return &track{ring: stage.NewStepRing(nil, max(1, steps[k]))} }
+	b.main = newTrack(-1)
+	for _, e := range es {
+		if e.Rank == nil {
+			continue
+		}
+		if b.ranks == nil {
+			b.ranks = map[int]*track{}
+		}
+		if _, ok := b.ranks[*e.Rank]; !ok {
+			b.ranks[*e.Rank] = newTrack(*e.Rank)
+		}
+	}
+	if len(b.ranks) > 0 {
+		b.main = b.ranks[slices.Min(slices.Collect(maps.Keys(b.ranks)))]
+	}
+	return b
+}
+
+// rankKey is a rank, or -1 for a single trainer.
+func rankKey(rank *int) int {
+	if rank == nil {
+		return -1
+	}
+	return *rank
+}
+
+// trackOf is the track an entry of rank belongs to.
+func (b *builder) trackOf(rank *int) *track {
+	if rank == nil || b.ranks == nil {
+		return b.main
+	}
+	return b.ranks[*rank]
 }
 
 func (b *builder) add(e recording.Entry) {
+	t := b.trackOf(e.Rank)
 	switch {
 	case e.Hello != nil:
-		b.run.Name, b.run.PID = e.Hello.Name, e.Hello.PID
-		b.setNames(e.Hello.Stages)
+		t.name, t.pid = e.Hello.Name, e.Hello.PID
+		t.setNames(e.Hello.Stages)
 	case e.Frame == nil:
 	case e.Frame.Type == ipc.TypeStages:
-		b.setNames(e.Frame.Stages)
-	case e.Frame.Type == ipc.TypeLoader:
+		t.setNames(e.Frame.Stages)
+	case e.Frame.Type == ipc.TypeLoader && t == b.main:
 		l := *e.Frame.Loader
 		b.loader = &l
 	case e.Frame.Type == ipc.TypeSteps:
 		for i := range e.Frame.Steps {
-			b.step(&e.Frame.Steps[i])
+			if t == b.main {
+				b.step(&e.Frame.Steps[i])
+			} else {
+				t.ring.Add(&e.Frame.Steps[i])
+			}
 		}
 	}
-}
-
-func (b *builder) setNames(names []string) {
-	if slices.Equal(names, b.names) {
-		return
-	}
-	b.names = slices.Clone(names)
-	b.ring = stage.NewStepRing(b.names, b.ring.Cap())
 }
 
 func (b *builder) step(r *stage.Record) {
@@ -149,7 +209,7 @@ func (b *builder) step(r *stage.Record) {
 	for r.EndNs > b.edge {
 		b.closeBucket()
 	}
-	b.ring.Add(r)
+	b.main.ring.Add(r)
 	b.inBkt = append(b.inBkt, *r)
 }
 
@@ -160,7 +220,7 @@ func (b *builder) closeBucket() {
 	p := Point{AtSec: at, Steps: len(b.inBkt), StepsPerSec: float64(len(b.inBkt)) / b.bucket.Seconds(),
 		Shares: map[string]float64{}}
 	if len(b.inBkt) > 0 {
-		tmp := stage.NewStepRing(b.names, len(b.inBkt))
+		tmp := stage.NewStepRing(b.main.names, len(b.inBkt))
 		for i := range b.inBkt {
 			tmp.Add(&b.inBkt[i])
 		}
@@ -169,7 +229,11 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		b.period(stage.Diagnose(b.ring.Summarize(VerdictWindow), b.loader), at)
+		v := stage.Diagnose(b.main.ring.Summarize(VerdictWindow), b.loader)
+		if sv, ok := b.straggler(VerdictWindow); ok {
+			v = sv
+		}
+		b.period(v, at)
 	}
 	b.run.Throughput = append(b.run.Throughput, p)
 	b.inBkt = b.inBkt[:0]
@@ -194,8 +258,10 @@ func (b *builder) finish() Run {
 		b.closeBucket()
 	}
 	b.run.BucketSec = b.bucket.Seconds()
-	b.run.Whole = b.ring.Summarize(0)
+	b.run.Name, b.run.PID = b.main.name, b.main.pid
+	b.run.Whole = b.main.ring.Summarize(0)
 	b.run.Verdict = stage.Diagnose(b.run.Whole, b.loader)
+	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods
 	if b.run.Throughput == nil {
@@ -205,6 +271,28 @@ func (b *builder) finish() Run {
 		b.run.Verdicts = []Period{}
 	}
 	return b.run
+}
+
+// finishRanks fills the table of ranks and, when one rank holds the others
+// back, makes the straggler the run's verdict.
+func (b *builder) finishRanks() {
+	for _, r := range slices.Sorted(maps.Keys(b.ranks)) {
+		t := b.ranks[r]
+		b.run.Ranks = append(b.run.Ranks, RankRun{Rank: r, PID: t.pid, Whole: t.ring.Summarize(0)})
+	}
+	if v, ok := b.straggler(0); ok {
+		b.run.Verdict = v
+	}
+}
+
+// straggler applies the straggler rule to the last d of every rank's steps
+// (0: all of them); ok is false for a single trainer.
+func (b *builder) straggler(d time.Duration) (v stage.Verdict, ok bool) {
+	var sums []stage.RankSummary
+	for _, r := range slices.Sorted(maps.Keys(b.ranks)) {
+		sums = append(sums, stage.RankSummary{Rank: r, Summary: b.ranks[r].ring.Summarize(d)})
+	}
+	return stage.DiagnoseRanks(sums)
 }
 
 // Describe is a one-line description of a run for headings.

@@ -1,12 +1,15 @@
 package summary
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -36,6 +39,9 @@ func WriteText(w io.Writer, r Run) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeRanks(w, r); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\nverdict over the run: %s\n  next: %s\n", r.Verdict.Headline, r.Verdict.Next)
 	if len(r.Verdicts) > 0 {
 		fmt.Fprintf(w, "\nverdicts over time (each over the %s before):\n", VerdictWindow)
@@ -47,6 +53,33 @@ func WriteText(w io.Writer, r Run) error {
 		fmt.Fprintf(w, "\nsteps/s per %s: %s  (%s)\n", clock(r.BucketSec), spark(r.Throughput), rangeOf(r.Throughput))
 	}
 	return nil
+}
+
+// writeRanks writes one line per rank of a multi-rank run: its steps, step
+// time and its two largest stages.
+func writeRanks(w io.Writer, r Run) error {
+	if len(r.Ranks) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%d ranks (the table above is rank %d's):\n", len(r.Ranks), r.Ranks[0].Rank)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rank\tpid\tsteps\tstep mean\tp99\tlargest stages\t")
+	for _, rr := range r.Ranks {
+		s := rr.Whole
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t\n", rr.Rank, rr.PID, units.Count(int64(s.Steps)), units.Dur(s.WallMean), units.Dur(s.WallP99), topStages(s, 2))
+	}
+	return tw.Flush()
+}
+
+// topStages names the n largest stages of s with their shares.
+func topStages(s stage.Summary, n int) string {
+	st := slices.Clone(s.Stages)
+	slices.SortStableFunc(st, func(a, b stage.StageStat) int { return cmp.Compare(b.Share, a.Share) })
+	var parts []string
+	for _, x := range st[:min(n, len(st))] {
+		parts = append(parts, x.Name+" "+units.Pct(x.Share))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // clock formats seconds as 4.5s under a minute, else as 2:03 or 1:02:03.
