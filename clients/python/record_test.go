@@ -50,3 +50,27 @@ func TestPythonRecording(t *testing.T) {
 		t.Errorf("forward share %+v, planted about 4 of 6 ms", fw)
 	}
 }
+
+// TestPythonRecordingOfARank: under torchrun every rank sees the same
+// PIPETOP_RECORD; each writes its own FILE-rankR file, entries marked with
+// its rank.
+func TestPythonRecordingOfARank(t *testing.T) {
+	dir := socketDir(t)
+	rec := filepath.Join(t.TempDir(), "py.pipetop")
+	cmd := exec.Command(python, "-c", recordScript, filepath.Join(repoRoot(t), "clients", "python"))
+	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir, "PIPETOP_RECORD="+rec,
+		"WORLD_SIZE=2", "RANK=1", "TORCHELASTIC_RUN_ID=job7")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python loop: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(rec); err == nil {
+		t.Errorf("rank 1 wrote %s, the file every rank would share", rec)
+	}
+	r, err := summary.FromFile(filepath.Join(filepath.Dir(rec), "py-rank1.pipetop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Ranks) != 1 || r.Ranks[0].Rank != 1 || r.Whole.Steps != 40 || r.Damage != "" {
+		t.Fatalf("rank 1's recording: %s, ranks %+v (damage %q)", r.Describe(), r.Ranks, r.Damage)
+	}
+}

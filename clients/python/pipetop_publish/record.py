@@ -2,6 +2,10 @@
 sends, in pipetop's recording format (docs/recording.md) as gzip-compressed
 NDJSON, which `pipetop replay`, `summary`, `compare` and `trace` read.
 
+A rank of a multi-rank run (its hello has a world size above 1) writes
+FILE-rankR.EXT instead, its entries marked with its rank, since every rank
+sees the same environment.
+
 The file is written with os.write through a zlib stream, never a buffered
 file object, so a forked child that drops its copy writes nothing. A block
 is completed at least once a second: a crash loses at most the last second.
@@ -16,10 +20,20 @@ from typing import Any, Dict, Optional
 FLUSH_EVERY = 1.0  # seconds between completed blocks
 
 
+def rank_path(path: str, rank: int) -> str:
+    """FILE.EXT as rank's file: FILE-rankR.EXT."""
+    base, ext = os.path.splitext(path)
+    return "%s-rank%d%s" % (base, rank, ext)
+
+
 class Recording:
     """Appends recording entries to a gzip file."""
 
     def __init__(self, path: str, hello: Dict[str, Any], socket_path: str) -> None:
+        self._rank = b""
+        if hello.get("world_size", 1) > 1 and "rank" in hello:
+            path = rank_path(path, hello["rank"])
+            self._rank = b',"rank":%d' % hello["rank"]
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._z = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: gzip framing
@@ -27,7 +41,10 @@ class Recording:
         self._pid = os.getpid()
         now = time.time_ns()
         self._entry({"pipetop_recording": 1, "start_ns": now, "source": "in-process"})
-        self._entry({"t": now, "hello": hello, "socket": socket_path})
+        head: Dict[str, Any] = {"t": now, "hello": hello, "socket": socket_path}
+        if self._rank:
+            head["rank"] = hello["rank"]
+        self._entry(head)
         self.flush()
 
     @classmethod
@@ -49,7 +66,7 @@ class Recording:
 
     def frame(self, frame: bytes) -> None:
         """Records one encoded protocol frame (ending in a newline)."""
-        line = b'{"t":%d,"frame":%s}\n' % (time.time_ns(), frame.rstrip(b"\n"))
+        line = b'{"t":%d%s,"frame":%s}\n' % (time.time_ns(), self._rank, frame.rstrip(b"\n"))
         self._write(line)
         if time.monotonic() - self._last >= FLUSH_EVERY:
             self.flush()
