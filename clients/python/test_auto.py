@@ -161,6 +161,19 @@ print("done")
 """
 
 
+MOVES = """
+import torch
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    x = torch.randn(2, 4)
+    x.to("meta")                                # a copy to another device: h2d
+    model(x).pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
 @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
 class TestAutoRun(unittest.TestCase):
     def test_steps_and_eval(self) -> None:
@@ -181,6 +194,25 @@ class TestAutoRun(unittest.TestCase):
             self.assertIn(want, names)
         self.assertEqual(os.listdir(d).count("pipetop-summary-accum-%d.json" % doc["pid"]), 1)
         self.assertFalse([n for n in os.listdir(d) if n.endswith(".sock")], "socket left behind")
+
+    def test_device_moves(self) -> None:
+        """A batch moved to a device is h2d; a result brought back to the
+        host is sync, as .cpu() is ("meta" stands in for an accelerator)."""
+        import torch  # only where installed (the class is skipped otherwise)
+
+        self.assertEqual(auto.move_stage(torch.device("cpu"), torch.device("cuda", 0)), "h2d")
+        self.assertEqual(auto.move_stage(torch.device("cuda", 0), torch.device("cpu")), "sync")
+        self.assertEqual(auto.move_stage(torch.device("cuda", 0), torch.device("cuda", 1)), "h2d")
+        d = _sockdir()
+        with open(os.path.join(d, "moves.py"), "w") as f:
+            f.write(textwrap.dedent(MOVES))
+        r = _run_auto(os.path.join(d, "moves.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-moves-")]
+        with open(os.path.join(d, files[0])) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["steps"], 3)
+        self.assertIn("h2d", [s["name"] for s in doc["stages"]])
 
     def test_switched_off(self) -> None:
         d = _sockdir()

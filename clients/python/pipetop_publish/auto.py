@@ -14,6 +14,7 @@ stage          time spent inside
 =============  ==========================================================
 data_wait      ``__next__`` of a DataLoader iterator
 h2d            ``Tensor.to``/``Tensor.cuda`` that moves a tensor to another device
+               (back to the host, ``.to("cpu")`` is sync)
 forward        the outermost ``nn.Module.__call__``
 backward       ``Tensor.backward`` / ``torch.autograd.backward``
 optim          ``Optimizer.step`` and ``Optimizer.zero_grad``
@@ -278,8 +279,15 @@ def _next_wrapper(orig: Callable) -> Callable:
     return __next__
 
 
+def move_stage(src: Any, dst: Any) -> str:
+    """The stage of a copy from device src to device dst: back to the host
+    is sync (it waits for the device, like .cpu()), anything else h2d."""
+    return SYNC if dst.type == "cpu" and src.type != "cpu" else H2D
+
+
 def _to_wrapper(orig: Callable) -> Callable:
-    """Tensor.to / Tensor.cuda: h2d when the result is on another device."""
+    """Tensor.to / Tensor.cuda: h2d when the result is on another device,
+    sync when it comes back to the host."""
     st = state
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -294,7 +302,7 @@ def _to_wrapper(orig: Callable) -> Callable:
         try:
             if out is not self and out.device != self.device:
                 st.depth += 1
-                st.end(H2D, t0)
+                st.end(move_stage(self.device, out.device), t0)
         except Exception as e:  # noqa: BLE001
             st.fail(e)
         return out
