@@ -236,11 +236,18 @@ func (m *Monitor) linked() bool {
 	return true
 }
 
-// Close stops the watch and closes the sources.
-func (m *Monitor) Close() {
+// StopWatching stops the links to the trainer (every rank's) and keeps
+// what they received: a last snapshot then shows a failed link without a
+// next try, since none will come.
+func (m *Monitor) StopWatching() {
 	m.Feed.Close()
 	if m.Group != nil {
 		m.Group.close()
 	}
+}
+
+// Close stops the watch and closes the sources.
+func (m *Monitor) Close() {
+	m.StopWatching()
 	m.Collector.Close()
 }

@@ -95,6 +95,7 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 			m.Snapshot(time.Now(), w)
 		}
 	}
+	m.StopWatching() // this pipetop exits: no next try to announce
 	s := m.Snapshot(time.Now(), w)
 	if c.json {
 		enc := json.NewEncoder(stdout)

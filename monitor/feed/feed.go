@@ -143,7 +143,8 @@ func (f *Feed) Reset() {
 	f.link = snapshot.Link{State: snapshot.LinkNone}
 }
 
-// Close stops the watch.
+// Close stops the watch. What the feed holds stays, but its link no
+// longer promises a next try.
 func (f *Feed) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -151,6 +152,7 @@ func (f *Feed) Close() {
 		f.cancel()
 	}
 	f.gen++
+	f.link.RetryAt = time.Time{}
 }
 
 // resolver resolves spec and then sticks to the name of what it found.

@@ -294,6 +294,12 @@ func TestFailedLinkIsKeptUntilAConnection(t *testing.T) {
 	if s := fill(f, t0.Add(6*time.Second)); s.Link.Detail != "again; next try in 4s" || !s.Link.Since.Equal(t0) {
 		t.Fatalf("second failure: %+v", s.Link)
 	}
+	closed := New(100)
+	closed.Apply(ipc.Message{Endpoint: ep, Failed: errors.New("again"), RetryAt: t0.Add(10 * time.Second)}, t0)
+	closed.Close()
+	if s := fill(closed, t0.Add(time.Second)); s.Link.State != snapshot.LinkFailed || s.Link.Detail != "again" || !s.Link.RetryAt.IsZero() {
+		t.Fatalf("a closed feed promises a next try: %+v", s.Link)
+	}
 	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "x", PID: 7, Stages: names}, Endpoint: ep}, t0.Add(7*time.Second))
 	if s := fill(f, t0.Add(7*time.Second)); s.Link.State != snapshot.LinkConnected || s.Link.Detail != "" || !s.Link.RetryAt.IsZero() {
 		t.Fatalf("after connecting: %+v", s.Link)
