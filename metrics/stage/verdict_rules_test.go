@@ -63,6 +63,17 @@ func TestJudgeRules(t *testing.T) {
 		r := RecordOf(i, start+i*100*ms1, start+(i+1)*100*ms1, 8, []int64{5 * ms1, 0, 15 * ms1, 10 * ms1, 70 * ms1, 0, 0, 0}, nil)
 		waiting.Add(&r)
 	}
+	resumed := NewStepRing(MultiRank, 256) // 12 s stuck in comm, then steps again
+	at := start
+	for i := range int64(121) {
+		comm := ms1
+		if i == 100 {
+			comm = 12e9
+		}
+		r := RecordOf(i, at, at+9*ms1+comm, 8, []int64{ms1, 0, 4 * ms1, 4 * ms1, comm, 0, 0, 0}, nil)
+		at = r.EndNs
+		resumed.Add(&r)
+	}
 	baseline := drifted.SummarizeBetween(BaselineSkip, 0, start+int64(100*11*ms1))
 	recent := drifted.Summarize(1e9)
 	for _, tc := range []struct {
@@ -121,6 +132,9 @@ func TestJudgeRules(t *testing.T) {
 			GPUBound, "", []string{"busy 95 %", "GPM"}},
 		{"ranks waiting for each other", Inputs{Summary: waiting.Summarize(0)},
 			StageBound, Comm, []string{"comm-bound", "70 %", "slowest rank"}},
+		{"a stall clears when steps resume", Inputs{Summary: resumed.Summarize(0), NowNs: end(resumed) + 20*ms1, Live: true,
+			Progress: &Progress{Step: 121, Done: 121, StepStartNs: end(resumed), Stage: DataWait, SinceNs: end(resumed)}},
+			StageBound, Comm, []string{"comm-bound", "slowest rank"}},
 		{"healthy stays calm", Inputs{Summary: healthy.Summarize(0), NowNs: end(healthy) + 1e8, Live: true, Baseline: &baseline},
 			ComputeBound, Forward, []string{"the input keeps up"}},
 	} {
