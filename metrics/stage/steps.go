@@ -141,17 +141,89 @@ func (w *StepRing) Summarize(d time.Duration) Summary {
 // SummarizeBetween aggregates the records that ended in [fromNs, toNs]
 // (Unix nanoseconds), skipping the first skip records the window holds.
 func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
-	first, end := skip, w.Len()
+	first, end := w.between(skip, fromNs, toNs)
+	if first >= end {
+		return Summary{}
+	}
+	return w.summarize(first, end)
+}
+
+// MeansBetween is SummarizeBetween without the quantiles (every P50 and P99
+// is zero) and without the wait pattern and loss: the counts, span, rates,
+// means and shares only, in one pass with no sorting. The drift rule's
+// baseline, which compares means over a run's first minutes, needs no more.
+func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
+	first, end := w.between(skip, fromNs, toNs)
+	if first >= end {
+		return Summary{}
+	}
+	n := end - first
+	last := w.at(end - 1)
+	s := Summary{Steps: n, LastStep: last.Step, LastEndNs: last.EndNs, SpanNs: last.EndNs - w.at(first).StartNs}
+	var wall, busy float64
+	var samples int64
+	var cpu, gpu [MaxStages]float64
+	var cpuN, gpuN [MaxStages]int
+	busyN := 0
+	for _, part := range w.parts(first, end) {
+		for i := range part {
+			r := &part[i]
+			wall += float64(r.WallNs())
+			samples += int64(r.Samples)
+			for k := range min(r.NumStages, len(w.names)) {
+				cpu[k] += float64(r.CPU[k])
+				cpuN[k]++
+				if r.GPU[k] >= 0 {
+					gpu[k] += float64(r.GPU[k])
+					gpuN[k]++
+				}
+			}
+			if r.HasGPU() {
+				busy += float64(r.GPUBusyNs())
+				busyN++
+			}
+		}
+	}
+	s.WallMean = wall / float64(n)
+	if s.SpanNs > 0 {
+		sec := float64(s.SpanNs) / 1e9
+		s.StepsPerSec, s.SamplesPerSec = float64(n)/sec, float64(samples)/sec
+	}
+	s.Stages = make([]StageStat, len(w.names))
+	for k, name := range w.names {
+		st := StageStat{Name: name, HasGPU: gpuN[k] > 0}
+		if cpuN[k] > 0 {
+			st.Mean = cpu[k] / float64(cpuN[k])
+		}
+		if st.HasGPU {
+			st.GPUMean = gpu[k] / float64(gpuN[k])
+		}
+		if s.WallMean > 0 {
+			st.Share = st.Mean / s.WallMean
+		}
+		s.Stages[k] = st
+		s.HasGPU = s.HasGPU || st.HasGPU
+	}
+	if busyN > 0 {
+		s.GPUBusyMean = busy / float64(busyN)
+		if s.WallMean > 0 {
+			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
+		}
+	}
+	return s
+}
+
+// between is the index range of the records that ended in [fromNs, toNs],
+// past the first skip.
+func (w *StepRing) between(skip int, fromNs, toNs int64) (first, end int) {
+	first, end = skip, w.Len()
 	for first < end && w.at(first).EndNs < fromNs {
 		first++
 	}
 	for end > first && w.at(end-1).EndNs > toNs {
 		end--
 	}
-	if first >= end {
-		return Summary{}
-	}
-	return w.summarize(first, end)
+	return first, end
 }
 
 // summarize aggregates the records first..end-1 (oldest first).

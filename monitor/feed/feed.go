@@ -353,7 +353,7 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 		return f.baseSum
 	}
 	f.baseKey, f.baseSum = key, nil
-	b := f.base.SummarizeBetween(stage.BaselineSkip, 0, to)
+	b := f.base.MeansBetween(stage.BaselineSkip, 0, to) // drift compares means
 	if b.Steps >= stage.MinSteps {
 		f.baseSum = &b
 	}
