@@ -250,6 +250,40 @@ class TestTimeline(unittest.TestCase):
         self.assertGreater(cpu["forward"], 3 * 7_000_000)
         self.assertGreater(cpu["data_wait"], 3 * 3_000_000)
 
+    def test_hf_hook_order(self) -> None:
+        """The hooks in the order the Hugging Face Trainer calls them, with
+        gradient accumulation over 2 micro-batches and an evaluation (a
+        simulated trainer: transformers itself is tested below where it is
+        installed)."""
+        d = _sockdir()
+        hooks = integrations.HFHooks("sim")
+        pub = pp.Publisher(name="sim", socket_path=os.path.join(d, "h.sock"))
+        hooks._tl = integrations.Timeline(pub)
+        args = type("Args", (), {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 2})()
+        try:
+            hooks.on_train_begin(args, None, None)
+            for _ in range(3):
+                time.sleep(0.004)  # fetching the batch
+                hooks.on_step_begin(args, None, None)
+                time.sleep(0.006)  # first micro-batch: forward and backward
+                hooks.on_substep_end(args, None, None)
+                time.sleep(0.006)  # second micro-batch
+                hooks.on_pre_optimizer_step(args, None, None)
+                time.sleep(0.005)  # optimizer.step
+                hooks.on_optimizer_step(args, None, None)
+                hooks.on_step_end(args, None, None)
+            time.sleep(0.005)
+            hooks.on_evaluate(args, None, None)
+            s = pub.summary()
+        finally:
+            pub.close()
+        self.assertEqual(s["steps"], 3)
+        self.assertEqual(s["samples"], 3 * 16)
+        cpu = {st["name"]: st["cpu_ns"] for st in s["stages"]}
+        self.assertGreater(cpu["forward"], 3 * 11_000_000)
+        self.assertGreater(cpu["optim"], 3 * 4_000_000)
+        self.assertGreater(cpu["data_wait"], 2 * 3_000_000)
+
     @unittest.skipUnless(HAS_LIGHTNING, "lightning is not installed for %s (pip install lightning)" % sys.executable)
     def test_lightning_real(self) -> None:  # pragma: no cover - needs lightning
         import torch
