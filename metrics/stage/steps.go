@@ -1,6 +1,9 @@
 package stage
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // StageStat aggregates one stage over a window of steps. Times are in
 // nanoseconds.
@@ -289,10 +292,13 @@ type columns struct {
 // record's memory once per stage and was most of that cost.
 func (w *StepRing) gather(first, end int) *columns {
 	c := &w.cols
-	stages := len(w.names)
-	c.wall, c.busy, c.samples = c.wall[:0], c.busy[:0], 0
+	stages, n := len(w.names), end-first
+	// Room up front for the columns every record fills: one allocation
+	// when the span outgrows them, not a doubling per append. GPU columns,
+	// often empty, grow as they fill.
+	c.wall, c.busy, c.samples = slices.Grow(c.wall[:0], n), c.busy[:0], 0
 	for k := range stages {
-		c.cpu[k], c.gpu[k] = c.cpu[k][:0], c.gpu[k][:0]
+		c.cpu[k], c.gpu[k] = slices.Grow(c.cpu[k][:0], n), c.gpu[k][:0]
 	}
 	for _, part := range w.parts(first, end) {
 		for i := range part {
