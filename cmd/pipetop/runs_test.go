@@ -104,21 +104,8 @@ func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 		t.Errorf("compare: %s", c.Text)
 	}
 
-	out := filepath.Join(dir, "trace.json")
-	if err := run(context.Background(), []string{"trace", a, "-o", out}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
-		TraceEvents []struct {
-			Cat string `json:"cat"`
-		} `json:"traceEvents"`
-	}
-	raw, _ := os.ReadFile(out)
-	if err := json.Unmarshal(raw, &tr); err != nil {
-		t.Fatalf("trace: %v", err)
-	}
 	steps := 0
-	for _, e := range tr.TraceEvents {
+	for _, e := range traceOf(t, a) {
 		if e.Cat == "step" {
 			steps++
 		}
@@ -164,24 +151,8 @@ func TestRecordRunOfRanks(t *testing.T) {
 		t.Fatalf("replay at 2.5 s: %d ranks, verdict %+v", len(s.Ranks), s.Verdict)
 	}
 
-	out := filepath.Join(dir, "trace.json")
-	if err := run(context.Background(), []string{"trace", rec, "-o", out}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
-		TraceEvents []struct {
-			Name string         `json:"name"`
-			Cat  string         `json:"cat"`
-			PID  int            `json:"pid"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	raw, _ := os.ReadFile(out)
-	if err := json.Unmarshal(raw, &tr); err != nil {
-		t.Fatalf("trace: %v", err)
-	}
 	procs, steps := map[string]int{}, map[int]int{} // process name -> trace pid; steps by trace pid
-	for _, e := range tr.TraceEvents {
+	for _, e := range traceOf(t, rec) {
 		switch {
 		case e.Name == "process_name":
 			name, _ := e.Args["name"].(string)
@@ -196,6 +167,34 @@ func TestRecordRunOfRanks(t *testing.T) {
 			t.Errorf("trace: process %q (of %v) has %d steps, want %d", name, procs, steps[pid], rr.Whole.Steps)
 		}
 	}
+}
+
+// traceEvent is what the tests read of a trace event.
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat"`
+	PID  int            `json:"pid"`
+	Args map[string]any `json:"args"`
+}
+
+// traceOf runs pipetop trace on the recording rec and returns its events.
+func traceOf(t *testing.T, rec string) []traceEvent {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "trace.json")
+	if err := run(context.Background(), []string{"trace", rec, "-o", out}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []traceEvent `json:"traceEvents"`
+	}
+	raw, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(raw, &tr)
+	}
+	if err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	return tr.TraceEvents
 }
 
 func TestRecordingsUsage(t *testing.T) {
