@@ -10,14 +10,24 @@ import (
 )
 
 // Record writes everything the monitor's feed receives to w (every rank's
-// feed, each entry marked with its rank, when it follows a run), and the
-// host readings every interval, until ctx ends. The caller closes w.
+// feed when it follows a run), each entry marked with the rank it came
+// from when the trainer is a rank of a run, and the host readings every
+// interval, until ctx ends. The caller closes w.
 func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time.Duration) error {
 	if m.Group != nil {
 		m.Group.SetTap(func(rank int, msg ipc.Message, now time.Time) { tapEntry(w, &rank, msg, now) })
 		defer m.Group.SetTap(nil)
 	} else {
-		m.Feed.SetTap(func(msg ipc.Message, now time.Time) { tapEntry(w, nil, msg, now) })
+		var rank *int // the rank of a run of several the trainer's hello names
+		m.Feed.SetTap(func(msg ipc.Message, now time.Time) {
+			if h := msg.Connected; h != nil {
+				rank = nil
+				if h.Rank != nil && h.WorldSize > 1 {
+					rank = h.Rank
+				}
+			}
+			tapEntry(w, rank, msg, now)
+		})
 		defer m.Feed.SetTap(nil)
 	}
 	t := time.NewTicker(interval)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/summary"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
@@ -173,11 +175,13 @@ func TestTwoRanksTrainStopAndResume(t *testing.T) {
 	args := []string{"train", "--nproc", "2", "--data", data, "--preset", "tiny", "--batch", "4", "--threads", "1",
 		"--workers", "1", "--lr", "1e-3", "--shim", shim, "--ckpt", ckpt, "--log-every", "1", "--dist-timeout", "20s", "--name", "dist"}
 
-	r := startDist(t, bin, append(args, "--max-steps", "24")...)
+	rec := filepath.Join(t.TempDir(), "run.pipetop")
+	r := startDist(t, bin, append(args, "--max-steps", "24", "--record", rec)...)
 	if err := r.wait(120 * time.Second); err != nil {
 		t.Fatalf("2 ranks: %v\n%s", err, r.log())
 	}
 	log := r.log()
+	checkRankRecording(t, rec, log)
 	sums := checksums(t, log, 2)
 	if sums[0] != sums[1] || !strings.HasSuffix(sums[0], "@24") {
 		t.Fatalf("ranks diverged: checksums %v\n%s", sums, log)
@@ -227,6 +231,30 @@ func TestTwoRanksTrainStopAndResume(t *testing.T) {
 		"--shim", shim, "--ckpt", ckpt, "--resume", "--no-serve", "--max-steps", "100").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "written by a run of 2 rank(s), this run has 1") {
 		t.Fatalf("resume with 1 rank: %v\n%s", err, out)
+	}
+}
+
+// checkRankRecording: --record with --nproc 2 leaves one recording holding
+// all 24 steps of each rank, and no per-rank files.
+func checkRankRecording(t *testing.T, rec, log string) {
+	t.Helper()
+	if !strings.Contains(log, "recorded 2 ranks to "+rec) {
+		t.Fatalf("no merged recording reported:\n%s", log)
+	}
+	r, err := summary.FromFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Ranks) != 2 || r.Damage != "" {
+		t.Fatalf("recording: %s, ranks %d (damage %q)", r.Describe(), len(r.Ranks), r.Damage)
+	}
+	for _, rr := range r.Ranks {
+		if rr.Whole.Steps != 24 {
+			t.Errorf("rank %d: %d steps recorded, want 24", rr.Rank, rr.Whole.Steps)
+		}
+		if _, err := os.Stat(recording.RankPath(rec, rr.Rank)); err == nil {
+			t.Errorf("rank %d's own file was left behind", rr.Rank)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/trainer"
 	"github.com/pipetop/pipetop/trainer/launch"
 )
@@ -43,7 +45,7 @@ func runTrain(args []string) error {
 	fs.Int64Var(&cfg.CkptEvery, "ckpt-every", 500, "write a checkpoint every N steps (and at the end, and on SIGINT/SIGTERM)")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from --ckpt DIR/latest.ckpt: step, model, optimizer, RNG and sample order")
 	fs.BoolVar(&cfg.NoServe, "no-serve", false, "do not open a socket for pipetop")
-	recordTo := fs.String("record", "", "record every step, loader statistics and host readings to this `file` (replay with pipetop replay)")
+	recordTo := fs.String("record", "", "record every step, loader statistics and host readings to this `file` (replay with pipetop replay); with --nproc, every rank into the one file")
 	nproc := fs.Int("nproc", 1, "start this many data-parallel ranks on this host (torchrun's variables, when set, make this process one rank instead)")
 	fs.DurationVar(&cfg.Dist.Timeout, "dist-timeout", trainer.DefaultDistTimeout, "multi-rank: how long a rank waits for the others (rendezvous, all-reduce) before failing with an error naming the missing rank")
 	fs.StringVar(&cfg.Dist.Backend, "dist-backend", "", "multi-rank: c10d backend gloo or nccl (default: nccl on CUDA, gloo on CPU)")
@@ -86,15 +88,19 @@ MASTER_ADDR, MASTER_PORT set) this process is one rank. See docs/distributed.md.
 		if rank.World > 1 {
 			return fmt.Errorf("train: --nproc %d under a launcher that already set WORLD_SIZE=%d; leave --nproc out", *nproc, rank.World)
 		}
+		err := launchRanks(ctx, *nproc, cfg.Dist.Timeout, args)
 		if *recordTo != "" {
-			return fmt.Errorf("train: --record with --nproc: a rank that starts recording cannot see the others' first steps; record the run, every rank into one file, with pipetop record NAME")
+			err = errors.Join(err, mergeRecordings(*recordTo, *nproc))
 		}
-		return launchRanks(ctx, *nproc, cfg.Dist.Timeout, args)
+		return err
 	}
 	cfg.Rank = rank
 	var rec *recorder
 	if *recordTo != "" {
 		rec = &recorder{path: *recordTo}
+		if rank.Distributed() { // each rank its own file; the launcher merges them
+			rec.path = recording.RankPath(*recordTo, rank.Rank)
+		}
 		cfg.Serving = rec.start
 		defer rec.stop()
 	}
@@ -105,6 +111,23 @@ MASTER_ADDR, MASTER_PORT set) this process is one rank. See docs/distributed.md.
 	if res.Stopped {
 		fmt.Fprintf(os.Stderr, "stopped by signal at step %d\n", res.NextStep)
 	}
+	return nil
+}
+
+// mergeRecordings merges the recordings the n ranks wrote for --record
+// path into path, and removes them once merged.
+func mergeRecordings(path string, n int) error {
+	parts := make([]string, n)
+	for r := range n {
+		parts[r] = recording.RankPath(path, r)
+	}
+	if err := recording.Merge(path, parts); err != nil {
+		return fmt.Errorf("train: --record: %w (the ranks' files are kept)", err)
+	}
+	for _, p := range parts {
+		os.Remove(p)
+	}
+	fmt.Fprintf(os.Stderr, "pipetrain: recorded %d ranks to %s\n", n, path)
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +76,50 @@ func TestRanksRoundTrip(t *testing.T) {
 		if _, _, err := recording.ReadAll(path); !errors.Is(err, recording.ErrDamaged) {
 			t.Errorf("%s: %v, want damage", bad, err)
 		}
+	}
+}
+
+// TestMergeRanks merges two ranks' recordings: every trainer entry of
+// both in time order, host readings from the first only; a damaged part is
+// merged up to its damage and named.
+func TestMergeRanks(t *testing.T) {
+	dir := t.TempDir()
+	parts := []string{filepath.Join(dir, "run-rank0.pipetop"), filepath.Join(dir, "run-rank1.pipetop")}
+	var want []recording.Entry
+	for r, part := range parts {
+		rank := r
+		es := planted().Entries()
+		for i := range es {
+			es[i].T = es[i].T.Add(time.Duration(r) * time.Millisecond) // interleaved, never equal
+			if es[i].Host == nil {
+				es[i].Rank = &rank
+			}
+			if es[i].Host == nil || r == 0 {
+				want = append(want, es[i])
+			}
+		}
+		if err := rectest.Write(part, es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortStableFunc(want, func(a, b recording.Entry) int { return a.T.Compare(b.T) })
+	if recording.RankPath(filepath.Join(dir, "run.pipetop"), 1) != parts[1] {
+		t.Fatalf("RankPath: %s", recording.RankPath(filepath.Join(dir, "run.pipetop"), 1))
+	}
+	merged := filepath.Join(dir, "run.pipetop")
+	if err := recording.Merge(merged, parts); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := recording.ReadAll(merged); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged %d entries (%v), want %d", len(got), err, len(want))
+	}
+
+	whole, _ := os.ReadFile(parts[1])
+	os.WriteFile(parts[1], whole[:len(whole)/2], 0o644)
+	err := recording.Merge(merged, parts)
+	_, got, rerr := recording.ReadAll(merged)
+	if !errors.Is(err, recording.ErrDamaged) || !strings.Contains(err.Error(), parts[1]) || rerr != nil || len(got) <= len(want)/2 || len(got) >= len(want) {
+		t.Fatalf("merge with a damaged part: %v; read %d of %d entries (%v)", err, len(got), len(want), rerr)
 	}
 }
 

@@ -85,6 +85,20 @@ func (w *Writer) Frame(t time.Time, rank *int, f *ipc.Frame) {
 	w.writeLocked(b, false)
 }
 
+// Entry writes an entry read from a recording (copying or merging one).
+func (w *Writer) Entry(e Entry) {
+	switch {
+	case e.Hello != nil:
+		w.Hello(e.T, e.Rank, e.Hello, e.Socket)
+	case e.Frame != nil:
+		w.Frame(e.T, e.Rank, e.Frame)
+	case e.Lost != nil:
+		w.Lost(e.T, e.Rank, *e.Lost)
+	case e.Host != nil:
+		w.Host(e.T, e.Host)
+	}
+}
+
 func (w *Writer) entry(l line) {
 	b, err := json.Marshal(l)
 	if err != nil {

@@ -89,16 +89,7 @@ func Write(path string, es []recording.Entry) error {
 		return err
 	}
 	for _, e := range es {
-		switch {
-		case e.Hello != nil:
-			w.Hello(e.T, e.Rank, e.Hello, e.Socket)
-		case e.Frame != nil:
-			w.Frame(e.T, e.Rank, e.Frame)
-		case e.Lost != nil:
-			w.Lost(e.T, e.Rank, *e.Lost)
-		case e.Host != nil:
-			w.Host(e.T, e.Host)
-		}
+		w.Entry(e)
 	}
 	return w.Close()
 }
