@@ -145,75 +145,16 @@ func (w *StepRing) Summarize(d time.Duration) Summary {
 // (Unix nanoseconds), skipping the first skip records the window holds.
 func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
 	first, end := w.between(skip, fromNs, toNs)
-	if first >= end {
-		return Summary{}
-	}
 	return w.summarize(first, end)
 }
 
 // MeansBetween is SummarizeBetween without the quantiles (every P50 and P99
-// is zero) and without the wait pattern and loss: the counts, span, rates,
-// means and shares only, in one pass with no sorting. The drift rule's
-// baseline, which compares means over a run's first minutes, needs no more.
+// is zero), the wait pattern and the loss: counts, span, rates, means and
+// shares, with no selection. The drift rule's baseline, which compares
+// means over a run's first minutes, needs no more.
 func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
 	first, end := w.between(skip, fromNs, toNs)
-	if first >= end {
-		return Summary{}
-	}
-	n := end - first
-	last := w.at(end - 1)
-	s := Summary{Steps: n, LastStep: last.Step, LastEndNs: last.EndNs, SpanNs: last.EndNs - w.at(first).StartNs}
-	var wall, busy float64
-	var samples int64
-	var cpu, gpu [MaxStages]float64
-	var cpuN, gpuN [MaxStages]int
-	busyN := 0
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			r := &part[i]
-			wall += float64(r.WallNs())
-			samples += int64(r.Samples)
-			for k := range min(r.NumStages, len(w.names)) {
-				cpu[k] += float64(r.CPU[k])
-				cpuN[k]++
-				if r.GPU[k] >= 0 {
-					gpu[k] += float64(r.GPU[k])
-					gpuN[k]++
-				}
-			}
-			if r.HasGPU() {
-				busy += float64(r.GPUBusyNs())
-				busyN++
-			}
-		}
-	}
-	s.WallMean = wall / float64(n)
-	if s.SpanNs > 0 {
-		sec := float64(s.SpanNs) / 1e9
-		s.StepsPerSec, s.SamplesPerSec = float64(n)/sec, float64(samples)/sec
-	}
-	s.Stages = make([]StageStat, len(w.names))
-	for k, name := range w.names {
-		st := StageStat{Name: name, HasGPU: gpuN[k] > 0}
-		if cpuN[k] > 0 {
-			st.Mean = cpu[k] / float64(cpuN[k])
-		}
-		if st.HasGPU {
-			st.GPUMean = gpu[k] / float64(gpuN[k])
-		}
-		if s.WallMean > 0 {
-			st.Share = st.Mean / s.WallMean
-		}
-		s.Stages[k] = st
-		s.HasGPU = s.HasGPU || st.HasGPU
-	}
-	if busyN > 0 {
-		s.GPUBusyMean = busy / float64(busyN)
-		if s.WallMean > 0 {
-			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
-		}
-	}
-	return s
+	return w.aggregate(first, end, meanOnly)
 }
 
 // between is the index range of the records that ended in [fromNs, toNs],
@@ -231,6 +172,34 @@ func (w *StepRing) between(skip int, fromNs, toNs int64) (first, end int) {
 
 // summarize aggregates the records first..end-1 (oldest first).
 func (w *StepRing) summarize(first, end int) Summary {
+	s := w.aggregate(first, end, quantiles)
+	if s.Steps > 0 {
+		s.HasLoss, s.LastLoss = w.lastLoss(first, end)
+		if k := slices.Index(w.names, DataWait); k >= 0 {
+			s.Waits = w.waits(first, end, k, s.WallP50, s.Stages[k].P50)
+		}
+	}
+	return s
+}
+
+// stats is how a summary reduces a column: mean, p50 and p99.
+type stats func(v []float64) (mean, p50, p99 float64)
+
+// meanOnly is the mean of v, with no quantiles.
+func meanOnly(v []float64) (mean, p50, p99 float64) {
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v)), 0, 0
+}
+
+// aggregate is the summary of records first..end-1 with every column
+// reduced by q, without the loss and the wait pattern.
+func (w *StepRing) aggregate(first, end int, q stats) Summary {
 	n := end - first
 	s := Summary{Steps: n}
 	if n <= 0 {
@@ -238,10 +207,9 @@ func (w *StepRing) summarize(first, end int) Summary {
 	}
 	last := w.at(end - 1)
 	s.LastStep, s.LastEndNs = last.Step, last.EndNs
-	s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 	s.SpanNs = last.EndNs - w.at(first).StartNs
 	c := w.gather(first, end)
-	s.WallMean, s.WallP50, s.WallP99 = quantiles(c.wall)
+	s.WallMean, s.WallP50, s.WallP99 = q(c.wall)
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
@@ -249,14 +217,11 @@ func (w *StepRing) summarize(first, end int) Summary {
 	}
 	s.Stages = make([]StageStat, len(w.names))
 	for k, name := range w.names {
-		s.Stages[k] = stageStat(name, c.cpu[k], c.gpu[k], s.WallMean)
+		s.Stages[k] = stageStat(name, c.cpu[k], c.gpu[k], s.WallMean, q)
 		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
-		if name == DataWait {
-			s.Waits = w.waits(first, end, k, s.WallP50, s.Stages[k].P50)
-		}
 	}
 	if s.HasGPU {
-		s.GPUBusyMean, _, _ = quantiles(c.busy)
+		s.GPUBusyMean, _, _ = meanOnly(c.busy)
 		if s.WallMean > 0 {
 			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
 		}
@@ -264,15 +229,15 @@ func (w *StepRing) summarize(first, end int) Summary {
 	return s
 }
 
-// stageStat aggregates one stage's CPU times and known GPU times.
-func stageStat(name string, cpu, gpu []float64, wallMean float64) StageStat {
+// stageStat aggregates one stage's CPU times and known GPU times with q.
+func stageStat(name string, cpu, gpu []float64, wallMean float64, q stats) StageStat {
 	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = quantiles(cpu)
+	st.Mean, st.P50, st.P99 = q(cpu)
 	if wallMean > 0 {
 		st.Share = st.Mean / wallMean
 	}
 	st.HasGPU = len(gpu) > 0
-	st.GPUMean, _, st.GPUP99 = quantiles(gpu)
+	st.GPUMean, _, st.GPUP99 = q(gpu)
 	return st
 }
 
@@ -347,14 +312,11 @@ func quantiles(v []float64) (mean, p50, p99 float64) {
 	if len(v) == 0 {
 		return 0, 0, 0
 	}
-	var sum float64
-	for _, x := range v {
-		sum += x
-	}
+	mean, _, _ = meanOnly(v)
 	k99, k50 := rank(len(v), 0.99), rank(len(v), 0.50)
 	p99 = selectKth(v, k99)
 	p50 = selectKth(v[:k99+1], k50) // selection left v[:k99] <= v[k99]
-	return sum / float64(len(v)), p50, p99
+	return mean, p50, p99
 }
 
 // rank is the 0-based nearest-rank index of the q-quantile of n values.
