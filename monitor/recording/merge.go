@@ -1,53 +1,79 @@
 package recording
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
 // Merge writes one recording at dst from the recordings of the ranks of a
 // run (srcs, one per rank, each entry marked with its rank), entries in
-// time order. Host readings are kept from the first source only: the ranks
-// of one host read the same machine. A damaged source is merged up to its
-// damage, which the returned error names; the merged file is still written.
+// time order, reading each source as it goes. Host readings are kept from
+// the first readable source only: the ranks of one host read the same
+// machine. A source that cannot be opened is left out and a damaged one is
+// merged up to its damage; the returned error names both, and the merged
+// file is still written from what could be read.
 func Merge(dst string, srcs []string) error {
-	var all []Entry
-	var damage []error
-	h := Header{Source: "in-process, ranks merged"}
-	for i, src := range srcs {
-		sh, es, err := ReadAll(src)
-		if es == nil && err != nil {
-			return fmt.Errorf("merge recordings: %w", err)
-		}
+	var rs []*Reader
+	var errs []error
+	for _, src := range srcs {
+		r, err := Open(src)
 		if err != nil {
-			damage = append(damage, err)
+			errs = append(errs, err)
+			continue
 		}
-		if i == 0 {
-			h.StartNs, h.Host = sh.StartNs, sh.Host
-		}
-		h.StartNs = min(h.StartNs, sh.StartNs)
-		for _, e := range es {
-			if e.Host == nil || i == 0 {
-				all = append(all, e)
-			}
-		}
+		defer r.Close()
+		rs = append(rs, r)
 	}
-	slices.SortStableFunc(all, func(a, b Entry) int { return cmp.Compare(a.T.UnixNano(), b.T.UnixNano()) })
+	if len(rs) == 0 {
+		return fmt.Errorf("merge recordings: none could be read: %w", errors.Join(errs...))
+	}
+	h := Header{Source: "in-process, ranks merged", Host: rs[0].Header.Host, StartNs: rs[0].Header.StartNs}
+	for _, r := range rs {
+		h.StartNs = min(h.StartNs, r.Header.StartNs)
+	}
 	w, err := Create(dst, h)
 	if err != nil {
 		return err
 	}
-	for _, e := range all {
-		w.Entry(e)
+	heads := make([]*Entry, len(rs)) // each source's next entry; nil when it is done
+	advance := func(i int) {
+		e, err := rs[i].Next()
+		heads[i] = &e
+		if err != nil {
+			heads[i] = nil
+			if !errors.Is(err, io.EOF) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for i := range rs {
+		advance(i)
+	}
+	for i := earliest(heads); i >= 0; i = earliest(heads) {
+		if e := heads[i]; e.Host == nil || i == 0 {
+			w.Entry(*e)
+		}
+		advance(i)
 	}
 	if err := w.Close(); err != nil {
 		return err
 	}
-	return errors.Join(damage...)
+	return errors.Join(errs...)
+}
+
+// earliest is the index of the earliest entry in heads (the first source
+// on a tie), or -1 when all are done.
+func earliest(heads []*Entry) int {
+	at := -1
+	for i, e := range heads {
+		if e != nil && (at < 0 || e.T.Before(heads[at].T)) {
+			at = i
+		}
+	}
+	return at
 }
 
 // RankPath is the file rank writes its part of a recording at path to:

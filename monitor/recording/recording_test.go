@@ -80,8 +80,8 @@ func TestRanksRoundTrip(t *testing.T) {
 }
 
 // TestMergeRanks merges two ranks' recordings: every trainer entry of
-// both in time order, host readings from the first only; a damaged part is
-// merged up to its damage and named.
+// both in time order, host readings from the first only; a missing part is
+// left out and a damaged one merged up to its damage, both named.
 func TestMergeRanks(t *testing.T) {
 	dir := t.TempDir()
 	parts := []string{filepath.Join(dir, "run-rank0.pipetop"), filepath.Join(dir, "run-rank1.pipetop")}
@@ -114,10 +114,17 @@ func TestMergeRanks(t *testing.T) {
 		t.Fatalf("merged %d entries (%v), want %d", len(got), err, len(want))
 	}
 
+	missing := filepath.Join(dir, "run-rank2.pipetop")
+	err := recording.Merge(merged, []string{parts[0], missing})
+	_, got, rerr := recording.ReadAll(merged)
+	if err == nil || !strings.Contains(err.Error(), missing) || rerr != nil || len(got) != len(planted().Entries()) {
+		t.Fatalf("merge with a missing part: %v; read %d entries (%v), want rank 0's %d", err, len(got), rerr, len(planted().Entries()))
+	}
+
 	whole, _ := os.ReadFile(parts[1])
 	os.WriteFile(parts[1], whole[:len(whole)/2], 0o644)
-	err := recording.Merge(merged, parts)
-	_, got, rerr := recording.ReadAll(merged)
+	err = recording.Merge(merged, parts)
+	_, got, rerr = recording.ReadAll(merged)
 	if !errors.Is(err, recording.ErrDamaged) || !strings.Contains(err.Error(), parts[1]) || rerr != nil || len(got) <= len(want)/2 || len(got) >= len(want) {
 		t.Fatalf("merge with a damaged part: %v; read %d of %d entries (%v)", err, len(got), len(want), rerr)
 	}
