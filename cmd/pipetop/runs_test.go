@@ -151,7 +151,7 @@ func TestRecordRunOfRanks(t *testing.T) {
 		t.Fatalf("replay at 2.5 s: %d ranks, verdict %+v", len(s.Ranks), s.Verdict)
 	}
 
-	procs, steps := map[string]int{}, map[int]int{} // process name -> trace pid; steps by trace pid
+	procs, steps, cpu := map[string]int{}, map[int]int{}, map[int]int{} // process name -> trace pid; steps and host counters by trace pid
 	for _, e := range traceOf(t, rec) {
 		switch {
 		case e.Name == "process_name":
@@ -159,7 +159,12 @@ func TestRecordRunOfRanks(t *testing.T) {
 			procs[name] = e.PID
 		case e.Cat == "step":
 			steps[e.PID]++
+		case e.Name == "CPU busy":
+			cpu[e.PID]++
 		}
+	}
+	if rank0 := procs[fmt.Sprintf("rank 0: pair-rank0 (pid %d)", sr.Ranks[0].PID)]; len(cpu) != 1 || cpu[rank0] == 0 {
+		t.Errorf("host counters by trace pid %v, want all on rank 0's process %d", cpu, rank0)
 	}
 	for _, rr := range sr.Ranks {
 		name := fmt.Sprintf("rank %d: pair-rank%d (pid %d)", rr.Rank, rr.Rank, rr.PID)

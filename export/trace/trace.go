@@ -1,9 +1,11 @@
 // Package trace turns a recording into Chrome trace-event JSON, the format
 // Perfetto's UI and chrome://tracing open: one process per trainer process
-// (each rank of a recorded run, ordered by rank), a track of steps with their stages as child slices on the CPU, a
-// track of GPU stage times, counters for GPU activity and memory, and the
-// loader's counters: its queue and workers, and each worker's busy share
-// where the loader measures it per worker (a PyTorch DataLoader).
+// (each rank of a recorded run, ordered by rank), a track of steps with
+// their stages as child slices on the CPU, a track of GPU stage times,
+// counters for GPU activity and memory (on the trainer's process; in a
+// run, on the lowest rank's), and the loader's counters: its queue and
+// workers, and each worker's busy share where the loader measures it per
+// worker (a PyTorch DataLoader).
 //
 // Stage times are per-step totals, not intervals: the slices lay them end
 // to end in the record's stage order from the step's start, so durations
@@ -70,7 +72,8 @@ type tracer struct {
 	first  bool
 	err    error
 	procs  map[int]*proc // by rank, -1 for a single trainer
-	host   int           // the process host counters go to: the last to say hello
+	host   int           // the process host counters go to: the trainer's, or the lowest rank's
+	hostRk *int          // the rank host counters go to; nil before any rank said hello
 }
 
 // proc is the trainer process frames of one rank (or the only trainer)
@@ -108,7 +111,9 @@ func (t *tracer) entry(e recording.Entry) {
 		if e.Rank != nil {
 			p.pid = rankPID(*e.Rank)
 		}
-		t.host = p.pid
+		if e.Rank == nil || t.hostRk == nil || *e.Rank <= *t.hostRk {
+			t.host, t.hostRk = p.pid, e.Rank
+		}
 		t.meta(p.pid, e.Hello, e.Rank)
 	case e.Host != nil:
 		t.counters(e)

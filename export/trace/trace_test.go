@@ -138,3 +138,48 @@ func TestLoaderCounters(t *testing.T) {
 		t.Errorf("no %q counter", name)
 	}
 }
+
+// TestRanksHaveTheirOwnProcesses: each rank of a recorded run is its own
+// process, whatever its real pid, and the host counters stay on the lowest
+// rank's process however the ranks' hellos are ordered.
+func TestRanksHaveTheirOwnProcesses(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	hello := func(r int, at time.Duration) recording.Entry {
+		return recording.Entry{T: t0.Add(at), Rank: &r, Hello: &ipc.Hello{Name: "job", PID: 9, Rank: &r, WorldSize: 2, Stages: []string{stage.Forward}}}
+	}
+	steps := func(r int, at time.Duration) recording.Entry {
+		rec := stage.RecordOf(1, t0.Add(at).UnixNano(), t0.Add(at+time.Millisecond).UnixNano(), 4, []int64{1e6}, nil)
+		return recording.Entry{T: t0.Add(at + time.Millisecond), Rank: &r, Frame: &ipc.Frame{Type: ipc.TypeSteps, Steps: []stage.Record{rec}}}
+	}
+	busy := 40.0
+	host := recording.Entry{T: t0.Add(5 * time.Millisecond), Host: &recording.Host{}}
+	host.Host.CPU.Total.Value = &busy
+	es := []recording.Entry{hello(1, 0), hello(0, time.Millisecond), steps(0, 2*time.Millisecond), steps(1, 2*time.Millisecond),
+		hello(1, 3*time.Millisecond), host}
+	var b bytes.Buffer
+	if err := Write(&b, es); err != nil {
+		t.Fatal(err)
+	}
+	var f file
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	names, stepsOf, counters := map[int]string{}, map[int]int{}, map[int]int{}
+	for _, e := range f.TraceEvents {
+		switch {
+		case e.Name == "process_name":
+			names[e.PID], _ = e.Args["name"].(string)
+		case e.Cat == "step":
+			stepsOf[e.PID]++
+		case e.Name == "CPU busy":
+			counters[e.PID]++
+		}
+	}
+	r0, r1 := rankPID(0), rankPID(1)
+	if names[r0] != "rank 0: job (pid 9)" || names[r1] != "rank 1: job (pid 9)" || stepsOf[r0] != 1 || stepsOf[r1] != 1 {
+		t.Fatalf("processes %v with steps %v", names, stepsOf)
+	}
+	if counters[r0] != 1 || len(counters) != 1 {
+		t.Errorf("host counters by process %v, want on rank 0's (%d)", counters, r0)
+	}
+}
