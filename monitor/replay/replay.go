@@ -157,16 +157,18 @@ func clamp(t, lo, hi time.Time) time.Time {
 func (p *Player) advance() {
 	for p.next < len(p.entries) && !p.entries[p.next].T.After(p.at) {
 		e := p.entries[p.next]
+		p.next++
+		if e.Host != nil {
+			p.host.set(e.Host)
+			continue
+		}
 		msg, ok := monitor.Messages(e)
 		switch {
-		case e.Host != nil:
-			p.host.set(e.Host)
 		case ok && e.Rank != nil && p.ranks != nil:
 			p.ranks.Apply(*e.Rank, msg, e.T)
 		case ok:
 			p.feed.Apply(msg, e.T)
 		}
-		p.next++
 	}
 }
 
