@@ -640,3 +640,44 @@ func TestCloseDeliversTheLastSteps(t *testing.T) {
 		t.Fatalf("viewer got %d of the 300 steps published before Close", n)
 	}
 }
+
+// A recycled frame's steps are reused by the next decode, which must
+// overwrite every field: no value of the old frame shows through.
+func TestRecycledStepsDecodeAgain(t *testing.T) {
+	frame := func(from, n int64, loss bool) []byte {
+		recs := make([]stage.Record, n)
+		for i := range recs {
+			recs[i] = record(from + int64(i))
+			recs[i].HasLoss, recs[i].Loss = loss, 0.5
+			if loss {
+				recs[i].GPU[1] = 7
+			}
+		}
+		line := appendSteps(nil, recs)
+		return line[:len(line)-1]
+	}
+	first, err := DecodeFrame(frame(0, 40, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Recycle(first)
+	if first.Steps != nil {
+		t.Fatal("Recycle left the frame holding its steps")
+	}
+	second, err := DecodeFrame(frame(100, 30, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Steps) != 30 {
+		t.Fatalf("%d steps, want 30", len(second.Steps))
+	}
+	for i, r := range second.Steps {
+		want := record(100 + int64(i))
+		if r != want {
+			t.Fatalf("step %d decoded as %+v, want %+v", i, r, want)
+		}
+	}
+	Recycle(nil)      // nothing to hand back
+	Recycle(&Frame{}) // a frame without steps
+	Recycle(&Frame{Steps: second.Steps[:0:0]})
+}

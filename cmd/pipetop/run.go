@@ -151,12 +151,19 @@ func printText(stdout io.Writer, s *snapshot.Snapshot, c config) error {
 }
 
 // batchFor is how long a screen redrawn every interval lets the trainer
-// gather frames: half the interval, at most half a second, so a redraw
-// shows steps at most one and a half intervals old while a fast trainer
-// wakes the viewer twice a second instead of twenty times.
+// gather frames: one interval, at most a second. A fast trainer then wakes
+// the viewer once per redraw instead of on every frame, and a redraw shows
+// steps at most two intervals old.
 func batchFor(interval time.Duration) time.Duration {
-	return min(interval/2, 500*time.Millisecond)
+	return min(interval, time.Second)
 }
+
+// frameRate is how many times a second the terminal renderer looks for a
+// changed view. Each look wakes the process whether or not anything
+// changed, and a wake-up costs about as much as a whole redraw on a small
+// virtual machine: 10 looks a second were a quarter of what pipetop cost
+// attached to a busy trainer. At 5 a key takes effect within 200 ms.
+const frameRate = 5
 
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
@@ -169,7 +176,7 @@ func interactive(ctx context.Context, c config) error {
 	root := tui.New(tui.Options{Collector: m.Collector, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
 		Hidden: c.hidden, Sort: c.sort})
-	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(10))
+	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {
 		return nil

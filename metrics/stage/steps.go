@@ -52,24 +52,51 @@ func (s *Summary) Stage(name string) *StageStat {
 
 // StepRing keeps the most recent step records of one stage list in a ring and
 // aggregates them. It is not safe for concurrent use.
+//
+// The ring is stored by column: one array per stage for CPU times and one
+// for GPU times, next to the steps' own fields. A viewer summarizes
+// thousands of steps on every refresh; reading each stage's times from
+// one contiguous array costs a fraction of picking them out of whole
+// records, and the ring takes half the memory of one of records. Times of
+// stages beyond the ring's names are not kept (their GPU time still counts
+// toward the step's GPU busy time).
 type StepRing struct {
 	names []string
-	ring  []Record
+	steps []stepFields
+	cpu   [][]int64 // cpu[k][slot]: stage k's CPU time; absent (-1) when the record has no stage k
+	gpu   [][]int64 // gpu[k][slot]: stage k's GPU time; -1 when unknown or absent
 	next  int
 	full  bool
 	cols  columns
 }
 
+// stepFields is what a ring slot keeps of a record besides its stage times.
+type stepFields struct {
+	step, startNs, endNs int64
+	busy                 int64 // summed known GPU time of all its stages; -1 when none is known
+	samples              int32
+	loss                 float32
+	hasLoss              bool
+	numStages            uint8
+}
+
+// absent marks a stage time a record does not have.
+const absent = -1
+
 // NewStepRing returns a StepRing that holds up to capacity records made with
 // the stage list names.
 func NewStepRing(names []string, capacity int) *StepRing {
-	if capacity < 1 {
-		capacity = 1
-	}
-	return &StepRing{
+	capacity = max(capacity, 1)
+	w := &StepRing{
 		names: append([]string(nil), names...),
-		ring:  make([]Record, capacity),
+		steps: make([]stepFields, capacity),
+		cpu:   make([][]int64, len(names)),
+		gpu:   make([][]int64, len(names)),
 	}
+	for k := range names {
+		w.cpu[k], w.gpu[k] = make([]int64, capacity), make([]int64, capacity)
+	}
+	return w
 }
 
 // Names returns the stage list of the window.
@@ -78,22 +105,42 @@ func (w *StepRing) Names() []string { return w.names }
 // Len is the number of records held.
 func (w *StepRing) Len() int {
 	if w.full {
-		return len(w.ring)
+		return len(w.steps)
 	}
 	return w.next
 }
 
 // Add copies r into the window, evicting the oldest record when full.
 func (w *StepRing) Add(r *Record) {
-	w.ring[w.next] = *r
+	slot := w.next
+	w.steps[slot] = stepFields{step: r.Step, startNs: r.StartNs, endNs: r.EndNs, busy: busyOf(r.GPU[:r.NumStages]),
+		samples: r.Samples, loss: r.Loss, hasLoss: r.HasLoss, numStages: uint8(r.NumStages)}
+	for k := range w.names {
+		c, g := int64(absent), int64(absent)
+		if k < r.NumStages {
+			c, g = r.CPU[k], r.GPU[k]
+		}
+		w.cpu[k][slot], w.gpu[k][slot] = c, g
+	}
 	w.next++
-	if w.next == len(w.ring) {
+	if w.next == len(w.steps) {
 		w.next, w.full = 0, true
 	}
 }
 
+// busyOf is the summed known GPU time of gpu, -1 when none is known.
+func busyOf(gpu []int64) int64 {
+	busy := int64(absent)
+	for _, g := range gpu {
+		if g >= 0 {
+			busy = max(busy, 0) + g
+		}
+	}
+	return busy
+}
+
 // Cap is how many records the ring holds at most.
-func (w *StepRing) Cap() int { return len(w.ring) }
+func (w *StepRing) Cap() int { return len(w.steps) }
 
 // Reset drops every record.
 func (w *StepRing) Reset() { w.next, w.full = 0, false }
@@ -102,37 +149,60 @@ func (w *StepRing) Reset() { w.next, w.full = 0, false }
 // reports whether the step was found.
 func (w *StepRing) UpdateGPU(step int64, gpu []int64) bool {
 	for i := w.Len() - 1; i >= 0; i-- {
-		r := w.at(i)
-		if r.Step == step {
-			copy(r.GPU[:r.NumStages], gpu)
-			return true
+		slot := w.slot(i)
+		f := &w.steps[slot]
+		if f.step != step {
+			continue
 		}
+		gpu = gpu[:min(len(gpu), int(f.numStages))]
+		for k := range min(len(gpu), len(w.names)) {
+			w.gpu[k][slot] = gpu[k]
+		}
+		f.busy = busyOf(gpu)
+		return true
 	}
 	return false
 }
 
-// at returns the i-th record, oldest first.
-func (w *StepRing) at(i int) *Record {
+// slot is where the i-th record, oldest first, is held.
+func (w *StepRing) slot(i int) int {
 	if !w.full {
-		return &w.ring[i]
+		return i
 	}
-	return &w.ring[(w.next+i)%len(w.ring)]
+	return (w.next + i) % len(w.steps)
 }
 
-// First returns the oldest record, or nil when empty.
-func (w *StepRing) First() *Record {
-	if w.Len() == 0 {
-		return nil
+// fields returns the step fields of the i-th record, oldest first.
+func (w *StepRing) fields(i int) *stepFields { return &w.steps[w.slot(i)] }
+
+// at returns the i-th record held, oldest first (0 <= i < Len), with the
+// times of the ring's stages.
+func (w *StepRing) at(i int) Record {
+	slot := w.slot(i)
+	f := &w.steps[slot]
+	r := Record{Step: f.step, StartNs: f.startNs, EndNs: f.endNs, Samples: f.samples,
+		HasLoss: f.hasLoss, Loss: f.loss, NumStages: int(f.numStages)}
+	r.ClearGPU()
+	for k := range min(len(w.names), r.NumStages) {
+		r.CPU[k], r.GPU[k] = w.cpu[k][slot], w.gpu[k][slot]
 	}
-	return w.at(0)
+	return r
 }
 
-// Last returns the newest record, or nil when empty.
-func (w *StepRing) Last() *Record {
+// First returns the oldest record; ok is false when the ring is empty.
+func (w *StepRing) First() (r Record, ok bool) {
 	if w.Len() == 0 {
-		return nil
+		return Record{}, false
 	}
-	return w.at(w.Len() - 1)
+	return w.at(0), true
+}
+
+// Last returns the newest record; ok is false when the ring is empty.
+func (w *StepRing) Last() (r Record, ok bool) {
+	if w.Len() == 0 {
+		return Record{}, false
+	}
+	return w.at(w.Len() - 1), true
 }
 
 // Summarize aggregates the records that ended within d of the newest one
@@ -161,10 +231,10 @@ func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
 // past the first skip.
 func (w *StepRing) between(skip int, fromNs, toNs int64) (first, end int) {
 	first, end = skip, w.Len()
-	for first < end && w.at(first).EndNs < fromNs {
+	for first < end && w.fields(first).endNs < fromNs {
 		first++
 	}
-	for end > first && w.at(end-1).EndNs > toNs {
+	for end > first && w.fields(end-1).endNs > toNs {
 		end--
 	}
 	return first, end
@@ -205,9 +275,9 @@ func (w *StepRing) aggregate(first, end int, q stats) Summary {
 	if n <= 0 {
 		return Summary{}
 	}
-	last := w.at(end - 1)
-	s.LastStep, s.LastEndNs = last.Step, last.EndNs
-	s.SpanNs = last.EndNs - w.at(first).StartNs
+	last := w.fields(end - 1)
+	s.LastStep, s.LastEndNs = last.step, last.endNs
+	s.SpanNs = last.endNs - w.fields(first).startNs
 	c := w.gather(first, end)
 	s.WallMean, s.WallP50, s.WallP99 = q(c.wall)
 	if s.SpanNs > 0 {
@@ -251,60 +321,58 @@ type columns struct {
 	samples int64                // samples of all the records
 }
 
-// gather fills w.cols from records first..end-1 in one pass over the
-// ring's two contiguous parts. A viewer summarizes thousands of steps on
-// every refresh, mostly with cold caches; a pass per stage read each
-// record's memory once per stage and was most of that cost.
+// gather fills w.cols from records first..end-1, a column at a time over
+// the ring's (at most two) contiguous runs of slots.
 func (w *StepRing) gather(first, end int) *columns {
 	c := &w.cols
-	stages, n := len(w.names), end-first
+	n := end - first
 	// Room up front for the columns every record fills: one allocation
 	// when the span outgrows them, not a doubling per append. GPU columns,
 	// often empty, grow as they fill.
 	c.wall, c.busy, c.samples = slices.Grow(c.wall[:0], n), c.busy[:0], 0
-	for k := range stages {
+	for k := range w.names {
 		c.cpu[k], c.gpu[k] = slices.Grow(c.cpu[k][:0], n), c.gpu[k][:0]
 	}
-	for _, part := range w.parts(first, end) {
-		for i := range part {
-			r := &part[i]
-			c.wall = append(c.wall, float64(r.WallNs()))
-			c.samples += int64(r.Samples)
-			// GPU times of stages beyond the names count toward busy too.
-			busy, gpu := int64(0), false
-			for k := range r.NumStages {
-				g := r.GPU[k]
-				if k < stages {
-					c.cpu[k] = append(c.cpu[k], float64(r.CPU[k]))
-					if g >= 0 {
-						c.gpu[k] = append(c.gpu[k], float64(g))
-					}
-				}
-				gpu = gpu || g >= 0
-				busy += max(g, 0)
+	for _, run := range w.runs(first, end) {
+		for _, f := range w.steps[run[0]:run[1]] {
+			c.wall = append(c.wall, float64(f.endNs-f.startNs))
+			c.samples += int64(f.samples)
+			if f.busy >= 0 {
+				c.busy = append(c.busy, float64(f.busy))
 			}
-			if gpu {
-				c.busy = append(c.busy, float64(busy))
-			}
+		}
+		for k := range w.names {
+			c.cpu[k] = appendKnown(c.cpu[k], w.cpu[k][run[0]:run[1]])
+			c.gpu[k] = appendKnown(c.gpu[k], w.gpu[k][run[0]:run[1]])
 		}
 	}
 	return c
 }
 
-// parts is records first..end-1 (oldest first) as at most two contiguous
-// slices of the ring.
-func (w *StepRing) parts(first, end int) [2][]Record {
+// appendKnown appends the times of v that are not absent or unknown.
+func appendKnown(dst []float64, v []int64) []float64 {
+	for _, x := range v {
+		if x >= 0 {
+			dst = append(dst, float64(x))
+		}
+	}
+	return dst
+}
+
+// runs is the slots of records first..end-1 (oldest first) as two
+// half-open ranges [from, to) of the ring, the second often empty.
+func (w *StepRing) runs(first, end int) [2][2]int {
 	if first >= end {
-		return [2][]Record{}
+		return [2][2]int{}
 	}
 	if !w.full {
-		return [2][]Record{w.ring[first:end]}
+		return [2][2]int{{first, end}}
 	}
-	a, b := (w.next+first)%len(w.ring), (w.next+end)%len(w.ring)
+	a, b := (w.next+first)%len(w.steps), (w.next+end)%len(w.steps)
 	if a < b {
-		return [2][]Record{w.ring[a:b]}
+		return [2][2]int{{a, b}}
 	}
-	return [2][]Record{w.ring[a:], w.ring[:b]}
+	return [2][2]int{{a, len(w.steps)}, {0, b}}
 }
 
 // quantiles returns the mean, p50 and p99 of v, reordering v.
@@ -375,9 +443,9 @@ func (w *StepRing) firstWithin(d time.Duration) int {
 	if n == 0 || d <= 0 {
 		return 0
 	}
-	cut := w.at(n-1).EndNs - int64(d)
+	cut := w.fields(n-1).endNs - int64(d)
 	i := n
-	for i > 0 && w.at(i-1).EndNs > cut {
+	for i > 0 && w.fields(i-1).endNs > cut {
 		i--
 	}
 	if i == n {
@@ -388,8 +456,8 @@ func (w *StepRing) firstWithin(d time.Duration) int {
 
 func (w *StepRing) lastLoss(first, end int) (bool, float32) {
 	for i := end - 1; i >= first; i-- {
-		if r := w.at(i); r.HasLoss {
-			return true, r.Loss
+		if f := w.fields(i); f.hasLoss {
+			return true, f.loss
 		}
 	}
 	return false, 0

@@ -50,7 +50,7 @@ func TestJudgeRules(t *testing.T) {
 	steady := run(start, 200, steadyTimes(8*ms1))
 	healthy := run(start, 200, steadyTimes(ms1/2))
 	few := run(start, 2, func(int) map[string]int64 { return map[string]int64{DataWait: 3e9, Forward: 50 * ms1} })
-	end := func(w *StepRing) int64 { return w.Last().EndNs }
+	end := func(w *StepRing) int64 { last, _ := w.Last(); return last.EndNs }
 	drifted := run(start, 400, func(i int) map[string]int64 {
 		m := steadyTimes(ms1)(i)
 		if i >= 200 {

@@ -56,9 +56,12 @@ func (w *StepRing) waits(first, end, k int, wallP50, typical float64) *WaitPatte
 	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallP50) // a spike costs at least a whole step
 	var waiting, spikes int
 	var total, spike float64
-	for i := first; i < end; i++ {
-		if r := w.at(i); k < r.NumStages {
-			v := float64(r.CPU[k])
+	for _, run := range w.runs(first, end) {
+		for _, x := range w.cpu[k][run[0]:run[1]] {
+			if x < 0 {
+				continue // the step has no such stage
+			}
+			v := float64(x)
 			total += v
 			if v >= p.ThresholdNs {
 				waiting++
@@ -74,9 +77,11 @@ func (w *StepRing) waits(first, end, k int, wallP50, typical float64) *WaitPatte
 		p.SpikeNs, p.SpikeShare = spike/float64(spikes), spike/total
 	}
 	var big []int64
-	for i := first; i < end; i++ {
-		if r := w.at(i); k < r.NumStages && float64(r.CPU[k]) >= max(cut, p.SpikeNs/2) {
-			big = append(big, r.Step)
+	for _, run := range w.runs(first, end) {
+		for j, x := range w.cpu[k][run[0]:run[1]] {
+			if x >= 0 && float64(x) >= max(cut, p.SpikeNs/2) {
+				big = append(big, w.steps[run[0]+j].step)
+			}
 		}
 	}
 	p.Period = period(big)

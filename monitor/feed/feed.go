@@ -122,6 +122,7 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 	go func() {
 		for m := range out {
 			f.apply(gen, m, time.Now())
+			ipc.Recycle(m.Frame) // its steps are in the rings now
 		}
 	}()
 }
@@ -341,8 +342,8 @@ func (f *Feed) addBaseline(r *stage.Record) {
 // the baseline once per three seconds while it grows and never again once
 // it is complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
-	first := f.base.First()
-	if first == nil {
+	first, ok := f.base.First()
+	if !ok {
 		return nil
 	}
 	to := first.EndNs + (nowNs-first.EndNs)/3
