@@ -27,18 +27,33 @@ func Bar(w int, frac float64, fill, empty lipgloss.Style) string {
 	frac = min(frac, 1)
 	units := int(math.Round(frac * float64(w) * 8))
 	full, part := units/8, units%8
-	var b strings.Builder
-	b.WriteString(strings.Repeat("█", full))
-	cells := full
+	out, cells := "", full
+	if full > 0 {
+		out = fill.Render(strings.Repeat("█", full))
+	}
+	_, track := empty.GetBackground().(lipgloss.NoColor)
 	if part > 0 && cells < w {
-		b.WriteRune(eighths[part-1])
+		if !track { // the partial cell's rest shows the track
+			fill = fill.Background(empty.GetBackground())
+		}
+		out += fill.Render(string(eighths[part-1]))
 		cells++
 	}
-	out := fill.Render(b.String())
 	if cells < w {
-		out += empty.Render(strings.Repeat("░", w-cells))
+		out += empty.Render(strings.Repeat(trackCell(track), w-cells))
 	}
 	return out
+}
+
+// trackCell is what a bar's unfilled cells show: ░ when the empty style
+// has no background colour (plain text), blanks on that background when
+// it has one. A blank costs a third of the bytes of a ░ every time the
+// terminal redraws the track.
+func trackCell(noBackground bool) string {
+	if noBackground {
+		return "░"
+	}
+	return " "
 }
 
 // sparks are the eight heights of a sparkline cell.

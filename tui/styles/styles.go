@@ -61,7 +61,7 @@ type Styles struct {
 	Good      lipgloss.Style // connected, low load
 	Warn      lipgloss.Style // paused, medium load, warming up
 	Bad       lipgloss.Style // disconnected, high load, bottlenecks
-	BarEmpty  lipgloss.Style // the unfilled part of a bar
+	BarEmpty  lipgloss.Style // the unfilled part of a bar (its background is the track)
 	Sparkline lipgloss.Style // history sparklines
 	Selected  lipgloss.Style // the picker's cursor row
 	Key       lipgloss.Style // key names in help
@@ -87,7 +87,7 @@ func New(color bool) *Styles {
 	s.Good = plain.Foreground(lipgloss.Color("#98C379"))
 	s.Warn = plain.Foreground(lipgloss.Color("#E5C07B"))
 	s.Bad = plain.Bold(true).Foreground(lipgloss.Color("#E06C75"))
-	s.BarEmpty = plain.Foreground(lipgloss.Color("#3B4048"))
+	s.BarEmpty = plain.Background(lipgloss.Color("#2C313A"))
 	s.Sparkline = plain.Foreground(lipgloss.Color("#61AFEF"))
 	s.Selected = plain.Reverse(true)
 	s.Key = plain.Bold(true).Foreground(lipgloss.Color("#61AFEF"))
@@ -117,7 +117,7 @@ func NewTheme(color bool, theme string) *Styles {
 	s.Good = plain.Foreground(lipgloss.Color("#3E8E3D"))
 	s.Warn = plain.Foreground(lipgloss.Color("#A86F00"))
 	s.Bad = plain.Bold(true).Foreground(lipgloss.Color("#D0372A"))
-	s.BarEmpty = plain.Foreground(lipgloss.Color("#D4D4D8"))
+	s.BarEmpty = plain.Background(lipgloss.Color("#E4E4E7"))
 	s.Sparkline = plain.Foreground(lipgloss.Color("#4078F2"))
 	s.Key = plain.Bold(true).Foreground(lipgloss.Color("#4078F2"))
 	return s

@@ -114,7 +114,7 @@ func (m Model) bars(w int) []string {
 
 func (m Model) coreBar(v snapshot.Reading, w int) string {
 	if !v.OK() {
-		return m.St.BarEmpty.Render(strings.Repeat("░", w)) + m.St.Dim.Render("    –")
+		return draw.Bar(w, 0, m.St.BarEmpty, m.St.BarEmpty) + m.St.Dim.Render("    –")
 	}
 	p := *v.Value
 	return draw.Bar(w, p/100, m.St.Load(p), m.St.BarEmpty) + m.St.Value.Render(fmt.Sprintf(" %3.0f%%", p))
