@@ -47,7 +47,7 @@ func (m Model) Size(w int) (lo, pref int) {
 	if m.Snap == nil {
 		return 0, 0
 	}
-	return len(m.compact(w)), len(m.lines(w, 1<<20))
+	return compactRows(len(m.Snap.CPU.Cores), w), len(m.full(w))
 }
 
 // View renders the body.
@@ -57,11 +57,22 @@ func (m Model) View() string {
 	return draw.Block(strings.Join(lines[off:], "\n"), m.W, m.H)
 }
 
+// full is the body with no limit on its height, rendered once a refresh
+// (sizing counts it, drawing shows it when it fits).
+func (m Model) full(w int) []string {
+	return m.Lines(w, func(w int) []string { return m.lines(w, 1<<20) })
+}
+
 // lines is the body for a w×h area: core bars when they fit in h with the
 // rest, one cell per core otherwise.
 func (m Model) lines(w, h int) []string {
 	if m.Snap == nil {
 		return nil
+	}
+	if h < 1<<20 {
+		if full := m.full(w); len(full) <= h {
+			return full
+		}
 	}
 	rest := m.rest(w)
 	cores := m.bars(w)
@@ -120,6 +131,18 @@ func (m Model) coreBar(v snapshot.Reading, w int) string {
 	return draw.Bar(w, p/100, m.St.Load(p), m.St.BarEmpty) + m.St.Value.Render(fmt.Sprintf(" %3.0f%%", p))
 }
 
+// compactLabel starts the first line of the one-cell-per-core view.
+const compactLabel = "cores "
+
+// compactRows is how many lines compact draws for n cores at width w.
+func compactRows(n, w int) int {
+	bw := w - len(compactLabel)
+	if bw < 1 {
+		return 0
+	}
+	return (n + bw - 1) / bw
+}
+
 // compact draws one cell per core (its height is the load), wrapped.
 func (m Model) compact(w int) []string {
 	cores := m.Snap.CPU.Cores
@@ -127,17 +150,16 @@ func (m Model) compact(w int) []string {
 	for i, v := range cores {
 		vals[i] = v.Or(math.NaN())
 	}
-	label := "cores "
-	bw := w - len(label)
+	bw := w - len(compactLabel)
 	if bw < 1 {
 		return nil
 	}
 	var out []string
 	for i := 0; i < len(vals); i += bw {
 		chunk := vals[i:min(len(vals), i+bw)]
-		l := label
+		l := compactLabel
 		if i > 0 {
-			l = strings.Repeat(" ", len(label))
+			l = strings.Repeat(" ", len(compactLabel))
 		}
 		out = append(out, m.St.Label.Render(l)+m.St.Sparkline.Render(draw.Spark(chunk, len(chunk), 100)))
 	}
