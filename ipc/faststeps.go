@@ -104,7 +104,7 @@ func (p *fastParser) lit(s string) bool {
 
 // number returns the end of the JSON number at p.i, or -1. JSON numbers
 // are stricter than strconv: no leading zeros, '+', or bare '.'.
-func (p *fastParser) number(frac bool) int {
+func (p *fastParser) number() int {
 	b, j := p.b, p.i
 	digits := func() bool {
 		k := j
@@ -121,9 +121,6 @@ func (p *fastParser) number(frac bool) int {
 		j++
 	case !digits():
 		return -1
-	}
-	if !frac {
-		return j
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
@@ -143,27 +140,27 @@ func (p *fastParser) number(frac bool) int {
 	return j
 }
 
+// int reads a JSON integer in one pass. Up to 19 digits cannot overflow
+// a uint64, so only the int64 range is checked, once, at the end.
 func (p *fastParser) int() (int64, error) {
-	j := p.number(false)
-	if j < 0 {
-		return 0, errNotFast
+	b, k := p.b, p.i
+	neg := k < len(b) && b[k] == '-'
+	if neg {
+		k++
 	}
-	k, neg := p.i, false
-	if p.b[k] == '-' {
-		k, neg = k+1, true
-	}
+	first := k
 	var v uint64
-	for ; k < j; k++ {
-		d := uint64(p.b[k] - '0')
-		if v > (1<<63-d)/10 {
-			return 0, errNotFast // out of int64 range (the fallback says so)
-		}
-		v = 10*v + d
+	for k < len(b) && b[k]-'0' <= 9 {
+		v = 10*v + uint64(b[k]-'0')
+		k++
 	}
-	if !neg && v > 1<<63-1 {
+	switch digits := k - first; {
+	case digits == 0, digits > 1 && b[first] == '0': // JSON allows no leading zero
 		return 0, errNotFast
+	case digits > 19, !neg && v > 1<<63-1, neg && v > 1<<63:
+		return 0, errNotFast // out of int64 range (the fallback says so)
 	}
-	p.i = j
+	p.i = k
 	if neg {
 		return -int64(v), nil
 	}
@@ -171,7 +168,7 @@ func (p *fastParser) int() (int64, error) {
 }
 
 func (p *fastParser) float() (float32, error) {
-	j := p.number(true)
+	j := p.number()
 	if j < 0 {
 		return 0, errNotFast
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -68,15 +69,23 @@ func BenchmarkDecodeSteps(b *testing.B) {
 	var fr ipc.Frame
 	fr.Type = ipc.TypeSteps
 	for j := range 50 {
-		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), 1_800_000_000_000_000_000, 1_800_000_000_001_000_000, 64, []int64{500000, 50000, 200000, 100000, 40000, 10000, 50000}, []int64{0, 0, 100000, 150000, 20000, 0, 0}))
+		r := stage.RecordOf(int64(j), 1_800_000_000_000_000_000, 1_800_000_000_001_000_000, 64, []int64{500000, 50000, 200000, 100000, 40000, 10000, 50000}, []int64{0, 0, 100000, 150000, 20000, 0, 0})
+		r.HasLoss, r.Loss = true, 0.02365+float32(j)/1e4 // trainers report a loss on every step
+		fr.Steps = append(fr.Steps, r)
 	}
-	line := mustJSON(fr)
+	line := bytes.TrimSuffix(ipc.AppendFrame(nil, &fr), []byte("\n")) // the wire form
+	if f, err := ipc.DecodeFrame(line); err != nil || len(f.Steps) != 50 {
+		b.Fatalf("decoded %v, %v", f, err)
+	}
 	b.SetBytes(int64(20 * len(line)))
+	b.ReportAllocs()
 	for range b.N {
 		for range 20 {
-			if _, err := ipc.DecodeFrame(line); err != nil {
+			f, err := ipc.DecodeFrame(line)
+			if err != nil {
 				b.Fatal(err)
 			}
+			ipc.Recycle(f) // as the viewer does once the steps are in its rings
 		}
 	}
 }
