@@ -115,21 +115,46 @@ func TestWindowRingAndDuration(t *testing.T) {
 
 func TestSelectKthMatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Small ranges, and large ones where the selection samples first;
+	// values with many duplicates, distinct ones, and sorted, reversed and
+	// constant input.
+	sizes := []int{601, 602, 1000, 4999, 5000, 20000}
 	for n := 1; n < 200; n++ {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = float64(rng.IntN(10)) // many duplicates
-		}
-		sorted := slices.Clone(v)
-		slices.Sort(sorted)
-		for _, q := range []float64{0, 0.1, 0.5, 0.99, 1} {
-			k := rank(n, q)
-			w := slices.Clone(v)
-			if got := selectKth(w, k); got != sorted[k] {
-				t.Fatalf("n=%d q=%v: selectKth %v, sort says %v", n, q, got, sorted[k])
+		sizes = append(sizes, n)
+	}
+	inputs := map[string]func(n int) []float64{
+		"duplicates": func(n int) []float64 { return fill(n, func(int) float64 { return float64(rng.IntN(10)) }) },
+		"distinct":   func(n int) []float64 { return fill(n, func(int) float64 { return rng.Float64() * 1e7 }) },
+		"sorted":     func(n int) []float64 { return fill(n, func(i int) float64 { return float64(i) }) },
+		"reversed":   func(n int) []float64 { return fill(n, func(i int) float64 { return float64(n - i) }) },
+		"constant":   func(n int) []float64 { return fill(n, func(int) float64 { return 5e5 }) },
+	}
+	for name, gen := range inputs {
+		for _, n := range sizes {
+			v := gen(n)
+			sorted := slices.Clone(v)
+			slices.Sort(sorted)
+			for _, q := range []float64{0, 0.1, 0.5, 0.99, 1} {
+				k := rank(n, q)
+				w := slices.Clone(v)
+				if got := selectKth(w, k); got != sorted[k] {
+					t.Fatalf("%s n=%d q=%v: selectKth %v, sort says %v", name, n, q, got, sorted[k])
+				}
+				if slices.Max(w[:k+1]) != w[k] || slices.Min(w[k:]) != w[k] {
+					t.Fatalf("%s n=%d q=%v: not partitioned around v[%d]", name, n, q, k)
+				}
 			}
 		}
 	}
+}
+
+// fill returns n values made by f.
+func fill(n int, f func(i int) float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f(i)
+	}
+	return v
 }
 
 func TestRank(t *testing.T) {

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -395,47 +396,75 @@ func rank(n int, q float64) int {
 
 // selectKth reorders v so that v[k] holds the value a sort would put there,
 // with nothing larger before it and nothing smaller after it, and returns
-// v[k]. Expected linear time: a viewer summarizes thousands of steps for 16
-// stages every refresh, and a full sort of each was its largest cost.
+// v[k]. A viewer summarizes thousands of steps for up to 16 stages every
+// refresh; a full sort of each was once its largest cost. This is Floyd
+// and Rivest's selection: on a large range it first selects within a
+// small sample around where v[k] must fall, so the partition around that
+// pivot leaves few values on k's side, about n + min(k, n-k) comparisons
+// where a median-of-three quickselect makes about 3n.
 func selectKth(v []float64, k int) float64 {
 	lo, hi := 0, len(v)-1
-	for lo < hi {
-		// Median of three as the pivot keeps sorted input linear.
-		mid := lo + (hi-lo)/2
-		if v[mid] < v[lo] {
-			v[mid], v[lo] = v[lo], v[mid]
+	for hi > lo {
+		if hi-lo > sampleAbove {
+			lo2, hi2 := sampleRange(lo, hi, k)
+			selectKth(v[lo2:hi2+1], k-lo2)
 		}
-		if v[hi] < v[lo] {
-			v[hi], v[lo] = v[lo], v[hi]
+		j := partitionAt(v, lo, hi, k)
+		if j <= k {
+			lo = j + 1
 		}
-		if v[hi] < v[mid] {
-			v[hi], v[mid] = v[mid], v[hi]
-		}
-		pivot := v[mid]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] < pivot {
-				i++
-			}
-			for v[j] > pivot {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
+		if k <= j {
+			hi = j - 1
 		}
 	}
 	return v[k]
+}
+
+// sampleAbove is the range length above which selectKth samples first.
+const sampleAbove = 600
+
+// sampleRange is the part of [lo, hi] to select v[k] within first: large
+// enough that the true k-th value almost surely falls in it.
+func sampleRange(lo, hi, k int) (int, int) {
+	n := float64(hi - lo + 1)
+	i := float64(k - lo + 1)
+	z := math.Log(n)
+	s := 0.5 * math.Exp(2*z/3)
+	sd := 0.5 * math.Sqrt(z*s*(n-s)/n)
+	if i < n/2 {
+		sd = -sd
+	}
+	return max(lo, int(float64(k)-i*s/n+sd)), min(hi, int(float64(k)+(n-i)*s/n+sd))
+}
+
+// partitionAt partitions v[lo..hi] around the value at k, which it
+// leaves at the returned index j: nothing larger before j, nothing
+// smaller after it.
+func partitionAt(v []float64, lo, hi, k int) int {
+	t := v[k]
+	v[lo], v[k] = v[k], v[lo]
+	if v[hi] > t {
+		v[hi], v[lo] = v[lo], v[hi]
+	}
+	i, j := lo, hi
+	for i < j {
+		v[i], v[j] = v[j], v[i]
+		i++
+		j--
+		for v[i] < t {
+			i++
+		}
+		for v[j] > t {
+			j--
+		}
+	}
+	if v[lo] == t {
+		v[lo], v[j] = v[j], v[lo]
+	} else {
+		j++
+		v[j], v[hi] = v[hi], v[j]
+	}
+	return j
 }
 
 func (w *StepRing) firstWithin(d time.Duration) int {
