@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -165,8 +166,19 @@ func batchFor(interval time.Duration) time.Duration {
 // attached to a busy trainer. At 5 a key takes effect within 200 ms.
 const frameRate = 5
 
+// oneThread runs the monitor's goroutines on one thread unless GOMAXPROCS
+// says otherwise. A refresh is a chain of steps that wait for each other
+// (read, summarize, draw); a second thread only added wake-ups, each of
+// which costs as much as a small redraw on a virtual machine.
+func oneThread() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
+
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
+	oneThread()
 	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU, Batch: batchFor(c.interval)})
 	if err != nil {
 		return err
