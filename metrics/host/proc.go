@@ -73,7 +73,8 @@ type ProcSampler struct {
 	prev     map[int]procCounters
 	cur      map[int]procCounters
 	prevTime time.Time
-	kids     []int
+	kids     []int     // the descendants found by the last walk
+	walked   time.Time // when the tree was last walked; zero: walk next
 	dirBuf   []string
 	users    map[int]string
 
@@ -112,6 +113,7 @@ func (s *ProcSampler) Name() string { return "proc" }
 // over. It must not be called concurrently with Sample.
 func (s *ProcSampler) SetPID(pid int) {
 	s.pid = pid
+	s.walked = time.Time{}
 	clear(s.prev)
 }
 
@@ -134,7 +136,7 @@ func (s *ProcSampler) Sample(now time.Time) error {
 		return fmt.Errorf("process %d: %w", s.pid, err)
 	}
 	s.snap.Alive = true
-	s.sampleChildren(dt)
+	s.sampleChildren(now, dt)
 	s.prev, s.cur = s.cur, s.prev
 	s.prevTime = now
 	return nil
@@ -143,9 +145,33 @@ func (s *ProcSampler) Sample(now time.Time) error {
 // errGone marks a process that exited between listing and reading.
 var errGone = errors.New("process exited")
 
-// sampleChildren lists descendants breadth-first and reads each one; a
-// child that exits mid-walk is skipped.
-func (s *ProcSampler) sampleChildren(dt float64) {
+// TreeEvery is how often Sample walks the process tree for new
+// descendants; in between it reads the ones it knows. A walk reads a file
+// per thread of every process in the tree (a PyTorch trainer and its
+// loader workers have dozens), the sampling itself two per process. A
+// descendant that exits makes the next sample walk again.
+const TreeEvery = 5 * time.Second
+
+// sampleChildren reads the descendants, walking the tree first when it is
+// due; a child that exits mid-walk is skipped.
+func (s *ProcSampler) sampleChildren(now time.Time, dt float64) {
+	if s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked) {
+		s.walk()
+		s.walked = now
+	}
+	s.snap.Children = s.snap.Children[:0]
+	for _, pid := range s.kids {
+		var p ProcInfo
+		if err := s.readOne(pid, dt, &p); err != nil {
+			s.walked = time.Time{} // gone: look for the tree as it is now
+			continue
+		}
+		s.snap.Children = append(s.snap.Children, p)
+	}
+}
+
+// walk lists the descendants breadth-first into s.kids, sorted.
+func (s *ProcSampler) walk() {
 	s.kids = s.appendChildren(s.kids[:0], s.pid)
 	for i := 0; i < len(s.kids) && len(s.kids) <= MaxChildren; i++ {
 		s.kids = s.appendChildren(s.kids, s.kids[i])
@@ -155,14 +181,6 @@ func (s *ProcSampler) sampleChildren(dt float64) {
 		s.kids = s.kids[:MaxChildren]
 	}
 	slices.Sort(s.kids)
-	s.snap.Children = s.snap.Children[:0]
-	for _, pid := range s.kids {
-		var p ProcInfo
-		if err := s.readOne(pid, dt, &p); err != nil {
-			continue
-		}
-		s.snap.Children = append(s.snap.Children, p)
-	}
 }
 
 // appendChildren appends pid's direct children, read from the per-thread

@@ -104,6 +104,44 @@ func TestProcSamplerChildren(t *testing.T) {
 	}
 }
 
+// A child started after a walk of the tree shows from the next walk, at
+// most TreeEvery later; one that exits is dropped at once and makes the
+// next sample walk again.
+func TestProcSamplerWalksTheTreeEvery(t *testing.T) {
+	s := NewProcSampler(os.Getpid(), "")
+	now := time.Now()
+	listed := func(at time.Duration, pid int) bool {
+		t.Helper()
+		if err := s.Sample(now.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range s.Snapshot().Children {
+			if k.PID == pid {
+				return true
+			}
+		}
+		return false
+	}
+	listed(0, -1) // the first walk, before the child
+	child := startChild(t, "sleep", "30")
+	pid := child.Process.Pid
+	if listed(time.Second, pid) {
+		t.Fatal("the tree was walked again before TreeEvery")
+	}
+	if !listed(TreeEvery, pid) {
+		t.Fatal("a new child is not listed after TreeEvery")
+	}
+	child.Process.Kill()
+	child.Wait()
+	if listed(TreeEvery+time.Second, pid) {
+		t.Fatal("an exited child is still listed")
+	}
+	again := startChild(t, "sleep", "30")
+	if !listed(TreeEvery+2*time.Second, again.Process.Pid) {
+		t.Fatal("a child gone did not make the next sample walk the tree")
+	}
+}
+
 func TestProcSamplerGoneProcess(t *testing.T) {
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
