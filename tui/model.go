@@ -69,6 +69,9 @@ type Model struct {
 	st   *styles.Styles
 	keys KeyMap
 	help help.Model
+	// footerLine is the key help last drawn, at width footerW.
+	footerLine string
+	footerW    int
 
 	header  header.Model
 	panes   []placed // from paneRows
@@ -412,6 +415,16 @@ func (m *Model) render() {
 	m.content = m.Render(m.w, m.h)
 }
 
+// footer is the one-line key help at width w. The key map never changes,
+// so it is drawn again only when the width does.
+func (m *Model) footer(w int) string {
+	if m.footerW != w || m.footerLine == "" {
+		m.help.SetWidth(w)
+		m.footerW, m.footerLine = w, draw.Fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+	}
+	return m.footerLine
+}
+
 // Render draws the whole screen at w×h; h < 0 draws every pane at its
 // preferred height (the --once text).
 func (m *Model) Render(w, h int) string {
@@ -420,8 +433,7 @@ func (m *Model) Render(w, h int) string {
 	}
 	footer := ""
 	if h >= 12 || h < 0 {
-		m.help.SetWidth(w)
-		footer = draw.Fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+		footer = m.footer(w)
 	}
 	if h < 0 {
 		footer = ""

@@ -10,6 +10,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pipetop/pipetop/tui/styles"
 )
 
 // eighths are the left-aligned partial blocks, 1/8 to 7/8 of a cell.
@@ -17,7 +19,7 @@ var eighths = []rune{'▏', '▎', '▍', '▌', '▋', '▊', '▉'}
 
 // Bar draws a w-cell bar filled to frac (0..1) in fill, the rest as a
 // dotted track in empty.
-func Bar(w int, frac float64, fill, empty lipgloss.Style) string {
+func Bar(w int, frac float64, fill, empty styles.Style) string {
 	if w <= 0 {
 		return ""
 	}
@@ -33,10 +35,11 @@ func Bar(w int, frac float64, fill, empty lipgloss.Style) string {
 	}
 	_, track := empty.GetBackground().(lipgloss.NoColor)
 	if part > 0 && cells < w {
+		cell := fill.Style
 		if !track { // the partial cell's rest shows the track
-			fill = fill.Background(empty.GetBackground())
+			cell = cell.Background(empty.GetBackground())
 		}
-		out += fill.Render(string(eighths[part-1]))
+		out += cell.Render(string(eighths[part-1]))
 		cells++
 	}
 	if cells < w {
@@ -127,7 +130,7 @@ func Lines(s string) []string {
 
 // Rule draws a pane title as "── title ───…" across w cells; the title is
 // rendered with title, the line with rule.
-func Rule(title string, w int, titleStyle, rule lipgloss.Style) string {
+func Rule(title string, w int, titleStyle, rule styles.Style) string {
 	if w <= 0 {
 		return ""
 	}

@@ -1,6 +1,7 @@
 package draw
 
 import (
+	"github.com/pipetop/pipetop/tui/styles"
 	"math"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestBar(t *testing.T) {
-	plain := lipgloss.NewStyle()
+	plain := styles.Of(lipgloss.NewStyle())
 	tests := []struct {
 		w    int
 		frac float64
@@ -76,7 +77,7 @@ func TestFitAndBlock(t *testing.T) {
 }
 
 func TestRule(t *testing.T) {
-	plain := lipgloss.NewStyle()
+	plain := styles.Of(lipgloss.NewStyle())
 	if got := Rule("GPU", 10, plain, plain); got != "─ GPU ────" {
 		t.Errorf("Rule: %q", got)
 	}

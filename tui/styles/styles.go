@@ -7,6 +7,7 @@ package styles
 import (
 	"hash/fnv"
 	"image/color"
+	"sync"
 
 	"charm.land/lipgloss/v2"
 
@@ -52,19 +53,23 @@ type Styles struct {
 	// Color is false when output must be plain text.
 	Color bool
 
-	Title     lipgloss.Style // pane titles
-	Focused   lipgloss.Style // the focused pane's title
-	Rule      lipgloss.Style // the line after a pane title
-	Label     lipgloss.Style // "mem", "SM", field names
-	Value     lipgloss.Style // numbers
-	Dim       lipgloss.Style // sources, units, secondary text
-	Good      lipgloss.Style // connected, low load
-	Warn      lipgloss.Style // paused, medium load, warming up
-	Bad       lipgloss.Style // disconnected, high load, bottlenecks
-	BarEmpty  lipgloss.Style // the unfilled part of a bar (its background is the track)
-	Sparkline lipgloss.Style // history sparklines
-	Selected  lipgloss.Style // the picker's cursor row
-	Key       lipgloss.Style // key names in help
+	Title     Style // pane titles
+	Focused   Style // the focused pane's title
+	Rule      Style // the line after a pane title
+	Label     Style // "mem", "SM", field names
+	Value     Style // numbers
+	Dim       Style // sources, units, secondary text
+	Good      Style // connected, low load
+	GoodBold  Style // a healthy verdict
+	Warn      Style // paused, medium load, warming up
+	Bad       Style // disconnected, high load, bottlenecks
+	BarEmpty  Style // the unfilled part of a bar (its background is the track)
+	Sparkline Style // history sparklines
+	Selected  Style // the picker's cursor row
+	Key       Style // key names in help
+
+	mu     sync.Mutex
+	stages map[stageStyleKey]Style // Segment, Idle and Swatch, made once
 }
 
 // New returns the styles; color false gives plain styles that add no escape
@@ -73,24 +78,26 @@ func New(color bool) *Styles {
 	s := &Styles{Color: color}
 	plain := lipgloss.NewStyle()
 	if !color {
-		s.Title, s.Focused, s.Rule, s.Label, s.Value, s.Dim = plain, plain, plain, plain, plain, plain
-		s.Good, s.Warn, s.Bad, s.BarEmpty, s.Sparkline, s.Key = plain, plain, plain, plain, plain, plain
-		s.Selected = plain.Reverse(true)
+		p := Of(plain)
+		s.Title, s.Focused, s.Rule, s.Label, s.Value, s.Dim = p, p, p, p, p, p
+		s.Good, s.Warn, s.Bad, s.BarEmpty, s.Sparkline, s.Key = p, p, p, p, p, p
+		s.Selected, s.GoodBold = Of(plain.Reverse(true)), p
 		return s
 	}
-	s.Title = plain.Bold(true).Foreground(lipgloss.Color("#C8CCD4"))
-	s.Focused = plain.Bold(true).Foreground(lipgloss.Color("#1E2127")).Background(lipgloss.Color("#61AFEF"))
-	s.Rule = plain.Foreground(lipgloss.Color("#4B5263"))
-	s.Label = plain.Foreground(lipgloss.Color("#ABB2BF"))
-	s.Value = plain.Bold(true).Foreground(lipgloss.Color("#E6E6E6"))
-	s.Dim = plain.Foreground(lipgloss.Color("#7F848E"))
-	s.Good = plain.Foreground(lipgloss.Color("#98C379"))
-	s.Warn = plain.Foreground(lipgloss.Color("#E5C07B"))
-	s.Bad = plain.Bold(true).Foreground(lipgloss.Color("#E06C75"))
-	s.BarEmpty = plain.Background(lipgloss.Color("#2C313A"))
-	s.Sparkline = plain.Foreground(lipgloss.Color("#61AFEF"))
-	s.Selected = plain.Reverse(true)
-	s.Key = plain.Bold(true).Foreground(lipgloss.Color("#61AFEF"))
+	s.Title = Of(plain.Bold(true).Foreground(lipgloss.Color("#C8CCD4")))
+	s.Focused = Of(plain.Bold(true).Foreground(lipgloss.Color("#1E2127")).Background(lipgloss.Color("#61AFEF")))
+	s.Rule = Of(plain.Foreground(lipgloss.Color("#4B5263")))
+	s.Label = Of(plain.Foreground(lipgloss.Color("#ABB2BF")))
+	s.Value = Of(plain.Bold(true).Foreground(lipgloss.Color("#E6E6E6")))
+	s.Dim = Of(plain.Foreground(lipgloss.Color("#7F848E")))
+	s.Good = Of(plain.Foreground(lipgloss.Color("#98C379")))
+	s.GoodBold = Of(s.Good.Style.Bold(true))
+	s.Warn = Of(plain.Foreground(lipgloss.Color("#E5C07B")))
+	s.Bad = Of(plain.Bold(true).Foreground(lipgloss.Color("#E06C75")))
+	s.BarEmpty = Of(plain.Background(lipgloss.Color("#2C313A")))
+	s.Sparkline = Of(plain.Foreground(lipgloss.Color("#61AFEF")))
+	s.Selected = Of(plain.Reverse(true))
+	s.Key = Of(plain.Bold(true).Foreground(lipgloss.Color("#61AFEF")))
 	return s
 }
 
@@ -108,48 +115,77 @@ func NewTheme(color bool, theme string) *Styles {
 		return s
 	}
 	plain := lipgloss.NewStyle()
-	s.Title = plain.Bold(true).Foreground(lipgloss.Color("#383A42"))
-	s.Focused = plain.Bold(true).Foreground(lipgloss.Color("#FAFAFA")).Background(lipgloss.Color("#4078F2"))
-	s.Rule = plain.Foreground(lipgloss.Color("#A0A1A7"))
-	s.Label = plain.Foreground(lipgloss.Color("#50545E"))
-	s.Value = plain.Bold(true).Foreground(lipgloss.Color("#202227"))
-	s.Dim = plain.Foreground(lipgloss.Color("#696C77"))
-	s.Good = plain.Foreground(lipgloss.Color("#3E8E3D"))
-	s.Warn = plain.Foreground(lipgloss.Color("#A86F00"))
-	s.Bad = plain.Bold(true).Foreground(lipgloss.Color("#D0372A"))
-	s.BarEmpty = plain.Background(lipgloss.Color("#E4E4E7"))
-	s.Sparkline = plain.Foreground(lipgloss.Color("#4078F2"))
-	s.Key = plain.Bold(true).Foreground(lipgloss.Color("#4078F2"))
+	s.Title = Of(plain.Bold(true).Foreground(lipgloss.Color("#383A42")))
+	s.Focused = Of(plain.Bold(true).Foreground(lipgloss.Color("#FAFAFA")).Background(lipgloss.Color("#4078F2")))
+	s.Rule = Of(plain.Foreground(lipgloss.Color("#A0A1A7")))
+	s.Label = Of(plain.Foreground(lipgloss.Color("#50545E")))
+	s.Value = Of(plain.Bold(true).Foreground(lipgloss.Color("#202227")))
+	s.Dim = Of(plain.Foreground(lipgloss.Color("#696C77")))
+	s.Good = Of(plain.Foreground(lipgloss.Color("#3E8E3D")))
+	s.GoodBold = Of(s.Good.Style.Bold(true))
+	s.Warn = Of(plain.Foreground(lipgloss.Color("#A86F00")))
+	s.Bad = Of(plain.Bold(true).Foreground(lipgloss.Color("#D0372A")))
+	s.BarEmpty = Of(plain.Background(lipgloss.Color("#E4E4E7")))
+	s.Sparkline = Of(plain.Foreground(lipgloss.Color("#4078F2")))
+	s.Key = Of(plain.Bold(true).Foreground(lipgloss.Color("#4078F2")))
 	return s
 }
 
 // Segment is the style of a flame bar segment of the named stage: text on
 // the stage colour.
-func (s *Styles) Segment(name string) lipgloss.Style {
-	if !s.Color {
-		return lipgloss.NewStyle()
-	}
-	return lipgloss.NewStyle().Foreground(lipgloss.Color("#1E2127")).Background(StageColor(name))
+func (s *Styles) Segment(name string) Style {
+	return s.cached(segmentKind, name, func() lipgloss.Style {
+		return lipgloss.NewStyle().Foreground(lipgloss.Color("#1E2127")).Background(StageColor(name))
+	})
 }
 
 // Idle is the style of the GPU idle segment.
-func (s *Styles) Idle() lipgloss.Style {
-	if !s.Color {
-		return lipgloss.NewStyle()
-	}
-	return lipgloss.NewStyle().Foreground(lipgloss.Color("#ABB2BF")).Background(IdleColor)
+func (s *Styles) Idle() Style {
+	return s.cached(idleKind, "", func() lipgloss.Style {
+		return lipgloss.NewStyle().Foreground(lipgloss.Color("#ABB2BF")).Background(IdleColor)
+	})
 }
 
 // Swatch is the style of a legend square of the named stage.
-func (s *Styles) Swatch(name string) lipgloss.Style {
-	if !s.Color {
-		return lipgloss.NewStyle()
+func (s *Styles) Swatch(name string) Style {
+	return s.cached(swatchKind, name, func() lipgloss.Style { return lipgloss.NewStyle().Foreground(StageColor(name)) })
+}
+
+// Kinds of the per-stage styles Styles keeps once made.
+const (
+	segmentKind = iota
+	idleKind
+	swatchKind
+)
+
+// cached returns the style of kind for stage name, made by make the first
+// time (plain without colour).
+func (s *Styles) cached(kind int, name string, make func() lipgloss.Style) Style {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := stageStyleKey{kind, name}
+	if st, ok := s.stages[key]; ok {
+		return st
 	}
-	return lipgloss.NewStyle().Foreground(StageColor(name))
+	st := Of(lipgloss.NewStyle())
+	if s.Color {
+		st = Of(make())
+	}
+	if s.stages == nil {
+		s.stages = map[stageStyleKey]Style{}
+	}
+	s.stages[key] = st
+	return st
+}
+
+// stageStyleKey names a per-stage style.
+type stageStyleKey struct {
+	kind int
+	name string
 }
 
 // Load picks Good, Warn or Bad for a 0..100 load.
-func (s *Styles) Load(pct float64) lipgloss.Style {
+func (s *Styles) Load(pct float64) Style {
 	switch {
 	case pct >= 90:
 		return s.Bad

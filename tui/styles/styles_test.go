@@ -1,6 +1,8 @@
 package styles
 
 import (
+	"charm.land/lipgloss/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,5 +52,37 @@ func TestLightTheme(t *testing.T) {
 	}
 	if got := NewTheme(false, Light).Value.Render("1"); strings.Contains(got, "\x1b") {
 		t.Errorf("light theme without colour emitted %q", got)
+	}
+}
+
+// Style's one-line fast path writes exactly what lipgloss writes, for
+// every style of every theme, with and without colour; text it cannot
+// take goes through lipgloss.
+func TestStyleRendersAsLipgloss(t *testing.T) {
+	texts := []string{"", "x", "12.5 ms", " · ", "█▌", "日本", "\x1b[1mbold\x1b[m inside", "two\nlines", "a\ttab"}
+	for _, st := range []*Styles{New(false), New(true), NewTheme(true, Light)} {
+		v := reflect.ValueOf(st).Elem()
+		all := map[string]Style{"Idle": st.Idle()}
+		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
+			if s, ok := v.Field(i).Interface().(Style); ok {
+				all[v.Type().Field(i).Name] = s
+			}
+		}
+		for _, name := range append(stage.Canonical, "custom") {
+			all["Segment "+name], all["Swatch "+name] = st.Segment(name), st.Swatch(name)
+		}
+		for name, s := range all {
+			for _, text := range texts {
+				if got, want := s.Render(text), s.Style.Render(text); got != want {
+					t.Errorf("color=%v %s.Render(%q) = %q, lipgloss writes %q", st.Color, name, text, got, want)
+				}
+			}
+		}
+	}
+	if s := Of(lipgloss.NewStyle().Width(9)); s.Render("x") != "x        " {
+		t.Errorf("a style that pads: %q", s.Render("x"))
 	}
 }

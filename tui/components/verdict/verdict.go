@@ -5,8 +5,6 @@ package verdict
 import (
 	"strings"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
@@ -60,12 +58,12 @@ func (m Model) lines(w int) []string {
 	return out
 }
 
-func (m Model) kindStyle(k stage.Kind) lipgloss.Style {
+func (m Model) kindStyle(k stage.Kind) styles.Style {
 	switch k {
 	case stage.WarmingUp, stage.Starting, stage.ModerateInput:
 		return m.St.Warn
 	case stage.Balanced, stage.GPUBound:
-		return m.St.Good.Bold(m.St.Color)
+		return m.St.GoodBold
 	}
 	return m.St.Bad
 }
