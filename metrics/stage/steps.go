@@ -59,9 +59,8 @@ func (s *Summary) Stage(name string) *StageStat {
 // thousands of steps on every refresh; reading each stage's times from
 // one contiguous array costs a fraction of picking them out of whole
 // records, and with seven stages the ring takes about half the memory of
-// one of records. Times of
-// stages beyond the ring's names are not kept (their GPU time still counts
-// toward the step's GPU busy time).
+// one of records. Times of stages beyond the ring's names are not kept
+// (their GPU time still counts toward the step's GPU busy time).
 type StepRing struct {
 	names []string
 	steps []stepFields
