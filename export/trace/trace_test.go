@@ -30,17 +30,24 @@ type file struct {
 	TraceEvents []Event `json:"traceEvents"`
 }
 
-// TestStructure: every stage slice lies inside its step slice, and a
-// step's stage slices add up to its wall time within 1 %.
-func TestStructure(t *testing.T) {
+// traceOf writes the trace of es and reads it back as JSON.
+func traceOf(t *testing.T, es []recording.Entry) file {
+	t.Helper()
 	var b bytes.Buffer
-	if err := Write(&b, planted(400).Entries()); err != nil {
+	if err := Write(&b, es); err != nil {
 		t.Fatal(err)
 	}
 	var f file
 	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
+	return f
+}
+
+// TestStructure: every stage slice lies inside its step slice, and a
+// step's stage slices add up to its wall time within 1 %.
+func TestStructure(t *testing.T) {
+	f := traceOf(t, planted(400).Entries())
 	var step *Event
 	var sum float64
 	steps, counters := 0, 0
@@ -105,14 +112,7 @@ func TestLoaderCounters(t *testing.T) {
 	ls := &stage.LoaderStats{TimeNs: at.UnixNano(), Source: "torch", Workers: 2, WorkerBusy: 0.74,
 		WorkerBusyEach: []float64{0.98, 0.5}, QueueDepth: 1, QueueCap: 4}
 	es = append(es, recording.Entry{T: at, Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: ls}})
-	var b bytes.Buffer
-	if err := Write(&b, es); err != nil {
-		t.Fatal(err)
-	}
-	var f file
-	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
-		t.Fatalf("not JSON: %v", err)
-	}
+	f := traceOf(t, es)
 	want := map[string]map[string]float64{
 		"loader queue":         {"ready batches": 1, "capacity": 4},
 		"loader workers busy":  {"mean %": 74},
@@ -156,14 +156,7 @@ func TestRanksHaveTheirOwnProcesses(t *testing.T) {
 	host.Host.CPU.Total.Value = &busy
 	es := []recording.Entry{hello(1, 0), hello(0, time.Millisecond), steps(0, 2*time.Millisecond), steps(1, 2*time.Millisecond),
 		hello(1, 3*time.Millisecond), host}
-	var b bytes.Buffer
-	if err := Write(&b, es); err != nil {
-		t.Fatal(err)
-	}
-	var f file
-	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
-		t.Fatalf("not JSON: %v", err)
-	}
+	f := traceOf(t, es)
 	names, stepsOf, counters := map[int]string{}, map[int]int{}, map[int]int{}
 	for _, e := range f.TraceEvents {
 		switch {
