@@ -75,30 +75,15 @@ type Styles struct {
 // New returns the styles; color false gives plain styles that add no escape
 // sequences at all.
 func New(color bool) *Styles {
-	s := &Styles{Color: color}
-	plain := lipgloss.NewStyle()
 	if !color {
-		p := Of(plain)
+		s := &Styles{}
+		p := Of(lipgloss.NewStyle())
 		s.Title, s.Focused, s.Rule, s.Label, s.Value, s.Dim = p, p, p, p, p, p
-		s.Good, s.Warn, s.Bad, s.BarEmpty, s.Sparkline, s.Key = p, p, p, p, p, p
-		s.Selected, s.GoodBold = Of(plain.Reverse(true)), p
+		s.Good, s.GoodBold, s.Warn, s.Bad, s.BarEmpty, s.Sparkline, s.Key = p, p, p, p, p, p, p
+		s.Selected = Of(lipgloss.NewStyle().Reverse(true))
 		return s
 	}
-	s.Title = Of(plain.Bold(true).Foreground(lipgloss.Color("#C8CCD4")))
-	s.Focused = Of(plain.Bold(true).Foreground(lipgloss.Color("#1E2127")).Background(lipgloss.Color("#61AFEF")))
-	s.Rule = Of(plain.Foreground(lipgloss.Color("#4B5263")))
-	s.Label = Of(plain.Foreground(lipgloss.Color("#ABB2BF")))
-	s.Value = Of(plain.Bold(true).Foreground(lipgloss.Color("#E6E6E6")))
-	s.Dim = Of(plain.Foreground(lipgloss.Color("#7F848E")))
-	s.Good = Of(plain.Foreground(lipgloss.Color("#98C379")))
-	s.GoodBold = Of(s.Good.Style.Bold(true))
-	s.Warn = Of(plain.Foreground(lipgloss.Color("#E5C07B")))
-	s.Bad = Of(plain.Bold(true).Foreground(lipgloss.Color("#E06C75")))
-	s.BarEmpty = Of(plain.Background(lipgloss.Color("#2C313A")))
-	s.Sparkline = Of(plain.Foreground(lipgloss.Color("#61AFEF")))
-	s.Selected = Of(plain.Reverse(true))
-	s.Key = Of(plain.Bold(true).Foreground(lipgloss.Color("#61AFEF")))
-	return s
+	return dark.styles()
 }
 
 // Theme names.
@@ -110,25 +95,47 @@ const (
 // NewTheme returns the styles of the named theme ("" or Dark: New); color
 // false gives plain styles whatever the theme.
 func NewTheme(color bool, theme string) *Styles {
-	s := New(color)
-	if !color || theme != Light {
-		return s
+	if color && theme == Light {
+		return light.styles()
 	}
-	plain := lipgloss.NewStyle()
-	s.Title = Of(plain.Bold(true).Foreground(lipgloss.Color("#383A42")))
-	s.Focused = Of(plain.Bold(true).Foreground(lipgloss.Color("#FAFAFA")).Background(lipgloss.Color("#4078F2")))
-	s.Rule = Of(plain.Foreground(lipgloss.Color("#A0A1A7")))
-	s.Label = Of(plain.Foreground(lipgloss.Color("#50545E")))
-	s.Value = Of(plain.Bold(true).Foreground(lipgloss.Color("#202227")))
-	s.Dim = Of(plain.Foreground(lipgloss.Color("#696C77")))
-	s.Good = Of(plain.Foreground(lipgloss.Color("#3E8E3D")))
-	s.GoodBold = Of(s.Good.Style.Bold(true))
-	s.Warn = Of(plain.Foreground(lipgloss.Color("#A86F00")))
-	s.Bad = Of(plain.Bold(true).Foreground(lipgloss.Color("#D0372A")))
-	s.BarEmpty = Of(plain.Background(lipgloss.Color("#E4E4E7")))
-	s.Sparkline = Of(plain.Foreground(lipgloss.Color("#4078F2")))
-	s.Key = Of(plain.Bold(true).Foreground(lipgloss.Color("#4078F2")))
-	return s
+	return New(color)
+}
+
+// palette is a theme's colours; styles turns it into Styles.
+type palette struct {
+	title, focusText, focus, rule, label, value, dim string
+	good, warn, bad, track, accent                   string
+}
+
+// The themes.
+var (
+	dark = palette{title: "#C8CCD4", focusText: "#1E2127", focus: "#61AFEF", rule: "#4B5263", label: "#ABB2BF",
+		value: "#E6E6E6", dim: "#7F848E", good: "#98C379", warn: "#E5C07B", bad: "#E06C75", track: "#2C313A", accent: "#61AFEF"}
+	light = palette{title: "#383A42", focusText: "#FAFAFA", focus: "#4078F2", rule: "#A0A1A7", label: "#50545E",
+		value: "#202227", dim: "#696C77", good: "#3E8E3D", warn: "#A86F00", bad: "#D0372A", track: "#E4E4E7", accent: "#4078F2"}
+)
+
+// styles is the Styles of a colour palette.
+func (p palette) styles() *Styles {
+	fg := func(c string) lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color(c)) }
+	bold := func(c string) lipgloss.Style { return fg(c).Bold(true) }
+	return &Styles{
+		Color:     true,
+		Title:     Of(bold(p.title)),
+		Focused:   Of(bold(p.focusText).Background(lipgloss.Color(p.focus))),
+		Rule:      Of(fg(p.rule)),
+		Label:     Of(fg(p.label)),
+		Value:     Of(bold(p.value)),
+		Dim:       Of(fg(p.dim)),
+		Good:      Of(fg(p.good)),
+		GoodBold:  Of(bold(p.good)),
+		Warn:      Of(fg(p.warn)),
+		Bad:       Of(bold(p.bad)),
+		BarEmpty:  Of(lipgloss.NewStyle().Background(lipgloss.Color(p.track))),
+		Sparkline: Of(fg(p.accent)),
+		Selected:  Of(lipgloss.NewStyle().Reverse(true)),
+		Key:       Of(bold(p.accent)),
+	}
 }
 
 // Segment is the style of a flame bar segment of the named stage: text on
