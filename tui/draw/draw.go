@@ -18,7 +18,8 @@ import (
 var eighths = []rune{'▏', '▎', '▍', '▌', '▋', '▊', '▉'}
 
 // Bar draws a w-cell bar filled to frac (0..1) in fill, the rest as a
-// dotted track in empty.
+// track in empty: blanks on empty's background colour, or ░ when it has
+// none (plain text).
 func Bar(w int, frac float64, fill, empty styles.Style) string {
 	if w <= 0 {
 		return ""
@@ -33,17 +34,17 @@ func Bar(w int, frac float64, fill, empty styles.Style) string {
 	if full > 0 {
 		out = fill.Render(strings.Repeat("█", full))
 	}
-	_, track := empty.GetBackground().(lipgloss.NoColor)
+	_, noBackground := empty.GetBackground().(lipgloss.NoColor)
 	if part > 0 && cells < w {
 		cell := fill.Style
-		if !track { // the partial cell's rest shows the track
+		if !noBackground { // the partial cell's rest shows the track
 			cell = cell.Background(empty.GetBackground())
 		}
 		out += cell.Render(string(eighths[part-1]))
 		cells++
 	}
 	if cells < w {
-		out += empty.Render(strings.Repeat(trackCell(track), w-cells))
+		out += empty.Render(strings.Repeat(trackCell(noBackground), w-cells))
 	}
 	return out
 }

@@ -57,10 +57,14 @@ func (m Model) View() string {
 	return draw.Block(strings.Join(lines[off:], "\n"), m.W, m.H)
 }
 
+// unlimited is a height no screen has: lines then never falls back to
+// one cell per core for want of rows.
+const unlimited = 1 << 20
+
 // full is the body with no limit on its height, rendered once a refresh
 // (sizing counts it, drawing shows it when it fits).
 func (m Model) full(w int) []string {
-	return m.Lines(w, func(w int) []string { return m.lines(w, 1<<20) })
+	return m.Lines(w, func(w int) []string { return m.lines(w, unlimited) })
 }
 
 // lines is the body for a w×h area: core bars when they fit in h with the
@@ -69,7 +73,7 @@ func (m Model) lines(w, h int) []string {
 	if m.Snap == nil {
 		return nil
 	}
-	if h < 1<<20 {
+	if h < unlimited {
 		if full := m.full(w); len(full) <= h {
 			return full
 		}
