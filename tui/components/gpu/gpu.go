@@ -24,7 +24,7 @@ type Model struct{ pane.Scrolling }
 func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 
 // Scroll moves the lines by d, within bounds.
-func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.lines(m.W))) }
+func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.Lines(m.W, m.lines))) }
 
 // Title is the pane title.
 func (m Model) Title() string {
@@ -78,7 +78,7 @@ func (m Model) Line() string {
 // Size returns the fewest and the preferred number of body lines; with
 // more than CompactRows devices the pane prefers CompactRows and scrolls.
 func (m Model) Size(w int) (lo, pref int) {
-	n := len(m.lines(w))
+	n := len(m.Lines(w, m.lines))
 	if m.compact() { // a few devices at least, then CompactRows
 		devs := len(m.Snap.GPU.Devices)
 		return min(n, 3), n - devs + min(devs, CompactRows)
@@ -91,7 +91,7 @@ func (m Model) compact() bool { return m.Snap != nil && len(m.Snap.GPU.Devices) 
 
 // View renders the body.
 func (m Model) View() string {
-	lines := m.lines(m.W)
+	lines := m.Lines(m.W, m.lines)
 	off := m.Offset(len(lines))
 	return draw.Block(strings.Join(lines[off:], "\n"), m.W, m.H)
 }

@@ -19,11 +19,11 @@ type Model struct{ pane.Base }
 func New(st *styles.Styles) Model { return Model{pane.New(st)} }
 
 // Size returns the fewest and the preferred number of lines at width w.
-func (m Model) Size(w int) (lo, pref int) { return 1, max(1, len(m.lines(w))) }
+func (m Model) Size(w int) (lo, pref int) { return 1, max(1, len(m.Lines(w, m.lines))) }
 
 // View renders the verdict.
 func (m Model) View() string {
-	return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H)
+	return draw.Block(strings.Join(m.Lines(m.W, m.lines), "\n"), m.W, m.H)
 }
 
 func (m Model) lines(w int) []string {
