@@ -49,7 +49,7 @@ for _ in $(seq 1 300); do
     cat "$log" >&2
     exit 1
   fi
-  bin/pipetop ls 2>/dev/null | grep -q "^$name " && break
+  bin/pipetop ls 2>/dev/null | grep "^$name " >/dev/null && break
   sleep 0.2
 done
 

@@ -149,7 +149,7 @@ part() {
 wait_for() {
   local i
   for ((i = 0; i < $3 * 10; i++)); do
-    bin/pipetop ls 2>/dev/null | awk '{print $1}' | grep -qx "$1" && return 0
+    bin/pipetop ls 2>/dev/null | awk '{print $1}' | grep -x "$1" >/dev/null && return 0
     kill -0 "$2" 2>/dev/null || return 1
     sleep 0.1
   done
@@ -376,7 +376,9 @@ p_python() {
 }
 
 p_pipetop_run() {
-  if ! bin/pipetop run --help 2>&1 | grep -q 'usage: pipetop run'; then
+  # grep reads the whole help: with -q it could exit first, and pipefail
+  # would then count pipetop's broken pipe as "no run command".
+  if ! bin/pipetop run --help 2>&1 | grep 'usage: pipetop run' >/dev/null; then
     say "skipped: this pipetop has no \`run\` command"
     return $skipped_rc
   fi

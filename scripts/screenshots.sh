@@ -46,7 +46,7 @@ train() {
 		--log-every 10 >"$work/$2.log" 2>&1 &
 	pub_pid=$!
 	for _ in $(seq 1 100); do
-		"$bin/pipetop" ls 2>/dev/null | grep -q "^$2 " && return
+		"$bin/pipetop" ls 2>/dev/null | grep "^$2 " >/dev/null && return
 		sleep 0.2
 	done
 	cat "$work/$2.log" >&2
