@@ -278,8 +278,20 @@ func phaseLine(p stage.PhaseResult) string {
 	return sb.String()
 }
 
-// PhaseHeader is the header of the bisect table: shares of the step in %.
-const PhaseHeader = "phase       batch     it/s smp/s     wait  h2d  fwd  bwd  opt sync  oth  GPU"
+// PhaseHeader is the header of the bisect table: shares of the step in %,
+// one column per stage of stage.Canonical, labelled as stage.Known says.
+var PhaseHeader = phaseHeader()
+
+func phaseHeader() string {
+	var sb strings.Builder
+	sb.WriteString("phase       batch     it/s smp/s    ")
+	for _, name := range stage.Canonical {
+		k, _ := stage.InfoOf(name)
+		fmt.Fprintf(&sb, " %4s", k.Short)
+	}
+	sb.WriteString("  GPU")
+	return sb.String()
+}
 
 // WriteTable prints the bisect table and verdict in 80 columns.
 func (r BisectReport) WriteTable(w io.Writer) {

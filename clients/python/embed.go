@@ -20,6 +20,8 @@ import (
 	"strings"
 )
 
+//go:generate go run ./internal/genstages
+
 //go:embed pipetop_publish/*.py pipetop_publish/_boot/*.py
 var files embed.FS
 

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 from unittest import mock
 
 import pipetop_publish as pp
+from pipetop_publish import gputimer, identity, publisher, wire
 
 HELLO = b'{"type":"hello","v":1,"hello":{"role":"viewer"}}\n'
 
@@ -194,7 +195,7 @@ class TestFrames(PublisherCase):
 
     def test_batch_ms_is_capped(self) -> None:
         for ms, want in ((-5, 0.0), (0, 0.0), (300, 0.3), (10**6, 2.0), ("x", 0.0), (True, 0.0), (None, 0.0)):
-            self.assertEqual(pp._batch_seconds(ms), want, ms)
+            self.assertEqual(wire.batch_seconds(ms), want, ms)
 
     def test_hello(self) -> None:
         pub = self.publisher(name="my-run", config={"batch": 64, "lr": 1e-3, "obj": object()})
@@ -205,7 +206,7 @@ class TestFrames(PublisherCase):
         self.assertEqual(h["role"], "trainer")
         self.assertEqual(h["name"], "my-run")
         self.assertEqual(h["pid"], os.getpid())
-        self.assertEqual(h["host_pid"], pp._host_pid())
+        self.assertEqual(h["host_pid"], identity.host_pid())
         self.assertEqual(h["config"]["batch"], 64)
         self.assertIsInstance(h["config"]["obj"], str)  # unencodable values become strings
         self.assertEqual(h["stages"], list(pp.CANONICAL))
@@ -258,17 +259,17 @@ class TestFrames(PublisherCase):
         pub.event("checkpoint", "saved step 10" + "x" * 10000)
         ev = v.until("event")["event"]
         self.assertEqual(ev["kind"], "checkpoint")
-        self.assertEqual(len(ev["msg"]), pp._MAX_MSG)
+        self.assertEqual(len(ev["msg"]), publisher.MAX_MSG)
         self.assertLessEqual(ev["t"], time.time_ns())
 
     def test_steps_frames_are_split(self) -> None:
         pub = self.publisher(flush_interval=3600)
         v = self.viewer(pub)
-        for _ in range(pp._STEPS_PER_FRAME + 3):
+        for _ in range(wire.STEPS_PER_FRAME + 3):
             pub.step(samples=1)
         pub.close()
         sizes = [len(f["steps"]) for f in v.all_frames() if f["type"] == "steps"]
-        self.assertEqual(sizes, [pp._STEPS_PER_FRAME, 3])
+        self.assertEqual(sizes, [wire.STEPS_PER_FRAME, 3])
 
 
 class TestStages(PublisherCase):
@@ -390,15 +391,15 @@ class TestLoss(unittest.TestCase):
         cases = [(None, None), (2, 2.0), (0.5, 0.5), (Scalar(), 1.5), ("x", None), ([1.0], None)]
         for loss, want in cases:
             with self.subTest(loss=loss):
-                self.assertEqual(pp._loss_value(loss, False), (want, None))
+                self.assertEqual(publisher._loss_value(loss, False), (want, None))
 
     def test_torch_tensors(self) -> None:
         if os.environ.get("PIPETOP_NO_LIBTORCH") == "1":
             self.skipTest("PIPETOP_NO_LIBTORCH=1")
         import torch
 
-        self.assertEqual(pp._loss_value(torch.tensor(0.75, requires_grad=True) * 1, False), (0.75, None))
-        self.assertEqual(pp._loss_value(torch.ones(3), False), (None, None))
+        self.assertEqual(publisher._loss_value(torch.tensor(0.75, requires_grad=True) * 1, False), (0.75, None))
+        self.assertEqual(publisher._loss_value(torch.ones(3), False), (None, None))
 
         class FakeCuda:
             is_cuda = True
@@ -407,8 +408,8 @@ class TestLoss(unittest.TestCase):
                 raise AssertionError("item() on a CUDA tensor synchronizes")
 
         t = FakeCuda()
-        self.assertEqual(pp._loss_value(t, False), (None, None))
-        self.assertEqual(pp._loss_value(t, True), (None, t))
+        self.assertEqual(publisher._loss_value(t, False), (None, None))
+        self.assertEqual(publisher._loss_value(t, True), (None, t))
 
 
 class TestBounds(PublisherCase):
@@ -744,7 +745,7 @@ class TestGpuTimer(unittest.TestCase):
             self.events.append(e)
             return e
 
-        self.timer = pp._GpuTimer(new, max_lag=3)
+        self.timer = gputimer.GpuTimer(new, max_lag=3)
         self.names = ("forward", "backward", "other")
 
     def rec(self, step: int) -> tuple:
@@ -786,7 +787,7 @@ class TestGpuTimer(unittest.TestCase):
     def test_loss_read_after_copy_finished(self) -> None:
         done = FakeEvent()
         released = []
-        timer = pp._GpuTimer(FakeEvent, 3, lambda t: ([t * 2], done), released.append)
+        timer = gputimer.GpuTimer(FakeEvent, 3, lambda t: ([t * 2], done), released.append)
         self.assertEqual(timer.end_step(self.rec(0), 1.25), [])
         done.done = True
         out = timer.end_step(self.rec(1), None)
@@ -824,11 +825,11 @@ class TestDecode(unittest.TestCase):
 class TestEncode(unittest.TestCase):
     def test_step_json(self) -> None:
         rec = (3, 10, 20, 5, 0.1, (1, 2), (-1, 7), ("a", "other"))
-        got = json.loads(pp._encode_steps([rec]))
+        got = json.loads(wire.encode_steps([rec]))
         self.assertEqual(got, {"type": "steps", "steps": [{"step": 3, "t0": 10, "t1": 20, "n": 5, "loss": 0.1, "cpu": [1, 2], "gpu": [-1, 7]}]})
         for loss in (math.inf, -math.inf, math.nan, 1e39, -1e300):
             rec = (3, 10, 20, 5, loss, (1, 2), None, ("a", "other"))
-            self.assertNotIn("loss", json.loads(pp._encode_steps([rec]))["steps"][0], loss)
+            self.assertNotIn("loss", json.loads(wire.encode_steps([rec]))["steps"][0], loss)
 
 
 class TestDecodeRandom(unittest.TestCase):

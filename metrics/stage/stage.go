@@ -6,6 +6,8 @@
 // The trainer, the viewer and bisect all use this one implementation.
 package stage
 
+import "slices"
+
 // Stage names with a fixed meaning, in critical-path order. Custom names
 // are allowed; these get fixed colours and are what the verdict rules know
 // about.
@@ -20,15 +22,6 @@ const (
 	Other    = "other"     // the rest of the step's wall time
 	Eval     = "eval"      // evaluation passes outside training steps
 )
-
-// Canonical lists the stages a single-process training step is timed in,
-// in critical-path order: the stage list of the Go trainer's timer. Comm
-// joins it on multi-rank runs; eval is outside steps.
-var Canonical = []string{DataWait, H2D, Forward, Backward, Optim, Sync, Other}
-
-// MultiRank lists the stages a step of one rank of a multi-rank run is
-// timed in: Canonical with comm (the gradient all-reduce) after backward.
-var MultiRank = []string{DataWait, H2D, Forward, Backward, Comm, Optim, Sync, Other}
 
 // MaxStages is the most stages one record can carry.
 const MaxStages = 16
@@ -49,34 +42,87 @@ const (
 	ClassCustom  Class = "custom"  // a name this table does not know
 )
 
+// Scope says in which steps a stage with a fixed meaning is timed.
+type Scope int
+
+// Stage scopes.
+const (
+	ScopeStep    Scope = iota // every training step
+	ScopeRanks                // the steps of one rank of a multi-rank run
+	ScopeOutside              // outside training steps (evaluation)
+)
+
 // Info describes one stage with a fixed meaning.
 type Info struct {
 	Name  string
 	Class Class
+	Scope Scope
+	// Core marks the stages every training loop has: summaries list them
+	// even when they took no time.
+	Core bool
+	// Short is the stage's column label in bisect's table (4 characters
+	// at most).
+	Short string
+	// Color is the stage's fixed colour in the flame bar, "#RRGGBB".
+	Color string
 	Help  string // one line for help screens and docs
 }
 
 // Known is the one table of stages with a fixed meaning, in critical-path
-// order.
+// order: the Go trainer's stage lists, the verdict's classes, bisect's
+// columns, the screen's colours and the Python publisher's stage module
+// (clients/python, generated from it) all come from here. data_wait gets
+// the warm colour that draws the eye: waiting for input is the most common
+// bottleneck.
 var Known = []Info{
-	{DataWait, ClassInput, "waiting for the next batch from the loader"},
-	{H2D, ClassNetwork, "host-to-device copy of the batch"},
-	{Forward, ClassNetwork, "encoder + policy + loss"},
-	{Backward, ClassNetwork, "gradient computation"},
-	{Comm, ClassComm, "gradient all-reduce and other collectives"},
-	{Optim, ClassNetwork, "optimizer step and zero_grad"},
-	{Sync, ClassSync, "explicit synchronization, loss readback, logging"},
-	{Other, ClassOther, "the rest of the step's wall time"},
-	{Eval, ClassEval, "evaluation passes outside training steps"},
+	{DataWait, ClassInput, ScopeStep, true, "wait", "#E5734B", "waiting for the next batch from the loader"},
+	{H2D, ClassNetwork, ScopeStep, false, "h2d", "#E5C07B", "host-to-device copy of the batch"},
+	{Forward, ClassNetwork, ScopeStep, true, "fwd", "#61AFEF", "encoder + policy + loss"},
+	{Backward, ClassNetwork, ScopeStep, true, "bwd", "#C678DD", "gradient computation"},
+	{Comm, ClassComm, ScopeRanks, false, "comm", "#E8A33D", "gradient all-reduce and other collectives"},
+	{Optim, ClassNetwork, ScopeStep, true, "opt", "#56B6C2", "optimizer step and zero_grad"},
+	{Sync, ClassSync, ScopeStep, false, "sync", "#E06C9F", "explicit synchronization, loss readback, logging"},
+	{Other, ClassOther, ScopeStep, true, "oth", "#7F848E", "the rest of the step's wall time"},
+	{Eval, ClassEval, ScopeOutside, false, "eval", "#5FAF87", "evaluation passes outside training steps"},
+}
+
+// Canonical lists the stages a single-process training step is timed in,
+// in critical-path order: the stage list of the Go trainer's timer. Comm
+// joins it on multi-rank runs; eval is outside steps.
+var Canonical = namesIn(ScopeStep)
+
+// MultiRank lists the stages a step of one rank of a multi-rank run is
+// timed in: Canonical with comm (the gradient all-reduce) after backward.
+var MultiRank = namesIn(ScopeStep, ScopeRanks)
+
+// namesIn lists the names of the known stages of the given scopes, in
+// table order.
+func namesIn(scopes ...Scope) []string {
+	var names []string
+	for _, k := range Known {
+		if slices.Contains(scopes, k.Scope) {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+// InfoOf returns the table row of a known stage; ok is false for a name
+// the table does not list.
+func InfoOf(name string) (Info, bool) {
+	for _, k := range Known {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Info{}, false
 }
 
 // ClassOf returns the class of a stage name; ClassCustom for names Known
 // does not list.
 func ClassOf(name string) Class {
-	for _, k := range Known {
-		if k.Name == name {
-			return k.Class
-		}
+	if k, ok := InfoOf(name); ok {
+		return k.Class
 	}
 	return ClassCustom
 }

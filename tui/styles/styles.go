@@ -14,19 +14,14 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
-// Fixed colours of the known stages (stage.Known). data_wait is the warm colour that
-// draws the eye: waiting for input is the most common bottleneck.
-var stageColors = map[string]color.Color{
-	stage.DataWait: lipgloss.Color("#E5734B"),
-	stage.H2D:      lipgloss.Color("#E5C07B"),
-	stage.Forward:  lipgloss.Color("#61AFEF"),
-	stage.Backward: lipgloss.Color("#C678DD"),
-	stage.Comm:     lipgloss.Color("#E8A33D"),
-	stage.Optim:    lipgloss.Color("#56B6C2"),
-	stage.Sync:     lipgloss.Color("#E06C9F"),
-	stage.Other:    lipgloss.Color("#7F848E"),
-	stage.Eval:     lipgloss.Color("#5FAF87"),
-}
+// stageColors are the fixed colours of the known stages, from stage.Known.
+var stageColors = func() map[string]color.Color {
+	m := make(map[string]color.Color, len(stage.Known))
+	for _, k := range stage.Known {
+		m[k.Name] = lipgloss.Color(k.Color)
+	}
+	return m
+}()
 
 // customColors are handed to non-canonical stages by a hash of the name, so
 // a stage keeps its colour across runs.

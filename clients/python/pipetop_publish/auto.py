@@ -41,21 +41,23 @@ import importlib.machinery
 import os
 import runpy
 import sys
-import threading
 import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import summary as _summary
 from . import workers as _workers
+from .stages import BACKWARD, CANONICAL, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
 __all__ = ["enabled", "install", "main", "state"]
 
 _now = time.perf_counter_ns
 _ident = _thread.get_ident
 
-# Stage names. EVAL replaces every other stage while gradients are off.
-DATA_WAIT, H2D, FORWARD, BACKWARD, OPTIM, SYNC, EVAL = "data_wait", "h2d", "forward", "backward", "optim", "sync", "eval"
+# The stages this instrumentation times: every canonical one (other is
+# the step's untimed rest) and eval, which replaces every other stage while
+# gradients are off.
+_STAGES = tuple(n for n in CANONICAL if n != OTHER) + (EVAL,)
 
 
 def enabled() -> bool:
@@ -136,7 +138,7 @@ class _State:
     # -- lifecycle --------------------------------------------------------------
 
     def _start(self) -> None:
-        from . import Publisher
+        from .publisher import Publisher
 
         torch = self.torch
         cuda = False
@@ -146,7 +148,7 @@ class _State:
             cuda = False
         name = run_name()
         self.pub = Publisher(name=name, config={"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")},
-                             stages=("data_wait", "h2d", "forward", "backward", "optim", "sync", "eval"), cuda=cuda)
+                             stages=_STAGES, cuda=cuda)
         self.idx = dict(self.pub._index)
         self.sampler = _workers.Sampler(self.pub, self._current_loader)
         self.sampler.start()
@@ -405,7 +407,7 @@ def _patch_torch(torch: Any) -> None:
     p = _patches
     p.set(dl._BaseDataLoaderIter, "__next__", _next_wrapper)
     p.set(dl._BaseDataLoaderIter, "__init__", _workers.iter_init_wrapper)
-    p.set(dl._MultiProcessingDataLoaderIter, "__init__", _workers.mp_init_wrapper)
+    p.set(dl._MultiProcessingDataLoaderIter, "__init__", lambda orig: _workers.mp_init_wrapper(orig, lambda: state.active))
     _workers.patch_fetchers(p)
     p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True))
     p.set(torch.Tensor, "backward", _backward_wrapper)

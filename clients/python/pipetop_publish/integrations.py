@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from . import Publisher
+from .publisher import Publisher
+from .stages import BACKWARD, DATA_WAIT, EVAL, FORWARD, OPTIM, OTHER
 
 __all__ = ["Timeline", "hf_callback", "lightning_callback"]
 
@@ -73,38 +74,38 @@ class LightningHooks:
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if self._tl is None:
             self._tl = Timeline(_publisher(self._name))
-        self._tl.mark("other")
+        self._tl.mark(OTHER)
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         if self._tl is not None:
-            self._tl.mark("data_wait")
+            self._tl.mark(DATA_WAIT)
 
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("forward")
+            self._tl.mark(FORWARD)
             self._loss = loss
 
     def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("backward")
+            self._tl.mark(BACKWARD)
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any, *args: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("other")
+            self._tl.mark(OTHER)
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int, *args: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("optim")
+            self._tl.mark(OPTIM)
             self._tl.step(samples=_batch_size(batch), loss=getattr(self, "_loss", None))
             self._loss = None
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("other")
+            self._tl.mark(OTHER)
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("eval")
+            self._tl.mark(EVAL)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self._tl is not None:
@@ -123,33 +124,33 @@ class HFHooks:
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is None:
             self._tl = Timeline(_publisher(self._name))
-        self._tl.mark("other")
+        self._tl.mark(OTHER)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("data_wait")
+            self._tl.mark(DATA_WAIT)
 
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("forward")
+            self._tl.mark(FORWARD)
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("forward")
+            self._tl.mark(FORWARD)
 
     def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("optim")
+            self._tl.mark(OPTIM)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("optim")
+            self._tl.mark(OPTIM)
             batch = getattr(args, "per_device_train_batch_size", 0) * getattr(args, "gradient_accumulation_steps", 1)
             self._tl.step(samples=int(batch or 0))
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:
-            self._tl.mark("eval")
+            self._tl.mark(EVAL)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._tl is not None:

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any, Dict, Optional, TextIO
 
+from .stages import CORE
+
 SCHEMA = "pipetop-summary/1"
 
 
@@ -26,7 +28,7 @@ def build(pub: Any, loader: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     stages = []
     for st in s["stages"]:
         total = st["cpu_ns"]
-        if total == 0 and st["name"] not in ("data_wait", "forward", "backward", "optim", "other"):
+        if total == 0 and st["name"] not in CORE:
             continue
         stages.append({
             "name": st["name"],

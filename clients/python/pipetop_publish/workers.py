@@ -79,14 +79,13 @@ def iter_init_wrapper(orig: Callable) -> Callable:
     return __init__
 
 
-def mp_init_wrapper(orig: Callable) -> Callable:
-    """_MultiProcessingDataLoaderIter.__init__: give its workers a slot each."""
+def mp_init_wrapper(orig: Callable, active: Callable[[], bool]) -> Callable:
+    """_MultiProcessingDataLoaderIter.__init__: give its workers a slot each
+    while active() says the instrumentation records."""
 
     def __init__(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
-        from .auto import state
-
         shm = None
-        if state.active:
+        if active():
             try:
                 shm, path = _new_shm(int(loader.num_workers))
             except Exception:  # noqa: BLE001 - no shared memory: no worker stats

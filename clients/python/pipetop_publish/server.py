@@ -1,0 +1,435 @@
+"""The socket side of a publisher: a daemon thread that accepts viewers,
+checks them, and streams frames to each through a bounded queue."""
+
+from __future__ import annotations
+
+import collections
+import os
+import selectors
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from .record import Recording
+from .sockets import check_peer, listen, peer_cred
+from .wire import MAX_FRAME, PROTOCOL_VERSION, ProtocolError, Record, batch_seconds, decode_viewer_line, dumps, encode_steps, STEPS_PER_FRAME
+
+PROGRESS_INTERVAL = 1.0  # seconds between progress frames
+
+
+class Viewer:
+    """One attached viewer: a bounded frame queue and a pending byte buffer
+    that only ever holds whole frames, so drops never cut a frame."""
+
+    __slots__ = (
+        "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
+        "batch", "next_write",
+    )
+
+    def __init__(self, sock: socket.socket, limit: int) -> None:
+        self.sock = sock
+        self.queue: Deque[bytes] = collections.deque()
+        self.limit = limit
+        self.out = bytearray()
+        self.sent = 0
+        self.inbuf = bytearray()
+        self.dropped = 0
+        self.reported = 0
+        self.blocked = False
+        self.want_write = False
+        self.progress = False  # its hello accepts progress frames
+        self.batch = 0.0  # seconds its hello asks frames to be held (batch_ms)
+        self.next_write = 0.0  # monotonic time before which frames are held
+
+    def offer(self, frame: bytes) -> bool:
+        """Queue a frame; False (and counted) when the queue is full."""
+        if len(self.queue) >= self.limit:
+            self.dropped += 1
+            return False
+        self.queue.append(frame)
+        return True
+
+    def pump(self) -> None:
+        """Write as much as the socket takes without blocking.
+
+        Raises OSError when the connection is gone.
+        """
+        while True:
+            if self.sent == len(self.out):
+                self.out.clear()
+                self.sent = 0
+                if not self.queue:
+                    self.blocked = False
+                    return
+                if self.dropped != self.reported:
+                    self.reported = self.dropped
+                    self.out += dumps({"type": "drops", "dropped": self.dropped})
+                while self.queue and len(self.out) < (256 << 10):
+                    self.out += self.queue.popleft()
+            try:
+                n = self.sock.send(memoryview(self.out)[self.sent :])
+            except (BlockingIOError, InterruptedError):
+                self.blocked = True
+                return
+            self.sent += n
+
+    def has_output(self) -> bool:
+        """Report whether bytes are waiting to be sent."""
+        return self.sent < len(self.out) or bool(self.queue)
+
+
+class Server:
+    """Listens on the trainer socket and streams frames to viewers."""
+
+    def __init__(
+        self,
+        path: str,
+        hello: Dict[str, Any],
+        names: Tuple[str, ...],
+        drain: Callable[[], List[Any]],
+        viewer_queue: int,
+        flush_interval: float,
+        progress: Optional[Callable[[], Dict[str, Any]]] = None,
+    ) -> None:
+        self.path = path
+        self._progress = progress
+        self._next_progress = 0.0
+        self._hello = hello
+        self._names = names  # the list the viewers were last told
+        self._drain = drain
+        self._viewer_queue = max(1, viewer_queue)
+        self._interval = flush_interval
+        self._viewers: Dict[int, Viewer] = {}
+        self._loader: Optional[bytes] = None  # the latest loader frame
+        self._lock = threading.Lock()  # guards counters read by stats()
+        self._accepted = self._refused = self._dropped = self._errors = 0
+        self._stop = threading.Event()
+        self._deadline = 0.0
+        self._uid = os.geteuid()
+        self._logged: set = set()  # refusal keys already logged
+        self._sock = listen(path)
+        self._record = Recording.from_env(dict(hello, stages=list(names)), path)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._sock, selectors.EVENT_READ, None)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._run, name="pipetop-publisher", daemon=True)
+        self._thread.start()
+
+    def stats(self) -> Dict[str, int]:
+        """Return the server's counters."""
+        with self._lock:
+            viewers = list(self._viewers.values())
+            return {
+                "viewers": len(viewers),
+                "accepted": self._accepted,
+                "refused": self._refused,
+                "dropped": self._dropped,
+                "blocked": sum(1 for v in viewers if v.blocked),
+                "errors": self._errors,
+            }
+
+    def close(self, timeout: float) -> None:
+        """Flush, wait up to timeout for readers, then stop and clean up."""
+        self._deadline = time.monotonic() + max(0.0, timeout)
+        self._stop.set()
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+        self._thread.join(timeout + 1.0)
+
+    def forget(self) -> None:
+        """Close our copies of the sockets in a forked child; the parent's
+        remain open, and the socket file is left to the parent."""
+        self._record = None  # the parent's file: written by the parent only
+        for v in list(self._viewers.values()):
+            quiet_close(v.sock)
+        for s in (self._sock, self._wake_r, self._wake_w):
+            quiet_close(s)
+        try:
+            self._sel.close()
+        except OSError:
+            pass
+
+    # -- thread body --------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            next_flush = time.monotonic() + self._interval
+            while not self._stop.is_set():
+                try:
+                    timeout = max(0.0, next_flush - time.monotonic())
+                    self._poll(timeout)
+                    if time.monotonic() >= next_flush:
+                        self._flush()
+                        self._send_progress()
+                        next_flush = time.monotonic() + self._interval
+                except Exception as e:  # noqa: BLE001 - keep serving; the loop must not notice
+                    self._failed(e)
+            self._poll(0)  # viewers that connected just before close
+            self._flush()
+            # Give viewers until the deadline to read what is left.
+            while time.monotonic() < self._deadline and any(v.has_output() for v in self._viewers.values()):
+                self._poll(min(0.05, max(0.0, self._deadline - time.monotonic())))
+        finally:
+            self._shutdown()
+
+    def _failed(self, err: Exception) -> None:
+        """Count an unexpected error of the server thread; report the first."""
+        with self._lock:
+            self._errors += 1
+            first = self._errors == 1
+        if first:
+            sys.stderr.write("pipetop_publish: %s: %r (publishing continues)\n" % (self.path, err))
+        time.sleep(0.01)
+
+    def _poll(self, timeout: float) -> None:
+        for key, mask in self._sel.select(timeout):
+            obj = key.fileobj
+            if obj is self._sock:
+                self._accept()
+            elif obj is self._wake_r:
+                try:
+                    self._wake_r.recv(64)
+                except OSError:
+                    pass
+            else:
+                v = key.data
+                if mask & selectors.EVENT_READ:
+                    self._read(v)
+                if mask & selectors.EVENT_WRITE and v.sock.fileno() in self._viewers:
+                    self._write(v)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            conn.setblocking(False)
+            try:
+                pid, uid, _ = peer_cred(conn)
+                reason = check_peer(uid, pid, self._uid)
+            except OSError as e:
+                uid, reason = -1, "peer credentials: %s" % e
+            if reason is not None:
+                with self._lock:
+                    self._refused += 1
+                self._log_refusal("uid %d" % uid if uid >= 0 else "credentials", reason)
+                _send_error(conn, reason)
+                quiet_close(conn)
+                continue
+            v = Viewer(conn, self._viewer_queue)
+            hello = dict(self._hello, stages=list(self._names))
+            v.offer(dumps({"type": "hello", "v": PROTOCOL_VERSION, "hello": hello}))
+            if self._loader is not None:
+                v.offer(self._loader)
+            with self._lock:
+                self._viewers[conn.fileno()] = v
+                self._accepted += 1
+            self._sel.register(conn, selectors.EVENT_READ, v)
+            self._write(v)
+
+    def _read(self, v: Viewer) -> None:
+        try:
+            data = v.sock.recv(64 << 10)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(v, None)
+            return
+        if not data:
+            self._drop(v, None)
+            return
+        v.inbuf += data
+        while True:
+            nl = v.inbuf.find(b"\n")
+            if nl < 0:
+                if len(v.inbuf) > MAX_FRAME:
+                    self._drop(v, "frame exceeds the 1 MiB (%d-byte) limit" % MAX_FRAME, "too large")
+                return
+            line = bytes(v.inbuf[:nl])
+            del v.inbuf[: nl + 1]
+            try:
+                frame = decode_viewer_line(line)
+            except ProtocolError as e:
+                self._drop(v, str(e), e.key)
+                return
+            hello = frame["hello"]
+            accepts = hello.get("accepts")
+            v.progress = isinstance(accepts, list) and "progress" in accepts
+            v.batch = batch_seconds(hello.get("batch_ms"))
+
+    def _write(self, v: Viewer) -> None:
+        try:
+            v.pump()
+        except OSError:
+            self._drop(v, None)
+            return
+        want = v.has_output()
+        if want != v.want_write:
+            v.want_write = want
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
+            self._sel.modify(v.sock, events, v)
+
+    def _log_refusal(self, key: str, reason: str) -> None:
+        """Log a refused viewer once per kind of refusal (all are counted)."""
+        if key in self._logged or len(self._logged) >= 32:
+            return
+        self._logged.add(key)
+        sys.stderr.write(
+            "pipetop_publish: %s: refused a viewer: %s (logged once; later refusals "
+            "for this reason are only counted)\n" % (self.path, reason)
+        )
+
+    def _drop(self, v: Viewer, reason: Optional[str], key: str = "malformed") -> None:
+        """Disconnect a viewer, telling it why when it misbehaved."""
+        with self._lock:
+            if self._viewers.pop(v.sock.fileno(), None) is None:
+                return
+            if reason is not None:
+                self._refused += 1
+                self._log_refusal(key, reason)
+        try:
+            self._sel.unregister(v.sock)
+        except (KeyError, ValueError):
+            pass
+        if reason is not None:
+            _send_error(v.sock, reason)
+        _discard_input(v.sock)
+        quiet_close(v.sock)
+
+    def _flush(self) -> None:
+        items = self._drain()
+        if not self._viewers and self._record is None:
+            # Nobody to encode for: only keep track of the stage list, which
+            # the hello of the next viewer carries.
+            for item in reversed(items):
+                if item[0] not in ("event", "loader"):
+                    self._names = item[7]
+                    break
+            for item in items:
+                if item[0] == "loader":
+                    self._loader = dumps({"type": "loader", "loader": item[1]})
+            return
+        batch: List[Record] = []
+        for item in items:
+            if item[0] == "event":
+                self._broadcast_steps(batch)
+                _, t, kind, msg = item
+                self._broadcast(dumps({"type": "event", "event": {"t": t, "kind": kind, "msg": msg}}))
+                continue
+            if item[0] == "loader":
+                self._broadcast_steps(batch)
+                self._loader = dumps({"type": "loader", "loader": item[1]})
+                self._broadcast(self._loader)
+                continue
+            if item[7] is not self._names and item[7] != self._names:
+                self._broadcast_steps(batch)
+                self._names = item[7]
+                self._broadcast(dumps({"type": "stages", "stages": list(self._names)}))
+            batch.append(item)
+            if len(batch) >= STEPS_PER_FRAME:
+                self._broadcast_steps(batch)
+        self._broadcast_steps(batch)
+        now = time.monotonic()
+        for v in list(self._viewers.values()):
+            if v.has_output() and not v.want_write:
+                self._write_due(v, now)
+
+    def _send_progress(self) -> None:
+        """Once a second, tell the viewers that accept it where the loop is."""
+        now = time.monotonic()
+        if self._progress is None or now < self._next_progress:
+            return
+        self._next_progress = now + PROGRESS_INTERVAL
+        viewers = [v for v in self._viewers.values() if v.progress]
+        if not viewers:
+            return
+        frame = dumps({"type": "progress", "progress": self._progress()})
+        for v in viewers:
+            if not v.offer(frame):
+                with self._lock:
+                    self._dropped += 1
+            elif not v.want_write:
+                self._write_due(v, now)
+
+    def _write_due(self, v: Viewer, now: float) -> None:
+        """Start writing v's frames unless its batch holds them a while
+        longer; a closing server holds nothing."""
+        if now < v.next_write and not self._stop.is_set():
+            return
+        v.next_write = now + v.batch
+        self._write(v)
+
+    def _broadcast_steps(self, batch: List[Record]) -> None:
+        if batch:
+            self._broadcast(encode_steps(batch))
+            batch.clear()
+
+    def _broadcast(self, frame: bytes) -> None:
+        if self._record is not None:
+            try:
+                self._record.frame(frame)
+            except OSError as e:
+                sys.stderr.write("pipetop: recording %s stopped: %s\n" % (self._record.path, e))
+                self._record = None
+        dropped = 0
+        for v in self._viewers.values():
+            if not v.offer(frame):
+                dropped += 1
+        if dropped:
+            with self._lock:
+                self._dropped += dropped
+
+    def _shutdown(self) -> None:
+        if self._record is not None:
+            try:
+                self._record.close()
+            except OSError:
+                pass
+        for v in list(self._viewers.values()):
+            self._drop(v, None)
+        self._sel.close()
+        quiet_close(self._sock)
+        quiet_close(self._wake_r)
+        quiet_close(self._wake_w)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _send_error(sock: socket.socket, reason: str) -> None:
+    """Tell a peer why it is being closed, best effort, without blocking."""
+    try:
+        sock.send(dumps({"type": "error", "error": reason}))
+    except OSError:
+        pass
+
+
+def _discard_input(sock: socket.socket) -> None:
+    """Read what the peer sent and we did not consume: closing a Unix
+    socket with unread input resets the connection, and the peer would lose
+    the frames still in its receive buffer."""
+    try:
+        for _ in range(64):
+            if not sock.recv(1 << 16):
+                return
+    except OSError:
+        pass
+
+
+def quiet_close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
+
