@@ -53,7 +53,7 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 	defer c.mu.Unlock()
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
 		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
-	primary := c.fillTrainer(&s)
+	primary, ranks := c.fillTrainer(&s)
 	t := source.Target{PID: primary.TrainerPID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
 	for i, src := range c.Sources {
@@ -62,25 +62,29 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 		s.Samplers[i] = snapshot.SamplerStat{Name: src.Name(), Seconds: time.Since(start).Seconds(), OK: err == nil}
 		src.Fill(&s)
 	}
-	if s.Verdict == nil || s.Verdict.Kind != stage.Straggler {
-		primary.Judge(&s, c.mem.host(&s, t.PID))
+	host := c.mem.host(&s, t.PID)
+	if in, ok := primary.Inputs(&s, host); ok {
+		in.Ranks = ranks
+		v := stage.Judge(in)
+		s.Verdict = &v
 	}
 	c.record(&s, primary)
 	return s
 }
 
 // fillTrainer sets the trainer parts of s from the feed, or from every
-// rank of the group, and returns the feed they come from.
-func (c *Collector) fillTrainer(s *snapshot.Snapshot) *feed.Feed {
+// rank of the group (each rank judged on its own), and returns the feed
+// they come from and the window summaries of the connected ranks.
+func (c *Collector) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
 	if c.Group == nil {
 		c.Feed.Fill(s)
-		return c.Feed
+		return c.Feed, nil
 	}
 	feeds := c.Group.Feeds()
 	if len(feeds) == 0 {
 		c.Feed.Fill(s)
 		s.Link.Detail = "looking for the ranks of run " + c.Group.Run()
-		return c.Feed
+		return c.Feed, nil
 	}
 	if c.host == "" {
 		c.host, _ = os.Hostname()
@@ -90,6 +94,10 @@ func (c *Collector) fillTrainer(s *snapshot.Snapshot) *feed.Feed {
 	for i, rf := range feeds {
 		rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
 		rf.Feed.Fill(&rs)
+		if in, ok := rf.Feed.Inputs(&rs, nil); ok {
+			v := stage.Judge(in)
+			rs.Verdict = &v
+		}
 		if i == 0 {
 			s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
 		}
@@ -103,10 +111,7 @@ func (c *Collector) fillTrainer(s *snapshot.Snapshot) *feed.Feed {
 			sums = append(sums, stage.RankSummary{Rank: rf.Rank, Summary: *rs.Summary})
 		}
 	}
-	if v, ok := stage.DiagnoseRanks(sums); ok {
-		s.Verdict = &v
-	}
-	return feeds[0].Feed
+	return feeds[0].Feed, sums
 }
 
 // Close closes every source.

@@ -11,7 +11,8 @@ import (
 // Kind names the bottleneck a Verdict found.
 type Kind string
 
-// Verdict kinds. docs/verdicts.md explains each rule and its threshold.
+// Verdict kinds. Kinds (kinds.go) gives each its severity and precedence;
+// docs/verdicts.md explains each rule and its thresholds.
 const (
 	Starting      Kind = "starting"
 	WarmingUp     Kind = "warming-up"
@@ -92,6 +93,9 @@ type Inputs struct {
 	// Complete marks a finished measurement (a bisect phase): it is judged
 	// however few its steps, since no more will come.
 	Complete bool
+	// Ranks are the window summaries of every connected rank of the run,
+	// for the straggler rule; nil for a single process.
+	Ranks []RankSummary
 }
 
 // Diagnose applies the verdict rules to a window summary and, when known,
@@ -101,17 +105,35 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 	return Judge(Inputs{Summary: s, Loader: l})
 }
 
-// Judge applies the verdict rules in order; the first that matches wins.
+// rule is one verdict rule: what it finds in the inputs, if anything.
+type rule func(in *Inputs) (Verdict, bool)
+
+// rules are every rule Judge applies: the ranks', the time rules, the host
+// rules and the window's throughput rules.
+var rules = []rule{rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
+
+// Judge applies every verdict rule and keeps the finding whose kind comes
+// first in Kinds (on a tie, the rule listed first). It is the one verdict of
+// a refresh: the screen, --json, the exporter and bisect all call it.
 func Judge(in Inputs) Verdict {
-	for _, rule := range []func(*Inputs) (Verdict, bool){
-		startRule, stallRule, warmRule, memoryRule, driftRule,
-	} {
-		if v, ok := rule(&in); ok {
-			return v
+	var best Verdict
+	rank := -1
+	for _, r := range rules {
+		if v, ok := r(&in); ok {
+			if p := Precedence(v.Kind); rank < 0 || p < rank {
+				best, rank = v, p
+			}
 		}
 	}
-	return steady(&in)
+	return best
 }
+
+// rankRule is the straggler rule over the run's ranks.
+func rankRule(in *Inputs) (Verdict, bool) { return DiagnoseRanks(in.Ranks) }
+
+// steadyRule judges where the window's time goes; it always finds
+// something (balanced, at least).
+func steadyRule(in *Inputs) (Verdict, bool) { return steady(in), true }
 
 // steady judges where the time of the window's steps goes.
 func steady(in *Inputs) Verdict {

@@ -412,10 +412,10 @@ func (f *Feed) TrainerPID() int {
 	return f.hello.PID
 }
 
-// Fill sets the trainer parts of s (Link, Trainer, Summary, Verdict,
-// Loader, Progress), summarizing the steps that ended within s.Window of
-// the newest one; s.Time is the clock for the uptime and the time rules.
-// The verdict here has no host readings; Judge redoes it with them.
+// Fill sets the trainer parts of s (Link, Trainer, Summary, Loader,
+// Progress, Totals), summarizing the steps that ended within s.Window of
+// the newest one; s.Time is the clock for the uptime. The verdict is the
+// collector's: it judges Inputs once the host readings are in.
 func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -434,38 +434,32 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 		p := *f.progress
 		s.Progress = &p
 	}
-	if f.win.Len() > 0 {
-		sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
-		s.Summary = &sum
-	}
-	v := stage.Judge(f.inputs(s, nil))
-	s.Verdict = &v
-	if s.Summary == nil {
+	if f.win.Len() == 0 {
 		return
 	}
-	sum := *s.Summary
+	sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
+	s.Summary = &sum
 	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
 		left := n - (sum.LastStep+1)%n
 		s.Trainer.EpochETASec = float64(left) / sum.StepsPerSec
 	}
 }
 
-// Judge sets s.Verdict again (after Fill) with the host readings h, which
-// enable the memory rules and NVML activity for runs without GPU times.
-func (f *Feed) Judge(s *snapshot.Snapshot, h *stage.Host) {
+// Inputs gathers what the verdict rules read about this trainer from s
+// (after Fill) and the feed's own history: the window, loader, progress,
+// link, start time and the run's first minutes; h is the host readings
+// (nil when unknown). ok is false before the trainer's hello: there is
+// nothing to judge.
+func (f *Feed) Inputs(s *snapshot.Snapshot, h *stage.Host) (in stage.Inputs, ok bool) {
 	if s.Trainer == nil {
-		return
+		return stage.Inputs{}, false
 	}
 	f.mu.Lock()
-	in := f.inputs(s, h)
-	f.mu.Unlock()
-	v := stage.Judge(in)
-	s.Verdict = &v
-}
-
-// inputs gathers what the verdict rules read; f.mu is held.
-func (f *Feed) inputs(s *snapshot.Snapshot, h *stage.Host) stage.Inputs {
-	in := stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
+	defer f.mu.Unlock()
+	if f.hello == nil {
+		return stage.Inputs{}, false
+	}
+	in = stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
 		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h}
 	if in.StartNs == 0 {
 		in.StartNs = f.link.Since.UnixNano()
@@ -474,7 +468,7 @@ func (f *Feed) inputs(s *snapshot.Snapshot, h *stage.Host) stage.Inputs {
 		in.Summary = *s.Summary
 		in.Baseline = f.baseline(in.NowNs)
 	}
-	return in
+	return in, true
 }
 
 func (f *Feed) trainer(now time.Time) *snapshot.Trainer {

@@ -24,9 +24,15 @@ func steps(from, n int64, t0 time.Time) *ipc.Frame {
 	return f
 }
 
+// fill is one refresh of the feed alone: its parts of the snapshot and the
+// verdict on its inputs, without host readings.
 func fill(f *Feed, now time.Time) snapshot.Snapshot {
 	s := snapshot.Snapshot{Time: now, Window: snapshot.Window{Label: "all"}}
 	f.Fill(&s)
+	if in, ok := f.Inputs(&s, nil); ok {
+		v := stage.Judge(in)
+		s.Verdict = &v
+	}
 	return s
 }
 

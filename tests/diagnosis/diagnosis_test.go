@@ -55,8 +55,6 @@ type scenario struct {
 	headline []string // substrings of the headline
 }
 
-// calm are the kinds a healthy run may get.
-var calm = map[stage.Kind]bool{stage.Balanced: true, stage.ComputeBound: true, stage.GPUBound: true}
 
 func synthetic(args ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 	return func(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
@@ -224,7 +222,7 @@ func check(t *testing.T, sc scenario, r result) {
 			t.Errorf("next step %q lacks %q", v.Next, want)
 		}
 	}
-	if strings.Contains(sc.name, "healthy") && !calm[v.Kind] {
+	if strings.Contains(sc.name, "healthy") && !v.Healthy() {
 		t.Errorf("a healthy run got %s", v)
 	}
 	t.Logf("%s", v)

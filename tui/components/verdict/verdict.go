@@ -42,7 +42,7 @@ func (m Model) lines(w int) []string {
 	if l := m.Snap.Link.State; l == snapshot.LinkDisconnected || l == snapshot.LinkFailed {
 		head = "▶ (last known) " + v.Headline
 	}
-	style := m.kindStyle(v.Kind)
+	style := m.severityStyle(v.Severity())
 	var out []string
 	for _, l := range draw.Wrap(head, w) {
 		out = append(out, style.Render(l))
@@ -58,12 +58,13 @@ func (m Model) lines(w int) []string {
 	return out
 }
 
-func (m Model) kindStyle(k stage.Kind) styles.Style {
-	switch k {
-	case stage.WarmingUp, stage.Starting, stage.ModerateInput:
-		return m.St.Warn
-	case stage.Balanced, stage.GPUBound:
+// severityStyle is the headline's style for a verdict of severity sv.
+func (m Model) severityStyle(sv stage.Severity) styles.Style {
+	switch sv {
+	case stage.SeverityGood:
 		return m.St.GoodBold
+	case stage.SeverityWarn:
+		return m.St.Warn
 	}
 	return m.St.Bad
 }
