@@ -55,7 +55,6 @@ type scenario struct {
 	headline []string // substrings of the headline
 }
 
-
 func synthetic(args ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 	return func(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
 		return launch(t, nil, filepath.Join(bins, "synthetic"), append([]string{"-quiet"}, args...)...)
