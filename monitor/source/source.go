@@ -1,14 +1,15 @@
 // Package source is the interface every host sampler of the monitor
 // implements: CPU, GPUs, the trainer's processes, and whatever comes next.
-// A source samples at each refresh, writes its own part of the snapshot,
-// and describes its own Prometheus metrics, so adding one touches its own
-// package and one line of the registry in package monitor.
+// A source samples at each refresh and owns its part of the snapshot: it
+// writes it (Fill), and saves and loads it by its name (Part), so that
+// recordings keep it and replay restores it without knowing what it is.
+// Adding one touches its own package and the registry in package monitor
+// (and, for metrics, a table in package export).
 package source
 
 import (
+	"encoding/json"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -20,19 +21,51 @@ type Target struct {
 	PID int
 }
 
+// Part is a source's own part of the snapshot, kept in recordings under
+// the source's name.
+type Part interface {
+	// Name names the source: the key of its part in a recording and its
+	// label in the pipetop_sampler_* metrics ("cpu", "gpu").
+	Name() string
+	// Save returns the source's part of s as JSON; nil when the source
+	// keeps nothing.
+	Save(s *snapshot.Snapshot) (json.RawMessage, error)
+	// Load sets the source's part of s from what Save returned.
+	Load(s *snapshot.Snapshot, raw json.RawMessage) error
+}
+
 // Source is one registered sampler.
 type Source interface {
-	// Name labels the source in pipetop_sampler_* metrics ("cpu", "gpu").
-	Name() string
+	Part
 	// Sample reads the source at now for the target. An error means the
 	// reading failed as a whole; partial failures show in the snapshot.
 	Sample(now time.Time, t Target) error
 	// Fill writes the last reading into the source's part of s.
 	Fill(s *snapshot.Snapshot)
-	// Describe sends the descriptor of every metric Collect can send.
-	Describe(ch chan<- *prometheus.Desc)
-	// Collect sends the metrics of s that belong to this source.
-	Collect(s *snapshot.Snapshot, e Emitter)
 	// Close releases what the source holds (a library handle).
 	Close() error
+}
+
+// Field is the Part of a source whose readings are one field of the
+// snapshot: Of returns a pointer to that field.
+type Field struct {
+	Key string
+	Of  func(s *snapshot.Snapshot) any
+}
+
+// Name implements Part.
+func (f Field) Name() string { return f.Key }
+
+// Save implements Part: the field as JSON; nil for a nil pointer field.
+func (f Field) Save(s *snapshot.Snapshot) (json.RawMessage, error) {
+	b, err := json.Marshal(f.Of(s))
+	if err != nil || string(b) == "null" {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Load implements Part.
+func (f Field) Load(s *snapshot.Snapshot, raw json.RawMessage) error {
+	return json.Unmarshal(raw, f.Of(s))
 }
