@@ -19,7 +19,6 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
-	"github.com/pipetop/pipetop/monitor/source"
 )
 
 // Collector is a prometheus.Collector over the latest snapshot. Update
@@ -27,7 +26,7 @@ import (
 // trainer's, each source's, and how each source's sampling went. It is
 // safe for concurrent use.
 type Collector struct {
-	sources []source.Source
+	sources []SourceMetrics // of the monitor's sources that serve metrics
 	latest  atomic.Pointer[snapshot.Snapshot]
 	live    LiveTotals
 }
@@ -43,9 +42,18 @@ type LiveTotals func() (t *stage.Totals, pid int, startNs int64, ok bool)
 // than the snapshot's (a restart between two samples) are not used.
 func (c *Collector) SetLive(live LiveTotals) { c.live = live }
 
-// NewCollector returns a Collector over the given sources with no snapshot
-// yet: it exports nothing until the first Update.
-func NewCollector(sources []source.Source) *Collector { return &Collector{sources: sources} }
+// NewCollector returns a Collector over the metrics of the named monitor
+// sources (source.Part.Name; sources without metrics are skipped) with no
+// snapshot yet: it exports nothing until the first Update.
+func NewCollector(sources []string) *Collector {
+	c := &Collector{}
+	for _, name := range sources {
+		if m, ok := sourceMetrics[name]; ok {
+			c.sources = append(c.sources, m)
+		}
+	}
+	return c
+}
 
 // Update makes s the snapshot the next scrapes read. The Collector keeps s;
 // the caller must not change it afterwards.
@@ -76,9 +84,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if s == nil {
 		return
 	}
-	e := emitter{source.Emitter{Ch: ch}}
+	e := Emitter{Ch: ch}
 	for _, src := range c.sources {
-		src.Collect(s, e.Emitter)
+		src.Emit(s, e)
 	}
 	for _, st := range s.Samplers {
 		e.Gauge(samplerSecondsDesc, st.Seconds, st.Name)
@@ -125,9 +133,4 @@ func (c *Collector) totals(s *snapshot.Snapshot) *stage.Totals {
 		return s.Totals
 	}
 	return live
-}
-
-// emitter adds the trainer's metrics to source.Emitter.
-type emitter struct {
-	source.Emitter
 }

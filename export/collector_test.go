@@ -18,10 +18,6 @@ import (
 	"github.com/pipetop/pipetop/export/scrapetest"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
-	"github.com/pipetop/pipetop/monitor/source"
-	"github.com/pipetop/pipetop/monitor/sources/cpu"
-	"github.com/pipetop/pipetop/monitor/sources/gpu"
-	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.prom from the collector's output")
@@ -79,14 +75,12 @@ func fixtureTotals(t *snapshot.Trainer) *stage.Totals {
 	return tot
 }
 
-// sources are the registered sources' exporters; Describe and Collect read
-// only the snapshot, so no sampler is behind them.
-func sources() []source.Source {
-	return []source.Source{cpu.New(nil), procs.New(nil), gpu.New(nil, nil)}
-}
+// sourceNames are the names of the registered sources of the fixtures' time;
+// their metrics read only the snapshot, so no sampler is behind them.
+func sourceNames() []string { return []string{"cpu", "process", "gpu"} }
 
 func collectorOf(t *testing.T, name string) *Collector {
-	c := NewCollector(sources())
+	c := NewCollector(sourceNames())
 	c.Update(load(t, name))
 	return c
 }
@@ -211,7 +205,7 @@ func TestReadings(t *testing.T) {
 }
 
 func TestNoSnapshotNoMetrics(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector(sources())); n != 0 {
+	if n := testutil.CollectAndCount(NewCollector(sourceNames())); n != 0 {
 		t.Errorf("a Collector without a snapshot exported %d metrics", n)
 	}
 }
@@ -239,7 +233,7 @@ func TestSourceLabel(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := source.Label(tt.in); got != tt.want {
+		if got := Label(tt.in); got != tt.want {
 			t.Errorf("sourceLabel(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -250,7 +244,7 @@ func TestSourceLabel(t *testing.T) {
 func TestSamplerMetrics(t *testing.T) {
 	s := load(t, "monitor")
 	s.Samplers = []snapshot.SamplerStat{{Name: "cpu", Seconds: 0.002, OK: true}, {Name: "gpu", Seconds: 0.5, OK: false}}
-	c := NewCollector(sources())
+	c := NewCollector(sourceNames())
 	c.Update(s)
 	want := `# HELP pipetop_sampler_success 1 when the source's last sampling worked as a whole, else 0.
 # TYPE pipetop_sampler_success gauge

@@ -12,7 +12,7 @@ type gpuMetrics struct{}
 
 // Labels of every per-device metric: the NVML index (of the parent GPU
 // for a MIG device), the MIG slot (empty for a full GPU), the device UUID
-// and name, and the reading's 
+// and name, and the reading's
 var deviceLabels = []string{"gpu", "mig", "uuid", "name", "source"}
 
 func deviceDesc(name, help string) *prometheus.Desc {

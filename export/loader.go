@@ -3,8 +3,6 @@ package export
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pipetop/pipetop/monitor/source"
-
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
@@ -37,7 +35,7 @@ var (
 // loader that counts no bytes. The loader's own rate and read
 // amplification are not served: rate() over samples_total and the byte
 // counters gives both over any window.
-func (e emitter) loader(l *stage.LoaderStats, id []string) {
+func (e Emitter) loader(l *stage.LoaderStats, id []string) {
 	e.Gauge(loaderWorkersDesc, float64(l.Workers), id...)
 	e.Gauge(loaderBusyDesc, l.WorkerBusy, id...)
 	e.Gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
@@ -60,9 +58,9 @@ func (e emitter) loader(l *stage.LoaderStats, id []string) {
 		{loaderReadDesc, "", float64(l.BytesRead)},
 		{loaderDecodedDesc, "", float64(l.BytesDecoded)},
 		{loaderUsedDesc, "", float64(l.BytesUsed)},
-		{loaderSecondsDesc, "read", source.Seconds(float64(l.ReadNs))},
-		{loaderSecondsDesc, "decode", source.Seconds(float64(l.DecodeNs))},
-		{loaderSecondsDesc, "collate", source.Seconds(float64(l.CollateNs))},
+		{loaderSecondsDesc, "read", Seconds(float64(l.ReadNs))},
+		{loaderSecondsDesc, "decode", Seconds(float64(l.DecodeNs))},
+		{loaderSecondsDesc, "collate", Seconds(float64(l.CollateNs))},
 	} {
 		labels := id
 		if c.label != "" {

@@ -37,7 +37,7 @@ type Exporter struct {
 
 // New returns an Exporter over src. Interval must be positive.
 func New(src *monitor.Collector, opts Options) *Exporter {
-	c := NewCollector(src.Sources)
+	c := NewCollector(src.SourceNames())
 	if src.Group == nil {
 		// A run's ranks are served from the snapshot: one feed is not all.
 		c.SetLive(src.Feed.Totals)

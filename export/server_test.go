@@ -17,6 +17,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/sources"
 )
 
 // publisher is a trainer socket served in-process: steps of 10 ms of which
@@ -84,7 +85,7 @@ func TestServeScrape(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m, err := monitor.Open(ctx, "", monitor.Options{NoGPU: true}) // the only live trainer, as pipetop export without a spec
+	m, err := monitor.Open(ctx, "", monitor.Options{Sources: sources.Registered(true)}) // the only live trainer, as pipetop export without a spec
 	if err != nil {
 		t.Fatal(err)
 	}

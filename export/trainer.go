@@ -7,7 +7,6 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
-	"github.com/pipetop/pipetop/monitor/source"
 )
 
 // trainerLabels name one trainer process's series: the same labels for
@@ -68,7 +67,7 @@ func trainerID(t *snapshot.Trainer) []string {
 // totals, verdict and loader statistics. A disconnected trainer's last
 // state is history, not a reading: only connected 0 remains. totals are
 // the freshest counts of the snapshot's trainer process.
-func (e emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
+func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
 	t := s.Trainer
 	if t == nil {
 		return
@@ -81,12 +80,12 @@ func (e emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
 	e.Gauge(connectedDesc, 1, id...)
 	world := ""
 	if t.WorldSize > 0 {
-		world = source.Itoa(t.WorldSize)
+		world = Itoa(t.WorldSize)
 	}
-	e.Gauge(infoDesc, 1, append(id, source.Itoa(t.PID), world)...)
+	e.Gauge(infoDesc, 1, append(id, Itoa(t.PID), world)...)
 	e.Counter(droppedDesc, float64(t.Dropped), id...)
 	if t.Started != nil {
-		e.Gauge(startDesc, float64(t.Started.Unix())+source.Seconds(float64(t.Started.Nanosecond())), id...)
+		e.Gauge(startDesc, float64(t.Started.Unix())+Seconds(float64(t.Started.Nanosecond())), id...)
 	}
 	if totals != nil {
 		e.totals(totals, id)
@@ -106,7 +105,7 @@ func (e emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
 }
 
 // totals sends the counters and histograms of one trainer process.
-func (e emitter) totals(t *stage.Totals, id []string) {
+func (e Emitter) totals(t *stage.Totals, id []string) {
 	e.Counter(stepsDesc, float64(t.Steps), id...)
 	if t.Samples > 0 {
 		e.Counter(samplesDesc, float64(t.Samples), id...)
@@ -114,10 +113,10 @@ func (e emitter) totals(t *stage.Totals, id []string) {
 	for i := range t.Stages {
 		st := &t.Stages[i]
 		labels := append(id[:len(id):len(id)], st.Name, "cpu")
-		e.Counter(stageSecondsDesc, source.Seconds(float64(st.CPUNs)), labels...)
+		e.Counter(stageSecondsDesc, Seconds(float64(st.CPUNs)), labels...)
 		if st.HasGPU {
 			labels[len(labels)-1] = "gpu"
-			e.Counter(stageSecondsDesc, source.Seconds(float64(st.GPUNs)), labels...)
+			e.Counter(stageSecondsDesc, Seconds(float64(st.GPUNs)), labels...)
 		}
 	}
 	e.Ch <- newHistogram(wallDesc, &t.Wall, id)

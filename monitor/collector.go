@@ -114,6 +114,24 @@ func (c *Collector) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankS
 	return feeds[0].Feed, sums
 }
 
+// SourceNames names the sources, in sampling order.
+func (c *Collector) SourceNames() []string {
+	names := make([]string, len(c.Sources))
+	for i, src := range c.Sources {
+		names[i] = src.Name()
+	}
+	return names
+}
+
+// parts are the sources' parts of the snapshot.
+func (c *Collector) parts() []source.Part {
+	ps := make([]source.Part, len(c.Sources))
+	for i, src := range c.Sources {
+		ps[i] = src
+	}
+	return ps
+}
+
 // Close closes every source.
 func (c *Collector) Close() {
 	for _, src := range c.Sources {

@@ -1,11 +1,10 @@
 package monitor
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -29,9 +28,9 @@ func (f *fakeSource) Fill(s *snapshot.Snapshot) {
 	f.filled++
 	s.CPU.Load1 = snapshot.Reading{State: "failed", Source: f.name}
 }
-func (f *fakeSource) Describe(chan<- *prometheus.Desc)           {}
-func (f *fakeSource) Collect(*snapshot.Snapshot, source.Emitter) {}
-func (f *fakeSource) Close() error                               { return nil }
+func (f *fakeSource) Save(*snapshot.Snapshot) (json.RawMessage, error) { return nil, nil }
+func (f *fakeSource) Load(*snapshot.Snapshot, json.RawMessage) error   { return nil }
+func (f *fakeSource) Close() error                                     { return nil }
 
 func TestCollectorRunsEverySource(t *testing.T) {
 	a, b := &fakeSource{name: "a"}, &fakeSource{name: "b", err: errors.New("broken")}

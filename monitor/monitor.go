@@ -32,10 +32,8 @@ func WindowByLabel(label string) (int, bool) {
 
 // Options configure Open.
 type Options struct {
-	// NoGPU leaves NVML unloaded.
-	NoGPU bool
-	// Sources replaces the registered sources (tests pass fakes); nil means
-	// Registered(NoGPU).
+	// Sources are the host sources to sample at each refresh, in order
+	// (sources.Registered for all of them); nil samples none.
 	Sources []source.Source
 	// OneRank attaches only the trainer the spec names even when it is one
 	// rank of a run (a recording holds one trainer's stream).
@@ -87,11 +85,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		f.Attach(ctx, t.attach)
 		m.attached = true
 	}
-	srcs := o.Sources
-	if srcs == nil {
-		srcs = Registered(o.NoGPU)
-	}
-	m.Collector = NewCollector(f, srcs...)
+	m.Collector = NewCollector(f, o.Sources...)
 	m.Collector.Group = m.Group
 	return m, nil
 }

@@ -34,8 +34,12 @@ func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time
 	defer t.Stop()
 	for {
 		s := m.Snapshot(time.Now(), Windows[0])
-		w.Host(s.Time, &recording.Host{CPU: s.CPU, GPU: s.GPU, Process: s.Process})
-		if err := w.Err(); err != nil {
+		h, err := SaveReadings(&s, m.Collector.parts())
+		w.Host(s.Time, h)
+		if err == nil {
+			err = w.Err()
+		}
+		if err != nil {
 			return err
 		}
 		select {

@@ -9,12 +9,13 @@ import (
 
 	"github.com/pipetop/pipetop/export"
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/sources"
 )
 
 // serveMetrics implements pipetop export: the collector the terminal view
 // uses, sampled every --interval and served as Prometheus metrics.
 func serveMetrics(ctx context.Context, c config, stderr io.Writer) error {
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU})
+	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU)})
 	if err != nil {
 		return err
 	}

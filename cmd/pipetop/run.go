@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/tui"
 	"github.com/pipetop/pipetop/tui/styles"
 )
@@ -72,7 +73,7 @@ func severalTrainers(cmd string) error {
 
 // snapshotOnce implements --once and --json.
 func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU, NoWatch: true})
+	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true})
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func oneThread() {
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
 	oneThread()
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{NoGPU: c.noGPU, Batch: batchFor(c.interval)})
+	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval)})
 	if err != nil {
 		return err
 	}

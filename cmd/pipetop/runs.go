@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/replay"
+	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/monitor/summary"
 	"github.com/pipetop/pipetop/tui"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -84,7 +85,7 @@ func record(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--interval %v: want at least 50ms", *interval)}
 	}
 	spec := strings.Join(pos, "")
-	m, err := monitor.Open(ctx, spec, monitor.Options{NoGPU: *noGPU})
+	m, err := monitor.Open(ctx, spec, monitor.Options{Sources: sources.Registered(*noGPU)})
 	if err != nil {
 		return err
 	}

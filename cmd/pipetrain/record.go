@@ -6,8 +6,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources/cpu"
+	"github.com/pipetop/pipetop/monitor/sources/procs"
 )
 
 // recorder records the trainer in process: a viewer of its own socket
@@ -24,7 +28,7 @@ type recorder struct {
 func (r *recorder) start(socket string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan error, 1)
-	m, err := monitor.Open(ctx, socket, monitor.Options{OneRank: true})
+	m, err := monitor.Open(ctx, socket, monitor.Options{OneRank: true, Sources: hostSources()})
 	if err != nil {
 		r.done <- err
 		return
@@ -66,4 +70,12 @@ func (r *recorder) stop() {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "pipetrain: recorded to %s\n", r.path)
+}
+
+// hostSources are what an in-process recording reads of the machine: its
+// CPU and the trainer's process tree. GPU device readings need NVML, which
+// pipetrain does not link: record with pipetop record for those (the
+// trainer's own CUDA-event stage times are in the steps either way).
+func hostSources() []source.Source {
+	return []source.Source{cpu.New(host.NewCPUSampler("")), procs.New(host.NewProcSampler(0, ""))}
 }

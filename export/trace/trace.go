@@ -22,7 +22,10 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/sources"
 )
 
 // Thread ids of each trainer process's tracks.
@@ -183,9 +186,12 @@ func (p *proc) name(k int) string {
 	return "stage " + strconv.Itoa(k)
 }
 
-// counters emits each device's activity and memory at one refresh.
+// counters emits each device's activity and memory, and the CPU, at one
+// refresh; a recorded part that does not decode gives no counters.
 func (t *tracer) counters(e recording.Entry) {
-	for _, d := range e.Host.GPU.Devices {
+	var s snapshot.Snapshot
+	_ = monitor.LoadReadings(e.Host, &s, sources.Parts()) // what decoded is still drawn
+	for _, d := range s.GPU.Devices {
 		args := map[string]any{}
 		for name, r := range map[string]*float64{"sm_activity %": d.SMActivity.Value, "kernel_active %": d.KernelActive.Value} {
 			if r != nil {
@@ -200,7 +206,7 @@ func (t *tracer) counters(e recording.Entry) {
 				Args: map[string]any{"used bytes": *v}})
 		}
 	}
-	if v := e.Host.CPU.Total.Value; v != nil {
+	if v := s.CPU.Total.Value; v != nil {
 		t.emit(Event{Name: "CPU busy", Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host, Args: map[string]any{"all cores %": *v}})
 	}
 }

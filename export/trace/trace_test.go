@@ -14,6 +14,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.json")
@@ -152,8 +153,8 @@ func TestRanksHaveTheirOwnProcesses(t *testing.T) {
 		return recording.Entry{T: t0.Add(at + time.Millisecond), Rank: &r, Frame: &ipc.Frame{Type: ipc.TypeSteps, Steps: []stage.Record{rec}}}
 	}
 	busy := 40.0
-	host := recording.Entry{T: t0.Add(5 * time.Millisecond), Host: &recording.Host{}}
-	host.Host.CPU.Total.Value = &busy
+	cpu, _ := json.Marshal(snapshot.CPU{Total: snapshot.Reading{Value: &busy, State: "ok"}})
+	host := recording.Entry{T: t0.Add(5 * time.Millisecond), Host: recording.Host{"cpu": cpu}}
 	es := []recording.Entry{hello(1, 0), hello(0, time.Millisecond), steps(0, 2*time.Millisecond), steps(1, 2*time.Millisecond),
 		hello(1, 3*time.Millisecond), host}
 	f := traceOf(t, es)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // Version is the recording format version, in the first line.
@@ -44,15 +43,14 @@ type Entry struct {
 	// Lost is why the link to the trainer ended.
 	Lost *string
 	// Host holds the machine's readings at one refresh.
-	Host *Host
+	Host Host
 }
 
-// Host is the machine's readings at one refresh, in the --json form.
-type Host struct {
-	CPU     snapshot.CPU      `json:"cpu"`
-	GPU     snapshot.GPU      `json:"gpu"`
-	Process *snapshot.Process `json:"process,omitempty"`
-}
+// Host is the machine's readings at one refresh: each monitor source's
+// part of the snapshot, in the --json form, by the source's name ("cpu",
+// "gpu", "process", "gpu_processes", ...). The recording neither knows nor
+// checks what a part holds: the source that wrote it reads it back.
+type Host map[string]json.RawMessage
 
 // line is an entry as it is stored.
 type line struct {
@@ -62,5 +60,5 @@ type line struct {
 	Socket string          `json:"socket,omitempty"`
 	Frame  json.RawMessage `json:"frame,omitempty"`
 	Lost   *string         `json:"lost,omitempty"`
-	Host   *Host           `json:"host,omitempty"`
+	Host   Host            `json:"host,omitempty"`
 }

@@ -61,8 +61,10 @@ func (w *Writer) Lost(t time.Time, rank *int, detail string) {
 
 // Host records the machine's readings and flushes: host readings come at
 // the refresh interval, so a quiet trainer's entries wait no longer.
-func (w *Writer) Host(t time.Time, h *Host) {
-	w.entry(line{T: t.UnixNano(), Host: h})
+func (w *Writer) Host(t time.Time, h Host) {
+	if len(h) > 0 { // an empty map is no entry: nothing was read
+		w.entry(line{T: t.UnixNano(), Host: h})
+	}
 	w.Flush()
 }
 

@@ -4,18 +4,18 @@
 package replay
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources"
 )
 
 // Speeds are the replay speeds, slowest first.
@@ -207,28 +207,29 @@ func (p *Player) fill(s *snapshot.Snapshot) {
 	s.Replay = r
 }
 
-// hostSource is the source that replays recorded host readings and marks
-// the snapshot as a replay.
+// hostSource is the source that replays recorded host readings (every
+// recorded source's part, through monitor.LoadReadings) and marks the
+// snapshot as a replay. It keeps nothing of its own in recordings.
 type hostSource struct {
 	p  *Player
 	mu sync.Mutex
-	h  *recording.Host
+	h  recording.Host
 }
 
-func (h *hostSource) set(r *recording.Host) {
+func (h *hostSource) set(r recording.Host) {
 	h.mu.Lock()
 	h.h = r
 	h.mu.Unlock()
 }
 
-func (h *hostSource) Name() string                               { return "replay" }
-func (h *hostSource) Sample(time.Time, source.Target) error      { return nil }
-func (h *hostSource) Describe(chan<- *prometheus.Desc)           {}
-func (h *hostSource) Collect(*snapshot.Snapshot, source.Emitter) {}
-func (h *hostSource) Close() error                               { return nil }
+func (h *hostSource) Name() string                                     { return "replay" }
+func (h *hostSource) Save(*snapshot.Snapshot) (json.RawMessage, error) { return nil, nil }
+func (h *hostSource) Load(*snapshot.Snapshot, json.RawMessage) error   { return nil }
+func (h *hostSource) Sample(time.Time, source.Target) error            { return nil }
+func (h *hostSource) Close() error                                     { return nil }
 
 // Fill sets the recorded host readings of the latest refresh at or before
-// the position.
+// the position; a part that does not decode is named as damage.
 func (h *hostSource) Fill(s *snapshot.Snapshot) {
 	h.p.fill(s)
 	h.mu.Lock()
@@ -237,9 +238,7 @@ func (h *hostSource) Fill(s *snapshot.Snapshot) {
 		s.GPU.Status = "no host readings recorded yet"
 		return
 	}
-	s.CPU, s.GPU = h.h.CPU, h.h.GPU
-	if h.h.Process != nil {
-		pr := *h.h.Process
-		s.Process = &pr
+	if err := monitor.LoadReadings(h.h, s, sources.Parts()); err != nil && s.Replay.Damage == "" {
+		s.Replay.Damage = err.Error()
 	}
 }

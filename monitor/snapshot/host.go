@@ -1,10 +1,5 @@
 package snapshot
 
-import (
-	"github.com/pipetop/pipetop/metrics/gpu"
-	"github.com/pipetop/pipetop/metrics/host"
-)
-
 // GPU is every NVIDIA device, or the status saying why there is none.
 type GPU struct {
 	// Status is empty when every reading worked, else one line such as
@@ -44,43 +39,6 @@ type Device struct {
 	TrainerMem Reading `json:"trainer_mem"`
 }
 
-// FromGPU converts a GPU sampler snapshot.
-func FromGPU(s gpu.Snapshot) GPU {
-	g := GPU{Status: s.Status, Driver: s.DriverVersion, Devices: make([]Device, 0, len(s.Devices))}
-	for _, d := range s.Devices {
-		g.Devices = append(g.Devices, fromDevice(d))
-	}
-	return g
-}
-
-func fromDevice(d gpu.Device) Device {
-	out := Device{Index: d.Index, MIG: d.MIG, MIGIndex: d.MIGIndex, Name: d.Name, UUID: d.UUID, Err: d.Err,
-		KernelActive: Read(d.KernelActive), MemActive: Read(d.MemActive),
-		SMActivity: Read(d.SMActivity), SMOccupancy: Read(d.SMOccupancy),
-		TensorActive: Read(d.TensorActive), DRAMActive: Read(d.DRAMActive),
-		MemUsed: Read(d.MemUsed), MemTotal: Read(d.MemTotal),
-		Power: Read(d.Power), PowerLimit: Read(d.PowerLimit), Temperature: Read(d.Temperature),
-		SMClock: Read(d.SMClock), MemClock: Read(d.MemClock), PCIeRx: Read(d.PCIeRx), PCIeTx: Read(d.PCIeTx),
-		Throttle:   d.Throttle.Reasons.Names(),
-		TrainerMem: Reading{Source: gpu.SourceProcessList, State: "missing"},
-	}
-	if out.Throttle == nil {
-		out.Throttle = []string{}
-	}
-	var sum float64
-	var any bool
-	for _, p := range d.Processes {
-		if p.OnGPU && p.Memory.Valid() {
-			sum += p.Memory.V
-			any = true
-		}
-	}
-	if any {
-		out.TrainerMem = Reading{Value: &sum, Source: gpu.SourceProcessList, State: "ok"}
-	}
-	return out
-}
-
 // CPU is the machine's cores and memory. Percentages are 0..100, memory in
 // bytes.
 type CPU struct {
@@ -93,18 +51,6 @@ type CPU struct {
 	MemUsed   Reading   `json:"mem_used"`
 	SwapTotal Reading   `json:"swap_total"`
 	SwapUsed  Reading   `json:"swap_used"`
-}
-
-// FromCPU converts a CPU sampler snapshot.
-func FromCPU(s host.CPUSnapshot) CPU {
-	c := CPU{Total: Read(s.Total), Cores: make([]Reading, len(s.Cores)),
-		Load1: Read(s.Load1), Load5: Read(s.Load5), Load15: Read(s.Load15),
-		MemTotal: Read(s.MemTotal), MemUsed: Read(s.MemUsed),
-		SwapTotal: Read(s.SwapTotal), SwapUsed: Read(s.SwapUsed)}
-	for i, v := range s.Cores {
-		c.Cores[i] = Read(v)
-	}
-	return c
 }
 
 // Process is the trainer process and its descendants (loader workers).
@@ -127,19 +73,4 @@ type Proc struct {
 	Threads   Reading `json:"threads"`
 	ReadRate  Reading `json:"read_rate"`
 	WriteRate Reading `json:"write_rate"`
-}
-
-// FromProc converts a process sampler snapshot.
-func FromProc(s host.ProcSnapshot) *Process {
-	p := &Process{Alive: s.Alive, Self: fromProcInfo(s.Process), Truncated: s.Truncated,
-		Children: make([]Proc, len(s.Children))}
-	for i, c := range s.Children {
-		p.Children[i] = fromProcInfo(c)
-	}
-	return p
-}
-
-func fromProcInfo(p host.ProcInfo) Proc {
-	return Proc{PID: p.PID, PPID: p.PPID, Comm: p.Comm, User: p.User, CPU: Read(p.CPU), RSS: Read(p.RSS),
-		Threads: Read(p.Threads), ReadRate: Read(p.ReadRate), WriteRate: Read(p.WriteRate)}
 }

@@ -4,6 +4,7 @@
 package rectest
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"time"
 
@@ -71,15 +72,25 @@ func (r Run) Entries() []recording.Entry {
 	return es
 }
 
-// host is a made-up machine reading.
-func host(t time.Time) *recording.Host {
+// host is a made-up machine reading: the cpu and gpu sources' parts.
+func host(t time.Time) recording.Host {
 	v := func(x float64) snapshot.Reading {
 		return snapshot.Reading{Value: &x, Source: "/proc/stat", State: "ok"}
 	}
 	busy := float64(t.Unix()%50) + 25
-	return &recording.Host{CPU: snapshot.CPU{Total: v(busy), Cores: []snapshot.Reading{v(busy)}},
-		GPU: snapshot.GPU{Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "test GPU", SMActivity: v(busy / 2),
-			KernelActive: v(busy), MemUsed: v(8 << 30), Throttle: []string{}}}}}
+	cpu := snapshot.CPU{Total: v(busy), Cores: []snapshot.Reading{v(busy)}}
+	gpu := snapshot.GPU{Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "test GPU", SMActivity: v(busy / 2),
+		KernelActive: v(busy), MemUsed: v(8 << 30), Throttle: []string{}}}}
+	return recording.Host{"cpu": marshal(cpu), "gpu": marshal(gpu)}
+}
+
+// marshal is v as JSON; the snapshot's types always encode.
+func marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // Write writes entries as a recording at path.

@@ -5,8 +5,6 @@ package cpu
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -18,21 +16,23 @@ type Sampler interface {
 	Snapshot() host.CPUSnapshot
 }
 
+// Part is the CPU source's part of the snapshot: CPU.
+var Part = source.Field{Key: "cpu", Of: func(s *snapshot.Snapshot) any { return &s.CPU }}
+
 // Source is the CPU source.
-type Source struct{ s Sampler }
+type Source struct {
+	source.Field
+	s Sampler
+}
 
 // New returns the CPU source over s.
-func New(s Sampler) *Source { return &Source{s: s} }
-
-// Name implements source.Source.
-func (c *Source) Name() string { return "cpu" }
+func New(s Sampler) *Source { return &Source{Field: Part, s: s} }
 
 // Sample implements source.Source.
 func (c *Source) Sample(now time.Time, _ source.Target) error { return c.s.Sample(now) }
 
 // Fill implements source.Source.
-func (c *Source) Fill(s *snapshot.Snapshot) { s.CPU = snapshot.FromCPU(c.s.Snapshot()) }
+func (c *Source) Fill(s *snapshot.Snapshot) { s.CPU = fromSampler(c.s.Snapshot()) }
 
 // Close implements source.Source.
 func (c *Source) Close() error { return nil }
-

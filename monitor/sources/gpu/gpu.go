@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -20,8 +18,12 @@ type Sampler interface {
 	Snapshot() mgpu.Snapshot
 }
 
+// Part is the GPU source's part of the snapshot: GPU.
+var Part = source.Field{Key: "gpu", Of: func(s *snapshot.Snapshot) any { return &s.GPU }}
+
 // Source is the GPU source.
 type Source struct {
+	source.Field
 	s     Sampler
 	close func() error
 	pids  []int
@@ -32,11 +34,8 @@ func New(s Sampler, closeFn func() error) *Source {
 	if closeFn == nil {
 		closeFn = func() error { return nil }
 	}
-	return &Source{s: s, close: closeFn}
+	return &Source{Field: Part, s: s, close: closeFn}
 }
-
-// Name implements source.Source.
-func (g *Source) Name() string { return "gpu" }
 
 // Sample implements source.Source: the target's pid is watched for its
 // device memory.
@@ -53,8 +52,7 @@ func (g *Source) Sample(now time.Time, t source.Target) error {
 }
 
 // Fill implements source.Source.
-func (g *Source) Fill(s *snapshot.Snapshot) { s.GPU = snapshot.FromGPU(g.s.Snapshot()) }
+func (g *Source) Fill(s *snapshot.Snapshot) { s.GPU = fromSampler(g.s.Snapshot()) }
 
 // Close implements source.Source.
 func (g *Source) Close() error { return g.close() }
-

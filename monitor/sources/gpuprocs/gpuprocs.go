@@ -10,11 +10,10 @@ package gpuprocs
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/metrics"
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
@@ -22,10 +21,6 @@ import (
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 )
-
-// TopN bounds the per-process series the exporter serves: the N processes
-// with the most GPU memory.
-const TopN = 10
 
 // hiddenUse is the device memory in use, with no process listed, from
 // which a GPU's list is said to be hidden rather than empty (drivers
@@ -44,6 +39,7 @@ type PIDs interface {
 
 // Source is the GPU-process source.
 type Source struct {
+	part
 	gpus GPUs
 	pids PIDs
 	root bool
@@ -58,9 +54,6 @@ type Source struct {
 func New(gpus GPUs, pids PIDs, root bool) *Source {
 	return &Source{gpus: gpus, pids: pids, root: root}
 }
-
-// Name implements source.Source.
-func (s *Source) Name() string { return "gpu_processes" }
 
 // Close implements source.Source: the GPU sampler is the gpu source's.
 func (s *Source) Close() error { return nil }
@@ -175,3 +168,36 @@ func trainerPIDs(snap *snapshot.Snapshot) map[int]bool {
 	return out
 }
 
+// Part is the GPU-process source's part of the snapshot: GPUProcesses and
+// GPUProcessNotes.
+var Part source.Part = part{}
+
+// part saves and loads GPUProcesses and GPUProcessNotes together.
+type part struct{}
+
+// saved is the part as recorded.
+type saved struct {
+	Processes []snapshot.GPUProcess `json:"processes"`
+	Notes     []string              `json:"notes,omitempty"`
+}
+
+// Name implements source.Part.
+func (part) Name() string { return "gpu_processes" }
+
+// Save implements source.Part.
+func (part) Save(s *snapshot.Snapshot) (json.RawMessage, error) {
+	return json.Marshal(saved{s.GPUProcesses, s.GPUProcessNotes})
+}
+
+// Load implements source.Part.
+func (part) Load(s *snapshot.Snapshot, raw json.RawMessage) error {
+	var v saved
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	if v.Processes == nil {
+		v.Processes = []snapshot.GPUProcess{}
+	}
+	s.GPUProcesses, s.GPUProcessNotes = v.Processes, v.Notes
+	return nil
+}

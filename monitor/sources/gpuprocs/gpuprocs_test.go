@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pipetop/pipetop/metrics"
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
 	"github.com/pipetop/pipetop/metrics/host"
@@ -157,34 +155,5 @@ func TestHiddenByDriverNote(t *testing.T) {
 		if !strings.Contains(n, "GPU 1: the driver refused the process list") {
 			t.Errorf("root=%v: notes %q lack the refusal", root, n)
 		}
-	}
-}
-
-// TestCollectTopN: only TopN per-process series, a count for every GPU.
-func TestCollectTopN(t *testing.T) {
-	s, snap := sample(t, true)
-	for i := range 8 {
-		snap.GPU.Devices = append(snap.GPU.Devices, snapshot.Device{Index: i})
-	}
-	ch := make(chan prometheus.Metric, 100)
-	s.Collect(snap, source.Emitter{Ch: ch})
-	close(ch)
-	counts := map[string]int{}
-	for m := range ch {
-		counts[m.Desc().String()]++
-	}
-	got := map[*prometheus.Desc]int{}
-	for _, d := range []*prometheus.Desc{memDesc, smDesc, countDesc} {
-		got[d] = counts[d.String()]
-	}
-	// Memory: the top 10 minus none hidden among them; SM: the top 10
-	// minus those on GPU 5 (refused).
-	if got[memDesc] != TopN || got[smDesc] > TopN || got[smDesc] == 0 || got[countDesc] != 8 {
-		t.Errorf("series: memory %d, SM %d, count %d; want %d, ≤%d, 8", got[memDesc], got[smDesc], got[countDesc], TopN, TopN)
-	}
-	dch := make(chan *prometheus.Desc, 10)
-	s.Describe(dch)
-	if len(dch) != 3 {
-		t.Errorf("Describe sent %d descriptors, want 3", len(dch))
 	}
 }

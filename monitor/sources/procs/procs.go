@@ -6,8 +6,6 @@ package procs
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -20,17 +18,18 @@ type Sampler interface {
 	Snapshot() host.ProcSnapshot
 }
 
+// Part is the process source's part of the snapshot: Process.
+var Part = source.Field{Key: "process", Of: func(s *snapshot.Snapshot) any { return &s.Process }}
+
 // Source is the trainer-process source.
 type Source struct {
+	source.Field
 	s   Sampler
 	pid int
 }
 
 // New returns the process source over s.
-func New(s Sampler) *Source { return &Source{s: s} }
-
-// Name implements source.Source.
-func (p *Source) Name() string { return "process" }
+func New(s Sampler) *Source { return &Source{Field: Part, s: s} }
 
 // Sample implements source.Source; without a trainer there is nothing to
 // read.
@@ -50,16 +49,9 @@ func (p *Source) Sample(now time.Time, t source.Target) error {
 // Fill implements source.Source.
 func (p *Source) Fill(s *snapshot.Snapshot) {
 	if p.pid > 0 {
-		s.Process = snapshot.FromProc(p.s.Snapshot())
+		s.Process = fromSampler(p.s.Snapshot())
 	}
 }
-
-// Describe implements source.Source: the process tree is on screen and in
-// --json only.
-func (p *Source) Describe(chan<- *prometheus.Desc) {}
-
-// Collect implements source.Source.
-func (p *Source) Collect(*snapshot.Snapshot, source.Emitter) {}
 
 // Close implements source.Source.
 func (p *Source) Close() error { return nil }

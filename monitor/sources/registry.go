@@ -1,4 +1,8 @@
-package monitor
+// Package sources is the registry of the monitor's host sources: every
+// source pipetop samples, in sampling order, and the snapshot part of each
+// for reading recordings back. It links NVML (through the gpu sources);
+// pipetrain, which must not, builds the host sources it records itself.
+package sources
 
 import (
 	"os"
@@ -15,8 +19,9 @@ import (
 )
 
 // Registered returns the registered sources over the real samplers, in
-// sampling order. Adding a source is one line here (and its package under
-// sources/). noGPU leaves NVML unloaded.
+// sampling order. Adding a source is one line here and one in Parts (and
+// its package under sources/, and its field in monitor/snapshot). noGPU
+// leaves NVML unloaded.
 func Registered(noGPU bool) []source.Source {
 	srcs := []source.Source{
 		cpu.New(host.NewCPUSampler("")),
@@ -28,4 +33,10 @@ func Registered(noGPU bool) []source.Source {
 		srcs = append(srcs, gpuprocs.New(s, host.NewPIDReader(""), os.Geteuid() == 0))
 	}
 	return srcs
+}
+
+// Parts are the snapshot parts of every source Registered can return, for
+// reading recordings back without opening any sampler.
+func Parts() []source.Part {
+	return []source.Part{cpu.Part, procs.Part, gpu.Part, gpuprocs.Part}
 }

@@ -1,0 +1,21 @@
+package procs
+
+import (
+	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+)
+
+// fromSampler converts a process sampler snapshot.
+func fromSampler(s host.ProcSnapshot) *snapshot.Process {
+	p := &snapshot.Process{Alive: s.Alive, Self: fromProcInfo(s.Process), Truncated: s.Truncated,
+		Children: make([]snapshot.Proc, len(s.Children))}
+	for i, c := range s.Children {
+		p.Children[i] = fromProcInfo(c)
+	}
+	return p
+}
+
+func fromProcInfo(p host.ProcInfo) snapshot.Proc {
+	return snapshot.Proc{PID: p.PID, PPID: p.PPID, Comm: p.Comm, User: p.User, CPU: snapshot.Read(p.CPU), RSS: snapshot.Read(p.RSS),
+		Threads: snapshot.Read(p.Threads), ReadRate: snapshot.Read(p.ReadRate), WriteRate: snapshot.Read(p.WriteRate)}
+}
