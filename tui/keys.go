@@ -2,8 +2,9 @@ package tui
 
 import "charm.land/bubbles/v2/key"
 
-// KeyMap is every key of the monitor; the help overlay is generated from
-// it.
+// KeyMap is the root's keys; panes with keys of their own (the process
+// table's sort, filter and signal) hold them (keyed), and the help overlay
+// is generated from both.
 type KeyMap struct {
 	Quit      key.Binding
 	Pause     key.Binding
@@ -17,9 +18,6 @@ type KeyMap struct {
 	Redraw    key.Binding
 	Up        key.Binding
 	Down      key.Binding
-	Sort      key.Binding
-	Filter    key.Binding
-	Kill      key.Binding
 	Help      key.Binding
 }
 
@@ -37,9 +35,6 @@ var DefaultKeys = KeyMap{
 	Redraw:    key.NewBinding(key.WithKeys("ctrl+l"), key.WithHelp("ctrl+l", "redraw")),
 	Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll focused pane")),
 	Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll focused pane")),
-	Sort:      key.NewBinding(key.WithKeys("f6", ">"), key.WithHelp("F6/>", "sort processes by the next column")),
-	Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes")),
-	Kill:      key.NewBinding(key.WithKeys("f9"), key.WithHelp("F9", "SIGTERM the selected process (again within 5 s: SIGKILL)")),
 	Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 }
 
@@ -55,6 +50,5 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Window, k.Stages, k.Picker},
 		{k.Focus, k.FocusBack, k.Up, k.Down},
 		{k.Faster, k.Slower},
-		{k.Sort, k.Filter, k.Kill},
 	}
 }

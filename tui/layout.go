@@ -3,6 +3,9 @@ package tui
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pipetop/pipetop/tui/draw"
 )
 
@@ -24,6 +27,23 @@ type collapser interface {
 // focusAware is a pane that draws differently when focused (the process
 // table's selected row).
 type focusAware interface{ SetFocused(f bool) }
+
+// keyed is a pane with keys of its own. The root offers it the keys it
+// does not use itself, the focused pane first, and lists its Keys in the
+// help.
+type keyed interface {
+	Keys() []key.Binding
+	// HandleKey acts on k and reports whether k was the pane's.
+	HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd)
+}
+
+// capturer is a keyed pane that takes every key while it asks for input
+// (a filter prompt, a confirmation).
+type capturer interface{ Capturing() bool }
+
+// clicker is a pane that selects what a click lands on: body line i of the
+// pane (0 is the first line under its title).
+type clicker interface{ Click(i int) }
 
 // scroller is a pane whose body can scroll when focused.
 type scroller interface{ Scroll(d int) }

@@ -127,13 +127,9 @@ func New(o Options) *Model {
 		h.Styles = help.Styles{}
 	}
 	m := &Model{opts: o, st: st, keys: DefaultKeys, help: h,
-		header: header.New(st), panes: makePanes(st, o.Hidden), verdict: verdict.New(st), picker: picker.New(st),
+		header: header.New(st), panes: makePanes(&o), verdict: verdict.New(st), picker: picker.New(st),
 		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
-	if t := m.procs(); t != nil {
-		t.SetSignaler(o.Signaler, o.Now)
-		t.SortBy(o.Sort)
-	}
 	return m
 }
 
@@ -143,16 +139,6 @@ type noSignals struct{ why string }
 func (n noSignals) Check(int) error { return errors.New(n.why) }
 
 func (n noSignals) Signal(pid int, _ syscall.Signal) error { return n.Check(pid) }
-
-// procs is the process table pane, nil when the layout has none.
-func (m *Model) procs() *proctable.Model {
-	for _, p := range m.panes {
-		if t, ok := p.p.(*proctable.Model); ok {
-			return t
-		}
-	}
-	return nil
-}
 
 // Init starts the first refresh.
 func (m *Model) Init() tea.Cmd {
@@ -241,8 +227,8 @@ func (m *Model) click(ms tea.Mouse) {
 	if i := slices.Index(m.focusable(), p); i >= 0 {
 		m.focus = i
 	}
-	if t, ok := p.(*proctable.Model); ok && line >= 2 {
-		t.SelectLine(line - 2) // under the title and the column names
+	if c, ok := p.(clicker); ok && line >= 1 {
+		c.Click(line - 1) // under the title
 	}
 	m.render()
 }
@@ -274,11 +260,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.render()
 		return cmd
 	}
-	procs := m.procs()
-	if procs != nil && procs.Capturing() {
-		procs.Key(k)
+	if p := m.capturing(); p != nil {
+		_, cmd := p.HandleKey(k)
 		m.render()
-		return nil
+		return cmd
 	}
 	var cmd tea.Cmd
 	switch {
@@ -320,17 +305,47 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.scroll(-1)
 	case key.Matches(k, m.keys.Down):
 		m.scroll(+1)
-	case procs != nil && key.Matches(k, m.keys.Sort):
-		procs.SortNext()
-	case procs != nil && key.Matches(k, m.keys.Filter):
-		procs.StartFilter()
-	case procs != nil && key.Matches(k, m.keys.Kill):
-		procs.Kill()
 	default:
-		return nil
+		handled, pcmd := m.paneKey(k)
+		if !handled {
+			return nil
+		}
+		cmd = pcmd
 	}
 	m.render()
 	return cmd
+}
+
+// capturing is the pane that takes every key now, nil when none does.
+func (m *Model) capturing() keyed {
+	for _, p := range m.panes {
+		if c, ok := p.p.(capturer); ok && c.Capturing() {
+			if kp, ok := p.p.(keyed); ok {
+				return kp
+			}
+		}
+	}
+	return nil
+}
+
+// paneKey offers k to the panes with keys of their own, the focused one
+// first, then the others top to bottom; it reports whether one took it.
+func (m *Model) paneKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
+	order := make([]pane, 0, len(m.panes)+1)
+	if f := m.focused(); f != nil {
+		order = append(order, f)
+	}
+	for _, p := range m.panes {
+		order = append(order, p.p)
+	}
+	for _, p := range order {
+		if kp, ok := p.(keyed); ok {
+			if handled, cmd := kp.HandleKey(k); handled {
+				return true, cmd
+			}
+		}
+	}
+	return false, nil
 }
 
 func (m *Model) setInterval(step int) tea.Cmd {
@@ -347,9 +362,15 @@ func (m *Model) setInterval(step int) tea.Cmd {
 	return m.refresh()
 }
 
-// fullHelp is the help overlay's columns, with the replay keys in a replay.
+// fullHelp is the help overlay's columns: the root's, one per pane with
+// keys of its own, and the replay keys in a replay.
 func (m *Model) fullHelp() [][]key.Binding {
 	cols := m.keys.FullHelp()
+	for _, p := range m.panes {
+		if kp, ok := p.p.(keyed); ok {
+			cols = append(cols, kp.Keys())
+		}
+	}
 	if m.opts.Replay != nil {
 		cols = append(cols, DefaultReplayKeys.bindings())
 	}

@@ -84,7 +84,7 @@ func TestReplayNeverSignals(t *testing.T) {
 	rec := &fakeSignals{}
 	m := New(Options{Styles: styles.New(false), Replay: nopReplayer{}, Signaler: rec})
 	m.SetSnapshot(&snapshot.Snapshot{Process: &snapshot.Process{Alive: true, Self: snapshot.Proc{PID: 4242, Comm: "train"}}})
-	m.procs().Kill()
+	m.Update(tea.KeyPressMsg{Code: tea.KeyF9}) // F9, through the keys the process table owns
 	if got := m.Render(100, 30); !strings.Contains(got, "a replay shows recorded processes: no signals are sent") {
 		t.Errorf("F9 in a replay:\n%s", got)
 	}

@@ -64,18 +64,22 @@ var bands = []bandSpec{
 type paneRow struct {
 	name string // for the settings file's hidden list
 	band band
-	make func(st *styles.Styles) panel
+	make func(st *styles.Styles, o *Options) panel
 }
 
 var paneRows = []paneRow{
-	{"gpu", bandDevices, func(st *styles.Styles) panel { p := gpu.New(st); return &p }},
-	{"cpu", bandDevices, func(st *styles.Styles) panel { p := cpu.New(st); return &p }},
-	{"flame", bandFlame, func(st *styles.Styles) panel { p := flame.New(st); return &p }},
-	{"ranks", bandRanks, func(st *styles.Styles) panel { p := ranks.New(st); return &p }},
-	{"stages", bandTable, func(st *styles.Styles) panel { p := stages.New(st); return &p }},
-	{"processes", bandProcs, func(st *styles.Styles) panel { p := proctable.New(st, nil, nil); return &p }},
-	{"history", bandBottom, func(st *styles.Styles) panel { p := history.New(st); return &p }},
-	{"loader", bandBottom, func(st *styles.Styles) panel { p := loader.New(st); return &p }},
+	{"gpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := gpu.New(st); return &p }},
+	{"cpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := cpu.New(st); return &p }},
+	{"flame", bandFlame, func(st *styles.Styles, _ *Options) panel { p := flame.New(st); return &p }},
+	{"ranks", bandRanks, func(st *styles.Styles, _ *Options) panel { p := ranks.New(st); return &p }},
+	{"stages", bandTable, func(st *styles.Styles, _ *Options) panel { p := stages.New(st); return &p }},
+	{"processes", bandProcs, func(st *styles.Styles, o *Options) panel {
+		p := proctable.New(st, o.Signaler, o.Now)
+		p.SortBy(o.Sort)
+		return &p
+	}},
+	{"history", bandBottom, func(st *styles.Styles, _ *Options) panel { p := history.New(st); return &p }},
+	{"loader", bandBottom, func(st *styles.Styles, _ *Options) panel { p := loader.New(st); return &p }},
 }
 
 // placed is a pane made from its row.
@@ -93,12 +97,13 @@ func PaneNames() []string {
 	return names
 }
 
-// makePanes makes every pane but the hidden ones.
-func makePanes(st *styles.Styles, hidden []string) []placed {
+// makePanes makes every pane but the hidden ones (o.Hidden), each with the
+// options it reads.
+func makePanes(o *Options) []placed {
 	var ps []placed
 	for _, r := range paneRows {
-		if !slices.Contains(hidden, r.name) {
-			ps = append(ps, placed{r.band, r.make(st)})
+		if !slices.Contains(o.Hidden, r.name) {
+			ps = append(ps, placed{r.band, r.make(o.Styles, o)})
 		}
 	}
 	return ps
