@@ -201,7 +201,7 @@ func serveExporter(ctx context.Context, t *testing.T, name string) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Cleanup(m.Close)
-	e := New(m.Collector, Options{Interval: 250 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
+	e := New(m.Snapshotter, Options{Interval: 250 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

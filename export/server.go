@@ -29,14 +29,14 @@ type Options struct {
 // Exporter samples a monitor.Collector every Options.Interval and serves
 // the latest snapshot as Prometheus metrics from its own registry.
 type Exporter struct {
-	src     *monitor.Collector
+	src     *monitor.Snapshotter
 	opts    Options
 	metrics *Collector
 	reg     *prometheus.Registry
 }
 
 // New returns an Exporter over src. Interval must be positive.
-func New(src *monitor.Collector, opts Options) *Exporter {
+func New(src *monitor.Snapshotter, opts Options) *Exporter {
 	c := NewCollector(src.SourceNames())
 	if src.Group == nil {
 		// A run's ranks are served from the snapshot: one feed is not all.
@@ -49,7 +49,7 @@ func New(src *monitor.Collector, opts Options) *Exporter {
 
 // Sample takes one snapshot at now and makes it the one scrapes read.
 func (e *Exporter) Sample(now time.Time) {
-	s := e.src.Collect(now, e.opts.Window)
+	s := e.src.Snapshot(now, e.opts.Window)
 	e.metrics.Update(&s)
 }
 

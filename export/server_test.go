@@ -90,7 +90,7 @@ func TestServeScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	e := New(m.Collector, Options{Interval: 50 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
+	e := New(m.Snapshotter, Options{Interval: 50 * time.Millisecond, Window: snapshot.Window{Label: "5s", Seconds: 5}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

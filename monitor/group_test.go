@@ -131,12 +131,12 @@ func BenchmarkCollectRanks(b *testing.B) {
 				f := newRankFeed(r, n, names, t0)
 				g.feeds[r] = f
 			}
-			c := NewCollector(g.feeds[0])
+			c := NewSnapshotter(g.feeds[0])
 			c.Group = g
 			now := t0.Add(5 * time.Second)
 			b.ReportAllocs()
 			for b.Loop() {
-				c.Collect(now, Windows[0])
+				c.Snapshot(now, Windows[0])
 			}
 		})
 	}

@@ -1,6 +1,6 @@
 // Package monitor is pipetop's headless viewer: the link to a trainer
 // (package feed), the registered host sources (package source and
-// sources/...), the collector that turns both into one snapshot per refresh
+// sources/...), the snapshotter that turns both into one snapshot per refresh
 // (package snapshot), and the summary windows. The terminal view, --once,
 // --json and the Prometheus exporter all read the same snapshot; nothing
 // here draws.
@@ -47,7 +47,7 @@ type Options struct {
 	Batch time.Duration
 }
 
-// Monitor is one viewer: a feed attached to a trainer and the collector
+// Monitor is one viewer: a feed attached to a trainer and the snapshotter
 // over it and the sources.
 type Monitor struct {
 	// Feed is the link to a single-process trainer; in a run of several
@@ -55,7 +55,7 @@ type Monitor struct {
 	Feed *feed.Feed
 	// Group is the link to every rank of a run; nil for a single process.
 	Group     *Group
-	Collector *Collector
+	Snapshotter *Snapshotter
 	// Pick is set when several trainers are live and no spec chose one:
 	// nothing is attached; the caller lets the user pick, or refuses.
 	Pick bool
@@ -85,8 +85,8 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		f.Attach(ctx, t.attach)
 		m.attached = true
 	}
-	m.Collector = NewCollector(f, o.Sources...)
-	m.Collector.Group = m.Group
+	m.Snapshotter = NewSnapshotter(f, o.Sources...)
+	m.Snapshotter.Group = m.Group
 	return m, nil
 }
 
@@ -179,7 +179,7 @@ func BaseName(name string) string {
 
 // Snapshot collects one snapshot at now over window w.
 func (m *Monitor) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapshot {
-	return m.Collector.Collect(now, w)
+	return m.Snapshotter.Snapshot(now, w)
 }
 
 // AwaitLink waits until the first attempt to attach has an answer: the
@@ -243,5 +243,5 @@ func (m *Monitor) StopWatching() {
 // Close stops the watch and closes the sources.
 func (m *Monitor) Close() {
 	m.StopWatching()
-	m.Collector.Close()
+	m.Snapshotter.Close()
 }

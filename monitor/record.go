@@ -34,7 +34,7 @@ func (m *Monitor) Record(ctx context.Context, w *recording.Writer, interval time
 	defer t.Stop()
 	for {
 		s := m.Snapshot(time.Now(), Windows[0])
-		h, err := SaveReadings(&s, m.Collector.parts())
+		h, err := SaveReadings(&s, m.Snapshotter.parts())
 		w.Host(s.Time, h)
 		if err == nil {
 			err = w.Err()

@@ -37,10 +37,10 @@ func BenchmarkCollect(b *testing.B) {
 	for _, w := range monitor.Windows[:3] {
 		b.Run(w.Label, func(b *testing.B) {
 			f, now := benchFeed(b, int(w.Seconds*1000))
-			col := monitor.NewCollector(f)
+			col := monitor.NewSnapshotter(f)
 			b.ResetTimer()
 			for range b.N {
-				col.Collect(now, w)
+				col.Snapshot(now, w)
 			}
 		})
 	}

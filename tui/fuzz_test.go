@@ -43,9 +43,9 @@ func FuzzFrames(f *testing.F) {
 			}
 			fd.Apply(ipc.Message{Frame: fr}, now)
 		}
-		col := monitor.NewCollector(fd, fakeSources(3, 1)...)
-		snap := col.Collect(now, monitor.Windows[3])
-		m := New(Options{Collector: col, Styles: styles.New(true)})
+		col := monitor.NewSnapshotter(fd, fakeSources(3, 1)...)
+		snap := col.Snapshot(now, monitor.Windows[3])
+		m := New(Options{Snapshotter: col, Styles: styles.New(true)})
 		m.SetSnapshot(&snap)
 		for _, sz := range [][2]int{{40, 12}, {80, 24}, {20, 5}} {
 			checkSize(t, m.Render(sz[0], sz[1]), sz[0], sz[1])

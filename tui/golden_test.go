@@ -41,7 +41,7 @@ func replay(t testing.TB, sc scenario) *Model {
 	end := lastEnd(frames).Add(100 * time.Millisecond)
 	const slices = 5
 	step := end.Sub(firstStart(frames)) / slices
-	col := monitor.NewCollector(f, fakeSources(sc.cores, sc.gpus)...)
+	col := monitor.NewSnapshotter(f, fakeSources(sc.cores, sc.gpus)...)
 	w := monitor.Windows[1]
 	var snap snapshot.Snapshot
 	f.Apply(ipc.Message{Connected: &hello, Endpoint: ep}, end.Add(-slices*step))
@@ -50,13 +50,13 @@ func replay(t testing.TB, sc scenario) *Model {
 		for _, fr := range frames[lo:hi] {
 			f.Apply(ipc.Message{Frame: fr, Endpoint: ep}, end)
 		}
-		snap = col.Collect(end.Add(time.Duration(i+1-slices)*step), w)
+		snap = col.Snapshot(end.Add(time.Duration(i+1-slices)*step), w)
 	}
 	if sc.disconnect {
 		f.Apply(ipc.Message{Endpoint: ep, Disconnected: fmt.Errorf("trainer %s: EOF", ep.Path)}, end.Add(-2*time.Second))
-		snap = col.Collect(end, w)
+		snap = col.Snapshot(end, w)
 	}
-	m := New(Options{Collector: col, Styles: styles.New(sc.color), Interval: time.Second, Window: 1, Signaler: &fakeSignals{}})
+	m := New(Options{Snapshotter: col, Styles: styles.New(sc.color), Interval: time.Second, Window: 1, Signaler: &fakeSignals{}})
 	m.showTab = sc.table
 	m.SetSnapshot(&snap)
 	return m

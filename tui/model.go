@@ -1,7 +1,7 @@
 // Package tui is pipetop's terminal monitor: a thin bubbletea root model
 // that composes small panes (header, GPU, CPU, flame bar, stage table,
 // history, loader, verdict, help, trainer picker), refreshes them from a
-// monitor.Collector on a timer, and renders only on refresh ticks so that
+// monitor.Snapshotter on a timer, and renders only on refresh ticks so that
 // a quiet screen costs almost nothing.
 package tui
 
@@ -38,7 +38,7 @@ const TallScreen = 36
 
 // Options configures the monitor.
 type Options struct {
-	Collector *monitor.Collector
+	Snapshotter *monitor.Snapshotter
 	Styles    *styles.Styles
 	Interval  time.Duration
 	Window    int // index into monitor.Windows
@@ -151,8 +151,8 @@ func (m *Model) Init() tea.Cmd {
 
 // collect samples everything off the UI loop.
 func (m *Model) collect() tea.Cmd {
-	gen, c, now, w := m.gen, m.opts.Collector, m.opts.Now, monitor.Windows[m.window]
-	return func() tea.Msg { return snapMsg{gen: gen, snap: c.Collect(now(), w)} }
+	gen, c, now, w := m.gen, m.opts.Snapshotter, m.opts.Now, monitor.Windows[m.window]
+	return func() tea.Msg { return snapMsg{gen: gen, snap: c.Snapshot(now(), w)} }
 }
 
 func (m *Model) tick() tea.Cmd {
@@ -199,7 +199,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.render()
 	case picker.ChosenMsg:
 		m.picking = false
-		m.opts.Collector.Feed.Attach(m.opts.Context, msg.Endpoint.Name)
+		m.opts.Snapshotter.Feed.Attach(m.opts.Context, msg.Endpoint.Name)
 		return m, m.refresh()
 	case picker.ClosedMsg:
 		m.picking = false

@@ -27,7 +27,7 @@ func serveMetrics(ctx context.Context, c config, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
-	e := export.New(m.Collector, export.Options{Interval: c.interval, Window: monitor.Windows[c.window],
+	e := export.New(m.Snapshotter, export.Options{Interval: c.interval, Window: monitor.Windows[c.window],
 		ErrorLog: log.New(stderr, "pipetop export: ", log.LstdFlags)})
 	fmt.Fprintf(stderr, "pipetop: serving http://%s/metrics\n", ln.Addr())
 	return e.Serve(ctx, ln)

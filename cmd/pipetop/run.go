@@ -186,7 +186,7 @@ func interactive(ctx context.Context, c config) error {
 	}
 	defer m.Close()
 	p := colorprofile.Detect(os.Stdout, os.Environ())
-	root := tui.New(tui.Options{Collector: m.Collector, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
+	root := tui.New(tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
 		Hidden: c.hidden, Sort: c.sort})
 	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate))

@@ -170,7 +170,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p.SeekTo(start)
 	prof := colorprofile.Detect(os.Stdout, os.Environ())
-	root := tui.New(tui.Options{Collector: p.Collector(), Styles: styles.New(prof >= colorprofile.ANSI),
+	root := tui.New(tui.Options{Snapshotter: p.Snapshotter(), Styles: styles.New(prof >= colorprofile.ANSI),
 		Window: wi, Context: ctx, Now: p.Now, Replay: p})
 	_, err = tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate)).Run()
 	if err != nil && ctx.Err() != nil {

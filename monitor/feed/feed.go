@@ -415,7 +415,7 @@ func (f *Feed) TrainerPID() int {
 // Fill sets the trainer parts of s (Link, Trainer, Summary, Loader,
 // Progress, Totals), summarizing the steps that ended within s.Window of
 // the newest one; s.Time is the clock for the uptime. The verdict is the
-// collector's: it judges Inputs once the host readings are in.
+// snapshotter's: it judges Inputs once the host readings are in.
 func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,5 +1,5 @@
 // Package replay plays a recording back through the same feed and
-// collector as a live trainer, so that the screen, --once and --json show a
+// snapshotter as a live trainer, so that the screen, --once and --json show a
 // recorded run as it was at any moment: the verdict included.
 package replay
 
@@ -35,7 +35,7 @@ type Player struct {
 	end     time.Time      // the last entry's time
 	feed    *feed.Feed     // a single-process trainer's messages
 	ranks   *monitor.Group // a run's, rank by rank; nil when none are recorded
-	col     *monitor.Collector
+	col     *monitor.Snapshotter
 	host    *hostSource
 	next    int       // entries applied
 	at      time.Time // the replay position
@@ -60,7 +60,7 @@ func Load(path string) (*Player, error) {
 	}
 	p.feed = feed.New(0)
 	p.host = &hostSource{p: p}
-	p.col = monitor.NewCollector(p.feed, p.host)
+	p.col = monitor.NewSnapshotter(p.feed, p.host)
 	if slices.ContainsFunc(es, func(e recording.Entry) bool { return e.Rank != nil }) {
 		p.ranks = monitor.NewReplay()
 		p.col.Group = p.ranks
@@ -88,9 +88,9 @@ func (p *Player) End() time.Time { return p.end }
 // Length is the recording's length.
 func (p *Player) Length() time.Duration { return p.end.Sub(p.start) }
 
-// Collector is the collector over the replayed feed, for the screen: its
+// Snapshotter is the snapshotter over the replayed feed, for the screen: its
 // snapshots carry the replay state.
-func (p *Player) Collector() *monitor.Collector { return p.col }
+func (p *Player) Snapshotter() *monitor.Snapshotter { return p.col }
 
 // Now is the replay clock: the position, moving at the chosen speed unless
 // paused. It applies the entries up to it.
@@ -192,7 +192,7 @@ func (p *Player) SetPaused(paused bool) {
 // Snapshot collects the snapshot at the position over window w, the
 // replay state included.
 func (p *Player) Snapshot(w snapshot.Window) snapshot.Snapshot {
-	return p.col.Collect(p.Now(), w)
+	return p.col.Snapshot(p.Now(), w)
 }
 
 // fill sets s.Replay from the player's state.

@@ -44,7 +44,7 @@ func TestReplayMatchesLive(t *testing.T) {
 				live.Apply(msg, e.T)
 			}
 		}
-		want := monitor.NewCollector(live).Collect(moment, w)
+		want := monitor.NewSnapshotter(live).Snapshot(moment, w)
 		p.SeekTo(moment)
 		got := p.Snapshot(w)
 		if !reflect.DeepEqual(got.Summary, want.Summary) || !reflect.DeepEqual(got.Verdict, want.Verdict) {

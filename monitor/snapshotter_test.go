@@ -11,7 +11,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/source"
 )
 
-// fakeSource is a FAKE source that records what the collector asked of it.
+// fakeSource is a FAKE source that records what the snapshotter asked of it.
 type fakeSource struct {
 	name    string
 	err     error
@@ -32,12 +32,12 @@ func (f *fakeSource) Save(*snapshot.Snapshot) (json.RawMessage, error) { return 
 func (f *fakeSource) Load(*snapshot.Snapshot, json.RawMessage) error   { return nil }
 func (f *fakeSource) Close() error                                     { return nil }
 
-func TestCollectorRunsEverySource(t *testing.T) {
+func TestSnapshotterRunsEverySource(t *testing.T) {
 	a, b := &fakeSource{name: "a"}, &fakeSource{name: "b", err: errors.New("broken")}
 	f := feed.New(0)
 	defer f.Close()
-	c := NewCollector(f, a, b)
-	s := c.Collect(time.Unix(100, 0), Windows[0])
+	c := NewSnapshotter(f, a, b)
+	s := c.Snapshot(time.Unix(100, 0), Windows[0])
 	if a.filled != 1 || b.filled != 1 {
 		t.Fatalf("filled a=%d b=%d, want 1 each", a.filled, b.filled)
 	}

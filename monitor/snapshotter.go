@@ -16,11 +16,11 @@ import (
 // HistoryLen is how many refreshes the sparklines remember.
 const HistoryLen = 240
 
-// Collector builds one snapshot per refresh: the feed's trainer summary and
+// Snapshotter builds one snapshot per refresh: the feed's trainer summary and
 // verdict, every registered source's reading, and the short histories
-// behind the sparklines. Collect may be called from any goroutine; one
+// behind the sparklines. Snapshot may be called from any goroutine; one
 // call at a time is enforced.
-type Collector struct {
+type Snapshotter struct {
 	Feed *feed.Feed
 	// Group, when set, replaces Feed: the snapshot shows every rank of a
 	// run, its trainer parts being the lowest rank's.
@@ -38,17 +38,17 @@ type Collector struct {
 	mem       memHistory
 }
 
-// NewCollector returns a Collector over the feed and the sources, sampled
+// NewSnapshotter returns a Snapshotter over the feed and the sources, sampled
 // in the order given.
-func NewCollector(f *feed.Feed, sources ...source.Source) *Collector {
-	return &Collector{Feed: f, Sources: sources,
+func NewSnapshotter(f *feed.Feed, sources ...source.Source) *Snapshotter {
+	return &Snapshotter{Feed: f, Sources: sources,
 		rate: ring.New(HistoryLen), busy: ring.New(HistoryLen), load: ring.New(HistoryLen)}
 }
 
-// Collect samples every source at now and returns the snapshot for the
+// Snapshot samples every source at now and returns the snapshot for the
 // window w. Sampling errors are not returned: they show in the snapshot as
 // status lines, failed readings and the sampler statistics.
-func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot {
+func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
@@ -75,7 +75,7 @@ func (c *Collector) Collect(now time.Time, w snapshot.Window) snapshot.Snapshot 
 // fillTrainer sets the trainer parts of s from the feed, or from every
 // rank of the group (each rank judged on its own), and returns the feed
 // they come from and the window summaries of the connected ranks.
-func (c *Collector) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
+func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
 	if c.Group == nil {
 		c.Feed.Fill(s)
 		return c.Feed, nil
@@ -115,7 +115,7 @@ func (c *Collector) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankS
 }
 
 // SourceNames names the sources, in sampling order.
-func (c *Collector) SourceNames() []string {
+func (c *Snapshotter) SourceNames() []string {
 	names := make([]string, len(c.Sources))
 	for i, src := range c.Sources {
 		names[i] = src.Name()
@@ -124,7 +124,7 @@ func (c *Collector) SourceNames() []string {
 }
 
 // parts are the sources' parts of the snapshot.
-func (c *Collector) parts() []source.Part {
+func (c *Snapshotter) parts() []source.Part {
 	ps := make([]source.Part, len(c.Sources))
 	for i, src := range c.Sources {
 		ps[i] = src
@@ -133,14 +133,14 @@ func (c *Collector) parts() []source.Part {
 }
 
 // Close closes every source.
-func (c *Collector) Close() {
+func (c *Snapshotter) Close() {
 	for _, src := range c.Sources {
 		src.Close()
 	}
 }
 
 // record pushes this refresh into the histories and copies them into s.
-func (c *Collector) record(s *snapshot.Snapshot, f *feed.Feed) {
+func (c *Snapshotter) record(s *snapshot.Snapshot, f *feed.Feed) {
 	steps := f.Steps()
 	rate := math.NaN()
 	if !c.lastTime.IsZero() && s.Time.After(c.lastTime) && s.Link.State == snapshot.LinkConnected {
@@ -155,7 +155,7 @@ func (c *Collector) record(s *snapshot.Snapshot, f *feed.Feed) {
 	s.History.CPU = c.values(c.load)
 }
 
-func (c *Collector) values(r *ring.Ring) []float64 {
+func (c *Snapshotter) values(r *ring.Ring) []float64 {
 	c.buf = r.Values(c.buf)
 	return append([]float64(nil), c.buf...)
 }
