@@ -111,7 +111,7 @@ func copyArray(out *zarr.Store, src *zarr.Array, codec zarr.Codec, o RechunkOpti
 	}
 	dstChunks := newChunks(sh, src.DType().Size, o.ChunkFrames)
 	dst, err := out.CreateArray(src.Path(), zarr.ArraySpec{Shape: sh, Chunks: dstChunks, DType: src.DType().String(),
-		Codec: codec, FillValue: src.Meta().FillValue, DimensionSeparator: src.Meta().DimensionSeparator})
+		Codec: codec, FillValue: src.FillValue(), DimensionSeparator: src.ChunkSeparator()})
 	if err != nil {
 		return err
 	}
