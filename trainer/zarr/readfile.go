@@ -3,8 +3,8 @@ package zarr
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"io"
+	"io/fs"
 	"runtime"
 	"sync"
 
