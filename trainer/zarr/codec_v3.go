@@ -6,11 +6,15 @@ import (
 	"fmt"
 )
 
-// codecMeta is one entry of a Zarr v3 codecs list. A bare string is
-// accepted for a codec without configuration.
+// codecMeta is one entry of a Zarr v3 codecs list (and the form of the
+// chunk grid and key encoding). A bare string is accepted for a codec
+// without configuration.
 type codecMeta struct {
 	Name          string          `json:"name"`
 	Configuration json.RawMessage `json:"configuration,omitempty"`
+	// MustUnderstand may mark an extension as optional; every codec this
+	// package reads is understood, and any other is an error regardless.
+	MustUnderstand *bool `json:"must_understand,omitempty"`
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
