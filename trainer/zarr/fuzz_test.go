@@ -131,6 +131,9 @@ func FuzzDecode(f *testing.F) {
 			f.Fatal(err)
 		}
 		codecs[i] = c
+	}
+	codecs = append(codecs, crc32cCodec{})
+	for i, c := range codecs {
 		enc, err := c.Encode(nil, src, 2)
 		if err != nil {
 			f.Fatal(err)
