@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing pipetop needs, when it is missing:
-# Debian packages (as root) and the Go modules. Safe to run again: it only
-# acts on what is missing.
+# Debian packages (as root), the Go modules, and the npm packages of the
+# Zarr v3 interop tests (zarrita, pinned by trainer/zarr/testdata/zarrita's
+# package-lock.json). Safe to run again: it only acts on what is missing.
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,11 @@ packages=(
   librsvg2-bin fonts-dejavu-core  # screenshots: SVG to PNG
   prometheus                      # exporter tests: promtool checks and a real Prometheus server
 )
+
+# Node.js runs the Zarr v3 interop tests (zarrita). Debian's nodejs and
+# npm are installed only when there is no npm at all, so that a Node.js
+# from elsewhere is left alone.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -37,3 +43,11 @@ fi
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "install-deps: Go not found (expected /usr/local/go)" >&2; exit 1; }
 go mod download
+
+# zarrita for the Zarr v3 interop tests, exactly as the lock file pins it.
+zarrita=trainer/zarr/testdata/zarrita
+cd "$(dirname "$0")/.."
+if [ ! -f "$zarrita/node_modules/zarrita/package.json" ]; then
+  echo "install-deps: npm ci in $zarrita (zarrita, for the Zarr v3 interop tests)"
+  (cd "$zarrita" && npm ci --no-audit --no-fund --loglevel=error)
+fi

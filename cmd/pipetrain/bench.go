@@ -61,7 +61,7 @@ type loaderResult struct {
 
 func benchLoader(args []string) error {
 	fs := newFlagSet("bench loader", "usage: pipetrain bench loader --data DIR [flags]\n\nRuns the loader alone for --seconds after the first batch and reports its\nthroughput. Batches are fetched and released as fast as they come.\n\n")
-	data := fs.String("data", "", "replay buffer directory")
+	data := fs.String("data", "", "replay buffer directory (Zarr v2 or v3; detected)")
 	workers := fs.Int("workers", 2, "decode workers (0 decodes inline)")
 	batch := fs.Int("batch", 64, "batch size")
 	secs := fs.Float64("seconds", 10, "measurement time after the first batch")

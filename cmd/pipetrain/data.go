@@ -17,12 +17,17 @@ const dataUsage = `usage: pipetrain data <command> [flags]
 
 commands:
   gen      --out DIR --episodes N --frames N --chunk-frames N|auto --codec NAME
+           [--format 2|3] [--shard-frames N]
            write a procedural 4-camera replay buffer
   inspect  DIR [--json]
-           show arrays, chunking, codecs, sizes and the read amplification
-           random training windows will cause, with a recommendation
-  rechunk  SRC DST --chunk-frames N [--codec NAME]
-           copy SRC to DST with new chunking (SRC is never modified)
+           show the Zarr format, arrays, chunking, shards, codecs, files,
+           sizes and the read amplification random training windows will
+           cause, with a recommendation
+  rechunk  SRC DST --chunk-frames N [--codec NAME] [--format 2|3] [--shard-frames N]
+           copy SRC to DST with new chunking, in Zarr v2 or v3, optionally
+           in v3 shards of N frames (SRC is never modified)
+
+Zarr v2 and v3 stores are both read; which one a store is, is detected.
 
 Run a command with -h for its flags.
 `
@@ -83,6 +88,7 @@ func dataGen(args []string) error {
 	chunk := fs.String("chunk-frames", "1", "camera chunk length in frames, or auto for zarr's default chunk guess")
 	codec := fs.String("codec", "blosc-lz4", codecHelp)
 	seed := fs.Uint64("seed", 1, "random seed")
+	lf := addLayoutFlags(fs, 2)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -95,12 +101,30 @@ func dataGen(args []string) error {
 		cf = n
 	}
 	t0 := time.Now()
-	err := dataset.Generate(dataset.GenOptions{Out: *out, Episodes: *eps, Frames: *frames, ChunkFrames: cf, Codec: *codec, Seed: *seed})
+	err := dataset.Generate(dataset.GenOptions{Out: *out, Episodes: *eps, Frames: *frames, ChunkFrames: cf, Codec: *codec, Seed: *seed, Layout: lf.layout()})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %d episodes x %d frames in %.1fs\n", *out, *eps, *frames, time.Since(t0).Seconds())
 	return nil
+}
+
+// layoutFlags registers the Zarr format and shard flags of gen and rechunk.
+type layoutFlags struct{ format, shards *int }
+
+func addLayoutFlags(fs *flag.FlagSet, format int) *layoutFlags {
+	help := "Zarr format to write: 2 or 3"
+	if format == 0 {
+		help += " (default: SRC's, or 3 with --shard-frames)"
+	}
+	return &layoutFlags{
+		format: fs.Int("format", format, help),
+		shards: fs.Int("shard-frames", 0, "Zarr v3 only: store camera chunks in shard files of this many frames (a multiple of --chunk-frames; 0: a file per chunk)"),
+	}
+}
+
+func (l *layoutFlags) layout() dataset.Layout {
+	return dataset.Layout{Format: *l.format, ShardFrames: *l.shards}
 }
 
 // windowFlags registers the keys and window flags shared by inspect and bench.
@@ -163,9 +187,10 @@ func dataInspect(args []string) error {
 }
 
 func dataRechunk(args []string) error {
-	fs := newFlagSet("data rechunk", "usage: pipetrain data rechunk SRC DST --chunk-frames N [--codec NAME]\n\nCopies SRC to DST with camera chunks of N whole frames (low-dim arrays get\nzarr's default chunking). Writes to a temporary directory beside DST,\nverifies every slab, then renames; SRC is never modified.\n\n")
+	fs := newFlagSet("data rechunk", "usage: pipetrain data rechunk SRC DST --chunk-frames N [--codec NAME] [--format 2|3] [--shard-frames N]\n\nCopies SRC to DST with camera chunks of N whole frames (low-dim arrays get\nzarr's default chunking), in Zarr v2 or v3; with --shard-frames, camera chunks\ngo into v3 shard files of that many frames (1-frame reads, a file per shard).\nWrites to a temporary directory beside DST, verifies every slab, then renames;\nSRC is never modified.\n\n")
 	chunk := fs.Int("chunk-frames", 1, "camera chunk length in frames")
 	codec := fs.String("codec", "", "compressor for DST (default: keep each array's); "+codecHelp)
+	lf := addLayoutFlags(fs, 0)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -174,9 +199,13 @@ func dataRechunk(args []string) error {
 		return fmt.Errorf("data rechunk: want SRC and DST, got %d arguments", len(pos))
 	}
 	t0 := time.Now()
-	if err := dataset.Rechunk(pos[0], pos[1], dataset.RechunkOptions{ChunkFrames: *chunk, Codec: *codec}); err != nil {
+	if err := dataset.Rechunk(pos[0], pos[1], dataset.RechunkOptions{ChunkFrames: *chunk, Codec: *codec, Layout: lf.layout()}); err != nil {
 		return err
 	}
-	fmt.Printf("rechunked %s -> %s (chunk frames %d) in %.1fs, verified\n", pos[0], pos[1], *chunk, time.Since(t0).Seconds())
+	shards := ""
+	if *lf.shards > 0 {
+		shards = fmt.Sprintf(", shards of %d frames", *lf.shards)
+	}
+	fmt.Printf("rechunked %s -> %s (chunk frames %d%s) in %.1fs, verified\n", pos[0], pos[1], *chunk, shards, time.Since(t0).Seconds())
 	return nil
 }

@@ -14,7 +14,7 @@ const usage = `pipetrain: an instrumented trainer that pipetop can watch
 usage:
   pipetrain train --data DIR ...           train the policy, published to pipetop
   pipetrain bisect --data DIR ...          find the bottleneck, phase by phase, with a verdict
-  pipetrain data gen|inspect|rechunk ...   make, inspect and rechunk Zarr datasets
+  pipetrain data gen|inspect|rechunk ...   make, inspect and rechunk Zarr datasets (v2 and v3, sharded)
   pipetrain bench loader ...               measure the data loader alone
   pipetrain help                           this text
 

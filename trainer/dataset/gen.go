@@ -20,7 +20,9 @@ type GenOptions struct {
 	// default chunk guess for every array ("--chunk-frames auto").
 	ChunkFrames int
 	// Codec is a zarr.NewCodec name ("blosc-lz4", zarr's default).
-	Codec   string
+	Codec string
+	// Layout is the Zarr format (0 means 2) and the camera shards.
+	Layout  Layout
 	Seed    uint64
 	Cameras int // 4
 	Size    int // frame height and width, 128
@@ -35,6 +37,12 @@ func (o *GenOptions) defaults() error {
 	}
 	if o.Codec == "" {
 		o.Codec = "blosc-lz4"
+	}
+	if o.Layout.Format == 0 {
+		o.Layout.Format = 2
+	}
+	if err := o.Layout.check(o.ChunkFrames); err != nil {
+		return fmt.Errorf("gen: %w", err)
 	}
 	switch {
 	case o.Out == "":
@@ -75,16 +83,20 @@ func Generate(o GenOptions) error {
 	if int64(T)*int64(o.Size*o.Size*3) > math.MaxInt64/8 {
 		return fmt.Errorf("gen: dataset too large")
 	}
-	s, err := zarr.Create(o.Out)
+	s, err := zarr.CreateFormat(o.Out, o.Layout.Format)
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
 	states, ends := simulate(o)
 	cams := make([]*zarr.Array, o.Cameras)
+	shape := []int{T, o.Size, o.Size, 3}
+	chunks := CameraChunks(T, o.Size, o.Size, o.ChunkFrames)
+	if o.ChunkFrames == 0 && o.Layout.ShardFrames%chunks[0] != 0 {
+		return fmt.Errorf("gen: shard frames %d must be a multiple of the chunk frames %d", o.Layout.ShardFrames, chunks[0])
+	}
 	for k := range cams {
-		cams[k], err = s.CreateArray("data/"+CameraKey(k), zarr.ArraySpec{
-			Shape: []int{T, o.Size, o.Size, 3}, Chunks: CameraChunks(T, o.Size, o.Size, o.ChunkFrames),
-			DType: "|u1", Codec: codec, FillValue: 0})
+		cams[k], err = s.CreateArray("data/"+CameraKey(k), zarr.ArraySpec{Shape: shape, Chunks: chunks,
+			ShardShape: o.Layout.shardShape(shape, chunks), DType: "|u1", Codec: codec, FillValue: 0})
 		if err != nil {
 			return fmt.Errorf("gen: %w", err)
 		}
@@ -142,11 +154,12 @@ func simulate(o GenOptions) ([]float32, []int64) {
 	return states, ends
 }
 
-// writeCamera renders and writes one camera, a slab of chunk rows at a time.
+// writeCamera renders and writes one camera, a slab of chunk (or shard)
+// rows at a time.
 func writeCamera(a *zarr.Array, cam *camera, states []float32, perEp int) error {
 	sh := a.Shape()
 	T, fb := sh[0], sh[1]*sh[2]*3
-	rows := a.Chunks()[0]
+	rows := writeRows(a.Chunks(), a.ShardShape())
 	slab := make([]byte, rows*fb)
 	for t0 := 0; t0 < T; t0 += rows {
 		n := min(rows, T-t0)

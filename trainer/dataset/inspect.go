@@ -14,11 +14,16 @@ import (
 
 // ArrayReport describes one array.
 type ArrayReport struct {
-	Path        string  `json:"path"`
-	DType       string  `json:"dtype"`
-	Shape       []int   `json:"shape"`
-	Chunks      []int   `json:"chunks"`
-	Codec       string  `json:"codec"`
+	Path   string `json:"path"`
+	DType  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Chunks []int  `json:"chunks"`
+	// ShardShape and IndexAtStart describe a sharded v3 array's shards.
+	ShardShape   []int  `json:"shard_shape,omitempty"`
+	IndexAtStart bool   `json:"index_at_start,omitempty"`
+	Codec        string `json:"codec"`
+	// Files counts the array's chunk (or shard) files.
+	Files       int64   `json:"files"`
 	NumChunks   int     `json:"num_chunks"`
 	ChunkBytes  int     `json:"chunk_bytes"`
 	RawBytes    int64   `json:"raw_bytes"`
@@ -28,7 +33,9 @@ type ArrayReport struct {
 
 // Report is the result of Inspect.
 type Report struct {
-	Dir          string              `json:"dir"`
+	Dir string `json:"dir"`
+	// Format is the store's Zarr version, 2 or 3.
+	Format       int                 `json:"format"`
 	Consolidated bool                `json:"consolidated"`
 	Episodes     int                 `json:"episodes"`
 	Frames       int64               `json:"frames"`
@@ -86,7 +93,7 @@ func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o Inspec
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Dir: dir, Consolidated: b.Store.Consolidated(), Episodes: len(b.EpisodeEnds),
+	r := &Report{Dir: dir, Format: b.Store.Format(), Consolidated: b.Store.Consolidated(), Episodes: len(b.EpisodeEnds),
 		Frames: b.Frames, Windows: idx.Len(), Window: win, CacheBytes: o.CacheBytes, Batch: o.Batch}
 	names, err := b.Store.Arrays()
 	if err != nil {
@@ -110,6 +117,7 @@ func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o Inspec
 
 func arrayReport(dir string, a *zarr.Array) (ArrayReport, error) {
 	ar := ArrayReport{Path: a.Path(), DType: a.DType().String(), Shape: a.Shape(), Chunks: a.Chunks(),
+		ShardShape: a.ShardShape(), IndexAtStart: a.IndexAtStart(),
 		Codec: zarr.CodecName(a.Codec()), NumChunks: a.NumChunks(), ChunkBytes: a.ChunkBytes()}
 	ar.RawBytes = int64(a.DType().Size)
 	for _, s := range a.Shape() {
@@ -119,9 +127,10 @@ func arrayReport(dir string, a *zarr.Array) (ArrayReport, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".z") {
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".z") || d.Name() == "zarr.json" {
 			return nil
 		}
+		ar.Files++
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -189,40 +198,68 @@ func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
 func (r *Report) recommend(b *replay.Buffer) {
 	cam := b.Cameras[0]
 	ch, sh := cam.Chunks(), cam.Shape()
+	oneFrame := ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]
+	// Rechunking to one frame makes a file per frame unless it shards.
+	rechunk := fmt.Sprintf("pipetrain data rechunk %s DST --chunk-frames 1", r.Dir)
+	if sh[0] > ShardFileThreshold {
+		rechunk = fmt.Sprintf("pipetrain data rechunk %s DST --format 3 --chunk-frames 1 --shard-frames %d: one file per frame would be %d files per camera, more than %d, so into Zarr v3 shards", r.Dir, DefaultShardFrames, sh[0], ShardFileThreshold)
+	}
 	switch {
-	case r.ReadAmpLarge <= 1.5 || (ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]):
+	case oneFrame && cam.ShardShape() == nil && sh[0] > ShardFileThreshold:
+		r.Recommendation = fmt.Sprintf("1-frame chunks fit random training windows, but each camera array is %d files (more than %d): slow to copy, list and open on network file systems and object stores. Shard them, keeping 1-frame reads: pipetrain data rechunk %s DST --format 3 --chunk-frames 1 --shard-frames %d",
+			sh[0], ShardFileThreshold, r.Dir, DefaultShardFrames)
+	case r.ReadAmpLarge <= 1.5 || oneFrame:
 		r.Recommendation = "chunking fits random training windows; nothing to do"
 	case ch[1] != sh[1] || ch[2] != sh[2] || ch[3] != sh[3]:
-		r.Recommendation = fmt.Sprintf("camera chunks %v split frames and hold %d frames each: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk to decode each chunk about once per epoch (read amplification %.2f)",
-			ch, ch[0], r.ReadAmpLarge, r.Dir, r.ReadAmpChunk)
+		r.Recommendation = fmt.Sprintf("camera chunks %v split frames and hold %d frames each: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (%s), or train with --sampler chunk to decode each chunk about once per epoch (read amplification %.2f)",
+			ch, ch[0], r.ReadAmpLarge, rechunk, r.ReadAmpChunk)
 	default:
-		r.Recommendation = fmt.Sprintf("camera chunks hold %d frames: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (pipetrain data rechunk %s DST --chunk-frames 1), or train with --sampler chunk (read amplification %.2f)",
-			ch[0], r.ReadAmpLarge, r.Dir, r.ReadAmpChunk)
+		r.Recommendation = fmt.Sprintf("camera chunks hold %d frames: a random window decompresses %.0fx the bytes it uses once the data outgrows the cache. Rechunk with --chunk-frames 1 (%s), or train with --sampler chunk (read amplification %.2f)",
+			ch[0], r.ReadAmpLarge, rechunk, r.ReadAmpChunk)
 	}
 }
 
 // WriteText prints the report for people.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "dataset %s (consolidated metadata: %v)\n", r.Dir, r.Consolidated)
+	fmt.Fprintf(w, "dataset %s (Zarr v%d, consolidated metadata: %v)\n", r.Dir, r.Format, r.Consolidated)
 	fmt.Fprintf(w, "  %d episodes, %d frames, %d training windows (n_obs %d, horizon %d, n_action %d)\n\n",
 		r.Episodes, r.Frames, r.Windows, r.Window.NObs, r.Window.Horizon, r.Window.NActionSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ARRAY\tDTYPE\tSHAPE\tCHUNKS\tCODEC\tCHUNK\tRAW\tSTORED\tRATIO")
-	var raw, stored int64
+	fmt.Fprintln(tw, "ARRAY\tDTYPE\tSHAPE\tCHUNKS\tSHARDS\tCODEC\tCHUNK\tFILES\tRAW\tSTORED\tRATIO")
+	var raw, stored, files int64
 	for _, a := range r.Arrays {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\t%s\t%.2f\n", a.Path, a.DType, a.Shape, a.Chunks, a.Codec,
-			HumanBytes(int64(a.ChunkBytes)), HumanBytes(a.RawBytes), HumanBytes(a.StoredBytes), a.Ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\n", a.Path, a.DType, a.Shape, a.Chunks, shardText(a), a.Codec,
+			HumanBytes(int64(a.ChunkBytes)), a.Files, HumanBytes(a.RawBytes), HumanBytes(a.StoredBytes), a.Ratio)
 		raw += a.RawBytes
 		stored += a.StoredBytes
+		files += a.Files
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\t\t%s\t%s\t%.2f\n", HumanBytes(raw), HumanBytes(stored), float64(raw)/float64(max(1, stored)))
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t\t%d\t%s\t%s\t%.2f\n", files, HumanBytes(raw), HumanBytes(stored), float64(raw)/float64(max(1, stored)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nread amplification with a %d MiB decoded-chunk cache: %.1f (uniform sampling), %.2f (chunk-aware sampling); %.1f uniform once the data is ten times the cache\n",
 		r.CacheBytes>>20, r.ReadAmpUniform, r.ReadAmpChunk, r.ReadAmpLarge)
+	for _, a := range r.Arrays {
+		if a.ShardShape != nil {
+			fmt.Fprintf(w, "sharded arrays: the loader reads each chunk with one ranged read of its shard, after one read of the shard's index (cached)\n")
+			break
+		}
+	}
 	_, err := fmt.Fprintf(w, "recommendation: %s\n", r.Recommendation)
 	return err
+}
+
+// shardText is an array's shard layout for the table: "-" when unsharded.
+func shardText(a ArrayReport) string {
+	if a.ShardShape == nil {
+		return "-"
+	}
+	where := "end"
+	if a.IndexAtStart {
+		where = "start"
+	}
+	return fmt.Sprintf("%v index@%s", a.ShardShape, where)
 }
 
 // HumanBytes formats a byte count with a binary unit.

@@ -2,10 +2,9 @@ package dataset
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -22,13 +21,18 @@ type RechunkOptions struct {
 	ChunkFrames int
 	// Codec is a zarr.NewCodec name; empty keeps each array's codec.
 	Codec string
-	// SlabBytes bounds the memory of one slab (256 MiB).
+	// SlabBytes bounds the memory of one slab (256 MiB, or one shard
+	// when that is larger: shards are written whole).
 	SlabBytes int64
+	// Layout is the destination's Zarr format (0: the source's) and
+	// camera shards.
+	Layout Layout
 }
 
-// Rechunk copies the store at src to dst with new chunking. It writes to a
-// temporary directory beside dst, verifies every slab by reading it back,
-// and renames into place only when everything matched; src is only read.
+// Rechunk copies the store at src to dst with new chunking, and with
+// o.Layout in a new Zarr format or in shards. It writes to a temporary
+// directory beside dst, verifies every slab by reading it back, and
+// renames into place only when everything matched; src is only read.
 func Rechunk(src, dst string, o RechunkOptions) error {
 	if o.ChunkFrames < 1 {
 		return fmt.Errorf("rechunk: chunk frames %d must be >= 1", o.ChunkFrames)
@@ -53,6 +57,15 @@ func Rechunk(src, dst string, o RechunkOptions) error {
 	if err != nil {
 		return fmt.Errorf("rechunk: %w", err)
 	}
+	if o.Layout.Format == 0 {
+		o.Layout.Format = in.Format()
+		if o.Layout.ShardFrames > 0 {
+			o.Layout.Format = 3
+		}
+	}
+	if err := o.Layout.check(o.ChunkFrames); err != nil {
+		return fmt.Errorf("rechunk: %w", err)
+	}
 	tmp := fmt.Sprintf("%s.tmp-%d", filepath.Clean(dst), os.Getpid())
 	if err := rechunkInto(in, tmp, codec, o); err != nil {
 		os.RemoveAll(tmp)
@@ -66,7 +79,7 @@ func Rechunk(src, dst string, o RechunkOptions) error {
 }
 
 func rechunkInto(in *zarr.Store, tmp string, codec zarr.Codec, o RechunkOptions) error {
-	out, err := zarr.Create(tmp)
+	out, err := zarr.CreateFormat(tmp, o.Layout.Format)
 	if err != nil {
 		return fmt.Errorf("rechunk: %w", err)
 	}
@@ -83,7 +96,7 @@ func rechunkInto(in *zarr.Store, tmp string, codec zarr.Codec, o RechunkOptions)
 			return fmt.Errorf("rechunk %s: %w", n, err)
 		}
 	}
-	if err := copyAttrs(in.Root(), tmp); err != nil {
+	if err := copyAttrs(in, out, names); err != nil {
 		return fmt.Errorf("rechunk: %w", err)
 	}
 	if err := out.Consolidate(); err != nil {
@@ -110,8 +123,13 @@ func copyArray(out *zarr.Store, src *zarr.Array, codec zarr.Codec, o RechunkOpti
 		codec = src.Codec()
 	}
 	dstChunks := newChunks(sh, src.DType().Size, o.ChunkFrames)
-	dst, err := out.CreateArray(src.Path(), zarr.ArraySpec{Shape: sh, Chunks: dstChunks, DType: src.DType().String(),
-		Codec: codec, FillValue: src.Meta().FillValue, DimensionSeparator: src.Meta().DimensionSeparator})
+	shards := o.Layout.shardShape(sh, dstChunks)
+	spec := zarr.ArraySpec{Shape: sh, Chunks: dstChunks, ShardShape: shards, DType: src.DType().String(),
+		Codec: codec, FillValue: src.FillValue()}
+	if out.Format() == 2 {
+		spec.DimensionSeparator = src.ChunkSeparator()
+	}
+	dst, err := out.CreateArray(src.Path(), spec)
 	if err != nil {
 		return err
 	}
@@ -126,7 +144,7 @@ func copyArray(out *zarr.Store, src *zarr.Array, codec zarr.Codec, o RechunkOpti
 	for _, s := range sh[1:] {
 		row *= int64(s)
 	}
-	rows := slabRows(src.Chunks()[0], dstChunks[0], row, o.SlabBytes)
+	rows := slabRows(src.Chunks()[0], writeRows(dstChunks, shards), row, o.SlabBytes)
 	start, count := make([]int, len(sh)), append([]int(nil), sh...)
 	buf := make([]byte, int64(rows)*row)
 	check := make([]byte, len(buf))
@@ -174,27 +192,26 @@ func lcm(a, b int) int {
 	return a / x * b
 }
 
-// copyAttrs copies every .zattrs file from src to the same place in dst.
-func copyAttrs(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// copyAttrs copies the attributes of the root, of every array and of
+// every group holding one from in to out.
+func copyAttrs(in, out *zarr.Store, arrays []string) error {
+	nodes := map[string]bool{"": true}
+	for _, a := range arrays {
+		for p := a; p != "." && p != ""; p = path.Dir(p) {
+			nodes[p] = true
+		}
+	}
+	for p := range nodes {
+		attrs, err := in.Attrs(p)
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || d.Name() != ".zattrs" {
-			return nil
+		if len(attrs) == 0 {
+			continue
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
+		if err := out.SetAttrs(p, attrs); err != nil {
 			return err
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if _, err := os.Stat(filepath.Dir(target)); errors.Is(err, fs.ErrNotExist) {
-			return nil // not an array or group we copied
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -33,15 +32,12 @@ func withCameraChunks(t *testing.T, src string, chunks []int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var dtype string
-		if err := json.Unmarshal(a.Meta().DType, &dtype); err != nil {
-			t.Fatal(err)
-		}
+		dtype := a.DType().String()
 		ch := a.Chunks()
 		if len(a.Shape()) == 4 {
 			ch = chunks
 		}
-		b, err := out.CreateArray(name, zarr.ArraySpec{Shape: a.Shape(), Chunks: ch, DType: dtype, Codec: a.Codec(), FillValue: a.Meta().FillValue})
+		b, err := out.CreateArray(name, zarr.ArraySpec{Shape: a.Shape(), Chunks: ch, DType: dtype, Codec: a.Codec(), FillValue: a.FillValue()})
 		if err != nil {
 			t.Fatal(err)
 		}

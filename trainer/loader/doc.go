@@ -9,6 +9,8 @@
 // Config.StartSample = Position() continues the same sample stream.
 //
 // Images stay uint8 HWC, as stored; normalisation belongs on the device.
+// Zarr v2 and v3 stores are read alike: the chunks of a sharded v3 camera
+// are its inner chunks, each read with one ranged read of its shard.
 // When a camera is chunked one frame per chunk, the chunk is decompressed
 // straight into its slot in the batch (no intermediate copy). Otherwise
 // decoded chunks go through a shared cache with a memory cap and

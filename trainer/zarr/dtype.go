@@ -206,3 +206,82 @@ func float16Bits(f float32) uint16 {
 	}
 	return sign | uint16(h)
 }
+
+// v3Names maps Zarr v3 data_type names to kind and size. The byte order of
+// a v3 array is not part of its data type: the bytes codec sets it.
+var v3Names = map[string]DType{
+	"bool": {Bool, 1, false}, "int8": {Int, 1, false}, "int16": {Int, 2, false},
+	"int32": {Int, 4, false}, "int64": {Int, 8, false}, "uint8": {Uint, 1, false},
+	"uint16": {Uint, 2, false}, "uint32": {Uint, 4, false}, "uint64": {Uint, 8, false},
+	"float16": {Float, 2, false}, "float32": {Float, 4, false}, "float64": {Float, 8, false},
+}
+
+// parseDataTypeV3 parses a Zarr v3 data_type name ("uint8", "float32").
+func parseDataTypeV3(name string) (DType, error) {
+	d, ok := v3Names[name]
+	if !ok {
+		return DType{}, fmt.Errorf("data_type %q: unsupported (want bool, int8..int64, uint8..uint64 or float16..float64)", name)
+	}
+	return d, nil
+}
+
+// V3Name is the Zarr v3 data_type name of d ("uint8", "float32").
+func (d DType) V3Name() string {
+	prefix := map[Kind]string{Bool: "bool", Int: "int", Uint: "uint", Float: "float"}[d.Kind]
+	if d.Kind == Bool {
+		return prefix
+	}
+	return fmt.Sprintf("%s%d", prefix, 8*d.Size)
+}
+
+// value decodes one element (in d's byte order) as a Go value: bool,
+// int64, uint64 or float64.
+func (d DType) value(b []byte) any {
+	o := d.ByteOrder()
+	var u uint64
+	switch d.Size {
+	case 1:
+		u = uint64(b[0])
+	case 2:
+		u = uint64(o.Uint16(b))
+	case 4:
+		u = uint64(o.Uint32(b))
+	case 8:
+		u = o.Uint64(b)
+	}
+	switch d.Kind {
+	case Bool:
+		return u != 0
+	case Int:
+		shift := 64 - 8*d.Size
+		return int64(u<<shift) >> shift
+	case Float:
+		switch d.Size {
+		case 2:
+			return float16Value(uint16(u))
+		case 4:
+			return float64(math.Float32frombits(uint32(u)))
+		}
+		return math.Float64frombits(u)
+	}
+	return u
+}
+
+// float16Value converts IEEE 754 half precision bits to a float64.
+func float16Value(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, mant := int(h>>10)&0x1f, float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(mant, -24)
+	case 0x1f:
+		if mant != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	}
+	return sign * math.Ldexp(1+mant/1024, exp-15)
+}

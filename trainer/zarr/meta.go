@@ -21,13 +21,18 @@ type ArrayMeta struct {
 	DimensionSeparator string          `json:"dimension_separator,omitempty"`
 }
 
-// arrayInfo is ArrayMeta checked and parsed.
+// arrayInfo is an array's metadata (v2 .zarray or v3 zarr.json) checked
+// and parsed.
 type arrayInfo struct {
-	shape, chunks []int
-	dtype         DType
-	codec         Codec
-	fill          []byte // one element, or nil for a null fill_value
-	sep           string
+	format int // 2 or 3
+	shape  []int
+	// chunks is the unit of reading: the inner chunk shape when sharded.
+	chunks []int
+	dtype  DType // with the stored byte order
+	pipe   pipeline
+	fill   []byte // one element, or nil for a null fill_value
+	keys   keyEncoding
+	shard  *shardLayout // nil unless sharded
 }
 
 // ParseArrayMeta parses and validates a .zarray document.
@@ -85,19 +90,27 @@ func (m ArrayMeta) info() (arrayInfo, error) {
 	}
 	switch m.DimensionSeparator {
 	case "":
-		in.sep = "."
+		in.keys.sep = "."
 	case ".", "/":
-		in.sep = m.DimensionSeparator
+		in.keys.sep = m.DimensionSeparator
 	default:
 		return in, fmt.Errorf("dimension_separator %q: want \".\" or \"/\"", m.DimensionSeparator)
 	}
-	if in.codec, err = ParseCodec(m.Compressor); err != nil {
+	codec, err := ParseCodec(m.Compressor)
+	if err != nil {
+		return in, err
+	}
+	var bb []Codec
+	if codec != nil {
+		bb = []Codec{codec}
+	}
+	if in.pipe, err = newPipeline(m.Chunks, dt.Size, nil, bb); err != nil {
 		return in, err
 	}
 	if in.fill, err = parseFill(m.FillValue, dt); err != nil {
 		return in, err
 	}
-	in.shape, in.chunks, in.dtype = m.Shape, m.Chunks, dt
+	in.format, in.shape, in.chunks, in.dtype = 2, m.Shape, m.Chunks, dt
 	return in, nil
 }
 

@@ -1,8 +1,10 @@
 package zarr
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime"
 	"sync"
 
@@ -34,21 +36,29 @@ func (a *Array) dirHandle() *dirHandle {
 	return a.dir
 }
 
-// readFile reads the whole chunk file key into buf[:0] (grown if needed)
-// with plain system calls: openat, fstat, read, close. os.Open would also
-// register every chunk file with the network poller, which a loader
-// opening tens of thousands of files a second pays for in system time.
-func (d *dirHandle) readFile(key string, buf []byte) ([]byte, error) {
-	open := func() (int, error) {
+// open opens the file key of the directory for reading, with plain
+// system calls: os.Open would also register every chunk file with the
+// network poller, which a loader opening tens of thousands of files a
+// second pays for in system time.
+func (d *dirHandle) open(key string) (int, error) {
+	for {
+		var fd int
+		var err error
 		if d.fd >= 0 {
-			return unix.Openat(d.fd, key, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			fd, err = unix.Openat(d.fd, key, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		} else {
+			fd, err = unix.Open(d.path+"/"+key, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		}
-		return unix.Open(d.path+"/"+key, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
 	}
-	fd, err := open()
-	for err == unix.EINTR {
-		fd, err = open()
-	}
+}
+
+// readFile reads the whole chunk file key into buf[:0] (grown if needed):
+// openat, fstat, read, close.
+func (d *dirHandle) readFile(key string, buf []byte) ([]byte, error) {
+	fd, err := d.open(key)
 	if err != nil {
 		return nil, err
 	}
@@ -78,4 +88,52 @@ func (d *dirHandle) readFile(key string, buf []byte) ([]byte, error) {
 		buf = []byte{}
 	}
 	return buf, nil
+}
+
+// readAt fills buf from offset off of file key: openat, pread, close.
+func (d *dirHandle) readAt(key string, buf []byte, off int64) error {
+	fd, err := d.open(key)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return preadFull(fd, buf, off)
+}
+
+// readIndex reads len(buf) bytes of file key at the offset where(size)
+// gives for the file's size, and returns the size; -1 when the file does
+// not exist. A file shorter than buf is an error.
+func (d *dirHandle) readIndex(key string, buf []byte, where func(size int64) int64) (int64, error) {
+	fd, err := d.open(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	if st.Size < int64(len(buf)) {
+		return 0, fmt.Errorf("truncated: %d bytes, less than its %d-byte index", st.Size, len(buf))
+	}
+	return st.Size, preadFull(fd, buf, where(st.Size))
+}
+
+func preadFull(fd int, buf []byte, off int64) error {
+	for n := 0; n < len(buf); {
+		m, err := unix.Pread(fd, buf[n:], off+int64(n))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case m == 0:
+			return fmt.Errorf("read %d of %d bytes at offset %d: %w", n, len(buf), off, io.ErrUnexpectedEOF)
+		}
+		n += m
+	}
+	return nil
 }

@@ -97,7 +97,7 @@ func CopyBox(dst []byte, dstShape, dstOff []int, src []byte, srcShape, srcOff []
 // missing read as the fill value; partial edge chunks are handled.
 func (a *Array) ReadRegion(start, count []int, dst []byte) error {
 	var raw []byte
-	return a.eachChunk(start, count, len(dst), func(p *chunkPart) error {
+	return a.eachChunk(a.chunks, start, count, len(dst), func(p *chunkPart) error {
 		var err error
 		if raw, err = a.ReadRaw(p.idx, raw[:0]); err != nil {
 			return err
@@ -111,21 +111,28 @@ func (a *Array) ReadRegion(start, count []int, dst []byte) error {
 }
 
 // WriteRegion writes src (C-ordered, shape count, stored byte order) at
-// start. Chunks only partly covered are read, merged and rewritten.
+// start. Chunks (shards, when sharded) only partly covered are read,
+// merged and rewritten.
 func (a *Array) WriteRegion(start, count []int, src []byte) error {
-	return a.eachChunk(start, count, len(src), func(p *chunkPart) error {
+	unit := a.chunks
+	read, write := a.ReadChunk, a.WriteChunk
+	if a.shard != nil {
+		unit, read, write = a.shard.shape, a.readShard, a.writeShard
+	}
+	return a.eachChunk(unit, start, count, len(src), func(p *chunkPart) error {
 		if p.whole {
 			a.fillChunk(p.buf)
-		} else if err := a.ReadChunk(p.idx, p.buf); err != nil {
+		} else if err := read(p.idx, p.buf); err != nil {
 			return err
 		}
-		CopyBox(p.buf, a.chunks, p.inChunk, src, count, p.inRegion, p.count, a.dtype.Size)
-		return a.WriteChunk(p.idx, p.buf)
+		CopyBox(p.buf, unit, p.inChunk, src, count, p.inRegion, p.count, a.dtype.Size)
+		return write(p.idx, p.buf)
 	})
 }
 
-// chunkPart is where one chunk meets a region, with a chunk-sized scratch
-// buffer. Its slices are reused from one chunk to the next.
+// chunkPart is where one chunk (or shard) meets a region, with a scratch
+// buffer the size of the chunk. Its slices are reused from one chunk to
+// the next.
 type chunkPart struct {
 	idx      []int // the chunk's grid index
 	inChunk  []int // the overlap's offset in the chunk
@@ -133,23 +140,25 @@ type chunkPart struct {
 	count    []int // the overlap's extent
 	// whole is true when the region covers the chunk's in-bounds part.
 	whole bool
-	buf   []byte // a.chunkBytes of scratch for the chunk's bytes
+	buf   []byte // scratch for the chunk's decoded bytes
 }
 
 // eachChunk checks the region [start, start+count) against the array and
-// a region buffer of bufLen bytes, then calls fn for every chunk the region
-// touches, in C order, stopping at the first error.
-func (a *Array) eachChunk(start, count []int, bufLen int, fn func(*chunkPart) error) error {
+// a region buffer of bufLen bytes, then calls fn for every chunk of shape
+// unit (the chunks, or the shards) the region touches, in C order,
+// stopping at the first error.
+func (a *Array) eachChunk(unit, start, count []int, bufLen int, fn func(*chunkPart) error) error {
 	n := len(a.shape)
 	if len(start) != n || len(count) != n {
 		return fmt.Errorf("array %q: region rank %d/%d, array rank %d", a.path, len(start), len(count), n)
 	}
-	want := a.dtype.Size
+	want, unitBytes := a.dtype.Size, a.dtype.Size
 	for i := range start {
 		if start[i] < 0 || count[i] < 0 || start[i]+count[i] > a.shape[i] {
 			return fmt.Errorf("array %q: region start %v count %v outside shape %v", a.path, start, count, a.shape)
 		}
 		want *= count[i]
+		unitBytes *= unit[i]
 	}
 	if bufLen != want {
 		return fmt.Errorf("array %q: region buffer is %d bytes, want %d", a.path, bufLen, want)
@@ -159,20 +168,20 @@ func (a *Array) eachChunk(start, count []int, bufLen int, fn func(*chunkPart) er
 	}
 	lo, hi := make([]int, n), make([]int, n)
 	for i := range start {
-		lo[i] = start[i] / a.chunks[i]
-		hi[i] = (start[i] + count[i] - 1) / a.chunks[i]
+		lo[i] = start[i] / unit[i]
+		hi[i] = (start[i] + count[i] - 1) / unit[i]
 	}
 	p := &chunkPart{idx: append([]int(nil), lo...),
 		inChunk: make([]int, n), inRegion: make([]int, n), count: make([]int, n),
-		buf: make([]byte, a.chunkBytes)}
+		buf: make([]byte, unitBytes)}
 	for {
 		p.whole = true
 		for i, c := range p.idx {
-			c0 := c * a.chunks[i]
+			c0 := c * unit[i]
 			b0 := max(c0, start[i])
-			b1 := min(c0+a.chunks[i], start[i]+count[i])
+			b1 := min(c0+unit[i], start[i]+count[i])
 			p.inChunk[i], p.inRegion[i], p.count[i] = b0-c0, b0-start[i], b1-b0
-			if b0 != c0 || b1 != min(c0+a.chunks[i], a.shape[i]) {
+			if b0 != c0 || b1 != min(c0+unit[i], a.shape[i]) {
 				p.whole = false
 			}
 		}

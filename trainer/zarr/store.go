@@ -8,27 +8,37 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
-// Store is a Zarr v2 hierarchy in a local directory.
+// Store is a Zarr hierarchy in a local directory, version 2 or 3: which
+// one is read from the store itself (a root zarr.json is v3).
 type Store struct {
-	root string
-	// consolidated maps keys such as "data/camera0/.zarray" to their
-	// documents when the store was opened with a .zmetadata file.
-	consolidated map[string]json.RawMessage
+	root   string
+	layout layout
 }
 
-// consolidatedDoc is the layout of .zmetadata.
-type consolidatedDoc struct {
-	Metadata map[string]json.RawMessage `json:"metadata"`
-	Format   int                        `json:"zarr_consolidated_format"`
+// layout is what differs between the Zarr versions in a store: where the
+// metadata documents live and what they say.
+type layout interface {
+	format() int
+	// readArray reads and parses the metadata of the array at p.
+	readArray(p string) (arrayInfo, error)
+	// writeArray writes the metadata of a new array at p.
+	writeArray(p string, spec ArraySpec) (arrayInfo, error)
+	// writeGroup makes the group at p if it does not exist.
+	writeGroup(p string) error
+	arrays() ([]string, error)
+	attrs(p string) (map[string]any, error)
+	setAttrs(p string, attrs map[string]any) error
+	consolidate() error
+	consolidated() bool
 }
 
-// Open opens an existing store. When root holds a .zmetadata file its
-// metadata is used (as zarr.open_consolidated does); otherwise each .zarray
-// is read from disk.
+// Open opens an existing store. Consolidated metadata is used when the
+// store has it (.zmetadata in v2, as zarr.open_consolidated does; the root
+// zarr.json's consolidated_metadata in v3); otherwise each array's
+// metadata is read from disk.
 func Open(root string) (*Store, error) {
 	st, err := os.Stat(root)
 	if err != nil {
@@ -37,40 +47,40 @@ func Open(root string) (*Store, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("open zarr store %s: not a directory", root)
 	}
-	s := &Store{root: root}
-	data, err := os.ReadFile(filepath.Join(root, ".zmetadata"))
+	data, err := os.ReadFile(filepath.Join(root, "zarr.json"))
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return s, nil
-	case err != nil:
+	case err == nil:
+		l, err := openV3(root, data)
+		if err != nil {
+			return nil, fmt.Errorf("open zarr store %s: zarr.json: %w", root, err)
+		}
+		return &Store{root: root, layout: l}, nil
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("open zarr store %s: %w", root, err)
 	}
-	doc, err := ParseConsolidated(data)
+	l, err := openV2(root)
 	if err != nil {
-		return nil, fmt.Errorf("open zarr store %s: .zmetadata: %w", root, err)
+		return nil, err
 	}
-	s.consolidated = doc
-	return s, nil
+	return &Store{root: root, layout: l}, nil
 }
 
-// ParseConsolidated parses a .zmetadata document into its key → document map.
-func ParseConsolidated(data []byte) (map[string]json.RawMessage, error) {
-	var doc consolidatedDoc
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("bad JSON: %w", err)
-	}
-	if doc.Format != 1 {
-		return nil, fmt.Errorf("zarr_consolidated_format %d: want 1", doc.Format)
-	}
-	if doc.Metadata == nil {
-		return nil, fmt.Errorf("missing \"metadata\"")
-	}
-	return doc.Metadata, nil
-}
+// Create makes an empty Zarr v2 store (a root group) at root, which must
+// not exist or be an empty directory.
+func Create(root string) (*Store, error) { return CreateFormat(root, 2) }
 
-// Create makes an empty store (a root group) at root, which must not exist
-// or be an empty directory.
-func Create(root string) (*Store, error) {
+// CreateFormat makes an empty store of Zarr version format (2 or 3) at
+// root, which must not exist or be an empty directory.
+func CreateFormat(root string, format int) (*Store, error) {
+	s := &Store{root: root}
+	switch format {
+	case 2:
+		s.layout = &layoutV2{root: root}
+	case 3:
+		s.layout = &layoutV3{root: root}
+	default:
+		return nil, fmt.Errorf("create zarr store %s: format %d: want 2 or 3", root, format)
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create zarr store: %w", err)
 	}
@@ -81,7 +91,6 @@ func Create(root string) (*Store, error) {
 	if len(ents) > 0 {
 		return nil, fmt.Errorf("create zarr store %s: directory is not empty", root)
 	}
-	s := &Store{root: root}
 	if err := s.CreateGroup(""); err != nil {
 		return nil, err
 	}
@@ -91,8 +100,11 @@ func Create(root string) (*Store, error) {
 // Root returns the store's directory.
 func (s *Store) Root() string { return s.root }
 
-// Consolidated reports whether metadata came from .zmetadata.
-func (s *Store) Consolidated() bool { return s.consolidated != nil }
+// Format is the store's Zarr version, 2 or 3.
+func (s *Store) Format() int { return s.layout.format() }
+
+// Consolidated reports whether metadata came from consolidated metadata.
+func (s *Store) Consolidated() bool { return s.layout.consolidated() }
 
 // cleanPath normalises an array or group path ("a/b", no leading slash).
 func cleanPath(p string) (string, error) {
@@ -105,25 +117,14 @@ func cleanPath(p string) (string, error) {
 		return "", fmt.Errorf("bad zarr path %q", p)
 	}
 	for _, part := range strings.Split(c, "/") {
-		if part == "." || part == ".." || strings.HasPrefix(part, ".z") {
+		if part == "." || part == ".." || strings.HasPrefix(part, ".z") || part == "zarr.json" {
 			return "", fmt.Errorf("bad zarr path %q", p)
 		}
 	}
 	return c, nil
 }
 
-// readMeta returns the document at key from .zmetadata or from disk.
-func (s *Store) readMeta(key string) ([]byte, error) {
-	if s.consolidated != nil {
-		if d, ok := s.consolidated[key]; ok {
-			return d, nil
-		}
-		return nil, fmt.Errorf("%s: %w (not in .zmetadata)", key, fs.ErrNotExist)
-	}
-	return os.ReadFile(filepath.Join(s.root, filepath.FromSlash(key)))
-}
-
-// CreateGroup writes a .zgroup at p and at every missing parent.
+// CreateGroup makes the group at p and every missing parent.
 func (s *Store) CreateGroup(p string) error {
 	p, err := cleanPath(p)
 	if err != nil {
@@ -136,17 +137,53 @@ func (s *Store) CreateGroup(p string) error {
 	cur := ""
 	for _, part := range parts {
 		cur = path.Join(cur, part)
-		dir := filepath.Join(s.root, filepath.FromSlash(cur))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := s.layout.writeGroup(cur); err != nil {
 			return fmt.Errorf("create group %q: %w", cur, err)
 		}
-		g := filepath.Join(dir, ".zgroup")
-		if _, err := os.Stat(g); err == nil {
-			continue
-		}
-		if err := writeJSON(g, map[string]any{"zarr_format": 2}); err != nil {
-			return fmt.Errorf("create group %q: %w", cur, err)
-		}
+	}
+	return nil
+}
+
+// Consolidate gathers the metadata of every group and array into one
+// document (.zmetadata in v2, the root zarr.json in v3) and uses it for
+// later lookups.
+func (s *Store) Consolidate() error {
+	if err := s.layout.consolidate(); err != nil {
+		return fmt.Errorf("consolidate %s: %w", s.root, err)
+	}
+	return nil
+}
+
+// Arrays lists the paths of all arrays in the store, sorted.
+func (s *Store) Arrays() ([]string, error) {
+	out, err := s.layout.arrays()
+	if err != nil {
+		return nil, fmt.Errorf("list arrays in %s: %w", s.root, err)
+	}
+	return out, nil
+}
+
+// Attrs returns the attributes of a group or array (empty when absent).
+func (s *Store) Attrs(p string) (map[string]any, error) {
+	p, err := cleanPath(p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.layout.attrs(p)
+	if err != nil {
+		return nil, fmt.Errorf("read attrs of %q: %w", p, err)
+	}
+	return out, nil
+}
+
+// SetAttrs writes the attributes of an existing group or array.
+func (s *Store) SetAttrs(p string, attrs map[string]any) error {
+	p, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	if err := s.layout.setAttrs(p, attrs); err != nil {
+		return fmt.Errorf("write attrs of %q: %w", p, err)
 	}
 	return nil
 }
@@ -160,105 +197,5 @@ func writeJSON(file string, v any) error {
 	return os.WriteFile(file, b, 0o644)
 }
 
-// Consolidate walks the store and writes .zmetadata holding every .zgroup,
-// .zarray and .zattrs document, then uses it for later lookups.
-func (s *Store) Consolidate() error {
-	meta := map[string]json.RawMessage{}
-	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() || (name != ".zgroup" && name != ".zarray" && name != ".zattrs") {
-			return nil
-		}
-		rel, err := filepath.Rel(s.root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !json.Valid(data) {
-			return fmt.Errorf("%s: invalid JSON", rel)
-		}
-		meta[filepath.ToSlash(rel)] = data
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("consolidate %s: %w", s.root, err)
-	}
-	if err := writeJSON(filepath.Join(s.root, ".zmetadata"), consolidatedDoc{Metadata: meta, Format: 1}); err != nil {
-		return fmt.Errorf("consolidate %s: %w", s.root, err)
-	}
-	s.consolidated = meta
-	return nil
-}
-
-// Arrays lists the paths of all arrays in the store, sorted.
-func (s *Store) Arrays() ([]string, error) {
-	var out []string
-	if s.consolidated != nil {
-		for k := range s.consolidated {
-			if strings.HasSuffix(k, ".zarray") {
-				out = append(out, strings.TrimSuffix(strings.TrimSuffix(k, ".zarray"), "/"))
-			}
-		}
-	} else {
-		err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && d.Name() == ".zarray" {
-				rel, err := filepath.Rel(s.root, filepath.Dir(p))
-				if err != nil {
-					return err
-				}
-				if rel == "." {
-					rel = ""
-				}
-				out = append(out, filepath.ToSlash(rel))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list arrays in %s: %w", s.root, err)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// Attrs returns the .zattrs of a group or array (empty when absent).
-func (s *Store) Attrs(p string) (map[string]any, error) {
-	p, err := cleanPath(p)
-	if err != nil {
-		return nil, err
-	}
-	data, err := s.readMeta(path.Join(p, ".zattrs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]any{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read attrs of %q: %w", p, err)
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("read attrs of %q: %w", p, err)
-	}
-	return out, nil
-}
-
-// SetAttrs writes the .zattrs of an existing group or array.
-func (s *Store) SetAttrs(p string, attrs map[string]any) error {
-	p, err := cleanPath(p)
-	if err != nil {
-		return err
-	}
-	f := filepath.Join(s.root, filepath.FromSlash(p), ".zattrs")
-	if err := writeJSON(f, attrs); err != nil {
-		return fmt.Errorf("write attrs of %q: %w", p, err)
-	}
-	return nil
-}
+// nodeDir is the directory of the group or array at p.
+func nodeDir(root, p string) string { return filepath.Join(root, filepath.FromSlash(p)) }
