@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/trainer/dataset"
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 )
 
 const dataUsage = `usage: pipetrain data <command> [flags]
@@ -135,27 +135,27 @@ type windowFlags struct {
 
 func addWindowFlags(fs *flag.FlagSet) *windowFlags {
 	return &windowFlags{
-		cams:    fs.String("cameras", strings.Join(replay.DefaultKeys.Cameras, ","), "comma-separated camera keys under data/"),
-		lowdim:  fs.String("lowdim", strings.Join(replay.DefaultKeys.LowDim, ","), "comma-separated low-dim observation keys under data/"),
-		action:  fs.String("action", replay.DefaultKeys.Action, "action key under data/"),
-		nobs:    fs.Int("n-obs", replay.DefaultWindow.NObs, "observation steps per window"),
-		horizon: fs.Int("horizon", replay.DefaultWindow.Horizon, "action steps per window"),
-		nact:    fs.Int("n-action", replay.DefaultWindow.NActionSteps, "executed action steps (sets end padding)"),
+		cams:    fs.String("cameras", strings.Join(episodes.DefaultKeys.Cameras, ","), "comma-separated camera keys under data/"),
+		lowdim:  fs.String("lowdim", strings.Join(episodes.DefaultKeys.LowDim, ","), "comma-separated low-dim observation keys under data/"),
+		action:  fs.String("action", episodes.DefaultKeys.Action, "action key under data/"),
+		nobs:    fs.Int("n-obs", episodes.DefaultWindow.NObs, "observation steps per window"),
+		horizon: fs.Int("horizon", episodes.DefaultWindow.Horizon, "action steps per window"),
+		nact:    fs.Int("n-action", episodes.DefaultWindow.NActionSteps, "executed action steps (sets end padding)"),
 	}
 }
 
-func (w *windowFlags) keys() replay.Keys {
+func (w *windowFlags) keys() episodes.Keys {
 	split := func(s string) []string {
 		if s == "" {
 			return nil
 		}
 		return strings.Split(s, ",")
 	}
-	return replay.Keys{Cameras: split(*w.cams), LowDim: split(*w.lowdim), Action: *w.action}
+	return episodes.Keys{Cameras: split(*w.cams), LowDim: split(*w.lowdim), Action: *w.action}
 }
 
-func (w *windowFlags) window() replay.WindowParams {
-	return replay.WindowParams{NObs: *w.nobs, Horizon: *w.horizon, NActionSteps: *w.nact}
+func (w *windowFlags) window() episodes.WindowParams {
+	return episodes.WindowParams{NObs: *w.nobs, Horizon: *w.horizon, NActionSteps: *w.nact}
 }
 
 func dataInspect(args []string) error {

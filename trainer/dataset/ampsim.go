@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -30,7 +30,7 @@ const ampSimWindows = 8000
 // straight into the batch and kept only when needed again within 8
 // batches; low-dim chunks go through their own LRU share of the cache. The result is decoded bytes per byte used over the second
 // half of the replay (past the cold start).
-func uniformAmp(b *replay.Buffer, idx *replay.Index, cacheBytes int64, batch int, seed uint64) float64 {
+func uniformAmp(b *episodes.Buffer, idx *episodes.Index, cacheBytes int64, batch int, seed uint64) float64 {
 	n := len(idx.Windows)
 	if n == 0 {
 		return 0
@@ -42,7 +42,7 @@ func uniformAmp(b *replay.Buffer, idx *replay.Index, cacheBytes int64, batch int
 	for i := range order {
 		order[i] = i
 	}
-	seq := make([]replay.Window, 0, total)
+	seq := make([]episodes.Window, 0, total)
 	for len(seq) < total {
 		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, id := range order {
@@ -73,9 +73,9 @@ type frameKey struct {
 
 // ampSim is the loader's decoding as bookkeeping only.
 type ampSim struct {
-	b             *replay.Buffer
-	win           replay.WindowParams
-	seq           []replay.Window
+	b             *episodes.Buffer
+	win           episodes.WindowParams
+	seq           []episodes.Window
 	uses          map[int64][]int // frame -> positions in seq that need it, ascending
 	store         map[frameKey]bool
 	storeCap      int // frames the store holds
@@ -84,7 +84,7 @@ type ampSim struct {
 	measureFrom   int
 }
 
-func newAmpSim(b *replay.Buffer, win replay.WindowParams, cacheBytes int64, seq []replay.Window) *ampSim {
+func newAmpSim(b *episodes.Buffer, win episodes.WindowParams, cacheBytes int64, seq []episodes.Window) *ampSim {
 	var lowBytes, fb int64
 	for _, a := range append(append([]*zarr.Array(nil), b.LowDim...), b.Action) {
 		lowBytes += int64(a.NumChunks()) * int64(a.ChunkBytes())

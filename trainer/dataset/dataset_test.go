@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -131,7 +131,7 @@ func TestRechunkAndInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeDigest(t, src)
-	rep, err := Inspect(src, replay.DefaultKeys, replay.DefaultWindow)
+	rep, err := Inspect(src, episodes.DefaultKeys, episodes.DefaultWindow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestRechunkAndInspect(t *testing.T) {
 			t.Errorf("%s differs after rechunk", a)
 		}
 	}
-	rep, err = Inspect(dst, replay.DefaultKeys, replay.DefaultWindow)
+	rep, err = Inspect(dst, episodes.DefaultKeys, episodes.DefaultWindow)
 	if err != nil {
 		t.Fatal(err)
 	}

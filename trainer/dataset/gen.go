@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -125,7 +125,7 @@ func Generate(o GenOptions) error {
 			return fmt.Errorf("gen: %w", err)
 		}
 	}
-	if err := replay.WriteEpisodeEnds(s, ends, codec); err != nil {
+	if err := episodes.WriteEpisodeEnds(s, ends, codec); err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
 	attrs := map[string]any{"generator": "pipetrain data gen", "episodes": o.Episodes, "frames_per_episode": o.Frames, "seed": o.Seed}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -35,13 +35,13 @@ type ArrayReport struct {
 type Report struct {
 	Dir string `json:"dir"`
 	// Format is the store's Zarr version, 2 or 3.
-	Format       int                 `json:"format"`
-	Consolidated bool                `json:"consolidated"`
-	Episodes     int                 `json:"episodes"`
-	Frames       int64               `json:"frames"`
-	Windows      int                 `json:"windows"`
-	Window       replay.WindowParams `json:"window"`
-	Arrays       []ArrayReport       `json:"arrays"`
+	Format       int                   `json:"format"`
+	Consolidated bool                  `json:"consolidated"`
+	Episodes     int                   `json:"episodes"`
+	Frames       int64                 `json:"frames"`
+	Windows      int                   `json:"windows"`
+	Window       episodes.WindowParams `json:"window"`
+	Arrays       []ArrayReport         `json:"arrays"`
 	// ReadAmpUniform is bytes decompressed per byte used with shuffled
 	// windows (the uniform sampler), batches of Batch and the loader's
 	// cache of CacheBytes: one decode per chunk row per batch, the decoded
@@ -73,19 +73,19 @@ type InspectOptions struct {
 
 // Inspect examines the replay buffer at dir with the given keys and window,
 // modelling the loader's default cache.
-func Inspect(dir string, keys replay.Keys, win replay.WindowParams) (*Report, error) {
+func Inspect(dir string, keys episodes.Keys, win episodes.WindowParams) (*Report, error) {
 	return InspectWith(dir, keys, win, InspectOptions{})
 }
 
 // InspectWith is Inspect with options.
-func InspectWith(dir string, keys replay.Keys, win replay.WindowParams, o InspectOptions) (*Report, error) {
+func InspectWith(dir string, keys episodes.Keys, win episodes.WindowParams, o InspectOptions) (*Report, error) {
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.Batch <= 0 {
 		o.Batch = DefaultBatch
 	}
-	b, err := replay.Open(dir, keys)
+	b, err := episodes.Open(dir, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func frameSpan(a *zarr.Array) (decoded, used int64) {
 }
 
 // decodedBytes is the size of b's arrays decoded (padded chunks included).
-func decodedBytes(b *replay.Buffer) int64 {
+func decodedBytes(b *episodes.Buffer) int64 {
 	var n int64
 	for _, a := range append(append(append([]*zarr.Array(nil), b.Cameras...), b.LowDim...), b.Action) {
 		n += int64(a.ChunkBytes()) * int64(a.NumChunks())
@@ -168,7 +168,7 @@ func decodedBytes(b *replay.Buffer) int64 {
 	return n
 }
 
-func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
+func (r *Report) readAmp(b *episodes.Buffer, idx *episodes.Index) {
 	r.ReadAmpUniform = uniformAmp(b, idx, r.CacheBytes, r.Batch, 1)
 	r.ReadAmpLarge = r.ReadAmpUniform
 	if small := decodedBytes(b) / 10; small < r.CacheBytes {
@@ -195,7 +195,7 @@ func (r *Report) readAmp(b *replay.Buffer, idx *replay.Index) {
 	}
 }
 
-func (r *Report) recommend(b *replay.Buffer) {
+func (r *Report) recommend(b *episodes.Buffer) {
 	cam := b.Cameras[0]
 	ch, sh := cam.Chunks(), cam.Shape()
 	oneFrame := ch[0] == 1 && ch[1] == sh[1] && ch[2] == sh[2]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -41,7 +41,7 @@ func TestRechunkToShards(t *testing.T) {
 		{back, 2, nil, 22},                    // 150 frames in chunks of 7
 	}
 	for _, tt := range tests {
-		rep, err := Inspect(tt.dir, replay.DefaultKeys, replay.DefaultWindow)
+		rep, err := Inspect(tt.dir, episodes.DefaultKeys, episodes.DefaultWindow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,8 +99,8 @@ func TestInspectRecommendsShards(t *testing.T) {
 		if err := Generate(GenOptions{Out: dir, Episodes: 2, Frames: frames, ChunkFrames: tt.chunk, Codec: "none", Size: 24, Cameras: 1, Layout: tt.layout}); err != nil {
 			t.Fatal(err)
 		}
-		keys := replay.Keys{Cameras: []string{"camera0"}, LowDim: []string{"state"}, Action: "action"}
-		rep, err := InspectWith(dir, keys, replay.DefaultWindow, InspectOptions{CacheBytes: 1 << 20})
+		keys := episodes.Keys{Cameras: []string{"camera0"}, LowDim: []string{"state"}, Action: "action"}
+		rep, err := InspectWith(dir, keys, episodes.DefaultWindow, InspectOptions{CacheBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipetop/pipetop/trainer/dataset"
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 )
 
 // TestInspectPredictsLoaderReadAmp runs the real loader over datasets with
@@ -22,7 +22,7 @@ func TestInspectPredictsLoaderReadAmp(t *testing.T) {
 	}{{"1-frame", 1}, {"100-frame", 100}, {"zarr-default", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := sizedDataset(t, tc.frames, "blosc-lz4", 6, 100)
-			rep, err := dataset.InspectWith(dir, replay.DefaultKeys, replay.DefaultWindow, dataset.InspectOptions{CacheBytes: cache, Batch: 8})
+			rep, err := dataset.InspectWith(dir, episodes.DefaultKeys, episodes.DefaultWindow, dataset.InspectOptions{CacheBytes: cache, Batch: 8})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,7 @@ package loader
 import (
 	"fmt"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -11,11 +11,11 @@ import (
 type Config struct {
 	// Dir is the Zarr replay buffer (required).
 	Dir string
-	// Keys names the camera, low-dim and action arrays (replay.DefaultKeys
+	// Keys names the camera, low-dim and action arrays (episodes.DefaultKeys
 	// when all are empty; Action defaults to "action").
-	Keys replay.Keys
-	// Window is the window geometry (replay.DefaultWindow).
-	Window replay.WindowParams
+	Keys episodes.Keys
+	// Window is the window geometry (episodes.DefaultWindow).
+	Window episodes.WindowParams
 	// Batch is the batch size (required, >= 1).
 	Batch int
 	// Workers is the number of decode goroutines; 0 decodes inline in Next.
@@ -35,7 +35,7 @@ type Config struct {
 	// Loader.Position).
 	StartSample int64
 	// Rank and World shard the windows among data-parallel ranks (see
-	// replay.Shard); World 0 or 1 reads every window.
+	// episodes.Shard); World 0 or 1 reads every window.
 	Rank, World int
 
 	// onDecode, when set (by tests), sees every chunk decode and the
@@ -57,13 +57,13 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("loader: start sample %d must be >= 0", c.StartSample)
 	}
 	if len(c.Keys.Cameras) == 0 && len(c.Keys.LowDim) == 0 && c.Keys.Action == "" {
-		c.Keys = replay.DefaultKeys
+		c.Keys = episodes.DefaultKeys
 	}
 	if c.Keys.Action == "" {
-		c.Keys.Action = replay.DefaultKeys.Action
+		c.Keys.Action = episodes.DefaultKeys.Action
 	}
-	if c.Window == (replay.WindowParams{}) {
-		c.Window = replay.DefaultWindow
+	if c.Window == (episodes.WindowParams{}) {
+		c.Window = episodes.DefaultWindow
 	}
 	switch c.Sampler {
 	case "":

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -26,9 +26,9 @@ type result struct {
 // Close are for the training loop's goroutine; Stats is safe from any.
 type Loader struct {
 	cfg     Config
-	buf     *replay.Buffer
-	idx     *replay.Index
-	sampler replay.Sampler
+	buf     *episodes.Buffer
+	idx     *episodes.Index
+	sampler episodes.Shuffle
 	shape   Shape
 	arrays  []*zarr.Array // cameras, then low-dim, then action
 	cams    []camera
@@ -68,7 +68,7 @@ func New(cfg Config) (*Loader, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	b, err := replay.Open(cfg.Dir, cfg.Keys)
+	b, err := episodes.Open(cfg.Dir, cfg.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
@@ -114,28 +114,28 @@ func New(cfg Config) (*Loader, error) {
 	return l, nil
 }
 
-func (l *Loader) newSampler() (replay.Sampler, error) {
+func (l *Loader) newSampler() (episodes.Shuffle, error) {
 	s, err := l.baseSampler()
 	if err != nil || l.cfg.World <= 1 {
 		return s, err
 	}
-	sh, err := replay.NewShard(s, l.cfg.Rank, l.cfg.World)
+	sh, err := episodes.NewShard(s, l.cfg.Rank, l.cfg.World)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
 	return sh, nil
 }
 
-func (l *Loader) baseSampler() (replay.Sampler, error) {
+func (l *Loader) baseSampler() (episodes.Shuffle, error) {
 	if l.cfg.Sampler == "uniform" {
-		return replay.Uniform{N: l.idx.Len(), Seed: l.cfg.Seed}, nil
+		return episodes.Uniform{N: l.idx.Len(), Seed: l.cfg.Seed}, nil
 	}
 	cf := l.buf.Cameras[0].Chunks()[0]
 	mix, span := l.cfg.Mix, 0
 	if mix == 0 {
 		mix, span = chunkMix(l.cfg.CacheBytes, cf, l.rowBytes())
 	}
-	s, err := replay.NewChunkAware(l.idx, cf, span, mix, l.cfg.Seed)
+	s, err := episodes.NewChunkAware(l.idx, cf, span, mix, l.cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
@@ -263,7 +263,7 @@ func (l *Loader) claim(inline bool) int64 {
 }
 
 // lowDimBytes is the decoded size of the low-dim and action arrays.
-func lowDimBytes(b *replay.Buffer) int64 {
+func lowDimBytes(b *episodes.Buffer) int64 {
 	var n int64
 	for _, a := range append(append([]*zarr.Array(nil), b.LowDim...), b.Action) {
 		n += int64(a.NumChunks()) * int64(a.ChunkBytes())
@@ -323,7 +323,7 @@ func (l *Loader) Stats() stage.LoaderStats {
 // orderCache keeps the sample order of the last few epochs.
 type orderCache struct {
 	mu      sync.Mutex
-	sampler replay.Sampler
+	sampler episodes.Shuffle
 	epochs  map[int64][]int32
 }
 

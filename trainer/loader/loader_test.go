@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/trainer/dataset"
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/zarr"
 )
 
@@ -36,16 +36,16 @@ func sizedDataset(t testing.TB, chunkFrames int, codec string, episodes, frames 
 // reference reads a window's frames directly with zarr.ReadRegion, an
 // independent path from the loader's.
 type reference struct {
-	b   *replay.Buffer
-	idx *replay.Index
+	b   *episodes.Buffer
+	idx *episodes.Index
 }
 
 func newReference(t *testing.T, dir string) reference {
-	b, err := replay.Open(dir, replay.DefaultKeys)
+	b, err := episodes.Open(dir, episodes.DefaultKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := b.Index(replay.DefaultWindow)
+	idx, err := b.Index(episodes.DefaultWindow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,9 +294,9 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{Config{Dir: dir}, "batch size 0"},
 		{Config{Dir: dir, Batch: 1, Sampler: "random"}, `unknown sampler "random"`},
-		{Config{Dir: dir, Batch: 1, Keys: replay.Keys{Cameras: []string{"wrist"}, Action: "action"}}, `key "wrist"`},
+		{Config{Dir: dir, Batch: 1, Keys: episodes.Keys{Cameras: []string{"wrist"}, Action: "action"}}, `key "wrist"`},
 		{Config{Dir: filepath.Join(dir, "nope"), Batch: 1}, "no such file"},
-		{Config{Dir: dir, Batch: 1, Window: replay.WindowParams{NObs: 2, Horizon: 90, NActionSteps: 1}}, "no training windows"},
+		{Config{Dir: dir, Batch: 1, Window: episodes.WindowParams{NObs: 2, Horizon: 90, NActionSteps: 1}}, "no training windows"},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {

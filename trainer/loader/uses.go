@@ -3,7 +3,7 @@ package loader
 import (
 	"math"
 
-	"github.com/pipetop/pipetop/trainer/replay"
+	"github.com/pipetop/pipetop/trainer/episodes"
 )
 
 // noUse is the next-use position of a frame no known sample needs.
@@ -17,7 +17,7 @@ type epochUses struct {
 	pos   []int32
 }
 
-func buildEpochUses(order []int32, idx *replay.Index, nobs int, frames int64) *epochUses {
+func buildEpochUses(order []int32, idx *episodes.Index, nobs int, frames int64) *epochUses {
 	u := &epochUses{start: make([]int32, frames+1), pos: make([]int32, len(order)*nobs)}
 	for _, id := range order {
 		w := idx.Windows[id]
@@ -46,7 +46,7 @@ func buildEpochUses(order []int32, idx *replay.Index, nobs int, frames int64) *e
 // for concurrent use (the loader calls it under its plan lock).
 type uses struct {
 	orders *orderCache
-	idx    *replay.Index
+	idx    *episodes.Index
 	nobs   int
 	frames int64
 	per    int64

@@ -1,4 +1,4 @@
-// Package replay reads the diffusion-policy replay-buffer layout from a Zarr
+// Package episodes reads the diffusion-policy replay-buffer layout from a Zarr
 // store and turns it into training windows.
 //
 // # Layout
@@ -43,4 +43,4 @@
 // row decoded for one span leaves the frames of the next spans in the
 // loader's store, so it is decoded about once per cache-full of its frames.
 // Batches are then correlated over a span instead of a chunk.
-package replay
+package episodes

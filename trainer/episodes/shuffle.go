@@ -1,14 +1,15 @@
-package replay
+package episodes
 
 import (
 	"fmt"
 	"math/rand/v2"
 )
 
-// Sampler fixes the order in which windows are visited. Order(epoch) is a
-// permutation of window ids that depends only on the sampler's seed and the
+// Shuffle fixes the order in which windows are visited (the --sampler of
+// pipetrain, as PyTorch calls it). Order(epoch) is a
+// permutation of window ids that depends only on the shuffle's seed and the
 // epoch, so a resumed run can continue exactly where it stopped.
-type Sampler interface {
+type Shuffle interface {
 	// Order returns the visiting order for an epoch (a fresh slice).
 	Order(epoch int64) []int32
 	// Len is the number of windows per epoch.
@@ -27,7 +28,7 @@ type Uniform struct {
 	Seed uint64
 }
 
-// Order implements Sampler.
+// Order implements Shuffle.
 func (u Uniform) Order(epoch int64) []int32 {
 	out := make([]int32, u.N)
 	for i := range out {
@@ -38,10 +39,10 @@ func (u Uniform) Order(epoch int64) []int32 {
 	return out
 }
 
-// Len implements Sampler.
+// Len implements Shuffle.
 func (u Uniform) Len() int { return u.N }
 
-// Name implements Sampler.
+// Name implements Shuffle.
 func (u Uniform) Name() string { return "uniform" }
 
 // ChunkAware shuffles at chunk granularity (see the package doc): groups of
@@ -97,13 +98,13 @@ func NewChunkAware(idx *Index, chunkFrames, spanFrames, mix int, seed uint64) (*
 // Groups is the number of chunk groups (spans).
 func (c *ChunkAware) Groups() int { return len(c.groups) }
 
-// Len implements Sampler.
+// Len implements Shuffle.
 func (c *ChunkAware) Len() int { return c.n }
 
-// Name implements Sampler.
+// Name implements Shuffle.
 func (c *ChunkAware) Name() string { return "chunk" }
 
-// Order implements Sampler.
+// Order implements Shuffle.
 func (c *ChunkAware) Order(epoch int64) []int32 {
 	r := epochRand(c.Seed, epoch)
 	perm := c.groupOrder(r)
@@ -157,13 +158,13 @@ func (c *ChunkAware) groupOrder(r *rand.Rand) []int32 {
 // disjoint apart from the padding, cover every window, and are equally
 // long, which keeps every rank at the same number of steps.
 type Shard struct {
-	Inner Sampler
+	Inner Shuffle
 	Rank  int
 	World int
 }
 
 // NewShard checks rank and world and returns rank's shard of inner.
-func NewShard(inner Sampler, rank, world int) (*Shard, error) {
+func NewShard(inner Shuffle, rank, world int) (*Shard, error) {
 	if world < 1 || rank < 0 || rank >= world {
 		return nil, fmt.Errorf("shard: rank %d of world %d: want 0 <= rank < world", rank, world)
 	}
@@ -173,7 +174,7 @@ func NewShard(inner Sampler, rank, world int) (*Shard, error) {
 	return &Shard{Inner: inner, Rank: rank, World: world}, nil
 }
 
-// Order implements Sampler.
+// Order implements Shuffle.
 func (s *Shard) Order(epoch int64) []int32 {
 	all := s.Inner.Order(epoch)
 	out := make([]int32, 0, s.Len())
@@ -183,8 +184,8 @@ func (s *Shard) Order(epoch int64) []int32 {
 	return out
 }
 
-// Len implements Sampler: ceil(inner windows / world).
+// Len implements Shuffle: ceil(inner windows / world).
 func (s *Shard) Len() int { return (s.Inner.Len() + s.World - 1) / s.World }
 
-// Name implements Sampler: the inner sampler's name.
+// Name implements Shuffle: the inner shuffle's name.
 func (s *Shard) Name() string { return s.Inner.Name() }

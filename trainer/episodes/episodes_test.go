@@ -1,4 +1,4 @@
-package replay
+package episodes
 
 import (
 	"encoding/binary"
@@ -104,7 +104,7 @@ func TestSamplers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []Sampler{Uniform{N: idx.Len(), Seed: 7}, ca} {
+	for _, s := range []Shuffle{Uniform{N: idx.Len(), Seed: 7}, ca} {
 		t.Run(s.Name(), func(t *testing.T) {
 			a, b, c := s.Order(0), s.Order(0), s.Order(1)
 			if !isPermutation(a, idx.Len()) || !isPermutation(c, idx.Len()) {
