@@ -13,10 +13,10 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
-// runSummary is the end-of-run document the instrumented Python process
+// scriptSummary is the end-of-run document the instrumented Python process
 // writes (schema pipetop-summary/1, docs/python.md); pipetop run adds the
 // verdict.
-type runSummary struct {
+type scriptSummary struct {
 	Schema        string             `json:"schema"`
 	Name          string             `json:"name"`
 	PID           int                `json:"pid"`
@@ -62,7 +62,7 @@ func report(dir string, start time.Time, asJSON bool, stdout, stderr io.Writer) 
 		return fmt.Errorf("find run summaries in %s: %w", dir, err)
 	}
 	sort.Strings(paths)
-	docs := []runSummary{}
+	docs := []scriptSummary{}
 	for _, p := range paths {
 		s, ok, err := readSummary(p, start)
 		if err != nil {
@@ -95,7 +95,7 @@ func report(dir string, start time.Time, asJSON bool, stdout, stderr io.Writer) 
 
 // readSummary reads one summary file; ok is false for one written before
 // start (an earlier run's).
-func readSummary(path string, start time.Time) (s runSummary, ok bool, err error) {
+func readSummary(path string, start time.Time) (s scriptSummary, ok bool, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return s, false, fmt.Errorf("read run summary: %w", err)
@@ -111,7 +111,7 @@ func readSummary(path string, start time.Time) (s runSummary, ok bool, err error
 
 // stageSummary turns the whole-run totals into the window summary the
 // verdict rules read (means only: no percentiles over a whole run).
-func (s *runSummary) stageSummary() stage.Summary {
+func (s *scriptSummary) stageSummary() stage.Summary {
 	out := stage.Summary{
 		Steps:         int(s.Steps),
 		SpanNs:        s.WallNs,
@@ -153,7 +153,7 @@ func addVerdict(path string, v stage.Verdict) error {
 }
 
 // printSummary writes the stage table, throughput, loader line and verdict.
-func printSummary(w io.Writer, s *runSummary, path string) {
+func printSummary(w io.Writer, s *scriptSummary, path string) {
 	secs := float64(s.WallNs) / 1e9
 	fmt.Fprintf(w, "pipetop: %s (pid %d): %d steps in %.2f s, %.1f steps/s, %.1f samples/s\n",
 		s.Name, s.PID, s.Steps, secs, s.StepsPerSec, s.SamplesPerSec)

@@ -91,7 +91,7 @@ func (e *runEnvFor) command(t *testing.T, env []string, args ...string) *exec.Cm
 
 // run runs pipetop run --no-tui --json ARGS and returns the summaries, the
 // command's stderr and its exit status.
-func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]runSummary, string, int) {
+func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]scriptSummary, string, int) {
 	t.Helper()
 	// Each run has its own summary directory (pipetop run reports every
 	// summary written there since it started).
@@ -106,7 +106,7 @@ func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]runSummar
 	} else if err != nil {
 		t.Fatalf("pipetop run %q: %v", args, err)
 	}
-	var docs []runSummary
+	var docs []scriptSummary
 	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil {
 		t.Fatalf("pipetop run --json %q: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
 	}
@@ -172,7 +172,7 @@ func TestRunExamples(t *testing.T) {
 
 // shareErrors names the stages whose steady share is more than 10 points
 // from the planted one.
-func shareErrors(t *testing.T, s *runSummary, planted map[string]float64) []string {
+func shareErrors(t *testing.T, s *scriptSummary, planted map[string]float64) []string {
 	t.Helper()
 	var off []string
 	for name, want := range planted {
@@ -195,7 +195,7 @@ func loadavg() string {
 // steadyShare is a stage's share of the run without its first step, whose
 // start-up (loader workers forking, lazy initialization) the scripts do not
 // plant; -1 when the stage is missing.
-func steadyShare(t *testing.T, s *runSummary, name string) float64 {
+func steadyShare(t *testing.T, s *scriptSummary, name string) float64 {
 	t.Helper()
 	if s.FirstStep == nil {
 		t.Fatalf("summary without first_step: %+v", s)
