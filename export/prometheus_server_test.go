@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/export/scrapetest"
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
@@ -59,7 +60,7 @@ func TestRealPrometheus(t *testing.T) {
 		t.Skip("prometheus not installed (Debian package prometheus, see scripts/install-deps.sh): skipping the test with a real Prometheus server")
 	}
 	bin := t.TempDir()
-	buildSynthetic(t, bin)
+	testkit.Build(t, bin, "./examples/synthetic")
 	t.Setenv(ipc.DirEnv, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -126,7 +127,7 @@ func TestRealPrometheus(t *testing.T) {
 
 	// Rank 0 restarts: the same series start again from zero (a counter
 	// reset to Prometheus) with a new start time.
-	stopRank(pubs[0])
+	testkit.Stop(pubs[0])
 	pubs[0] = startRank(t, bin, ranks[0])
 	scrapetest.Until(t, "http://"+targets[0]+"/metrics", "the restarted rank 0", func(m scrapetest.Families) bool {
 		return m.Has("pipetop_trainer_info", L{"pid": strconv.Itoa(pubs[0].Process.Pid)})
@@ -155,30 +156,10 @@ func checkBucket(t *testing.T, what string, got float64, want time.Duration) {
 	}
 }
 
-func buildSynthetic(t *testing.T, dir string) {
-	t.Helper()
-	out, err := exec.Command("go", "build", "-o", dir, "../examples/synthetic").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build examples/synthetic: %v\n%s", err, out)
-	}
-}
-
 func startRank(t *testing.T, bin string, r rankSetup) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "synthetic"), "-name", r.name, "-rank", r.rank, "-world-size", "2",
+	return testkit.Start(t, "", filepath.Join(bin, "synthetic"), "-name", r.name, "-rank", r.rank, "-world-size", "2",
 		"-run", "it", "-rate", r.rate, "-stages", r.stages, "-jitter", r.jitter, "-quiet")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopRank(cmd) })
-	return cmd
-}
-
-func stopRank(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
 }
 
 // serveExporter runs an exporter attached to the named trainer on a

@@ -6,97 +6,43 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pipetop/pipetop/internal/testkit"
 )
 
-// hostile is a misbehaving trainer for the attach tests: what it does with
-// each accepted connection.
-type hostile struct {
-	name  string
-	serve func(c net.Conn)
-	want  []string // in the AttachError's text
-}
-
-// Hostile behaviours, shared by the cmd/pipetop tests through a copy of the
-// same cases; each writes to a real Unix socket.
-var hostiles = []hostile{
-	{"random", func(c net.Conn) {
-		b := make([]byte, 1<<20-1000) // 1 MB of noise
-		rng := rand.New(rand.NewPCG(1, 2))
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		c.Write(b)
-	}, []string{"sent a malformed frame at byte 0:", notATrainerStart}},
-	{"silent", func(c net.Conn) { io.Copy(io.Discard, c) }, []string{"accepted but sent no hello within 200ms", HelloTimeoutEnv}},
-	{"huge", func(c net.Conn) {
-		chunk := bytes.Repeat([]byte("x"), 1<<20)
-		for i := 0; i < 64; i++ {
-			if _, err := c.Write(chunk); err != nil {
-				return
-			}
-		}
-		c.Write([]byte("\n"))
-	}, []string{"sent a frame over the 1 MiB cap at byte 0"}},
-	{"badhello", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","v":1,"hello":{"name":42}}` + "\n"))
-	}, []string{"sent a malformed frame at byte 0:", "cannot unmarshal number"}},
-	{"nohello", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","v":1}` + "\n"))
-	}, []string{"sent a malformed frame at byte 0:", "hello frame without hello"}},
-	{"steps", func(c net.Conn) {
-		c.Write([]byte(`{"type":"steps","steps":[]}` + "\n"))
-	}, []string{`sent a "steps" frame before its hello`}},
-	{"future", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","v":99,"hello":{"name":"future","pid":4242,"whatever":[1]}}` + "\n"))
-	}, []string{"trainer future (pid 4242, socket ", "speaks protocol 99; this pipetop speaks 1 — upgrade pipetop"}},
-	{"past", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","hello":{"name":"past","pid":7}}` + "\n"))
-	}, []string{"trainer past (pid 7, ", "speaks protocol 0; this pipetop speaks 1 — upgrade the trainer's publisher"}},
-	{"hangup", func(c net.Conn) {}, []string{"closed the connection before its hello"}},
+// hostileWants is what the AttachError must say for each of
+// testkit.Hostiles.
+var hostileWants = map[string][]string{
+	"random":   {"sent a malformed frame at byte 0:", notATrainerStart},
+	"silent":   {"accepted but sent no hello within 200ms", HelloTimeoutEnv},
+	"huge":     {"sent a frame over the 1 MiB cap at byte 0"},
+	"badhello": {"sent a malformed frame at byte 0:", "cannot unmarshal number"},
+	"nohello":  {"sent a malformed frame at byte 0:", "hello frame without hello"},
+	"steps":    {`sent a "steps" frame before its hello`},
+	"future":   {"trainer future (pid 4242, socket ", "speaks protocol 99; this pipetop speaks 1 — upgrade pipetop"},
+	"past":     {"trainer past (pid 7, ", "speaks protocol 0; this pipetop speaks 1 — upgrade the trainer's publisher"},
+	"hangup":   {"closed the connection before its hello"},
 }
 
 const notATrainerStart = "is something other than a pipetop trainer listening there?"
 
-// serveHostile serves h on path, every connection, until the test ends.
-func serveHostile(t *testing.T, path string, serve func(c net.Conn)) {
-	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-}
-
 // TestAttachErrorsFromHostilePeers dials each hostile socket and checks that
 // the error names the socket, the problem and what to do.
 func TestAttachErrorsFromHostilePeers(t *testing.T) {
-	dir := shortTempDir(t)
-	for _, h := range hostiles {
-		t.Run(h.name, func(t *testing.T) {
+	dir := testkit.SocketDir(t)
+	for _, h := range testkit.Hostiles {
+		t.Run(h.Name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(dir, SocketName(h.name, 1))
-			serveHostile(t, path, h.serve)
+			path := filepath.Join(dir, SocketName(h.Name, 1))
+			testkit.ServeHostile(t, path, h.Serve)
 			timeout := DefaultHelloTimeout
-			if h.name == "silent" { // the only case that waits for the timeout
+			if h.Name == "silent" { // the only case that waits for the timeout
 				timeout = 200 * time.Millisecond
 			}
 			_, err := dialAs(context.Background(), path, Version, timeout)
@@ -105,7 +51,11 @@ func TestAttachErrorsFromHostilePeers(t *testing.T) {
 				t.Fatalf("err = %v (%T), want an *AttachError", err, err)
 			}
 			msg := err.Error()
-			for _, want := range append([]string{"socket " + path + ")"}, h.want...) {
+			wants, ok := hostileWants[h.Name]
+			if !ok {
+				t.Fatalf("no expected error for hostile peer %s", h.Name)
+			}
+			for _, want := range append([]string{"socket " + path + ")"}, wants...) {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error lacks %q:\n%s", want, msg)
 				}
@@ -197,8 +147,8 @@ func TestRefusalsLoggedOncePerKind(t *testing.T) {
 // TestWatchReportsFailureAndBacksOff: a failed attempt arrives as a Failed
 // message with the next try RetryMin later; the delays double to RetryMax.
 func TestWatchReportsFailureAndBacksOff(t *testing.T) {
-	path := filepath.Join(shortTempDir(t), SocketName("future", 1))
-	serveHostile(t, path, hostiles[6].serve)
+	path := filepath.Join(testkit.SocketDir(t), SocketName("future", 1))
+	testkit.ServeHostile(t, path, testkit.HostileNamed(t, "future").Serve)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan Message, 4)
@@ -225,8 +175,8 @@ func TestWatchReportsFailureAndBacksOff(t *testing.T) {
 // names the byte offset at which it started.
 func TestMidStreamBadFrameNamesOffset(t *testing.T) {
 	hello := `{"type":"hello","v":1,"hello":{"name":"midway","stages":["other"]}}` + "\n"
-	path := filepath.Join(shortTempDir(t), SocketName("midway", 1))
-	serveHostile(t, path, func(c net.Conn) {
+	path := filepath.Join(testkit.SocketDir(t), SocketName("midway", 1))
+	testkit.ServeHostile(t, path, func(c net.Conn) {
 		c.Write([]byte(hello + "{oops}\n"))
 		io.Copy(io.Discard, c)
 	})
@@ -249,7 +199,7 @@ func TestMidStreamBadFrameNamesOffset(t *testing.T) {
 // trainer that exited or is starting) is not a failure to show: no message,
 // and the next look comes within lookupMin, not RetryMin.
 func TestWatchLooksAgainQuicklyForAGoneSocket(t *testing.T) {
-	path := filepath.Join(shortTempDir(t), SocketName("gone", 1))
+	path := filepath.Join(testkit.SocketDir(t), SocketName("gone", 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex

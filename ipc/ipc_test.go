@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
@@ -24,7 +25,7 @@ import (
 func newServer(t *testing.T, opts ServerOptions) *Server {
 	t.Helper()
 	if opts.Dir == "" {
-		opts.Dir = shortTempDir(t)
+		opts.Dir = testkit.SocketDir(t)
 	}
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
@@ -35,17 +36,6 @@ func newServer(t *testing.T, opts ServerOptions) *Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// shortTempDir keeps socket paths under the 108-byte sun_path limit.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "ipct")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
 }
 
 func record(step int64) stage.Record {
@@ -276,7 +266,7 @@ func TestHugeLineIsRefused(t *testing.T) {
 // connection, then closes it: a hand-written trainer for protocol faults.
 func fakeTrainer(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
-	path := filepath.Join(shortTempDir(t), "fake.1.sock")
+	path := filepath.Join(testkit.SocketDir(t), "fake.1.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +326,7 @@ func TestDecodeFrameErrors(t *testing.T) {
 }
 
 func TestReconnectAfterTrainerRestart(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testkit.SocketDir(t)
 	t.Setenv(DirEnv, dir)
 	s1 := newServer(t, ServerOptions{Dir: dir})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -380,7 +370,7 @@ func TestReconnectAfterTrainerRestart(t *testing.T) {
 }
 
 func TestStaleSocketsAreCleaned(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testkit.SocketDir(t)
 	// A socket file whose pid does not exist.
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -475,7 +465,7 @@ func TestParseSocketName(t *testing.T) {
 }
 
 func TestLooseSocketDirIsRefused(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testkit.SocketDir(t)
 	os.Chmod(dir, 0o777)
 	_, err := Listen("test", Hello{}, ServerOptions{Dir: dir, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "0777") {
@@ -487,7 +477,7 @@ func TestLooseSocketDirIsRefused(t *testing.T) {
 }
 
 func TestPermissionBits(t *testing.T) {
-	dir := filepath.Join(shortTempDir(t), "sub")
+	dir := filepath.Join(testkit.SocketDir(t), "sub")
 	s := newServer(t, ServerOptions{Dir: dir})
 	for path, want := range map[string]os.FileMode{dir: 0o700, s.Path(): 0o600} {
 		fi, err := os.Stat(path)
@@ -529,7 +519,7 @@ func TestPeerCredentialRefusal(t *testing.T) {
 	}
 	var logged []string
 	var mu sync.Mutex
-	dir := shortTempDir(t)
+	dir := testkit.SocketDir(t)
 	s := newServer(t, ServerOptions{Dir: dir, Logf: func(f string, a ...any) {
 		mu.Lock()
 		logged = append(logged, fmt.Sprintf(f, a...))

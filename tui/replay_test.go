@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 )
 
@@ -35,10 +36,7 @@ func TestRecord(t *testing.T) {
 	if !*record {
 		t.Skip("run with -record to re-record testdata/*.jsonl")
 	}
-	bin := filepath.Join(t.TempDir(), "synthetic")
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/synthetic").CombinedOutput(); err != nil {
-		t.Fatalf("build synthetic: %v\n%s", err, out)
-	}
+	bin := testkit.Synthetic(t)
 	for _, r := range recordings {
 		recordOne(t, bin, r)
 	}

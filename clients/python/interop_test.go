@@ -23,24 +23,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 const python = "/usr/bin/python3"
-
-// repoRoot is the module root, two levels above this package.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from %s: %v", root, err)
-	}
-	return root
-}
 
 // requireTorch fails the test when Debian's python3 cannot import torch,
 // unless PIPETOP_NO_LIBTORCH=1 says torch is knowingly absent.
@@ -55,18 +43,6 @@ func requireTorch(t *testing.T) {
 	}
 }
 
-// socketDir returns a short temporary socket directory (sun_path is limited
-// to 108 bytes).
-func socketDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "pyio")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // loop is one run of examples/pytorch_loop.py.
 type loop struct {
 	cmd            *exec.Cmd
@@ -78,7 +54,7 @@ type loop struct {
 func startLoop(t *testing.T, dir string, args ...string) *loop {
 	t.Helper()
 	l := &loop{done: make(chan struct{})}
-	l.cmd = exec.Command(python, append([]string{filepath.Join(repoRoot(t), "examples", "pytorch_loop.py")}, args...)...)
+	l.cmd = exec.Command(python, append([]string{filepath.Join(testkit.Root(t), "examples", "pytorch_loop.py")}, args...)...)
 	l.cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	if err := l.cmd.Start(); err != nil {
@@ -217,7 +193,7 @@ func dial(t *testing.T, path string) *ipc.Conn {
 
 func TestPythonLoopInterop(t *testing.T) {
 	requireTorch(t)
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	const steps = 200
 	l := startLoop(t, dir, "--steps", strconv.Itoa(steps), "--name", "py-interop", "--wait-viewers", "1", "--stats")
 	ep := l.endpoint(t, dir, "py-interop")
@@ -320,7 +296,7 @@ func TestNeverReadingGoViewer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the 3,000-step loop")
 	}
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	const steps = 3000
 	args := []string{"--steps", strconv.Itoa(steps), "--batch", "4", "--hidden", "16", "--features", "8", "--stats"}
 	l := startLoop(t, dir, append(args, "--name", "py-stuck", "--wait-viewers", "2")...)
@@ -363,18 +339,10 @@ func dialStuck(t *testing.T, path string) *net.UnixConn {
 // `pipetop ls` lists it and `pipetop --json` reports its steps and stages.
 func TestPipetopSeesPythonLoop(t *testing.T) {
 	requireTorch(t)
-	root := repoRoot(t)
-	if !hasGoFiles(filepath.Join(root, "cmd", "pipetop")) {
-		t.Skip("cmd/pipetop does not exist yet")
-	}
-	bin := filepath.Join(t.TempDir(), "pipetop")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/pipetop")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/pipetop: %v\n%s", err, out)
-	}
-	dir := socketDir(t)
+	binDir := t.TempDir()
+	testkit.Build(t, binDir, "./cmd/pipetop")
+	bin := filepath.Join(binDir, "pipetop")
+	dir := testkit.SocketDir(t)
 	l := startLoop(t, dir, "--steps", "1000000", "--name", "py-cli", "--wait-viewers", "1")
 	l.endpoint(t, dir, "py-cli")
 	env := append(os.Environ(), ipc.DirEnv+"="+dir, "NO_COLOR=1")
@@ -437,11 +405,6 @@ func runPipetop(t *testing.T, bin string, env []string, args ...string) string {
 	return string(out)
 }
 
-func hasGoFiles(dir string) bool {
-	m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	return len(m) > 0
-}
-
 // edgeScript publishes awkward values: unicode names, a custom stage list
 // that grows past 16, losses outside float32, a huge sample count, control
 // characters in events and an unencodable config value.
@@ -468,8 +431,8 @@ pub.close()
 `
 
 func TestEdgeValuesDecodeInGo(t *testing.T) {
-	dir := socketDir(t)
-	cmd := exec.Command(python, "-c", edgeScript, filepath.Join(repoRoot(t), "clients", "python"))
+	dir := testkit.SocketDir(t)
+	cmd := exec.Command(python, "-c", edgeScript, filepath.Join(testkit.Root(t), "clients", "python"))
 	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -536,10 +499,11 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 // a newer and an older protocol than the Go viewer: the viewer says which
 // side to upgrade, the publisher refuses the viewer and logs it once.
 func TestVersionMismatchWithPythonPublisher(t *testing.T) {
-	root := repoRoot(t)
+	root := testkit.Root(t)
 	script := `import sys, time
 import pipetop_publish as pp
-pp.PROTOCOL_VERSION = int(sys.argv[1])
+from pipetop_publish import wire
+wire.PROTOCOL_VERSION = int(sys.argv[1])  # the version lives in the wire module
 with pp.Publisher(name="v" + sys.argv[1]) as pub:
     print(pub.path, flush=True)
     sys.stdin.read()
@@ -555,7 +519,7 @@ with pp.Publisher(name="v" + sys.argv[1]) as pub:
 	} {
 		t.Run(fmt.Sprintf("publisher v%d", tc.version), func(t *testing.T) {
 			cmd := exec.Command(python, "-c", script, strconv.Itoa(tc.version))
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients", "python"), ipc.DirEnv+"="+socketDir(t))
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients", "python"), ipc.DirEnv+"="+testkit.SocketDir(t))
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			stdin, _ := cmd.StdinPipe()

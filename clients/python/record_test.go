@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/summary"
@@ -31,9 +32,9 @@ pub.close()
 // recording that pipetop's reader summarizes: all steps, the planted
 // shares, no damage.
 func TestPythonRecording(t *testing.T) {
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	rec := filepath.Join(t.TempDir(), "py.pipetop")
-	cmd := exec.Command(python, "-c", recordScript, filepath.Join(repoRoot(t), "clients", "python"))
+	cmd := exec.Command(python, "-c", recordScript, filepath.Join(testkit.Root(t), "clients", "python"))
 	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir, "PIPETOP_RECORD="+rec)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python loop: %v\n%s", err, out)
@@ -55,9 +56,9 @@ func TestPythonRecording(t *testing.T) {
 // PIPETOP_RECORD; each writes its own FILE-rankR file, entries marked with
 // its rank.
 func TestPythonRecordingOfARank(t *testing.T) {
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	rec := filepath.Join(t.TempDir(), "py.pipetop")
-	cmd := exec.Command(python, "-c", recordScript, filepath.Join(repoRoot(t), "clients", "python"))
+	cmd := exec.Command(python, "-c", recordScript, filepath.Join(testkit.Root(t), "clients", "python"))
 	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir, "PIPETOP_RECORD="+rec,
 		"WORLD_SIZE=2", "RANK=1", "TORCHELASTIC_RUN_ID=job7")
 	if out, err := cmd.CombinedOutput(); err != nil {

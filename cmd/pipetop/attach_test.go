@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -47,11 +45,7 @@ func pipetopBin(t *testing.T) string {
 		if binErr = os.Chmod(binDir, 0o755); binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "pipetop"), ".")
-		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binErr = testkit.BuildErr("../..", binDir, "./cmd/pipetop")
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -59,75 +53,21 @@ func pipetopBin(t *testing.T) string {
 	return filepath.Join(binDir, "pipetop")
 }
 
-// hostileTrainers are sockets that misbehave the ways a user may meet, with
-// what the link detail must say.
+// hostileTrainers are the hostile peers (testkit.Hostiles) a user may meet
+// in the trainer directory, with what the link detail must say.
 var hostileTrainers = []struct {
-	name  string
-	serve func(c net.Conn)
-	want  []string
+	name string
+	want []string
 }{
-	{"random", func(c net.Conn) { // 1 MB of random bytes
-		b := make([]byte, 1_000_000)
-		rng := rand.New(rand.NewPCG(7, 7))
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		c.Write(b)
-	}, []string{"sent a malformed frame at byte 0", "is something other than a pipetop trainer listening there?"}},
-	{"silent", func(c net.Conn) { io.Copy(io.Discard, c) }, // accepts, never says hello
-		[]string{"accepted but sent no hello within 300ms", "PIPETOP_HELLO_TIMEOUT"}},
-	{"huge", func(c net.Conn) { // a 64 MB line
-		chunk := bytes.Repeat([]byte("x"), 1<<20)
-		for range 64 {
-			if _, err := c.Write(chunk); err != nil {
-				return
-			}
-		}
-		c.Write([]byte("\n"))
-	}, []string{"sent a frame over the 1 MiB cap at byte 0"}},
-	{"badhello", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","v":1,"hello":["not","an","object"]}` + "\n"))
-	}, []string{"sent a malformed frame at byte 0", "hello"}},
-	{"future", func(c net.Conn) {
-		c.Write([]byte(`{"type":"hello","v":99,"hello":{"name":"future","pid":4242}}` + "\n"))
-	}, []string{"trainer future (pid 4242, socket ", "speaks protocol 99; this pipetop speaks 1 — upgrade pipetop"}},
+	{"random", []string{"sent a malformed frame at byte 0", "is something other than a pipetop trainer listening there?"}},
+	{"silent", []string{"accepted but sent no hello within 300ms", "PIPETOP_HELLO_TIMEOUT"}},
+	{"huge", []string{"sent a frame over the 1 MiB cap at byte 0"}},
+	{"badhello", []string{"sent a malformed frame at byte 0", "hello"}},
+	{"future", []string{"trainer future (pid 4242, socket ", "speaks protocol 99; this pipetop speaks 1 — upgrade pipetop"}},
 }
 
 // nextTry ends the detail of a failed link that will be tried again.
 var nextTry = regexp.MustCompile(`; (next try in [0-9]+s|trying again now)$`)
-
-// serveHostile serves fn on path for every connection until the test ends.
-func serveHostile(t *testing.T, path string, fn func(c net.Conn)) {
-	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				fn(c)
-			}()
-		}
-	}()
-}
-
-// socketDir is a short directory for sockets (sun_path holds 108 bytes).
-func socketDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "ptatt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
 
 // runBin runs the pipetop binary and returns stdout, stderr and its exit status.
 func runBin(t *testing.T, env []string, prefix []string, args ...string) (stdout, stderr string, code int) {
@@ -155,10 +95,10 @@ func runBin(t *testing.T, env []string, prefix []string, args ...string) (stdout
 // ls marks the hostile sockets and not a real trainer.
 func TestAttachFailuresThroughRealSockets(t *testing.T) {
 	bin := pipetopBin(t)
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	env := []string{ipc.DirEnv + "=" + dir}
 	for _, h := range hostileTrainers {
-		serveHostile(t, filepath.Join(dir, ipc.SocketName(h.name, os.Getpid())), h.serve)
+		testkit.ServeHostile(t, filepath.Join(dir, ipc.SocketName(h.name, os.Getpid())), testkit.HostileNamed(t, h.name).Serve)
 	}
 	good, err := ipc.Listen("good", ipc.Hello{Stages: []string{stage.Other}}, ipc.ServerOptions{Dir: dir})
 	if err != nil {
@@ -243,7 +183,7 @@ func TestAttachRefusedForAnotherUID(t *testing.T) {
 		t.Skip("setpriv not installed")
 	}
 	bin := pipetopBin(t)
-	dir := socketDir(t)
+	dir := testkit.SocketDir(t)
 	var mu sync.Mutex
 	var logged []string
 	srv, err := ipc.Listen("owned", ipc.Hello{Stages: []string{stage.Other}}, ipc.ServerOptions{Dir: dir,

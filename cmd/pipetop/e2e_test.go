@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/tui/draw"
 )
@@ -26,8 +27,8 @@ func TestTmuxEndToEnd(t *testing.T) {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
 	bin := t.TempDir()
-	build(t, filepath.Join(bin, "pipetop"), ".")
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./cmd/pipetop")
+	testkit.Build(t, bin, "./examples/synthetic")
 	sockets := t.TempDir()
 	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-%d", os.Getpid()), sockets: sockets, bin: bin}
 	defer e.kill()
@@ -77,15 +78,6 @@ type tmuxEnv struct {
 	sockets string
 	bin     string
 	pub     *exec.Cmd
-}
-
-func build(t *testing.T, out, pkg string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, b)
-	}
 }
 
 func (e *tmuxEnv) tmux(args ...string) string {
@@ -160,9 +152,9 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
 	bin := pipetopBin(t)
-	sockets := socketDir(t)
+	sockets := testkit.SocketDir(t)
 	sock := filepath.Join(sockets, ipc.SocketName("future", os.Getpid()))
-	serveHostile(t, sock, hostileTrainers[4].serve)
+	testkit.ServeHostile(t, sock, testkit.HostileNamed(t, "future").Serve)
 	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-fail-%d", os.Getpid()), sockets: sockets}
 	defer e.kill()
 	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
@@ -186,7 +178,7 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 	// (respawn-pane replaces the pane's program: killing the only session
 	// would stop the tmux server under the next command.)
 	silent := filepath.Join(sockets, ipc.SocketName("silent", os.Getpid()))
-	serveHostile(t, silent, hostileTrainers[1].serve)
+	testkit.ServeHostile(t, silent, testkit.HostileNamed(t, "silent").Serve)
 	e.tmux("respawn-pane", "-k", "-t", "e2e",
 		"env", "PIPETOP_SOCKET_DIR="+sockets, ipc.HelloTimeoutEnv+"=3s", "TERM=xterm-256color", bin, "attach", silent, "--interval", "250ms", "--no-gpu")
 	e.waitScreen("connecting to the silent peer", func(s string) bool {
@@ -196,7 +188,7 @@ func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
 		return strings.Contains(flat(s), "✗ cannot attach "+filepath.Base(silent)) && strings.Contains(flat(s), "accepted but sent no hello within 3s")
 	})
 
-	empty := socketDir(t)
+	empty := testkit.SocketDir(t)
 	e.tmux("respawn-pane", "-k", "-t", "e2e",
 		"env", "PIPETOP_SOCKET_DIR="+empty, "TERM=xterm-256color", bin, "--interval", "250ms", "--no-gpu")
 	e.waitScreen("monitor only without trainers", func(s string) bool {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/export/scrapetest"
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
@@ -93,7 +93,7 @@ func TestExportBadListen(t *testing.T) {
 // over HTTP, then kills the publisher and starts it again.
 func TestExportSynthetic(t *testing.T) {
 	bin := t.TempDir()
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./examples/synthetic")
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 	pub := startSynthetic(t, bin, sockets)
@@ -141,7 +141,7 @@ func TestExportSynthetic(t *testing.T) {
 		t.Error("pipetop_host_cpu_busy_ratio{cpu=0} missing")
 	}
 
-	stopSynthetic(pub)
+	testkit.Stop(pub)
 	scrapetest.Until(t, url, "connected 0 after the publisher died", func(m scrapetest.Families) bool {
 		return m.Is("pipetop_trainer_connected", id, 0) && !m.Has("pipetop_verdict", nil)
 	})
@@ -162,21 +162,8 @@ func TestExportSynthetic(t *testing.T) {
 
 func startSynthetic(t *testing.T, bin, sockets string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "synthetic"), "-name", "exp", "-rate", "150", "-quiet", "-rank", "1", "-world-size", "2", "-run", "r",
+	return testkit.Start(t, sockets, filepath.Join(bin, "synthetic"), "-name", "exp", "-rate", "150", "-quiet", "-rank", "1", "-world-size", "2", "-run", "r",
 		"-stages", "data_wait=6ms,h2d=0.5ms,forward=2ms,backward=1ms,optim=0.4ms,other=0s", "-gpu", "forward=1.5ms,backward=0.8ms")
-	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+sockets)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopSynthetic(cmd) })
-	return cmd
-}
-
-func stopSynthetic(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
 }
 
 // with returns labels plus the given name/value pairs.

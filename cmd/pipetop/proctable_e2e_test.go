@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipetop/pipetop/internal/testkit"
 )
 
 // TestTmuxProcessTable drives the process table of the real pipetop in a
@@ -23,8 +25,8 @@ func TestTmuxProcessTable(t *testing.T) {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
 	bin := t.TempDir()
-	build(t, filepath.Join(bin, "pipetop"), ".")
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./cmd/pipetop")
+	testkit.Build(t, bin, "./examples/synthetic")
 	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-procs-%d", os.Getpid()), sockets: t.TempDir(), bin: bin}
 	defer e.kill()
 

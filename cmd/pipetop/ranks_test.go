@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
@@ -25,7 +26,7 @@ import (
 // attach NAME --json attaches both and names rank 1 and its stage.
 func TestStragglerNamedByJSON(t *testing.T) {
 	bin := t.TempDir()
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./examples/synthetic")
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 	pub := exec.Command(filepath.Join(bin, "synthetic"), "-name", "dp", "-rate", "100", "-quiet", "-ranks", "2", "-run", "r2",

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -37,7 +38,7 @@ func recordSynthetic(t *testing.T, bin, name string, sockets int, out string, ar
 	if err := pub.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer stopSynthetic(pub)
+	defer testkit.Stop(pub)
 	for i := 0; ; i++ {
 		if eps, _ := ipc.ListDir(dir); len(eps) == sockets {
 			break
@@ -69,7 +70,7 @@ func runJSON(t *testing.T, v any, args ...string) {
 // one planted stage and looks at them with every recordings command.
 func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 	bin, dir := t.TempDir(), t.TempDir()
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./examples/synthetic")
 	a, b := filepath.Join(dir, "a.pipetop"), filepath.Join(dir, "b.pipetop")
 	recordSynthetic(t, bin, "runa", 1, a, plantedWait("2ms")...)
 	recordSynthetic(t, bin, "runb", 1, b, plantedWait("8ms")...)
@@ -120,7 +121,7 @@ func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 // the summary, replay and trace show each.
 func TestRecordRunOfRanks(t *testing.T) {
 	bin, dir := t.TempDir(), t.TempDir()
-	build(t, filepath.Join(bin, "synthetic"), "../../examples/synthetic")
+	testkit.Build(t, bin, "./examples/synthetic")
 	rec := filepath.Join(dir, "ranks.pipetop")
 	recordSynthetic(t, bin, "pair", 2, rec, "-ranks", "2", "-straggler", "1", "-straggle", "6ms")
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
 )
@@ -31,7 +32,7 @@ func TestTmuxReplayKeys(t *testing.T) {
 	if err := rectest.Write(file, run.Entries()); err != nil {
 		t.Fatal(err)
 	}
-	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-replay-%d", os.Getpid()), sockets: socketDir(t)}
+	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-replay-%d", os.Getpid()), sockets: testkit.SocketDir(t)}
 	defer e.kill()
 	e.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "30",
 		"env", "TERM=xterm-256color", bin, "replay", file)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
+
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
@@ -26,9 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins = dir
-	out, err := exec.Command("go", "build", "-o", dir+"/", "../../cmd/pipetop", "../../cmd/pipetrain", "../../examples/synthetic").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+	if err := testkit.BuildErr("../..", dir, "./cmd/pipetop", "./cmd/pipetrain", "./examples/synthetic"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -14,7 +14,8 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from .record import Recording
 from .sockets import check_peer, listen, peer_cred
-from .wire import MAX_FRAME, PROTOCOL_VERSION, ProtocolError, Record, batch_seconds, decode_viewer_line, dumps, encode_steps, STEPS_PER_FRAME
+from . import wire
+from .wire import MAX_FRAME, STEPS_PER_FRAME, ProtocolError, Record, batch_seconds, decode_viewer_line, dumps, encode_steps
 
 PROGRESS_INTERVAL = 1.0  # seconds between progress frames
 
@@ -228,7 +229,7 @@ class Server:
                 continue
             v = Viewer(conn, self._viewer_queue)
             hello = dict(self._hello, stages=list(self._names))
-            v.offer(dumps({"type": "hello", "v": PROTOCOL_VERSION, "hello": hello}))
+            v.offer(dumps({"type": "hello", "v": wire.PROTOCOL_VERSION, "hello": hello}))
             if self._loader is not None:
                 v.offer(self._loader)
             with self._lock:
