@@ -69,6 +69,14 @@ var Kinds = []KindInfo{
 	{Balanced, SeverityGood, true, "balanced", nil},
 }
 
+// rule is one verdict rule: what it finds in the inputs, if anything.
+type rule func(in *Inputs) (Verdict, bool)
+
+// rules are every rule Judge applies: the ranks', the time rules, the host
+// rules and the window's throughput rules. Their order only breaks ties
+// between findings of the same kind.
+var rules = []rule{rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
+
 // kindRank is each kind's place in Kinds.
 var kindRank = func() map[Kind]int {
 	m := make(map[Kind]int, len(Kinds))

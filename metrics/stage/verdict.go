@@ -105,13 +105,6 @@ func Diagnose(s Summary, l *LoaderStats) Verdict {
 	return Judge(Inputs{Summary: s, Loader: l})
 }
 
-// rule is one verdict rule: what it finds in the inputs, if anything.
-type rule func(in *Inputs) (Verdict, bool)
-
-// rules are every rule Judge applies: the ranks', the time rules, the host
-// rules and the window's throughput rules.
-var rules = []rule{rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
-
 // Judge applies every verdict rule and keeps the finding whose kind comes
 // first in Kinds (on a tie, the rule listed first). It is the one verdict of
 // a refresh: the screen, --json, the exporter and bisect all call it.
