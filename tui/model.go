@@ -377,6 +377,35 @@ func (m *Model) fullHelp() [][]key.Binding {
 	return cols
 }
 
+// helpOverlay is every key in columns, as many columns a row as fit in w
+// (bubbles' help drops the columns past the width).
+func (m *Model) helpOverlay(w int) string {
+	h := m.help
+	h.SetWidth(0)
+	var rows []string
+	var row [][]key.Binding
+	for _, col := range m.fullHelp() {
+		if len(row) > 0 && widest(h.FullHelpView(append(row, col))) > w {
+			rows = append(rows, h.FullHelpView(row))
+			row = nil
+		}
+		row = append(row, col)
+	}
+	if len(row) > 0 {
+		rows = append(rows, h.FullHelpView(row))
+	}
+	return strings.Join(rows, "\n\n")
+}
+
+// widest is the width of the longest line of s.
+func widest(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		n = max(n, draw.Width(l))
+	}
+	return n
+}
+
 // focusable lists the panes tab moves between, top to bottom.
 func (m *Model) focusable() []pane {
 	var ps []pane
@@ -472,7 +501,7 @@ func (m *Model) Render(w, h int) string {
 		body = m.header.View() + "\n" + m.picker.View()
 	case m.showHelp:
 		m.header.SetSize(w, 1)
-		body = m.header.View() + "\n" + draw.Rule("keys", w, m.st.Focused, m.st.Rule) + "\n" + m.help.FullHelpView(m.fullHelp())
+		body = m.header.View() + "\n" + draw.Rule("keys", w, m.st.Focused, m.st.Rule) + "\n" + m.helpOverlay(w)
 	default:
 		body = m.body(w, bodyH)
 	}
