@@ -54,7 +54,7 @@ type Monitor struct {
 	// ranks (Group set) it stays unattached and Group holds the links.
 	Feed *feed.Feed
 	// Group is the link to every rank of a run; nil for a single process.
-	Group     *Group
+	Group       *Group
 	Snapshotter *Snapshotter
 	// Pick is set when several trainers are live and no spec chose one:
 	// nothing is attached; the caller lets the user pick, or refuses.

@@ -39,9 +39,9 @@ const TallScreen = 36
 // Options configures the monitor.
 type Options struct {
 	Snapshotter *monitor.Snapshotter
-	Styles    *styles.Styles
-	Interval  time.Duration
-	Window    int // index into monitor.Windows
+	Styles      *styles.Styles
+	Interval    time.Duration
+	Window      int // index into monitor.Windows
 	// Pick opens the trainer picker at start (several trainers, no spec).
 	Pick bool
 	// Context bounds the feed's watches started from the picker.
