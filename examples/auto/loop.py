@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A plain training loop over a DataLoader with 2 workers. The loader is the
-bottleneck: each worker needs 4 x 10 ms per batch (20 ms a batch with two),
-the loop needs 8 ms forward + 4 ms optimizer, so about 40 % of each step is
-data_wait. Run it under `pipetop run -- python3 examples/auto/loop.py`."""
+bottleneck: each worker needs 4 x 25 ms per batch (50 ms a batch with two),
+the loop needs 20 ms forward + 10 ms optimizer, so about 40 % of each step is
+data_wait. (The sleeps are long enough that a loaded machine's wake-up
+delays, a few ms each, leave the shares near what is planted.) Run it under `pipetop run -- python3 examples/auto/loop.py`."""
 
 import argparse
 
@@ -15,9 +16,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=40)
 args = ap.parse_args()
 
-loader = DataLoader(SleepyDataset(args.steps * 4, item_ms=10), batch_size=4, num_workers=2)
-model = SleepyNet(forward_ms=8)
-opt = SlowSGD(model.parameters(), step_ms=4)
+loader = DataLoader(SleepyDataset(args.steps * 4, item_ms=25), batch_size=4, num_workers=2)
+model = SleepyNet(forward_ms=20)
+opt = SlowSGD(model.parameters(), step_ms=10)
 loss_fn = torch.nn.MSELoss()
 for x, y in loader:
     loss = loss_fn(model(x), y)
