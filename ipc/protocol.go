@@ -37,7 +37,10 @@ const (
 	// TypeProgress says where the loop is right now; sent only to viewers
 	// whose hello lists it in Accepts.
 	TypeProgress = "progress"
-	TypeDrops    = "drops" // frames the server dropped for this viewer
+	// TypeStacks carries folded stack samples (the Python instrumentation's);
+	// sent only to viewers whose hello lists it in Accepts.
+	TypeStacks = "stacks"
+	TypeDrops  = "drops" // frames the server dropped for this viewer
 	TypeError    = "error" // the sender is closing the connection because of this
 )
 
@@ -128,6 +131,8 @@ type Frame struct {
 	Event  *Event             `json:"event,omitempty"`
 	// Progress is set in progress frames.
 	Progress *stage.Progress `json:"progress,omitempty"`
+	// Stacks is set in stacks frames.
+	Stacks *stage.StackSamples `json:"stacks,omitempty"`
 	Dropped  int64           `json:"dropped,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
@@ -189,6 +194,8 @@ func (f *Frame) validate() error {
 		}
 	case TypeProgress:
 		return validateProgress(f.Progress)
+	case TypeStacks:
+		return f.Stacks.Validate()
 	case TypeDrops, TypeError:
 	case "":
 		return errors.New("missing type")
