@@ -37,11 +37,12 @@ const (
 	// TypeProgress says where the loop is right now; sent only to viewers
 	// whose hello lists it in Accepts.
 	TypeProgress = "progress"
+	TypeDrops    = "drops" // frames the server dropped for this viewer
+	TypeError    = "error" // the sender is closing the connection because of this
+
 	// TypeStacks carries folded stack samples (the Python instrumentation's);
 	// sent only to viewers whose hello lists it in Accepts.
 	TypeStacks = "stacks"
-	TypeDrops  = "drops" // frames the server dropped for this viewer
-	TypeError    = "error" // the sender is closing the connection because of this
 )
 
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where
@@ -131,10 +132,11 @@ type Frame struct {
 	Event  *Event             `json:"event,omitempty"`
 	// Progress is set in progress frames.
 	Progress *stage.Progress `json:"progress,omitempty"`
-	// Stacks is set in stacks frames.
-	Stacks *stage.StackSamples `json:"stacks,omitempty"`
 	Dropped  int64           `json:"dropped,omitempty"`
 	Error    string          `json:"error,omitempty"`
+
+	// Stacks is set in stacks frames.
+	Stacks *stage.StackSamples `json:"stacks,omitempty"`
 }
 
 // ErrVersion is wrapped by errors about a peer speaking another version.

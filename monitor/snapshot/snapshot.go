@@ -53,10 +53,7 @@ type Snapshot struct {
 	Ranks []Rank `json:"ranks,omitempty"`
 	// Loader is the latest loader statistics frame; null when none came.
 	Loader *stage.LoaderStats `json:"loader"`
-	// Code is which code the window's stack samples went to (the Python
-	// instrumentation's training thread by stage, and its DataLoader
-	// workers); absent when the trainer sends no stack samples.
-	Code *stage.CodeProfile `json:"code,omitempty"`
+
 	GPU    GPU                `json:"gpu"`
 	CPU    CPU                `json:"cpu"`
 	// Process is the trainer's process tree; null without a trainer or when
@@ -80,6 +77,11 @@ type Snapshot struct {
 	// Samplers says how each registered source's sampling went at this
 	// refresh, in registry order; the exporter serves it, --json does not.
 	Samplers []SamplerStat `json:"-"`
+
+	// Code is which code the window's stack samples went to (the Python
+	// instrumentation's training thread by stage, and its DataLoader
+	// workers); absent when the trainer sends no stack samples.
+	Code *stage.CodeProfile `json:"code,omitempty"`
 }
 
 // Rank is one rank of a multi-process run.
