@@ -53,7 +53,6 @@ type Snapshot struct {
 	Ranks []Rank `json:"ranks,omitempty"`
 	// Loader is the latest loader statistics frame; null when none came.
 	Loader *stage.LoaderStats `json:"loader"`
-
 	GPU    GPU                `json:"gpu"`
 	CPU    CPU                `json:"cpu"`
 	// Process is the trainer's process tree; null without a trainer or when
