@@ -105,6 +105,9 @@ func TestHotSpot(t *testing.T) {
 		{"only libraries on the path", []testRow{
 			{RoleTrain, DataWait, -1, workerLoop, 50}}, RoleTrain, DataWait, "", 2},
 		{"too few samples", zarrWorkers(1), RoleWorker, "", "", 6},
+		{"a comprehension is cited by the function it is written in", []testRow{
+			{RoleWorker, "", 0, join(workerLoop, []CodeFrame{fr("ZDS.__getitem__", "dataset.py", 40), fr("ZDS.__getitem__.<locals>.<listcomp>", "dataset.py", 41), zget}), 30}},
+			RoleWorker, "", "100 % under zarr `Array.__getitem__`, called from `ZDS.__getitem__` at dataset.py:41", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ProfileOf(samplesOf(1e18, tc.rows...))

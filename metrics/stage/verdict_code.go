@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pipetop/pipetop/metrics/units"
 )
@@ -59,7 +60,7 @@ func (h *HotSpot) Where() (share float64, where string) {
 	if h.LineShare >= HotShare {
 		return h.LineShare, "in " + h.at()
 	}
-	return h.Share, fmt.Sprintf("in `%s` (%s)", h.User.Name, h.User.File)
+	return h.Share, fmt.Sprintf("in `%s` (%s)", userName(h.User.Name), h.User.File)
 }
 
 // Culprit names the user's function, with its line when one holds most of
@@ -68,12 +69,24 @@ func (h *HotSpot) Culprit() string {
 	if h.LineShare >= HotShare {
 		return h.at()
 	}
-	return fmt.Sprintf("`%s` (%s)", h.User.Name, h.User.File)
+	return fmt.Sprintf("`%s` (%s)", userName(h.User.Name), h.User.File)
 }
 
 // at is the user's function at its heaviest line: "`f` at file:line".
 func (h *HotSpot) at() string {
-	return fmt.Sprintf("`%s` at %s:%d", h.User.Name, h.User.File, h.User.Line)
+	return fmt.Sprintf("`%s` at %s:%d", userName(h.User.Name), h.User.File, h.User.Line)
+}
+
+// userName names a function as its author wrote it: a comprehension or
+// generator expression (a function of its own before Python 3.12) by the
+// function it is written in.
+func userName(name string) string {
+	for _, inner := range []string{".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>", ".<locals>.<genexpr>"} {
+		if outer, ok := strings.CutSuffix(name, inner); ok {
+			return outer
+		}
+	}
+	return name
 }
 
 // funcText names a library function: "zarr `Array.__getitem__`".

@@ -25,8 +25,9 @@ type ZarrArray struct {
 	ItemSize int    `json:"itemsize"`
 	// ZarrFormat is the zarr-python major version that read it (2 or 3).
 	ZarrFormat int `json:"zarr_format"`
-	// ReplayBuffer says the store has meta/episode_ends, the layout
-	// `pipetrain data inspect` reads.
+	// ReplayBuffer says the store has the replay-buffer layout `pipetrain
+	// data inspect` reads with its default keys (meta/episode_ends,
+	// data/camera0..3, data/state, data/action).
 	ReplayBuffer bool `json:"replay_buffer,omitempty"`
 	// Calls counts the reads (outermost __getitem__ and get_*_selection).
 	Calls int64 `json:"calls"`

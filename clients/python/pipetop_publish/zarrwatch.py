@@ -182,10 +182,15 @@ def store_root(arr: Any, version: int) -> str:
     return ""
 
 
+# The arrays of the replay-buffer layout `pipetrain data inspect` reads
+# with its default keys (docs/data.md).
+REPLAY_BUFFER = ("meta/episode_ends", "data/camera0", "data/camera1", "data/camera2", "data/camera3", "data/state", "data/action")
+
+
 def is_replay_buffer(root: str) -> bool:
-    """Whether root holds meta/episode_ends, as a replay buffer does
-    (`pipetrain data inspect` reads that layout)."""
-    return os.path.isdir(os.path.join(root, "meta", "episode_ends"))
+    """Whether root holds the replay-buffer layout `pipetrain data
+    inspect` reads with its default keys."""
+    return all(os.path.isdir(os.path.join(root, *p.split("/"))) for p in REPLAY_BUFFER)
 
 
 # ---------------------------------------------------------------------------
