@@ -38,6 +38,18 @@ class TestKnob(unittest.TestCase):
             self.assertEqual(stacks.hz({stacks.HZ_ENV: raw}), want, raw)
 
 
+class TestSwitchInterval(unittest.TestCase):
+    def test_only_python_default_is_lowered(self) -> None:
+        old = sys.getswitchinterval()
+        self.addCleanup(sys.setswitchinterval, old)
+        sys.setswitchinterval(stacks.PYTHON_SWITCH)
+        stacks.tighten_switch(stacks.WORKER_SWITCH)
+        self.assertAlmostEqual(sys.getswitchinterval(), stacks.WORKER_SWITCH)
+        sys.setswitchinterval(0.01)  # the program's own
+        stacks.tighten_switch(stacks.WORKER_SWITCH)
+        self.assertAlmostEqual(sys.getswitchinterval(), 0.01)
+
+
 class TestFiles(unittest.TestCase):
     def test_user_library_and_own(self) -> None:
         f = stacks.Files()
