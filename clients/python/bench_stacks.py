@@ -10,7 +10,7 @@ instrumentation on, so that only the stack sampler differs:
    wall time per step of each side over the rounds and the median of the
    pairwise differences;
 2. one process, alternating blocks of steps with the training thread's
-   stack sampler running and stopped:
+   stack sampler running (and the switch interval it sets) and stopped:
    no process start or scheduling differences between the sides. The
    sampler costs the training thread its GIL hand-overs, which thread CPU
    time does not see, so both tables time the wall clock.
@@ -69,8 +69,11 @@ def ab_child(step_ms: float, blocks: int, steps: int, hz: float) -> None:
         sampled = (b % 2 == 0) == (b // 2 % 2 == 0)
         sampler = None
         if sampled:
+            stacks.tighten_switch(stacks.TRAIN_SWITCH)
             sampler = stacks.StackSampler(threading.get_ident(), stacks.TRAIN, -1, lambda: "other", hz)
             sampler.start()
+        else:
+            sys.setswitchinterval(stacks.PYTHON_SWITCH)
         t0 = time.perf_counter()
         loop.run(it, model, opt, steps)
         (on if sampled else off).append((time.perf_counter() - t0) / steps * 1e3)

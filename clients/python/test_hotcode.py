@@ -45,6 +45,8 @@ class TestSwitchInterval(unittest.TestCase):
         sys.setswitchinterval(stacks.PYTHON_SWITCH)
         stacks.tighten_switch(stacks.WORKER_SWITCH)
         self.assertAlmostEqual(sys.getswitchinterval(), stacks.WORKER_SWITCH)
+        stacks.tighten_switch(stacks.TRAIN_SWITCH)  # a forked worker's parent set one too
+        self.assertAlmostEqual(sys.getswitchinterval(), stacks.TRAIN_SWITCH)
         sys.setswitchinterval(0.01)  # the program's own
         stacks.tighten_switch(stacks.WORKER_SWITCH)
         self.assertAlmostEqual(sys.getswitchinterval(), 0.01)

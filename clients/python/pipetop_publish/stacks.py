@@ -15,13 +15,14 @@ That wait is also a bias: a sample due while the thread runs Python code
 lands where the thread next lets go of the GIL (a blocking call, most torch
 operations) or where the interpreter forces a switch, whichever comes
 first. Python code that runs for less than the switch interval before such
-a call is charged to that call's line. In DataLoader workers, where only
-the fetch runs Python and a Dataset's own transforms are short, pipetop
-therefore lowers the interpreter's switch interval from Python's default
-5 ms (``sys.setswitchinterval``) to 0.2 ms while sampling; an interval the
-program set itself is left alone. The training process keeps its interval:
-a forced switch costs the training thread a GIL hand-over each way, and
-its Python code between torch operations is short anyway.
+a call is charged to that call's line. While sampling, pipetop therefore
+lowers the interpreter's switch interval from Python's default 5 ms
+(``sys.setswitchinterval``) to 0.2 ms in DataLoader workers (where only the
+fetch runs Python) and to 1 ms in the training process (which may run
+other Python threads, and where each forced switch costs the training
+thread a GIL hand-over each way); an interval the program set itself is
+left alone. Without it, a logging function of a few milliseconds called
+between two steps is charged to the first torch call after it.
 
 The frames of this package (the instrumentation's wrappers) are left out of
 every stack.
@@ -52,6 +53,7 @@ WORKER = "worker"  # the role of a DataLoader worker's fetch
 
 PYTHON_SWITCH = 0.005  # Python's default switch interval, seconds
 WORKER_SWITCH = 0.0002  # the switch interval while a DataLoader worker is sampled
+TRAIN_SWITCH = 0.001  # the switch interval while the training process is sampled
 
 _now = time.perf_counter_ns
 
@@ -77,12 +79,18 @@ def hz(env: Optional[Dict[str, str]] = None) -> float:
     return min(v, MAX_HZ)
 
 
+_switch_set: Optional[float] = None  # the interval tighten_switch set (a forked child inherits both)
+
+
 def tighten_switch(seconds: float) -> None:
     """Lower the interpreter's switch interval to seconds, so that samples
     land within that long of when they are due; an interval the program
-    set itself (not Python's default) is left alone."""
-    if abs(sys.getswitchinterval() - PYTHON_SWITCH) < 1e-9:
+    set itself (neither Python's default nor one set here) is left alone."""
+    global _switch_set
+    now = sys.getswitchinterval()
+    if abs(now - PYTHON_SWITCH) < 1e-9 or (_switch_set is not None and abs(now - _switch_set) < 1e-9):
         sys.setswitchinterval(seconds)
+        _switch_set = sys.getswitchinterval()
 
 
 class Files:
