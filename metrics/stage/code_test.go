@@ -331,3 +331,23 @@ func FuzzCodeProfile(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkProfile profiles two minutes of stacks frames (one a second,
+// 300 distinct stacks each): what a refresh with the 2m window costs when
+// a frame came.
+func BenchmarkProfile(b *testing.B) {
+	c := NewCodeRing(0)
+	for i := range int64(120) {
+		var rows []testRow
+		for j := range 300 {
+			rows = append(rows, testRow{RoleWorker, "", j % 4, join(workerLoop, []CodeFrame{getitem, fr("f", "dataset.py", j), zget, zchunk}), 3})
+		}
+		c.Add(samplesOf(1e18+i*1e9, rows...))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if p := c.Profile(0, 2e18); p == nil {
+			b.Fatal("no profile")
+		}
+	}
+}

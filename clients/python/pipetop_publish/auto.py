@@ -591,7 +591,8 @@ _USAGE = """usage: python -m pipetop_publish.auto SCRIPT.py [ARGS...]
 
 Runs a PyTorch training script with automatic pipetop instrumentation (no
 code changes): watch it with `pipetop`. PIPETOP_AUTO=0 runs it plain;
-PIPETOP_NAME names the trainer (default: the script's name).
+PIPETOP_NAME names the trainer (default: the script's name);
+PIPETOP_STACKS_HZ sets the stack samples (default 100 a second, 0 off).
 """
 
 
