@@ -50,7 +50,7 @@ func torchScenarios() []scenario {
 		{name: "torch/4 saturated workers in turn: input-bound, not stalls", start: autoScript("in_turn.py", "--workers", "4", "--batch-ms", "200"),
 			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: stage.InputBound, stage: stage.DataWait,
 			headline: []string{"the 4 workers, busy", "hand over their batches in turn", "in `read_from_storage` at"},
-			next: []string{"4 workers are busy", "raise num_workers"}},
+			next:     []string{"4 workers are busy", "raise num_workers"}},
 		{name: "torch/one slow batch in 20: input stalls", start: autoScript("in_turn.py", "--workers", "2", "--stall-every", "20"),
 			after: 3500 * time.Millisecond, interval: 1500 * time.Millisecond, kind: stage.InputStalls, stage: stage.DataWait,
 			headline: []string{"input stalls", "in `read_from_storage` at"}, next: []string{"deepen the prefetch"}},
