@@ -92,6 +92,27 @@ class TestSampler(unittest.TestCase):
         self.assertEqual(s.samples, 0)
 
 
+class TestWorkerStacks(unittest.TestCase):
+    def test_start_at_the_worker_loop(self) -> None:
+        # A forked worker's main thread still holds its parent's frames
+        # (the loop that forked it) under torch's worker loop.
+        ns: dict = {}
+        path = os.path.join("torch", "utils", "data", "_utils", "worker.py")
+        exec(compile("def _worker_loop(f):\n    return f()\n", "/x/site-packages/" + path, "exec"), ns)
+
+        def parent_loop():
+            return ns["_worker_loop"](lambda: sys._getframe())
+
+        f = parent_loop()
+        raw = []
+        while f is not None:
+            raw.append((f.f_code, f.f_lineno))
+            f = f.f_back
+        frames = stacks.Describer().frames(tuple(raw))
+        self.assertEqual(frames[0][0], "_worker_loop")
+        self.assertNotIn("parent_loop", [fr[0] for fr in frames])
+
+
 class TestPayload(unittest.TestCase):
     def rows(self, n: int):
         return {("train", -1, "other", (("f%d" % i, "a.py", i, ""), ("g", "zarr/core.py", 9, "zarr"))): [1 + i % 3, 1000 * (i + 1)]

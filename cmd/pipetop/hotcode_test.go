@@ -242,4 +242,30 @@ func TestFlameOfARun(t *testing.T) {
 		t.Errorf("folded counts add up to %d, the recording's samples to %d", count, n)
 	}
 	t.Logf("%d samples (%d profiles) in the recording, the speedscope file and the folded stacks", n, len(f.Profiles))
+
+	// Replay and summary read the samples back through the feed.
+	js, err := exec.Command(e.bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
+	if err != nil {
+		t.Fatalf("pipetop replay --json: %v", err)
+	}
+	var snap struct {
+		Code    *stage.CodeProfile `json:"code"`
+		Verdict *stage.Verdict     `json:"verdict"`
+	}
+	if err := json.Unmarshal(js, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Code == nil || snap.Code.Group(stage.RoleWorker, "") == nil || snap.Code.Samples == 0 {
+		t.Errorf("the replayed snapshot has no workers' profile: %+v", snap.Code)
+	}
+	if snap.Verdict == nil || !strings.Contains(snap.Verdict.Headline, "`augment` at") {
+		t.Errorf("the replayed verdict does not name augment: %+v", snap.Verdict)
+	}
+	text, err := exec.Command(e.bin, "summary", rec).Output()
+	if err != nil {
+		t.Fatalf("pipetop summary: %v", err)
+	}
+	if !strings.Contains(string(text), "stack samples: ") || !strings.Contains(string(text), "`augment` at") {
+		t.Errorf("pipetop summary does not name the hot code:\n%s", text)
+	}
 }

@@ -49,6 +49,7 @@ MAX_FRAME_BYTES = 768 << 10  # a stacks frame stays this far below the protocol'
 MAX_WEIGHT_NS = 1_000_000_000  # the most wall time one sample stands for
 MORE = ("[more stacks]", "", 0, "(more)")  # the frame of the row that holds what did not fit
 TRAIN = "train"  # the role of the training thread
+WORKER_LOOP, WORKER_LOOP_FILE = "_worker_loop", os.path.join("torch", "utils", "data", "_utils", "worker.py")
 WORKER = "worker"  # the role of a DataLoader worker's fetch
 
 PYTHON_SWITCH = 0.005  # Python's default switch interval, seconds
@@ -209,7 +210,14 @@ class Describer:
 
     def frames(self, raw: Tuple[Tuple[Any, int], ...]) -> Tuple[Frame, ...]:
         """The frames of a sampled stack (innermost first, as sampled),
-        root first, this package's left out."""
+        root first, this package's left out. A DataLoader worker's stack
+        starts at torch's worker loop: a forked worker's main thread also
+        holds the frames of the parent that forked it, which it never
+        returns to."""
+        for i, (code, _) in enumerate(raw):
+            if code.co_name == WORKER_LOOP and code.co_filename.endswith(WORKER_LOOP_FILE):
+                raw = raw[:i + 1]
+                break
         out: List[Frame] = []
         for code, line in reversed(raw):
             d = self._code.get(code, False)
