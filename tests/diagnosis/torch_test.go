@@ -41,9 +41,15 @@ func autoScript(script string, args ...string) func(*testing.T, string) (*exec.C
 // their batches in turn (a steadily slow loader, whatever the pattern of
 // the waits), and one slow batch in 20 (a real periodic stall). Their
 // workers sleep in a function of their own, which the verdict names from
-// the live stack samples.
+// the live stack samples. The synthetic Go publisher plants the first with
+// a pipetrain-style loader frame (workers busy 97 %, no torch fields).
 func torchScenarios() []scenario {
 	return []scenario{
+		{name: "go/saturated workers in turn: input-bound, not stalls",
+			start: synthetic("-every", "2", "-spike", "60ms", "-stages", "data_wait=0.2ms,forward=4ms", "-loader-busy", "0.97", "-loader-amp", "1"),
+			after: 2 * time.Second, interval: time.Second, kind: stage.InputBound, stage: stage.DataWait,
+			headline: []string{"the 2 workers, busy 97 %, hand over their batches in turn (every 2nd step waits)"},
+			next:     []string{"all 2 loader workers are busy 97 %"}},
 		{name: "torch/2 saturated workers: input-bound", start: autoScript("in_turn.py", "--workers", "2", "--batch-ms", "200"),
 			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: stage.InputBound, stage: stage.DataWait,
 			headline: []string{"waits on data_wait", "in `read_from_storage` at"}, next: []string{"2 workers are busy", "raise num_workers"}},
