@@ -73,6 +73,7 @@ bench: build
 	$(GO) test -run '^$$' -bench SmallPreset -benchtime 60x ./trainer
 	$(PY) clients/python/bench_publish.py
 	$(PY) clients/python/bench_auto.py
+	$(PY) clients/python/bench_stacks.py
 	@for s in bench/*.sh; do echo "== $$s"; "$$s" || exit 1; done
 
 ## demo: build, generate the demo dataset if missing, train, open pipetop

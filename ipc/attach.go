@@ -162,7 +162,7 @@ func (a *attempt) dial(ctx context.Context, timeout time.Duration) (*Conn, error
 
 // greet sends our hello and reads the trainer's.
 func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
-	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress}, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
+	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress, TypeStacks}, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)
 	}
 	conn := &Conn{c: c, r: NewReader(c)}

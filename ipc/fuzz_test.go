@@ -16,6 +16,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"drops","dropped":3}`,
 		`{"type":"progress","progress":{"t":5,"step":2,"step_t0":3,"stage":"data_wait","since":4,"done":2}}`,
 		`{"type":"later","later":{"x":1}}`,
+		`{"type":"stacks","stacks":{"t":9,"interval_ns":1000000000,"hz":100,"frames":[{"name":"f","file":"a.py","line":3},{"name":"g","file":"zarr/core.py","line":9,"lib":"zarr"}],"rows":[{"role":"train","stage":"other","stack":[0,1],"n":4,"ns":40000000},{"role":"worker","worker":1,"stack":[1],"n":1,"ns":1}]}}`,
+		`{"type":"stacks","stacks":{"frames":[],"rows":[{"role":"train","stack":[0],"n":1,"ns":1}]}}`,
 		`{"type":"error","error":"no"}`,
 		`{"type":"hello","v":2}`,
 		`not json`,
@@ -32,6 +34,16 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if p := fr.Progress; fr.Type == TypeProgress && (p == nil || p.Step < -1 || len(p.Stage) > MaxStageName) {
 			t.Fatalf("accepted a bad progress frame %q", data)
+		}
+		if fr.Type == TypeStacks {
+			if fr.Stacks == nil || fr.Stacks.Validate() != nil {
+				t.Fatalf("accepted a bad stacks frame %q", data)
+			}
+			for _, r := range fr.Stacks.Rows {
+				for _, j := range r.Stack {
+					_ = fr.Stacks.Frames[j] // every index is in range
+				}
+			}
 		}
 		for i := range fr.Steps {
 			r := &fr.Steps[i]

@@ -39,6 +39,10 @@ const (
 	TypeProgress = "progress"
 	TypeDrops    = "drops" // frames the server dropped for this viewer
 	TypeError    = "error" // the sender is closing the connection because of this
+
+	// TypeStacks carries folded stack samples (the Python instrumentation's);
+	// sent only to viewers whose hello lists it in Accepts.
+	TypeStacks = "stacks"
 )
 
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where
@@ -130,6 +134,9 @@ type Frame struct {
 	Progress *stage.Progress `json:"progress,omitempty"`
 	Dropped  int64           `json:"dropped,omitempty"`
 	Error    string          `json:"error,omitempty"`
+
+	// Stacks is set in stacks frames.
+	Stacks *stage.StackSamples `json:"stacks,omitempty"`
 }
 
 // ErrVersion is wrapped by errors about a peer speaking another version.
@@ -189,6 +196,8 @@ func (f *Frame) validate() error {
 		}
 	case TypeProgress:
 		return validateProgress(f.Progress)
+	case TypeStacks:
+		return f.Stacks.Validate()
 	case TypeDrops, TypeError:
 	case "":
 		return errors.New("missing type")

@@ -100,6 +100,7 @@ func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.Ran
 		}
 		if i == 0 {
 			s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
+			s.Code = rs.Code
 		}
 		r := snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: rs.Link.State, Summary: rs.Summary, Verdict: rs.Verdict,
 			Trainer: rs.Trainer, Loader: rs.Loader, Totals: rs.Totals}

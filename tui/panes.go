@@ -8,6 +8,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/flame"
 	"github.com/pipetop/pipetop/tui/components/gpu"
 	"github.com/pipetop/pipetop/tui/components/history"
+	"github.com/pipetop/pipetop/tui/components/hotcode"
 	"github.com/pipetop/pipetop/tui/components/loader"
 	"github.com/pipetop/pipetop/tui/components/proctable"
 	"github.com/pipetop/pipetop/tui/components/ranks"
@@ -32,6 +33,7 @@ const (
 	bandFlame               // where each step's time goes
 	bandRanks               // the ranks of a multi-process run
 	bandTable               // the stage table, toggled with s
+	bandCode                // the hot code, from stack samples
 	bandProcs               // GPU processes and the trainer's tree
 	bandBottom              // history graphs and the loader
 )
@@ -53,6 +55,7 @@ var bands = []bandSpec{
 	{id: bandFlame, minRank: 2, prefRank: 1},
 	{id: bandRanks, minRank: 2, prefRank: 2, hidden: func(m *Model) bool { return m.snap == nil || len(m.snap.Ranks) < 2 }},
 	{id: bandTable, minRank: 4, prefRank: 3, hidden: func(m *Model) bool { return !m.showTab }},
+	{id: bandCode, minRank: 5, prefRank: 5, hidden: func(m *Model) bool { return hotcode.Hidden(m.snap) }},
 	{id: bandProcs, minRank: 6, prefRank: 6, grows: true},
 	{id: bandBottom, minRank: 5, prefRank: 4, grows: true},
 }
@@ -73,6 +76,7 @@ var paneRows = []paneRow{
 	{"flame", bandFlame, func(st *styles.Styles, _ *Options) panel { p := flame.New(st); return &p }},
 	{"ranks", bandRanks, func(st *styles.Styles, _ *Options) panel { p := ranks.New(st); return &p }},
 	{"stages", bandTable, func(st *styles.Styles, _ *Options) panel { p := stages.New(st); return &p }},
+	{"hotcode", bandCode, func(st *styles.Styles, _ *Options) panel { p := hotcode.New(st); return &p }},
 	{"processes", bandProcs, func(st *styles.Styles, o *Options) panel {
 		p := proctable.New(st, o.Signaler, o.Now)
 		p.SortBy(o.Sort)

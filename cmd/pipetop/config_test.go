@@ -43,7 +43,7 @@ func TestConfigFile(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	tests := []struct{ text, want string }{
-		{"hidden = [\"clock\"]", `line 1: hidden pane "clock": want one of gpu, cpu, flame, ranks, stages, processes, history, loader`},
+		{"hidden = [\"clock\"]", `line 1: hidden pane "clock": want one of gpu, cpu, flame, ranks, stages, hotcode, processes, history, loader`},
 		{"sort = \"colour\"", `sort "colour": want one of gpu, pid`},
 		{"window = \"1h\"", `window "1h": want 5s, 30s, 2m or all`},
 	}

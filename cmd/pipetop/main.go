@@ -12,6 +12,7 @@
 //	pipetop summary FILE          the end-of-run summary of a recording
 //	pipetop compare A B           two runs side by side
 //	pipetop trace FILE -o OUT     Chrome/Perfetto trace-event JSON
+//	pipetop flame FILE [-o OUT]   stack samples as speedscope JSON or folded stacks
 //	pipetop run [--no-tui] -- CMD  run a PyTorch script instrumented, with no code changes
 //
 // docs/pipetop.md describes the panes, keys, the --json schema and the
@@ -134,6 +135,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
   pipetop summary FILE [--json]        throughput, stage table and verdicts of a whole run
   pipetop compare A B [--json]         two runs (recordings or summary JSON) side by side
   pipetop trace FILE -o trace.json     Chrome/Perfetto trace-event JSON of a recording
+  pipetop flame FILE [-o OUT] [--folded]
+                                       the stack samples of a recording (or run summary) as
+                                       speedscope JSON, or folded stacks for flamegraph.pl
 
 flags:
 `)

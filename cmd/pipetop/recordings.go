@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/pipetop/pipetop/export/flame"
 	"github.com/pipetop/pipetop/export/trace"
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/replay"
@@ -31,6 +35,7 @@ var runCommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"summary": summaryCmd,
 	"compare": compareCmd,
 	"trace":   traceCmd,
+	"flame":   flameCmd,
 }
 
 // flags returns a flag set for a recordings command that prints usage to
@@ -261,4 +266,99 @@ func traceCmd(_ context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("write trace %s: %w", *out, err)
 	}
 	return f.Close()
+}
+
+// flameCmd implements pipetop flame: the stack samples of a recording (or
+// of a run summary) as speedscope JSON or folded stacks.
+func flameCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("flame", "FILE [-o out.json] [--folded]   (a recording or a pipetop-summary-*.json)", stderr)
+	out := fs.String("o", "", "write to this `file` (default: standard output)")
+	folded := fs.Bool("folded", false, "write folded stacks (flamegraph.pl, inferno) instead of speedscope JSON")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	samples, err := stackSamples(pos[0], stderr)
+	if err != nil {
+		return err
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("flame: %s holds no stack samples (they come from Python runs under pipetop run, with PIPETOP_STACKS_HZ above 0)", pos[0])
+	}
+	w := stdout
+	var f *os.File
+	if *out != "" {
+		if f, err = os.Create(*out); err != nil {
+			return fmt.Errorf("flame: %w", err)
+		}
+		w = f
+	}
+	if *folded {
+		err = flame.WriteFolded(w, samples)
+	} else {
+		err = flame.WriteSpeedscope(w, filepath.Base(pos[0]), samples)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("flame %s: %w", pos[0], err)
+	}
+	return nil
+}
+
+// stackSamples reads the stacks frames of a recording, by rank, or the
+// whole-run samples of a run summary.
+func stackSamples(path string, stderr io.Writer) ([]flame.Samples, error) {
+	if s, ok, err := summaryStacks(path); ok || err != nil {
+		return s, err
+	}
+	_, es, err := recording.ReadAll(path)
+	if es == nil && err != nil {
+		return nil, err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pipetop: %v; using the samples up to there\n", err)
+	}
+	var out []flame.Samples
+	at := map[int]int{} // rank (-1: none) -> index in out
+	for _, e := range es {
+		if e.Frame == nil || e.Frame.Type != ipc.TypeStacks || e.Frame.Stacks == nil {
+			continue
+		}
+		r := -1
+		if e.Rank != nil {
+			r = *e.Rank
+		}
+		i, ok := at[r]
+		if !ok {
+			i = len(out)
+			at[r] = i
+			out = append(out, flame.Samples{Rank: e.Rank})
+		}
+		out[i].Frames = append(out[i].Frames, e.Frame.Stacks)
+	}
+	return out, nil
+}
+
+// summaryStacks reads the samples of a run summary; ok is false for a file
+// that is not one (a recording).
+func summaryStacks(path string) (s []flame.Samples, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("flame: %w", err)
+	}
+	var doc scriptSummary
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &doc) != nil || doc.Schema != summarySchema {
+		return nil, false, nil
+	}
+	if doc.Stacks == nil {
+		return nil, true, nil
+	}
+	if err := doc.Stacks.Validate(); err != nil {
+		return nil, true, fmt.Errorf("flame: run summary %s: %w", path, err)
+	}
+	return []flame.Samples{{Frames: []*stage.StackSamples{doc.Stacks}}}, true, nil
 }

@@ -45,7 +45,10 @@ attached to it (q closes the monitor, the run goes on); without one, or with
 --no-tui, pipetop only runs it. When the run ends, pipetop prints the stage
 table, throughput and verdict of the whole run (also written to
 pipetop-summary-NAME-PID.json) and exits with the command's status.
-PIPETOP_AUTO=0 runs the command without instrumentation.
+PIPETOP_AUTO=0 runs the command without instrumentation;
+PIPETOP_STACKS_HZ sets the stack samples of the training thread and the
+DataLoader workers (default 100 a second, 0 off), from which the verdict
+names the code the time goes to.
 
 flags:
 `

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // scriptSummary is the end-of-run document the instrumented Python process
@@ -30,7 +31,12 @@ type scriptSummary struct {
 	Stages        []runStage         `json:"stages"`
 	FirstStep     *firstStep         `json:"first_step"`
 	Loader        *stage.LoaderStats `json:"loader"`
-	Verdict       *stage.Verdict     `json:"verdict,omitempty"`
+	// Stacks are the run's stack samples (a stacks frame's body), null
+	// without any.
+	Stacks  *stage.StackSamples `json:"stacks"`
+	Verdict *stage.Verdict      `json:"verdict,omitempty"`
+	// code is the profile of Stacks.
+	code *stage.CodeProfile
 }
 
 // runStage is one stage's whole-run total.
@@ -72,7 +78,8 @@ func report(dir string, start time.Time, asJSON bool, stdout, stderr io.Writer) 
 		if !ok {
 			continue
 		}
-		v := stage.Diagnose(s.stageSummary(), s.Loader)
+		s.code = stage.ProfileOf(s.Stacks)
+		v := stage.Judge(stage.Inputs{Summary: s.stageSummary(), Loader: s.Loader, Code: s.code})
 		s.Verdict = &v
 		if err := addVerdict(p, v); err != nil {
 			fmt.Fprintln(stderr, "pipetop:", err)
@@ -105,6 +112,11 @@ func readSummary(path string, start time.Time) (s scriptSummary, ok bool, err er
 	}
 	if s.Schema != summarySchema {
 		return s, false, fmt.Errorf("run summary %s: schema %q, want %q", path, s.Schema, summarySchema)
+	}
+	if s.Stacks != nil {
+		if err := s.Stacks.Validate(); err != nil {
+			return s, false, fmt.Errorf("run summary %s: %w", path, err)
+		}
 	}
 	return s, s.EndNs >= start.UnixNano(), nil
 }
@@ -166,6 +178,12 @@ func printSummary(w io.Writer, s *scriptSummary, path string) {
 	}
 	if l := s.Loader; l != nil {
 		fmt.Fprintf(w, "  loader: %s\n", loaderLine(l))
+		for _, a := range l.Zarr {
+			fmt.Fprintf(w, "  zarr: %s\n", zarrLine(&a))
+		}
+	}
+	for _, line := range hotLines(s.code) {
+		fmt.Fprintf(w, "  hot code: %s\n", line)
 	}
 	if v := s.Verdict; v != nil {
 		fmt.Fprintf(w, "  verdict: %s\n  next: %s\n", v.Headline, v.Next)
@@ -184,4 +202,29 @@ func loaderLine(l *stage.LoaderStats) string {
 	}
 	return fmt.Sprintf("num_workers=%d busy %.0f %% (%s), prefetch_factor=%d, pin_memory=%v, %.1f batches/s",
 		l.Workers, 100*l.WorkerBusy, strings.Join(each, ", "), l.Prefetch, l.PinMemory, l.BatchesPerSec)
+}
+
+// zarrLine describes one Zarr array's reads over the run.
+func zarrLine(a *stage.ZarrArray) string {
+	return fmt.Sprintf("%s chunks %v, %d reads (%.1f frames each), read amplification %.1fx (%s decoded for %s returned)",
+		a.Name(), a.Chunks, a.Calls, a.FramesPerCall(), a.ReadAmp, units.Bytes(float64(a.BytesDecoded)), units.Bytes(float64(a.BytesReturned)))
+}
+
+// hotLines names the hot code of each sampled group that has one.
+func hotLines(p *stage.CodeProfile) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range p.Groups {
+		if g.Hot == nil {
+			continue
+		}
+		who := "workers"
+		if g.Role == stage.RoleTrain {
+			who = "training thread in " + g.Stage
+		}
+		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, g.Hot.Phrase(), g.Samples))
+	}
+	return out
 }

@@ -54,4 +54,8 @@ type LoaderStats struct {
 	PinMemory bool `json:"pin_memory,omitempty"`
 	// Cores is the number of CPUs of the machine the loader runs on.
 	Cores int `json:"cores,omitempty"`
+	// Zarr lists the Zarr arrays the Python loader read, most bytes
+	// decoded first; BytesRead, BytesDecoded, BytesUsed, DecodeNs and
+	// ReadAmp then sum them.
+	Zarr []ZarrArray `json:"zarr,omitempty"`
 }

@@ -96,6 +96,9 @@ type Inputs struct {
 	// Ranks are the window summaries of every connected rank of the run,
 	// for the straggler rule; nil for a single process.
 	Ranks []RankSummary
+	// Code is which code the window's stack samples went to; nil when the
+	// trainer sends none.
+	Code *CodeProfile
 }
 
 // Diagnose applies the verdict rules to a window summary and, when known,
@@ -144,10 +147,10 @@ func steady(in *Inputs) Verdict {
 	network := classShare(s, ClassNetwork)
 	g := gpuOf(s, in.Host)
 	switch {
-	case wait >= ModerateShare && s.Waits.Bursty():
-		return inputStalls(s, wait, l)
+	case wait >= ModerateShare && s.Waits.Bursty() && !Saturated(l):
+		return inputStalls(s, wait, l, in.Code)
 	case wait >= InputShare:
-		return inputBound(s, wait, g, l)
+		return inputBound(s, wait, g, l, in.Code)
 	case g.known && g.busy >= GPUBusyBound && g.trusted:
 		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step%s", units.Pct(g.busy), units.Dur(s.WallMean), g.label()),
 			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}
@@ -158,8 +161,7 @@ func steady(in *Inputs) Verdict {
 		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(Sync)), units.Dur(s.Stage(Sync).Mean)),
 			Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
 	case share(Other) >= OtherShare:
-		return Verdict{Kind: Untimed, Stage: Other, Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", units.Pct(share(Other)), units.Dur(s.Stage(Other).Mean)),
-			Next: "wrap the missing work in a stage span to see what it is"}
+		return untimed(s, share(Other), in.Code)
 	}
 	if name, sh := biggestOther(s); sh >= SingleStageShare {
 		next := fmt.Sprintf("look inside %s: it dominates the step", name)
@@ -170,7 +172,7 @@ func steady(in *Inputs) Verdict {
 			Next: next}
 	}
 	if wait >= ModerateShare {
-		return moderateInput(s, wait, l)
+		return moderateInput(s, wait, l, in.Code)
 	}
 	if !s.HasGPU && network >= NetworkShare {
 		top := largestOf(s, ClassNetwork)
@@ -209,8 +211,20 @@ func InputAdvice(l *LoaderStats) string {
 	return strings.Join(advice, "; ")
 }
 
-// torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms.
+// torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
+// an amplified Zarr array's rechunking first, then the workers.
 func torchAdvice(l *LoaderStats) string {
+	if z, ok := zarrAdvice(l); ok {
+		if Saturated(l) {
+			return z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
+		}
+		return z
+	}
+	return workersAdvice(l)
+}
+
+// workersAdvice is the DataLoader's workers advice.
+func workersAdvice(l *LoaderStats) string {
 	switch {
 	case l.Workers == 0:
 		return "the DataLoader loads batches on the training thread: set num_workers=2 or more"

@@ -6,8 +6,10 @@ import (
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
-// inputBound is the verdict for a loop that waits on data on every step.
-func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats) Verdict {
+// inputBound is the verdict for a loop that waits on data on every step
+// (or on every Nth, when N saturated workers hand over their batches in
+// turn).
+func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats, code *CodeProfile) Verdict {
 	v := Verdict{Kind: InputBound, Stage: DataWait}
 	if g.known {
 		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)%s",
@@ -16,13 +18,37 @@ func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats) Verdict {
 		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
 			units.Pct(wait), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
 	}
+	v.Headline += inTurn(s.Waits, l) + inputCode(code, l)
 	v.Next = InputAdvice(l)
 	return v
 }
 
+// Saturated reports whether the loader's workers are busy BusyWorkers of
+// the time or more: then the loader is slow on average, whatever the
+// pattern of the waits (N workers deliver their batches in turn, so a loop
+// faster than them waits on every Nth step), and deeper prefetch cannot
+// help.
+func Saturated(l *LoaderStats) bool {
+	return l != nil && l.Workers > 0 && l.WorkerBusy >= BusyWorkers
+}
+
+// inTurn says that saturated workers hand over their batches in turn, when
+// the waits come that way.
+func inTurn(p *WaitPattern, l *LoaderStats) string {
+	if !Saturated(l) || !p.Bursty() {
+		return ""
+	}
+	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
+	if p.Period > 0 {
+		which = fmt.Sprintf("every %s step waits", ordinal(p.Period))
+	}
+	return fmt.Sprintf("; the %d workers, busy %s, hand over their batches in turn (%s): a steadily slow loader, not bursts",
+		l.Workers, units.Pct(l.WorkerBusy), which)
+}
+
 // inputStalls is the verdict for a loader that keeps up on most steps but
 // falls far behind on a few: prefetch depth, not loader speed, is the cure.
-func inputStalls(s Summary, wait float64, l *LoaderStats) Verdict {
+func inputStalls(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Verdict {
 	p := s.Waits
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
 	next := "the loader keeps up on average but not in bursts: deepen the prefetch (more loader workers, a larger prefetch queue or prefetch_factor) so a slow batch overlaps the steps before it"
@@ -35,19 +61,20 @@ func inputStalls(s Summary, wait float64, l *LoaderStats) Verdict {
 	}
 	return Verdict{Kind: InputStalls, Stage: DataWait,
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s); waiting is %s of the time",
-			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), units.Pct(wait)),
+			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), units.Pct(wait)) + inputCode(code, l),
 		Next: next}
 }
 
 // moderateInput is the tier below input-bound: data_wait is a visible but
 // not a dominant part of each step. It says what a loader that kept up
 // would gain.
-func moderateInput(s Summary, wait float64, l *LoaderStats) Verdict {
+func moderateInput(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Verdict {
 	mean := s.Stage(DataWait).Mean
 	faster := s.WallMean - mean
 	gain := s.WallMean / max(faster, 1)
 	return Verdict{Kind: ModerateInput, Stage: DataWait,
-		Headline: fmt.Sprintf("moderately input-bound: data_wait takes %s of each step (%s of %s)", units.Pct(wait), units.Dur(mean), units.Dur(s.WallMean)),
+		Headline: fmt.Sprintf("moderately input-bound: data_wait takes %s of each step (%s of %s)", units.Pct(wait), units.Dur(mean), units.Dur(s.WallMean)) +
+			inputCode(code, l),
 		Next: fmt.Sprintf("a loader that kept up would make steps %.2fx faster (%s → %s): %s",
 			gain, units.Dur(s.WallMean), units.Dur(faster), InputAdvice(l))}
 }

@@ -41,6 +41,7 @@ type Feed struct {
 	baseKey  baselineKey     // what baseSum summarizes
 	baseSum  *stage.Summary  // the latest baseline summary (nil: too few steps)
 	event    *ipc.Event
+	code     codeWindow // the stacks frames, profiled per window
 	config   configInfo // parsed from the hello
 	phase    string     // the running bisect phase, from "phase" events
 	dropped  int64
@@ -141,6 +142,7 @@ func (f *Feed) Reset() {
 	defer f.mu.Unlock()
 	f.reset(nil)
 	f.hello, f.loader, f.event, f.phase, f.dropped, f.total = nil, nil, nil, "", 0, 0
+	f.code = codeWindow{}
 	f.link = snapshot.Link{State: snapshot.LinkNone}
 }
 
@@ -257,6 +259,9 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 		f.loader, f.event, f.dropped = nil, nil, 0
 		f.progress = nil
 	}
+	if !same {
+		f.code = codeWindow{}
+	}
 	f.hello, f.ep = &h, m.Endpoint
 	f.config = parseConfig(h.Config) // once per connection, not per refresh
 	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
@@ -311,6 +316,8 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	case ipc.TypeProgress:
 		p := *fr.Progress
 		f.progress = &p
+	case ipc.TypeStacks:
+		f.code.add(fr.Stacks)
 	}
 }
 
@@ -420,11 +427,12 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.Link = f.linkAt(s.Time)
-	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Progress = nil, nil, nil, nil, nil, nil
+	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Progress, s.Code = nil, nil, nil, nil, nil, nil, nil
 	if f.hello == nil {
 		return
 	}
 	s.Trainer = f.trainer(s.Time)
+	s.Code = f.code.profile(s.Window.Seconds)
 	s.Totals = f.totals.Clone()
 	if f.loader != nil {
 		l := *f.loader
@@ -460,7 +468,7 @@ func (f *Feed) Inputs(s *snapshot.Snapshot, h *stage.Host) (in stage.Inputs, ok 
 		return stage.Inputs{}, false
 	}
 	in = stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
-		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h}
+		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h, Code: s.Code}
 	if in.StartNs == 0 {
 		in.StartNs = f.link.Since.UnixNano()
 	}

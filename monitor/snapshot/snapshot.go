@@ -76,6 +76,11 @@ type Snapshot struct {
 	// Samplers says how each registered source's sampling went at this
 	// refresh, in registry order; the exporter serves it, --json does not.
 	Samplers []SamplerStat `json:"-"`
+
+	// Code is which code the window's stack samples went to (the Python
+	// instrumentation's training thread by stage, and its DataLoader
+	// workers); absent when the trainer sends no stack samples.
+	Code *stage.CodeProfile `json:"code,omitempty"`
 }
 
 // Rank is one rank of a multi-process run.

@@ -47,6 +47,9 @@ type Run struct {
 	Ranks []RankRun `json:"ranks,omitempty"`
 	// Damage names where a damaged recording stopped being readable.
 	Damage string `json:"damage,omitempty"`
+	// Code is the profile of the run's stack samples (the lowest rank's);
+	// absent without any.
+	Code *stage.CodeProfile `json:"code,omitempty"`
 }
 
 // RankRun is one rank's part of a recorded run.
@@ -105,6 +108,7 @@ type builder struct {
 	main    *track         // the trainer, or the lowest rank of a run
 	ranks   map[int]*track // every rank of a run, main included; nil for one trainer
 	loader  *stage.LoaderStats
+	code    *stage.CodeRing // the main track's stack samples
 	bucket  time.Duration
 	first   int64 // first step's start, ns
 	edge    int64 // current bucket's end, ns
@@ -189,6 +193,11 @@ func (b *builder) add(e recording.Entry) {
 	case e.Frame.Type == ipc.TypeLoader && t == b.main:
 		l := *e.Frame.Loader
 		b.loader = &l
+	case e.Frame.Type == ipc.TypeStacks && t == b.main:
+		if b.code == nil {
+			b.code = stage.NewCodeRing(math.MaxInt32)
+		}
+		b.code.Add(e.Frame.Stacks)
 	case e.Frame.Type == ipc.TypeSteps:
 		for i := range e.Frame.Steps {
 			if t == b.main {
@@ -260,7 +269,10 @@ func (b *builder) finish() Run {
 	b.run.BucketSec = b.bucket.Seconds()
 	b.run.Name, b.run.PID = b.main.name, b.main.pid
 	b.run.Whole = b.main.ring.Summarize(0)
-	b.run.Verdict = stage.Diagnose(b.run.Whole, b.loader)
+	if b.code != nil {
+		b.run.Code = b.code.Profile(0, math.MaxInt64)
+	}
+	b.run.Verdict = stage.Judge(stage.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code})
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods

@@ -43,6 +43,7 @@ func WriteText(w io.Writer, r Run) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nverdict over the run: %s\n  next: %s\n", r.Verdict.Headline, r.Verdict.Next)
+	writeHotCode(w, r.Code)
 	if len(r.Verdicts) > 0 {
 		fmt.Fprintf(w, "\nverdicts over time (each over the %s before):\n", VerdictWindow)
 		for _, p := range r.Verdicts {
@@ -140,4 +141,24 @@ func WriteComparison(w io.Writer, a, b Run, c Comparison) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", c.Text)
 	return err
+}
+
+// writeHotCode names the hot code of each group of stack samples that has
+// one.
+func writeHotCode(w io.Writer, p *stage.CodeProfile) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nstack samples: %d at %.0f Hz\n", p.Samples, p.Hz)
+	for _, g := range p.Groups {
+		who := "workers"
+		if g.Role == stage.RoleTrain {
+			who = "training thread in " + g.Stage
+		}
+		hot := "no single function holds the time"
+		if g.Hot != nil {
+			hot = g.Hot.Phrase()
+		}
+		fmt.Fprintf(w, "  %s (%d samples): %s\n", who, g.Samples, hot)
+	}
 }

@@ -96,7 +96,7 @@ type result struct {
 // t.Parallel would run only GOMAXPROCS of them at a time), then checks
 // each verdict in its own subtest.
 func TestPlantedBottlenecks(t *testing.T) {
-	scs := append(append(goScenarios(), pythonScenarios()...), pipetrainScenarios()...)
+	scs := append(append(append(goScenarios(), pythonScenarios()...), pipetrainScenarios()...), torchScenarios()...)
 	results := make([]result, len(scs))
 	var wg sync.WaitGroup
 	for i, sc := range scs {

@@ -45,8 +45,11 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import hotcode as _hotcode
+from . import stacks as _stacks
 from . import summary as _summary
 from . import workers as _workers
+from . import zarrwatch as _zarrwatch
 from .stages import BACKWARD, CANONICAL, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
 __all__ = ["enabled", "install", "main", "state"]
@@ -87,6 +90,10 @@ class _State:
         self.loader_info: Any = None  # the statistics of that iterator, kept after it is gone
         self.failed = False
         self.sampler: Optional[_workers.Sampler] = None
+        self.hotcode: Optional[_hotcode.Collector] = None
+        # The stage of the outermost instrumented call open now (None:
+        # outside them, the step's other); read by the stack sampler.
+        self.where: Optional[str] = None
 
     # -- the hot path ---------------------------------------------------------
 
@@ -94,6 +101,7 @@ class _State:
         """Close the outermost instrumented call begun at t0 as stage name."""
         d = _now() - t0
         self.depth -= 1
+        self.where = None
         pub = self.pub
         if name != OPTIM and not self.grad_enabled():
             name = EVAL
@@ -152,6 +160,12 @@ class _State:
         self.idx = dict(self.pub._index)
         self.sampler = _workers.Sampler(self.pub, self._current_loader)
         self.sampler.start()
+        self.hotcode = _hotcode.Collector(self.pub, self.thread, self._where_now, _stacks.hz())
+        self.hotcode.start()
+
+    def _where_now(self) -> str:
+        """The stage the training thread is in, for its stack samples."""
+        return self.where or OTHER
 
     def _current_loader(self) -> Tuple[Any, Any]:
         """The training loader's iterator (None once gone) and statistics."""
@@ -167,12 +181,16 @@ class _State:
             if self.pending:
                 self.pending = False
                 self.pub._end_step(self.pending_end, self.samples, self.loss)
+            code = None
+            if self.hotcode is not None:
+                self.hotcode.stop()
+                code = self.hotcode.final()
             loader = self.sampler.final() if self.sampler is not None else None
             if self.sampler is not None:
                 self.sampler.stop()
             if loader is not None:
                 self.pub.loader(loader)
-            _summary.finish(self.pub, loader)
+            _summary.finish(self.pub, loader, code)
         except Exception as e:  # noqa: BLE001 - never fail the user's exit
             sys.stderr.write("pipetop: run summary failed: %r\n" % (e,))
 
@@ -223,6 +241,7 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
                 return orig(*args, **kwargs)
             gpu = pub._gpu.begin() if cuda_events and pub._gpu is not None else None
             st.depth += 1
+            st.where = name if name == OPTIM or st.grad_enabled() else EVAL
             t0 = _now()
         except Exception as e:  # noqa: BLE001 - inert on our own failure
             st.fail(e)
@@ -253,6 +272,7 @@ def _next_wrapper(orig: Callable) -> Callable:
             if st.pending or pub is None or pub._step_start is None:
                 st.work(True)
             st.depth += 1
+            st.where = DATA_WAIT if st.grad_enabled() else EVAL
             t0 = _now()
         except Exception as e:  # noqa: BLE001
             st.fail(e)
@@ -297,10 +317,12 @@ def _to_wrapper(orig: Callable) -> Callable:
             return orig(self, *args, **kwargs)
         t0 = _now()
         st.depth += 1
+        st.where = _move_guess(self, args, kwargs, st.torch)
         try:
             out = orig(self, *args, **kwargs)
         finally:
             st.depth -= 1
+            st.where = None
         try:
             if out is not self and out.device != self.device:
                 st.depth += 1
@@ -313,6 +335,23 @@ def _to_wrapper(orig: Callable) -> Callable:
     to.__name__ = getattr(orig, "__name__", "to")
     to.__doc__ = getattr(orig, "__doc__", None)
     return to
+
+
+def _move_guess(t: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], torch: Any) -> Optional[str]:
+    """The stage a Tensor.to / Tensor.cuda call in progress will likely
+    count as, for its stack samples: a device argument (or .cuda) names a
+    copy; a dtype conversion is none (the step's other)."""
+    dev = kwargs.get("device")
+    if dev is None and args and isinstance(args[0], (str, torch.device)):
+        dev = args[0]
+    if dev is None:
+        return H2D if not args and not kwargs else None  # .cuda() with no argument
+    try:
+        if str(dev).startswith("cpu"):
+            return SYNC if t.device.type != "cpu" else None
+        return H2D
+    except Exception:  # noqa: BLE001 - a guess only
+        return None
 
 
 def _backward_wrapper(orig: Callable) -> Callable:
@@ -463,17 +502,36 @@ def _on_torch(torch: Any) -> None:
         os.register_at_fork(after_in_child=_forked)
 
 
+_zarr_patches = _Patches()
+
+
+def _on_zarr(zarr: Any) -> None:
+    """zarr was just imported: count the reads of its arrays (a version
+    zarrwatch does not know is left alone)."""
+    if _zarr_patches.done:
+        return
+    try:
+        _zarrwatch.patch(zarr, _zarr_patches)
+    except Exception as e:  # noqa: BLE001 - an unexpected zarr: stay out of the way
+        _zarr_patches.undo()
+        sys.stderr.write("pipetop: zarr %s reads not counted: %r\n" % (getattr(zarr, "__version__", "?"), e))
+
+
 def _forked() -> None:
     """A forked child (a DataLoader worker, a user's fork) records nothing."""
     state.active = False
 
 
-class _TorchFinder(importlib.abc.MetaPathFinder):
-    """Finds ``torch`` with the other finders and arranges for it to be
-    patched as soon as it has been executed."""
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Finds one module (torch, zarr) with the other finders and arranges
+    for on_import to run on it as soon as it has been executed."""
+
+    def __init__(self, name: str, on_import: Callable[[Any], None]) -> None:
+        self.name = name
+        self.on_import = on_import
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch":
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         try:
@@ -489,22 +547,23 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
             return None
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _PatchingLoader(spec.loader)
+        spec.loader = _PatchingLoader(spec.loader, self.on_import)
         return spec
 
 
 class _PatchingLoader(importlib.abc.Loader):
-    """Delegates to torch's loader, then patches the fresh module."""
+    """Delegates to the module's loader, then patches the fresh module."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, on_import: Callable[[Any], None]) -> None:
         self._inner = inner
+        self._on_import = on_import
 
     def create_module(self, spec: Any) -> Any:
         return self._inner.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
         self._inner.exec_module(module)
-        _on_torch(module)
+        self._on_import(module)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -515,10 +574,11 @@ def install() -> bool:
     when PIPETOP_AUTO switches the instrumentation off."""
     if not enabled():
         return False
-    if "torch" in sys.modules:
-        _on_torch(sys.modules["torch"])
-    elif not any(isinstance(f, _TorchFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TorchFinder())
+    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr)):
+        if name in sys.modules:
+            on_import(sys.modules[name])
+        elif not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, _ImportHook(name, on_import))
     return True
 
 
@@ -531,7 +591,8 @@ _USAGE = """usage: python -m pipetop_publish.auto SCRIPT.py [ARGS...]
 
 Runs a PyTorch training script with automatic pipetop instrumentation (no
 code changes): watch it with `pipetop`. PIPETOP_AUTO=0 runs it plain;
-PIPETOP_NAME names the trainer (default: the script's name).
+PIPETOP_NAME names the trainer (default: the script's name);
+PIPETOP_STACKS_HZ sets the stack samples (default 100 a second, 0 off).
 """
 
 

@@ -19,6 +19,7 @@ from .stages import CANONICAL, OTHER
 from .wire import MAX_STAGES, encode_config
 
 MAX_MSG = 4096  # longest event message, in characters
+_NOT_STEPS = ("event", "loader", "stacks")  # queued items that are not step records
 _INT32_MAX = (1 << 31) - 1  # the wire sample count is an int32
 
 
@@ -225,6 +226,11 @@ class Publisher:
         stats.setdefault("t", time.time_ns())
         self._push(("loader", stats))
 
+    def stacks(self, body: Dict[str, Any]) -> None:
+        """Send folded stack samples (a ``stacks`` frame, docs/protocol.md)
+        to the viewers that accept them, and to the recording."""
+        self._push(("stacks", body))
+
     def summary(self) -> Dict[str, Any]:
         """Return the whole run so far: steps, samples, summed step wall
         time and CPU time per stage (ns), in stage-list order, and the same
@@ -249,7 +255,7 @@ class Publisher:
                 self._queue.popleft()
                 self._overflow += 1
             self._queue.append(item)
-            if item[0] not in ("event", "loader"):
+            if item[0] not in _NOT_STEPS:
                 self._published += 1
 
     def _add_stage(self, name: str) -> int:

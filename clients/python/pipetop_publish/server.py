@@ -26,7 +26,7 @@ class Viewer:
 
     __slots__ = (
         "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
-        "batch", "next_write",
+        "stacks", "batch", "next_write",
     )
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
@@ -41,6 +41,7 @@ class Viewer:
         self.blocked = False
         self.want_write = False
         self.progress = False  # its hello accepts progress frames
+        self.stacks = False  # its hello accepts stacks frames
         self.batch = 0.0  # seconds its hello asks frames to be held (batch_ms)
         self.next_write = 0.0  # monotonic time before which frames are held
 
@@ -266,6 +267,7 @@ class Server:
             hello = frame["hello"]
             accepts = hello.get("accepts")
             v.progress = isinstance(accepts, list) and "progress" in accepts
+            v.stacks = isinstance(accepts, list) and "stacks" in accepts
             v.batch = batch_seconds(hello.get("batch_ms"))
 
     def _write(self, v: Viewer) -> None:
@@ -313,7 +315,7 @@ class Server:
             # Nobody to encode for: only keep track of the stage list, which
             # the hello of the next viewer carries.
             for item in reversed(items):
-                if item[0] not in ("event", "loader"):
+                if item[0] not in ("event", "loader", "stacks"):
                     self._names = item[7]
                     break
             for item in items:
@@ -331,6 +333,10 @@ class Server:
                 self._broadcast_steps(batch)
                 self._loader = dumps({"type": "loader", "loader": item[1]})
                 self._broadcast(self._loader)
+                continue
+            if item[0] == "stacks":
+                self._broadcast_steps(batch)
+                self._broadcast(dumps({"type": "stacks", "stacks": item[1]}), lambda v: v.stacks)
                 continue
             if item[7] is not self._names and item[7] != self._names:
                 self._broadcast_steps(batch)
@@ -375,7 +381,8 @@ class Server:
             self._broadcast(encode_steps(batch))
             batch.clear()
 
-    def _broadcast(self, frame: bytes) -> None:
+    def _broadcast(self, frame: bytes, wants: Optional[Callable[[Viewer], bool]] = None) -> None:
+        """Record frame and offer it to every viewer (those wants accepts)."""
         if self._record is not None:
             try:
                 self._record.frame(frame)
@@ -384,6 +391,8 @@ class Server:
                 self._record = None
         dropped = 0
         for v in self._viewers.values():
+            if wants is not None and not wants(v):
+                continue
             if not v.offer(frame):
                 dropped += 1
         if dropped:

@@ -20,8 +20,9 @@ from .stages import CORE
 SCHEMA = "pipetop-summary/1"
 
 
-def build(pub: Any, loader: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """The summary document of pub's run so far."""
+def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The summary document of pub's run so far; code is the run's stack
+    samples (a stacks frame body), None without any."""
     s = pub.summary()
     steps, wall = s["steps"], s["wall_ns"]
     secs = wall / 1e9
@@ -51,6 +52,7 @@ def build(pub: Any, loader: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         "stages": stages,
         "first_step": s["first_step"],
         "loader": loader,
+        "stacks": code,
     }
 
 
@@ -99,13 +101,13 @@ def loader_line(ld: Dict[str, Any]) -> str:
         ld.get("pin_memory", False), ld.get("batches_per_sec", 0))
 
 
-def finish(pub: Any, loader: Optional[Dict[str, Any]]) -> Optional[str]:
+def finish(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None) -> Optional[str]:
     """Print and write the summary as PIPETOP_SUMMARY says; returns the
     path written, if any. A run without a single step leaves nothing."""
     mode = os.environ.get("PIPETOP_SUMMARY", "print").strip().lower()
     if mode in ("0", "off", "no", "false") or pub.summary()["steps"] == 0:
         return None
-    doc = build(pub, loader)
+    doc = build(pub, loader, code)
     path = path_for(pub.name, pub._pid)
     try:
         write(doc, path)

@@ -31,7 +31,7 @@ class ProtocolError(ValueError):
 
 
 
-_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "drops", "error")
+_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "stacks", "drops", "error")
 
 
 def decode_viewer_line(line: bytes) -> Dict[str, Any]:

@@ -24,12 +24,22 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+from . import stacks as _stacks
+from . import workerlink as _workerlink
+from . import zarrwatch as _zarrwatch
+
 _SLOT = struct.Struct("qqqq")  # busy_ns, start_ns of the fetch in progress, batches, first fetch start
 _now = time.perf_counter_ns
 _serial = itertools.count()
 
 # In a worker: (mmap, offset) of its slot and its running totals.
 _slot: Optional[List[Any]] = None
+# In a worker: whether a fetch is in progress (its stack samples count then).
+_in_fetch = False
+
+
+def _fetching() -> bool:
+    return _in_fetch
 
 
 class IterInfo:
@@ -95,7 +105,7 @@ def mp_init_wrapper(orig: Callable, active: Callable[[], bool]) -> Callable:
             return
         user_init = loader.worker_init_fn
         try:
-            loader.worker_init_fn = WorkerInit(path, user_init)
+            loader.worker_init_fn = WorkerInit(path, user_init, _workerlink.receiver_path(), _stacks.hz())
             orig(self, loader, *args, **kwargs)
         finally:
             loader.worker_init_fn = user_init
@@ -132,12 +142,16 @@ def _remove(path: str) -> None:
 
 class WorkerInit:
     """The worker_init_fn given to instrumented loaders: maps the worker's
-    slot, then calls the user's own worker_init_fn. Picklable for spawned
-    workers (pipetop_publish is on their path)."""
+    slot, starts its stack samples and Zarr counters on their way to the
+    main process (link: the main process's workerlink.Receiver path; rate:
+    stack samples per second), then calls the user's own worker_init_fn.
+    Picklable for spawned workers (pipetop_publish is on their path)."""
 
-    def __init__(self, path: str, user: Optional[Callable[[int], None]]) -> None:
+    def __init__(self, path: str, user: Optional[Callable[[int], None]], link: Optional[str] = None, rate: float = 0.0) -> None:
         self.path = path
         self.user = user
+        self.link = link
+        self.rate = rate
 
     def __call__(self, worker_id: int) -> None:
         global _slot
@@ -151,6 +165,11 @@ class WorkerInit:
                 _slot = [mm, worker_id * _SLOT.size, 0, 0, 0]
         except Exception:  # noqa: BLE001 - no stats, same data
             _slot = None
+        if self.link:
+            try:
+                _workerlink.Sender(self.link, worker_id, _fetching, self.rate).start()
+            except Exception as e:  # noqa: BLE001 - no samples, same data
+                sys.stderr.write("pipetop: worker %d: no stack samples: %r\n" % (worker_id, e))
         if self.user is not None:
             self.user(worker_id)
 
@@ -159,6 +178,7 @@ def _fetch_wrapper(orig: Callable) -> Callable:
     """A dataset fetcher's fetch, timed inside a worker that has a slot."""
 
     def fetch(self: Any, index: Any) -> Any:
+        global _in_fetch
         s = _slot
         if s is None:
             return orig(self, index)
@@ -167,9 +187,11 @@ def _fetch_wrapper(orig: Callable) -> Callable:
         if not s[4]:
             s[4] = t0
         _SLOT.pack_into(mm, off, s[2], t0, s[3], s[4])
+        _in_fetch = True
         try:
             return orig(self, index)
         finally:
+            _in_fetch = False
             s[2] += _now() - t0
             s[3] += 1
             _SLOT.pack_into(mm, off, s[2], 0, s[3], s[4])
@@ -267,4 +289,5 @@ class Sampler:
             "pin_memory": info.pin_memory,
             "cores": self._cores,
         }
+        out.update(_zarrwatch.registry.loader_fields())
         return out

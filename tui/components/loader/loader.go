@@ -82,6 +82,9 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 		}
 		items = append(items, st.Label.Render("each ")+strings.Join(each, " "))
 	}
+	if len(l.Zarr) > 0 {
+		items = append(items, st.Label.Render("zarr read amp ")+m.amp(l.ReadAmp))
+	}
 	pin := "off"
 	if l.PinMemory {
 		pin = "on"

@@ -19,6 +19,8 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"2 workers busy 50 %", "queue 2/4", "cache hit 90 %", "read amp 1.2×"}, []string{"prefetch"}},
 		{"torch DataLoader", stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.9, WorkerBusyEach: []float64{0.8, 1}, QueueCap: 4, Prefetch: 2, PinMemory: true},
 			[]string{"2 workers busy 90 %", "each 80 % 100 %", "prefetch 2", "pin_memory on"}, []string{"cache hit", "read amp"}},
+		{"torch DataLoader reading zarr", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 2000, Zarr: []stage.ZarrArray{{Path: "data/camera0", ReadAmp: 2000}}},
+			[]string{"zarr read amp 2000.0×"}, []string{"cache hit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))

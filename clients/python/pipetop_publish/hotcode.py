@@ -1,0 +1,108 @@
+"""Which code the time goes to, in the main process of an automatically
+instrumented run: the training thread's stack samples (each tagged with the
+stage the loop is in), the samples and Zarr counters the DataLoader workers
+send (``workerlink``), a ``stacks`` frame once a second with what came in
+since the last one, and the whole run's samples for the end-of-run summary.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from . import stacks as _stacks
+from . import workerlink as _workerlink
+from . import zarrwatch as _zarrwatch
+
+INTERVAL = 1.0  # seconds between stacks frames
+
+
+class Collector:
+    """Samples the training thread and gathers the workers' messages.
+
+    Args:
+        pub: the Publisher the frames go out through (its ``stacks``).
+        tid: the training thread's ident.
+        where: returns the stage the training thread is in now.
+        rate: stack samples per second (0: no samples, Zarr counters only).
+    """
+
+    def __init__(self, pub: Any, tid: int, where: Callable[[], str], rate: float) -> None:
+        self.pub = pub
+        self.rate = rate
+        self.sampler = _stacks.StackSampler(tid, _stacks.TRAIN, -1, where, rate) if rate > 0 else None
+        self.receiver = _workerlink.receiver()
+        self.describer = _stacks.Describer()
+        self.run = _stacks.Fold(cap=_stacks.MAX_RUN_ROWS)
+        self.lost = 0
+        self._last = time.time_ns()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="pipetop-hotcode", daemon=True)
+
+    def start(self) -> None:
+        """Start sampling and publishing."""
+        if self.sampler is not None:
+            _stacks.tighten_switch(_stacks.TRAIN_SWITCH)
+            self.sampler.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling and publishing (gather() still works)."""
+        self._stop.set()
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL):
+            try:
+                self.gather(publish=True)
+            except Exception as e:  # noqa: BLE001 - samples are optional; the run goes on
+                sys.stderr.write("pipetop: stack samples stopped: %r\n" % (e,))
+                return
+
+    def gather(self, publish: bool) -> None:
+        """Take what was sampled and sent since the last call into the
+        run's totals, and publish it as one stacks frame (publish)."""
+        with self._lock:
+            rows: Dict[Any, List[int]] = {}
+            if self.sampler is not None:
+                rows = self.describer.rows(self.sampler.fold.take())
+            lost = 0
+            for msg in self.receiver.drain() if self.receiver is not None else []:
+                body = msg.get("stacks")
+                if isinstance(body, dict):
+                    for key, (n, ns) in _stacks.rows_of(body).items():
+                        row = rows.setdefault(key, [0, 0])
+                        row[0] += n
+                        row[1] += ns
+                z = msg.get("zarr")
+                if isinstance(z, list):
+                    _zarrwatch.registry.add_totals(z)
+                if isinstance(msg.get("lost"), int):
+                    lost += max(0, msg["lost"])
+            _zarrwatch.registry.add_totals(_zarrwatch.registry.take())
+            now = time.time_ns()
+            interval, self._last = now - self._last, now
+            self.lost += lost
+            if not rows and not lost:
+                return
+            self.run.merge(rows)
+            if publish:
+                body, _ = _stacks.fitted(rows, now, interval, self.rate, _stacks.MAX_FRAME_BYTES,
+                                         {"lost": lost} if lost else None)
+                self.pub.stacks(body)
+
+    def final(self) -> Optional[Dict[str, Any]]:
+        """The whole run's samples, as a stacks frame body, for the
+        summary; None without any."""
+        self.gather(publish=True)
+        rows = self.run.snapshot()
+        if not rows:
+            return None
+        body = _stacks.payload(rows, time.time_ns(), 0, self.rate, max_rows=_stacks.MAX_RUN_ROWS)
+        if self.lost:
+            body["lost"] = self.lost
+        return body

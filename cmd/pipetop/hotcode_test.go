@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/export/flame/flametest"
+	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// requireZarr fails unless Debian's Python imports zarr-python.
+func requireZarr(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(debPython, "-c", "import zarr, numpy").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import zarr (apt-get install python3-zarr): %v\n%s", debPython, err, out)
+	}
+}
+
+// computedAmp is the read amplification of reading one frame of the v2
+// array at dir from its chunk shape alone: every chunk the frame touches
+// is decoded whole.
+func computedAmp(t *testing.T, dir string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ".zarray"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Shape, Chunks []int }
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	amp := float64(meta.Chunks[0])
+	for i := 1; i < len(meta.Shape); i++ {
+		n := (meta.Shape[i] + meta.Chunks[i] - 1) / meta.Chunks[i]
+		amp *= float64(n*meta.Chunks[i]) / float64(meta.Shape[i])
+	}
+	return amp
+}
+
+// checkAmp compares each camera's measured read amplification with want.
+func checkAmp(t *testing.T, l *stage.LoaderStats, want float64) {
+	t.Helper()
+	if l == nil || len(l.Zarr) != 4 {
+		t.Fatalf("loader statistics %+v: want the 4 cameras' Zarr reads", l)
+	}
+	for _, a := range l.Zarr {
+		if math.Abs(a.ReadAmp-want) > 0.2*want {
+			t.Errorf("%s: read amplification %.1f, computed from the chunk shape %.1f (want within ±20 %%)", a.Path, a.ReadAmp, want)
+		}
+		if f := a.FramesPerCall(); f < 0.99 || f > 1.01 {
+			t.Errorf("%s: %.2f frames per read, the Dataset reads 1", a.Path, f)
+		}
+	}
+	t.Logf("read amplification %.2f measured, %.2f computed from the chunks", l.Zarr[0].ReadAmp, want)
+}
+
+// TestRunZarrDefaultChunks runs a plain PyTorch loop over data zarr-python
+// wrote with its default chunks: the verdict names the decoding and gives
+// the rechunk commands, which this test then runs; on the copy, read
+// amplification is 1 and the advice no longer says to rechunk.
+func TestRunZarrDefaultChunks(t *testing.T) {
+	e := newRunEnv(t)
+	requireZarr(t)
+	bins := t.TempDir()
+	testkit.Build(t, bins, "./cmd/pipetrain")
+	data := filepath.Join(t.TempDir(), "run.zarr")
+	if out, err := exec.Command(debPython, example("make_zarr.py"), data).CombinedOutput(); err != nil {
+		t.Fatalf("make_zarr.py: %v\n%s", err, out)
+	}
+	docs, stderr, status := e.run(t, nil, debPython, example("zarr_loop.py"), data, "--seconds", "5")
+	if status != 0 || len(docs) != 1 {
+		t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+	}
+	v := docs[0].Verdict
+	if v.Kind != stage.InputBound && v.Kind != stage.ModerateInput {
+		t.Fatalf("verdict %s, want input-bound (or moderately on a loaded machine)", v)
+	}
+	inspect := "`pipetrain data inspect " + data + "`"
+	rechunked := strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
+	rechunk := "`pipetrain data rechunk " + data + " " + rechunked + " --chunk-frames 1`"
+	for _, want := range []string{"workers spend", "under zarr `Array.__getitem__`", "called from `Frames.__getitem__` at"} {
+		if !strings.Contains(v.Headline, want) {
+			t.Errorf("headline %q lacks %q", v.Headline, want)
+		}
+	}
+	for _, want := range []string{"decodes", "1 frame per read", inspect, rechunk} {
+		if !strings.Contains(v.Next, want) {
+			t.Errorf("next step %q lacks %q", v.Next, want)
+		}
+	}
+	checkAmp(t, docs[0].Loader, computedAmp(t, filepath.Join(data, "data", "camera0")))
+	checkSampledShares(t, &docs[0])
+	t.Logf("%s", v)
+
+	// The advice, followed as written.
+	for _, cmd := range []string{inspect, rechunk} {
+		args := strings.Fields(strings.Trim(cmd, "`"))
+		if out, err := exec.Command(filepath.Join(bins, "pipetrain"), args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+	}
+	docs, stderr, status = e.run(t, nil, debPython, example("zarr_loop.py"), rechunked, "--seconds", "4")
+	if status != 0 || len(docs) != 1 {
+		t.Fatalf("rechunked: status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+	}
+	checkAmp(t, docs[0].Loader, 1)
+	if v := docs[0].Verdict; strings.Contains(v.String(), "rechunk") {
+		t.Errorf("1-frame chunks still get rechunk advice: %s", v)
+	}
+	t.Logf("rechunked: %s", docs[0].Verdict)
+}
+
+// checkSampledShares compares the training thread's sampled time per
+// stage with the timed shares: the stack samples' bias, measured.
+func checkSampledShares(t *testing.T, s *scriptSummary) {
+	t.Helper()
+	if s.Stacks == nil {
+		t.Fatal("no stack samples in the run summary")
+	}
+	sampled := map[string]float64{}
+	var total float64
+	for _, r := range s.Stacks.Rows {
+		if r.Role == stage.RoleTrain {
+			sampled[r.Stage] += float64(r.Ns)
+			total += float64(r.Ns)
+		}
+	}
+	for _, st := range s.Stages {
+		got := sampled[st.Name] / total
+		if math.Abs(got-st.Share) > 0.1 {
+			t.Errorf("stage %s: %.1f %% of the sampled time, %.1f %% timed (want within 10 points)", st.Name, 100*got, 100*st.Share)
+		}
+	}
+}
+
+// TestRunNamesHotCode runs loops whose time goes to a pure-Python function
+// of their own, in the Dataset and in the loop's untimed rest: the
+// verdict names each.
+func TestRunNamesHotCode(t *testing.T) {
+	e := newRunEnv(t)
+	for _, tc := range []struct {
+		script   string
+		kind     stage.Kind
+		headline []string
+		next     string
+	}{
+		{"slow_getitem.py", stage.InputBound, []string{"workers spend", "in `augment` at "}, "workers"},
+		{"slow_logging.py", stage.Untimed, []string{"of it", "`log_metrics` at "}, "make `log_metrics` at "},
+	} {
+		t.Run(strings.TrimSuffix(tc.script, ".py"), func(t *testing.T) {
+			docs, stderr, status := e.run(t, nil, debPython, example(tc.script), "--seconds", "4")
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			v := docs[0].Verdict
+			if v.Kind != tc.kind {
+				t.Fatalf("verdict %s, want %s", v, tc.kind)
+			}
+			for _, want := range tc.headline {
+				if !strings.Contains(v.Headline, want) {
+					t.Errorf("headline %q lacks %q", v.Headline, want)
+				}
+			}
+			if !strings.Contains(v.Next, tc.next) {
+				t.Errorf("next step %q lacks %q", v.Next, tc.next)
+			}
+			t.Logf("%s", v)
+		})
+	}
+}
+
+// TestFlameOfARun records a run (PIPETOP_RECORD), writes its samples with
+// pipetop flame as speedscope JSON (checked against the format's schema)
+// and as folded stacks, and checks that both add up to the recording's.
+func TestFlameOfARun(t *testing.T) {
+	e := newRunEnv(t)
+	rec := filepath.Join(t.TempDir(), "run.pipetop")
+	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + rec}, debPython, example("slow_getitem.py"), "--seconds", "3")
+	if status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", status, stderr)
+	}
+	_, es, err := recording.ReadAll(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, ns int64
+	for _, en := range es {
+		if en.Frame != nil && en.Frame.Type == ipc.TypeStacks {
+			a, b := en.Frame.Stacks.Samples()
+			n, ns = n+a, ns+b
+		}
+	}
+	if n < 100 {
+		t.Fatalf("the recording holds %d stack samples, want a few hundred", n)
+	}
+	out := filepath.Join(t.TempDir(), "run.speedscope.json")
+	if b, err := exec.Command(e.bin, "flame", rec, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("pipetop flame: %v\n%s", err, b)
+	}
+	doc, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := flametest.Check(doc)
+	if err != nil {
+		t.Fatalf("pipetop flame wrote an invalid speedscope file: %v", err)
+	}
+	var weights float64
+	for _, p := range f.Profiles {
+		weights += p.EndValue - p.StartValue
+	}
+	if int64(weights) != ns {
+		t.Errorf("speedscope weights add up to %.0f ns, the recording's samples to %d ns", weights, ns)
+	}
+	folded, err := exec.Command(e.bin, "flame", rec, "--folded").Output()
+	if err != nil {
+		t.Fatalf("pipetop flame --folded: %v", err)
+	}
+	var count int64
+	sc := bufio.NewScanner(bytes.NewReader(folded))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		c, err := strconv.ParseInt(line[strings.LastIndexByte(line, ' ')+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("not a folded line: %q", line)
+		}
+		count += c
+	}
+	if count != n {
+		t.Errorf("folded counts add up to %d, the recording's samples to %d", count, n)
+	}
+	t.Logf("%d samples (%d profiles) in the recording, the speedscope file and the folded stacks", n, len(f.Profiles))
+
+	// Replay and summary read the samples back through the feed.
+	js, err := exec.Command(e.bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
+	if err != nil {
+		t.Fatalf("pipetop replay --json: %v", err)
+	}
+	var snap struct {
+		Code    *stage.CodeProfile `json:"code"`
+		Verdict *stage.Verdict     `json:"verdict"`
+	}
+	if err := json.Unmarshal(js, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Code == nil || snap.Code.Group(stage.RoleWorker, "") == nil || snap.Code.Samples == 0 {
+		t.Errorf("the replayed snapshot has no workers' profile: %+v", snap.Code)
+	}
+	if snap.Verdict == nil || !strings.Contains(snap.Verdict.Headline, "`augment` at") {
+		t.Errorf("the replayed verdict does not name augment: %+v", snap.Verdict)
+	}
+	text, err := exec.Command(e.bin, "summary", rec).Output()
+	if err != nil {
+		t.Fatalf("pipetop summary: %v", err)
+	}
+	if !strings.Contains(string(text), "stack samples: ") || !strings.Contains(string(text), "`augment` at") {
+		t.Errorf("pipetop summary does not name the hot code:\n%s", text)
+	}
+}

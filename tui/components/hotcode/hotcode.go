@@ -1,0 +1,178 @@
+// Package hotcode shows which code the time goes to, from the trainer's
+// stack samples: for one group (the training thread in one stage, or the
+// DataLoader workers) its hot path, from the user's own function down to
+// the innermost call that still holds half the time, and the functions
+// with the most self time. The pane follows the verdict's stage (the
+// workers when the verdict is about the input and workers load it); its
+// key c shows the next group.
+package hotcode
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/tui/components/pane"
+	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/styles"
+)
+
+// Next is the pane's key: show the next group of samples.
+var Next = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "hot code: next stage / workers"))
+
+// Model is the hot code pane.
+type Model struct {
+	pane.Base
+	// pick is the group shown: 0 follows the verdict, i > 0 the (i-1)th
+	// group of the profile.
+	pick int
+}
+
+// New returns a hot code pane drawn with st.
+func New(st *styles.Styles) Model { return Model{Base: pane.Base{Box: pane.Box{St: st}}} }
+
+// Hidden reports whether s has nothing for the pane: no stack samples.
+func Hidden(s *snapshot.Snapshot) bool { return s == nil || s.Code == nil || len(s.Code.Groups) == 0 }
+
+// Title is the pane title.
+func (m Model) Title() string {
+	g := m.group()
+	if g == nil {
+		return "hot code"
+	}
+	mode := "follows the verdict"
+	if m.pick > 0 {
+		mode = fmt.Sprintf("%d of %d", m.pick, len(m.Snap.Code.Groups))
+	}
+	return fmt.Sprintf("hot code · %s · %s samples · %s", groupName(g), units.Count(g.Samples), mode)
+}
+
+// Keys lists the pane's key for the help.
+func (m *Model) Keys() []key.Binding { return []key.Binding{Next} }
+
+// HandleKey shows the next group on c.
+func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
+	if !key.Matches(k, Next) || Hidden(m.Snap) {
+		return false, nil
+	}
+	m.pick = (m.pick + 1) % (len(m.Snap.Code.Groups) + 1)
+	return true, nil
+}
+
+// Size returns the fewest and the preferred number of body lines.
+func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
+
+// View renders the body.
+func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
+
+// group is the group shown, nil without samples.
+func (m Model) group() *stage.CodeGroup {
+	if Hidden(m.Snap) {
+		return nil
+	}
+	p := m.Snap.Code
+	if m.pick > 0 && m.pick <= len(p.Groups) {
+		return &p.Groups[m.pick-1]
+	}
+	return Follow(m.Snap)
+}
+
+// Follow is the group the verdict is about: the workers for an input
+// verdict when workers load the batches, the training thread in the
+// verdict's stage, else the group with the most samples.
+func Follow(s *snapshot.Snapshot) *stage.CodeGroup {
+	p := s.Code
+	if v := s.Verdict; v != nil && v.Stage != "" {
+		if v.Stage == stage.DataWait && s.Loader != nil && s.Loader.Workers > 0 {
+			if g := p.Group(stage.RoleWorker, ""); g != nil {
+				return g
+			}
+		}
+		if g := p.Group(stage.RoleTrain, v.Stage); g != nil {
+			return g
+		}
+	}
+	best := &p.Groups[0]
+	for i := range p.Groups {
+		if p.Groups[i].SampledNs > best.SampledNs {
+			best = &p.Groups[i]
+		}
+	}
+	return best
+}
+
+// groupName names a group: "workers" or "training thread in data_wait".
+func groupName(g *stage.CodeGroup) string {
+	if g.Role == stage.RoleWorker {
+		if g.Workers > 0 {
+			return fmt.Sprintf("%d workers", g.Workers)
+		}
+		return "workers"
+	}
+	if g.Role == stage.RoleTrain {
+		return "training thread in " + g.Stage
+	}
+	return g.Role
+}
+
+func (m Model) lines(w int) []string {
+	g := m.group()
+	if g == nil {
+		return nil
+	}
+	st := m.St
+	var out []string
+	if g.Hot != nil {
+		for _, l := range draw.Wrap(g.Hot.Phrase(), w) {
+			out = append(out, st.Warn.Render(l))
+		}
+	}
+	for i, s := range hotPath(g) {
+		out = append(out, m.pathLine(s, i, w))
+	}
+	if len(g.Top) > 0 {
+		items := []string{st.Label.Render("self:")}
+		for _, f := range g.Top[:min(5, len(g.Top))] {
+			items = append(items, st.Value.Render(units.Pct(f.Self))+" "+libName(f.Lib, f.Name))
+		}
+		out = append(out, draw.Flow(items, " ", w)...)
+	}
+	return out
+}
+
+// hotPath is the part of the group's hot path worth showing: from the
+// outermost of the user's own calls down (all of it when none is the
+// user's).
+func hotPath(g *stage.CodeGroup) []stage.PathStep {
+	for i, s := range g.Path {
+		if s.User() {
+			return g.Path[i:]
+		}
+	}
+	return g.Path
+}
+
+// pathLine is one call of the hot path, indented by its depth i.
+func (m Model) pathLine(s stage.PathStep, i, w int) string {
+	st := m.St
+	indent := strings.Repeat(" ", min(i, 12))
+	name := libName(s.Lib, s.Name)
+	if s.User() {
+		name = st.Value.Render(name)
+	}
+	where := st.Dim.Render(fmt.Sprintf("%s:%d", s.File, s.Line))
+	return draw.Fit(fmt.Sprintf("%s %s%s  %s", st.Load(100*s.Share).Render(fmt.Sprintf("%5s", units.Pct(s.Share))), indent, name, where), w)
+}
+
+// libName is a function with its library: "zarr Array.__getitem__".
+func libName(lib, name string) string {
+	if lib == "" {
+		return name
+	}
+	return lib + " " + name
+}
