@@ -45,12 +45,13 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import comm as _comm
 from . import hotcode as _hotcode
 from . import stacks as _stacks
 from . import summary as _summary
 from . import workers as _workers
 from . import zarrwatch as _zarrwatch
-from .stages import BACKWARD, CANONICAL, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
+from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
 __all__ = ["enabled", "install", "main", "state"]
 
@@ -94,25 +95,52 @@ class _State:
         # The stage of the outermost instrumented call open now (None:
         # outside them, the step's other); read by the stack sampler.
         self.where: Optional[str] = None
+        self.ident = _ident
+        # Comm inside the open outermost call (a collective in a forward),
+        # taken out of its stage when it ends.
+        self.carve = 0
+        # When a DDP hook last handed a gradient bucket over: the rest of
+        # the backward waits for the other ranks.
+        self.ddp_ready = 0
+        self.buckets = _comm.Buckets()
+        self.warned: set = set()
 
     # -- the hot path ---------------------------------------------------------
 
     def end(self, name: str, t0: int, gpu: Any = None) -> None:
-        """Close the outermost instrumented call begun at t0 as stage name."""
-        d = _now() - t0
+        """Close the outermost instrumented call begun at t0 as stage name;
+        the comm inside it (collectives, the DDP wait at the end of a
+        backward) counts as comm."""
+        now = _now()
+        d = now - t0
         self.depth -= 1
         self.where = None
         pub = self.pub
+        pub._where = (OTHER, now)
+        carve = self.carve
+        if name == BACKWARD and self.ddp_ready > t0:
+            carve += now - self.ddp_ready
+            self.buckets.backward_ended()
+        self.carve = self.ddp_ready = 0
         if name != OPTIM and not self.grad_enabled():
-            name = EVAL
+            name, carve = EVAL, 0
+        if carve and name != COMM:
+            carve = min(carve, d)
+            d -= carve
+            self._add(COMM, carve)
+        i = self._add(name, d)
+        if gpu is not None and i >= 0:
+            pub._gpu.end(gpu, i)
+
+    def _add(self, name: str, d: int) -> int:
+        """Count d ns to stage name of the step; its index (-1: no room)."""
         i = self.idx.get(name)
-        if i is None or pub._names[i] != name:
+        if i is None or self.pub._names[i] != name:
             i = self._index(name)
             if i < 0:
-                return
-        pub._cpu[i] += d
-        if gpu is not None:
-            pub._gpu.end(gpu, i)
+                return i
+        self.pub._cpu[i] += d
+        return i
 
     def _index(self, name: str) -> int:
         pub = self.pub
@@ -190,9 +218,15 @@ class _State:
                 self.sampler.stop()
             if loader is not None:
                 self.pub.loader(loader)
-            _summary.finish(self.pub, loader, code)
+            _summary.finish(self.pub, loader, code, self.buckets.report(self.pub._step_no))
         except Exception as e:  # noqa: BLE001 - never fail the user's exit
             sys.stderr.write("pipetop: run summary failed: %r\n" % (e,))
+
+    def warn(self, msg: str) -> None:
+        """Say msg once on stderr (a part of the instrumentation is off)."""
+        if msg not in self.warned:
+            self.warned.add(msg)
+            sys.stderr.write("pipetop: %s\n" % (msg,))
 
     def fail(self, err: BaseException) -> None:
         """Switch the instrumentation off after an internal error."""
@@ -243,6 +277,7 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
             st.depth += 1
             st.where = name if name == OPTIM or st.grad_enabled() else EVAL
             t0 = _now()
+            pub._where = (st.where, t0)
         except Exception as e:  # noqa: BLE001 - inert on our own failure
             st.fail(e)
             return orig(*args, **kwargs)
@@ -274,6 +309,8 @@ def _next_wrapper(orig: Callable) -> Callable:
             st.depth += 1
             st.where = DATA_WAIT if st.grad_enabled() else EVAL
             t0 = _now()
+            if st.pub is not None:
+                st.pub._where = (st.where, t0)
         except Exception as e:  # noqa: BLE001
             st.fail(e)
             return orig(self)
@@ -437,6 +474,7 @@ class _Patches:
 
 
 _patches = _Patches()
+_comm_patches = _Patches()
 
 
 def _patch_torch(torch: Any) -> None:
@@ -495,6 +533,11 @@ def _on_torch(torch: Any) -> None:
         _patches.undo()
         sys.stderr.write("pipetop: torch %s not instrumented: %r\n" % (getattr(torch, "__version__", "?"), e))
         return
+    try:
+        _comm.patch(torch, _comm_patches, state)
+    except Exception as e:  # noqa: BLE001 - the rest of the stages still work
+        _comm_patches.undo()
+        sys.stderr.write("pipetop: torch.distributed %s not instrumented (no comm stage): %r\n" % (getattr(torch, "__version__", "?"), e))
     state.thread = _ident()
     state.active = True
     atexit.register(state.finish)

@@ -8,28 +8,53 @@ import time
 from typing import Any, Dict
 
 
-def rank_fields(env: Any) -> Dict[str, Any]:
-    """The hello's rank, world_size and run of a torchrun-launched process.
+def launcher(env: Any) -> Dict[str, Any]:
+    """Which launcher started this process, and its rank, world size, local
+    rank and run id, from the environment it set:
 
-    Read from torchrun's RANK and WORLD_SIZE; the run id is
-    TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT. Empty (a single
-    process, rank 0 of 1) when WORLD_SIZE is unset or the values are not
-    usable.
+    * torchrun / ``python -m torch.distributed.run``: RANK, WORLD_SIZE,
+      LOCAL_RANK and TORCHELASTIC_RUN_ID;
+    * a script that sets the variables by hand: RANK and WORLD_SIZE, the run
+      being MASTER_ADDR:MASTER_PORT (the rendezvous every rank shares);
+    * Slurm (srun): SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, the run being
+      slurm:SLURM_JOB_ID (.SLURM_STEP_ID when set).
+
+    RANK and WORLD_SIZE win over Slurm's (torchrun started by srun). Empty
+    when neither names a usable rank of more than zero ranks.
     """
+    if env.get("WORLD_SIZE", "") != "":
+        kind = "torchrun" if env.get("TORCHELASTIC_RUN_ID") else "env"
+        rank, world, local = env.get("RANK", "0"), env["WORLD_SIZE"], env.get("LOCAL_RANK", "")
+        run = env.get("TORCHELASTIC_RUN_ID") or ""
+        if not run and env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+            run = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
+    elif env.get("SLURM_NTASKS", "") != "" and env.get("SLURM_PROCID", "") != "":
+        kind = "slurm"
+        rank, world, local = env["SLURM_PROCID"], env["SLURM_NTASKS"], env.get("SLURM_LOCALID", "")
+        run = "slurm:%s" % env["SLURM_JOB_ID"] if env.get("SLURM_JOB_ID") else ""
+        if run and env.get("SLURM_STEP_ID"):
+            run += "." + env["SLURM_STEP_ID"]
+    else:
+        return {}
     try:
-        world = int(env.get("WORLD_SIZE", ""))
-        rank = int(env.get("RANK", "0"))
+        r, w = int(rank), int(world)
+        lr = int(local) if local != "" else None
     except ValueError:
         return {}
-    if world < 1 or not 0 <= rank < world:
+    if w < 1 or not 0 <= r < w:
         return {}
-    run = env.get("TORCHELASTIC_RUN_ID") or ""
-    if not run and env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
-        run = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
-    out: Dict[str, Any] = {"rank": rank, "world_size": world}
+    out: Dict[str, Any] = {"launcher": kind, "rank": r, "world_size": w}
+    if lr is not None and lr >= 0:
+        out["local_rank"] = lr
     if run:
         out["run"] = run.encode("utf-8")[:128].decode("utf-8", "ignore")  # the protocol's cap
     return out
+
+
+def rank_fields(env: Any) -> Dict[str, Any]:
+    """The hello's rank, world_size and run of a launched rank (see
+    launcher); empty for a single process."""
+    return {k: v for k, v in launcher(env).items() if k in ("rank", "world_size", "run")}
 
 
 def host_pid(status_path: str = "/proc/self/status") -> int:

@@ -10,19 +10,23 @@ does neither. The schema is documented in docs/python.md.
 from __future__ import annotations
 
 import json
+import socket
 import os
 import sys
 import time
 from typing import Any, Dict, Optional, TextIO
 
+from .identity import launcher
 from .stages import CORE
 
 SCHEMA = "pipetop-summary/1"
 
 
-def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None,
+          ddp: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The summary document of pub's run so far; code is the run's stack
-    samples (a stacks frame body), None without any."""
+    samples (a stacks frame body), None without any; ddp is the DDP
+    gradient buckets' detail (comm.Buckets.report), None without DDP."""
     s = pub.summary()
     steps, wall = s["steps"], s["wall_ns"]
     secs = wall / 1e9
@@ -53,6 +57,12 @@ def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, A
         "first_step": s["first_step"],
         "loader": loader,
         "stacks": code,
+        "ddp": ddp,
+        # Who ran it: the launcher and rank (identity.launcher: launcher,
+        # rank, world_size, local_rank, run; absent for a single process)
+        # and the host, for the job summary of a multi-rank run.
+        "rank_of": launcher(os.environ) or None,
+        "host": socket.gethostname(),
     }
 
 
@@ -101,13 +111,14 @@ def loader_line(ld: Dict[str, Any]) -> str:
         ld.get("pin_memory", False), ld.get("batches_per_sec", 0))
 
 
-def finish(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None) -> Optional[str]:
+def finish(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None,
+           ddp: Optional[Dict[str, Any]] = None) -> Optional[str]:
     """Print and write the summary as PIPETOP_SUMMARY says; returns the
     path written, if any. A run without a single step leaves nothing."""
     mode = os.environ.get("PIPETOP_SUMMARY", "print").strip().lower()
     if mode in ("0", "off", "no", "false") or pub.summary()["steps"] == 0:
         return None
-    doc = build(pub, loader, code)
+    doc = build(pub, loader, code, ddp)
     path = path_for(pub.name, pub._pid)
     try:
         write(doc, path)

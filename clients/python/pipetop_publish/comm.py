@@ -1,0 +1,260 @@
+"""Collectives and DDP gradient synchronisation under the automatic
+instrumentation: the time the training thread is blocked in
+``torch.distributed`` counts as the ``comm`` stage.
+
+* The collectives (``all_reduce``, ``all_gather``, ``reduce_scatter``,
+  ``broadcast``, ``barrier`` and the rest of the list below) and
+  ``Work.wait`` of their async handles are comm. Called inside another
+  instrumented call (a forward, a backward, an optimizer step), their time
+  is taken out of that call's stage and counted as comm.
+* ``DistributedDataParallel``: before a DDP module's first forward, a
+  communication hook is registered that does what DDP's built-in all-reduce
+  does (divide by the world size, all-reduce asynchronously) and notes when
+  each gradient bucket became ready and when its reduction completed. A
+  hook the user registers is wrapped the same way instead. The part of a
+  backward after its last bucket was handed over is the wait for the other
+  ranks (DDP's finalisation blocks on every bucket's reduction): it is
+  comm; the rest of the backward is this rank's own compute.
+* Bucket detail per run (buckets, bytes, time from a bucket ready to its
+  reduction done) goes into the run summary's ``ddp`` section.
+
+Nothing happens without ``torch.distributed`` or a process group: the
+wrappers pass straight through unless the training thread calls them while
+the instrumentation is recording. The patches are the same for every backend
+(Gloo, NCCL). On CUDA, the autograd engine runs the hook on its device
+thread and NCCL works on its own stream, so the times are when the work was
+handed over and when the CPU learnt it was done; the GPU side is not split
+yet. FSDP, ``torch.distributed.pipeline`` and DDP's built-in hooks
+(``_register_builtin_comm_hook``) are not split: their collectives called
+from Python are comm, the rest stays in the stage that runs them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from .stages import COMM, OTHER
+
+_now = time.perf_counter_ns
+
+#: The torch.distributed functions timed as comm, where the installed torch has them.
+COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
+    "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "barrier", "monitored_barrier",
+    "reduce", "gather", "scatter", "all_to_all", "all_to_all_single", "all_gather_object",
+    "broadcast_object_list", "gather_object", "scatter_object_list", "all_reduce_coalesced",
+    "all_gather_coalesced",
+)
+
+
+class Buckets:
+    """DDP's gradient buckets over the run: how many were reduced, their
+    bytes, and the time from each one ready to its reduction done. The hook
+    adds from the autograd thread, the completions from the backend's
+    threads; the lock keeps the sums whole."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.buckets = 0
+        self.bytes = 0
+        self.reduced = 0
+        self.ready_to_done_ns = 0
+        self.ready_to_done_max_ns = 0
+        self.hooks: List[str] = []  # the hooks timed: ours, or the user's by name
+        self.per_backward = 0  # buckets handed over in the last backward
+        self.last_count = 0  # buckets of the backward before (the last bucket is known by it)
+
+    def ready(self, nbytes: int) -> None:
+        """A bucket was handed to the hook."""
+        with self._lock:
+            self.buckets += 1
+            self.bytes += nbytes
+            self.per_backward += 1
+
+    def done(self, ready_ns: int) -> None:
+        """A bucket's reduction completed."""
+        d = _now() - ready_ns
+        with self._lock:
+            self.reduced += 1
+            self.ready_to_done_ns += d
+            self.ready_to_done_max_ns = max(self.ready_to_done_max_ns, d)
+
+    def backward_ended(self) -> None:
+        """A backward returned: its bucket count is the next one's guide."""
+        with self._lock:
+            if self.per_backward:
+                self.last_count = self.per_backward
+            self.per_backward = 0
+
+    def report(self, steps: int) -> Optional[Dict[str, Any]]:
+        """The summary's ddp section; None when no bucket was seen."""
+        with self._lock:
+            if not self.buckets:
+                return None
+            return {
+                "hooks": list(self.hooks),
+                "buckets": self.buckets,
+                "buckets_per_step": self.buckets / steps if steps else 0.0,
+                "bytes": self.bytes,
+                "bytes_per_step": self.bytes / steps if steps else 0.0,
+                "reduced": self.reduced,
+                "ready_to_done_mean_ns": self.ready_to_done_ns / self.reduced if self.reduced else 0.0,
+                "ready_to_done_max_ns": self.ready_to_done_max_ns,
+            }
+
+
+def collective_wrapper(st: Any, orig: Callable) -> Callable:
+    """Wrap a collective (or Work.wait) so that the training thread's time
+    in it is comm: its own stage when outermost, else carved out of the
+    instrumented call around it."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not st.active or st.pub is None or st.ident() != st.thread:
+            return orig(*args, **kwargs)
+        pub = st.pub
+        try:
+            outer = st.depth == 0
+            t0 = _now()
+            prev = pub._where
+            st.depth += 1
+            pub._where = (COMM, t0)
+            if outer:
+                st.where = COMM
+        except Exception as e:  # noqa: BLE001 - inert on our own failure
+            st.fail(e)
+            return orig(*args, **kwargs)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            try:
+                if outer:
+                    st.end(COMM, t0)
+                else:
+                    now = _now()
+                    st.depth -= 1
+                    st.carve += now - t0
+                    pub._where = (prev[0] if prev is not None else OTHER, now)
+            except Exception as e:  # noqa: BLE001
+                st.fail(e)
+
+    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(orig, "__name__", "wrapper")
+    wrapper.__doc__ = getattr(orig, "__doc__", None)
+    return wrapper
+
+
+def timed_hook(st: Any, hook: Callable, name: str) -> Callable:
+    """Wrap a DDP communication hook: note the bucket ready, its bytes,
+    when the hook handed it over, and when its future completes."""
+    buckets: Buckets = st.buckets
+    buckets.hooks.append(name)
+
+    def pipetop_hook(state: Any, bucket: Any) -> Any:
+        t0 = _now()
+        try:
+            buf = bucket.buffer()
+            buckets.ready(buf.numel() * buf.element_size())
+        except Exception:  # noqa: BLE001 - the detail is optional
+            pass
+        fut = hook(state, bucket)
+        st.ddp_ready = _now()
+        pub = st.pub
+        if pub is not None and buckets.last_count and buckets.per_backward >= buckets.last_count:
+            pub._where = (COMM, st.ddp_ready)  # the last bucket: backward now waits for the others
+
+        def reduced(f: Any) -> Any:
+            buckets.done(t0)
+            return f.value()
+
+        return fut.then(reduced)
+
+    pipetop_hook.__qualname__ = "pipetop(%s)" % (name,)
+    pipetop_hook.__annotations__ = {}  # DDP checks a hook's annotations against its own types
+    return pipetop_hook
+
+
+def allreduce_hook(all_reduce: Callable, world: Callable[[], Any]) -> Callable:
+    """DDP's default gradient reduction as a Python hook: average the
+    bucket over the group with one asynchronous all-reduce (all_reduce is
+    the unwrapped torch.distributed.all_reduce)."""
+
+    def hook(group: Any, bucket: Any) -> Any:
+        g = group if group is not None else world()
+        buf = bucket.buffer()
+        buf.div_(g.size())
+        return all_reduce(buf, group=g, async_op=True).get_future().then(lambda f: f.value()[0])
+
+    return hook
+
+
+def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> Callable[[Callable], Callable]:
+    def wrap(orig: Callable) -> Callable:
+        def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if st.active and not getattr(self, "_pipetop_hooked", False):
+                self._pipetop_hooked = True
+                try:
+                    hook = allreduce_hook(all_reduce, lambda: st.torch.distributed.group.WORLD)
+                    register(self, self.process_group, timed_hook(st, hook, "allreduce"))
+                except Exception as e:  # noqa: BLE001 - DDP runs on without the split
+                    st.warn("DDP gradient reduction not split out of backward: %r" % (e,))
+            return orig(self, *args, **kwargs)
+
+        forward.__wrapped__ = orig  # type: ignore[attr-defined]
+        return forward
+
+    return wrap
+
+
+def _register_wrapper(st: Any) -> Callable[[Callable], Callable]:
+    def wrap(orig: Callable) -> Callable:
+        def register_comm_hook(self: Any, state: Any, hook: Callable) -> Any:
+            if getattr(self, "_pipetop_hooked", False) or not st.active:
+                return orig(self, state, hook)
+            self._pipetop_hooked = True
+            return orig(self, state, timed_hook(st, hook, getattr(hook, "__qualname__", "hook")))
+
+        register_comm_hook.__wrapped__ = orig  # type: ignore[attr-defined]
+        return register_comm_hook
+
+    return wrap
+
+
+def _builtin_wrapper(orig: Callable) -> Callable:
+    def _register_builtin_comm_hook(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._pipetop_hooked = True  # a C++ hook: no split, the user's choice stands
+        return orig(self, *args, **kwargs)
+
+    _register_builtin_comm_hook.__wrapped__ = orig  # type: ignore[attr-defined]
+    return _register_builtin_comm_hook
+
+
+def patch(torch: Any, patches: Any, st: Any) -> bool:
+    """Wrap torch.distributed's collectives, Work.wait and DDP; False (and
+    nothing patched) when this torch has no torch.distributed."""
+    dist = getattr(torch, "distributed", None)
+    if dist is None or not dist.is_available():
+        return False
+    from torch.distributed import distributed_c10d as c10d
+    from torch.nn.parallel import distributed as ddp_mod
+
+    orig_all_reduce = c10d.all_reduce
+    for name in COLLECTIVES:
+        fn = getattr(c10d, name, None)
+        if fn is None:
+            continue
+        wrapped = collective_wrapper(st, fn)
+        patches.set(c10d, name, lambda o, w=wrapped: w)
+        if getattr(dist, name, None) is fn:
+            patches.set(dist, name, lambda o, w=wrapped: w)
+    patches.set(torch._C._distributed_c10d.Work, "wait", lambda o: collective_wrapper(st, o))
+    ddp = ddp_mod.DistributedDataParallel
+    register = ddp.register_comm_hook
+    patches.set(ddp, "forward", _ddp_forward_wrapper(st, orig_all_reduce, register))
+    patches.set(ddp, "register_comm_hook", _register_wrapper(st))
+    if hasattr(ddp, "_register_builtin_comm_hook"):
+        patches.set(ddp, "_register_builtin_comm_hook", _builtin_wrapper)
+    if hasattr(ddp, "_sync_buffers"):
+        patches.set(ddp, "_sync_buffers", lambda o: collective_wrapper(st, o))
+    return True
