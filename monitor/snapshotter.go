@@ -108,11 +108,48 @@ func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.Ran
 			r.PID = rs.Trainer.PID
 		}
 		s.Ranks[i] = r
-		if rs.Summary != nil && rs.Link.State == snapshot.LinkConnected {
-			sums = append(sums, stage.RankSummary{Rank: rf.Rank, Summary: *rs.Summary})
+		if sum, ok := rankSummary(&r, &rs, rf.Feed); ok {
+			sums = append(sums, sum)
 		}
 	}
-	return feeds[0].Feed, sums
+	return feeds[0].Feed, append(sums, missingRanks(feeds, c.Group.WorldSize())...)
+}
+
+// rankSummary is what the run's rules read of one rank: its window, where
+// it runs, its latest progress and when it was last heard from; ok is
+// false for a rank never connected.
+func rankSummary(r *snapshot.Rank, rs *snapshot.Snapshot, f *feed.Feed) (stage.RankSummary, bool) {
+	sum := stage.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: rs.Progress}
+	switch rs.Link.State {
+	case snapshot.LinkConnected:
+		if h := f.Heard(); !h.IsZero() {
+			sum.HeardNs = h.UnixNano()
+		}
+	case snapshot.LinkDisconnected:
+		sum.Gone = true
+	default:
+		return sum, false
+	}
+	if rs.Summary != nil {
+		sum.Summary = *rs.Summary
+	}
+	return sum, true
+}
+
+// missingRanks are the ranks below world that have no feed: they never
+// answered a hello.
+func missingRanks(feeds []RankFeed, world int) []stage.RankSummary {
+	have := map[int]bool{}
+	for _, rf := range feeds {
+		have[rf.Rank] = true
+	}
+	var out []stage.RankSummary
+	for r := 0; r < world; r++ {
+		if !have[r] {
+			out = append(out, stage.RankSummary{Rank: r, Missing: true})
+		}
+	}
+	return out
 }
 
 // SourceNames names the sources, in sampling order.

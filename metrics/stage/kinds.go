@@ -45,6 +45,7 @@ type KindInfo struct {
 // Kinds is the verdict table in precedence order: when several rules find
 // something, Judge keeps the finding whose kind comes first here.
 var Kinds = []KindInfo{
+	{RankStopped, SeverityBad, false, "rank-stopped", []Threshold{{"RankStopFactor", RankStopFactor}, {"RankStopMinNs", RankStopMinNs}, {"RankSilentNs", RankSilentNs}}},
 	{Straggler, SeverityBad, false, "straggler", []Threshold{{"StragglerGap", StragglerGap}, {"StragglerWait", StragglerWait}, {"MinSteps", MinSteps}}},
 	{Starting, SeverityWarn, false, "starting", nil},
 	{Stalled, SeverityBad, false, "stalled", []Threshold{{"StallFactor", StallFactor}, {"StallMinNs", StallMinNs}}},
@@ -76,7 +77,7 @@ type rule func(in *Inputs) (Verdict, bool)
 // rules are every rule Judge applies: the ranks', the time rules, the host
 // rules and the window's throughput rules. Their order only breaks ties
 // between findings of the same kind.
-var rules = []rule{rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
+var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
 
 // kindRank is each kind's place in Kinds.
 var kindRank = func() map[Kind]int {

@@ -17,10 +17,24 @@ const (
 	StragglerWait = 0.5
 )
 
-// RankSummary is the window summary of one rank of a run.
+// RankSummary is the window summary of one rank of a run, and what the
+// viewer knows of it now (for the stopped-rank rule; zero when unknown).
 type RankSummary struct {
 	Rank    int
 	Summary Summary
+	// PID and Host say where the rank runs; 0 and "" when unknown.
+	PID  int
+	Host string
+	// Progress is the rank's latest progress frame; nil when none came.
+	Progress *Progress
+	// HeardNs is when the viewer last received a frame from the rank
+	// (Unix ns); 0 when unknown (a recording).
+	HeardNs int64
+	// Gone: the rank's connection closed (it exited or died).
+	Gone bool
+	// Missing: a rank of the run (below its world size) that never
+	// answered with a hello.
+	Missing bool
 }
 
 // rankTime is one rank's step split into comm and the rest.
@@ -82,8 +96,16 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 	}
 	rank := worst.Rank
 	v := Verdict{Kind: Straggler, Stage: name, Rank: &rank}
-	v.Headline = fmt.Sprintf("straggler: rank %d — its %s is %s vs %s on the median rank; the other ranks wait for it in comm %s",
-		rank, name, units.Pct(ws.Stage(name).Share), units.Pct(medShare), units.Pct(med.comm/ms.WallMean))
+	label := name
+	if name == Backward {
+		label = "backward compute" // the comm inside backward is apart: this is the rank's own work
+	}
+	who := fmt.Sprintf("rank %d", rank)
+	if worst.PID > 0 || worst.Host != "" {
+		who += fmt.Sprintf(" (pid %d on %s)", worst.PID, orUnknown(worst.Host))
+	}
+	v.Headline = fmt.Sprintf("straggler: %s — its %s is %s vs %s on the median rank (+%s a step); the other ranks wait for it in comm %s a step (%s)",
+		who, label, units.Pct(ws.Stage(name).Share), units.Pct(medShare), units.Dur(grew), waitPerStep(med), units.Pct(med.comm/ms.WallMean))
 	switch ClassOf(name) {
 	case ClassInput:
 		v.Next = fmt.Sprintf("rank %d's input is slower: check its loader workers, its data shard and disk, and whether it shares CPU cores with another rank", rank)

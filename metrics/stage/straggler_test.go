@@ -46,7 +46,7 @@ func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
 		contains []string
 	}{
 		{"2 ranks, rank 1 input-starved", []map[string]float64{fast, slowInput}, 1, DataWait,
-			[]string{"straggler: rank 1", "data_wait is 45 % vs 2 % on the median rank", "comm 45 %", "loader"}},
+			[]string{"straggler: rank 1", "data_wait is 45 % vs 2 % on the median rank", "+43.0 ms a step", "comm 45.0 ms a step (45 %)", "loader"}},
 		{"4 ranks, rank 2 input-starved", []map[string]float64{fast, fast, slowInput, fast}, 2, DataWait,
 			[]string{"rank 2", "45 % vs 2 %"}},
 		{"8 ranks, rank 5 slow forward", []map[string]float64{waitLong, waitLong, waitLong, waitLong, waitLong, slowForward, waitLong, waitLong}, 5, Forward,

@@ -32,6 +32,7 @@ const (
 	Untimed       Kind = "untimed"
 	Balanced      Kind = "balanced"
 	Straggler     Kind = "straggler"
+	RankStopped   Kind = "rank-stopped"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time
@@ -125,7 +126,15 @@ func Judge(in Inputs) Verdict {
 }
 
 // rankRule is the straggler rule over the run's ranks.
-func rankRule(in *Inputs) (Verdict, bool) { return DiagnoseRanks(in.Ranks) }
+func rankRule(in *Inputs) (Verdict, bool) {
+	if someBlocked(in.Ranks, in.NowNs) {
+		return Verdict{}, false // old windows of blocked ranks say nothing about speed
+	}
+	return DiagnoseRanks(in.Ranks)
+}
+
+// stoppedRule names a rank that stopped while the others wait for it.
+func stoppedRule(in *Inputs) (Verdict, bool) { return DiagnoseStopped(in.Ranks, in.NowNs) }
 
 // steadyRule judges where the window's time goes; it always finds
 // something (balanced, at least).

@@ -36,6 +36,7 @@ type Feed struct {
 	link     snapshot.Link
 	loader   *stage.LoaderStats
 	progress *stage.Progress // the latest in-flight sample
+	heard    time.Time       // when the last hello or frame arrived
 	base     *stage.StepRing // the run's first minutes, for drift
 	baseEnd  int64           // steps ending after this (Unix ns) are not baseline
 	baseKey  baselineKey     // what baseSum summarizes
@@ -218,8 +219,10 @@ func (f *Feed) apply(gen int, m ipc.Message, now time.Time) {
 	}
 	switch {
 	case m.Connected != nil:
+		f.heard = now
 		f.connected(m, now)
 	case m.Frame != nil:
+		f.heard = now
 		f.frame(m.Frame)
 	case m.Failed != nil:
 		f.setLink(snapshot.LinkFailed, m.Failed.Error(), m.Endpoint.Path, now)
@@ -516,6 +519,13 @@ func parseConfig(cfg json.RawMessage) configInfo {
 	}
 	c.EpochSteps = max(0, c.EpochSteps)
 	return c
+}
+
+// Heard is when the trainer's last hello or frame arrived; zero before any.
+func (f *Feed) Heard() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.heard
 }
 
 // Link returns the state of the connection, as Fill would show it now.
