@@ -64,7 +64,7 @@ func TestStragglerNamedByJSON(t *testing.T) {
 	if v == nil || v.Kind != stage.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.DataWait {
 		t.Fatalf("verdict %+v, want straggler rank 1 in data_wait", v)
 	}
-	if !strings.Contains(v.Headline, "straggler: rank 1 — its data_wait is") || !strings.Contains(v.Headline, "wait for it in comm") {
+	if !strings.Contains(v.Headline, "straggler: rank 1 (pid ") || !strings.Contains(v.Headline, "its data_wait is") || !strings.Contains(v.Headline, "wait for it in comm") {
 		t.Errorf("headline %q", v.Headline)
 	}
 	if !strings.Contains(out.String(), `"rank": 1,`) {

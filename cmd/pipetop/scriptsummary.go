@@ -35,6 +35,15 @@ type scriptSummary struct {
 	// without any.
 	Stacks  *stage.StackSamples `json:"stacks"`
 	Verdict *stage.Verdict      `json:"verdict,omitempty"`
+	// RankOf is the launcher's rank of the process, null for a single one;
+	// Host is where it ran.
+	RankOf *rankOf `json:"rank_of,omitempty"`
+	Host   string  `json:"host,omitempty"`
+	// DDP is the DDP gradient buckets' detail, null without DDP.
+	DDP *ddpDetail `json:"ddp,omitempty"`
+	// Timeline is the run's totals at fixed instants (for the job
+	// summary over time).
+	Timeline []timePoint `json:"timeline,omitempty"`
 	// code is the profile of Stacks.
 	code *stage.CodeProfile
 }
@@ -61,14 +70,57 @@ const summarySchema = "pipetop-summary/1"
 
 // report finds the summaries written since start in dir, adds the verdict
 // to each (and to its file), and prints them: a table on stderr, or a JSON
-// array on stdout.
+// array on stdout. The ranks of one run get one job summary instead
+// (printJob, a pipetop-job/1 document in the array), written beside their
+// own files.
 func report(dir string, start time.Time, asJSON bool, stdout, stderr io.Writer) error {
+	docs, err := readSummaries(dir, start, stderr)
+	if err != nil {
+		return err
+	}
+	jobs := jobsOf(docs)
+	out := []any{}
+	for _, d := range docs {
+		if r := d.s.RankOf; r != nil && len(jobs[r.Run]) > 0 && r.WorldSize > 1 {
+			if jobs[r.Run][0].path != d.path {
+				continue // the job is reported once, at its first rank
+			}
+			j, err := buildJob(dir, r.Run, jobs[r.Run])
+			if err != nil {
+				fmt.Fprintln(stderr, "pipetop:", err)
+				continue
+			}
+			out = append(out, j)
+			if !asJSON {
+				printJob(stderr, j)
+			}
+			continue
+		}
+		out = append(out, d.s)
+		if !asJSON {
+			printSummary(stderr, d.s, d.path)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(docs) == 0 {
+		fmt.Fprintln(stderr, "pipetop: no training step was seen (no optimizer step in an instrumented Python process), so there is no run summary")
+	}
+	return nil
+}
+
+// readSummaries reads the summaries written since start in dir, by path,
+// and adds each one's verdict (also to its file).
+func readSummaries(dir string, start time.Time, stderr io.Writer) ([]rankDoc, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "pipetop-summary-*.json"))
 	if err != nil {
-		return fmt.Errorf("find run summaries in %s: %w", dir, err)
+		return nil, fmt.Errorf("find run summaries in %s: %w", dir, err)
 	}
 	sort.Strings(paths)
-	docs := []scriptSummary{}
+	docs := []rankDoc{}
 	for _, p := range paths {
 		s, ok, err := readSummary(p, start)
 		if err != nil {
@@ -84,20 +136,9 @@ func report(dir string, start time.Time, asJSON bool, stdout, stderr io.Writer) 
 		if err := addVerdict(p, v); err != nil {
 			fmt.Fprintln(stderr, "pipetop:", err)
 		}
-		docs = append(docs, s)
-		if !asJSON {
-			printSummary(stderr, &s, p)
-		}
+		docs = append(docs, rankDoc{s: &s, path: p})
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(docs)
-	}
-	if len(docs) == 0 {
-		fmt.Fprintln(stderr, "pipetop: no training step was seen (no optimizer step in an instrumented Python process), so there is no run summary")
-	}
-	return nil
+	return docs, nil
 }
 
 // readSummary reads one summary file; ok is false for one written before

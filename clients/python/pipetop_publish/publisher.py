@@ -19,6 +19,8 @@ from .stages import CANONICAL, OTHER
 from .wire import MAX_STAGES, encode_config
 
 MAX_MSG = 4096  # longest event message, in characters
+TIMELINE_NS = 1_000_000_000  # the run timeline's first interval (doubled to keep TIMELINE_POINTS)
+TIMELINE_POINTS = 64
 _NOT_STEPS = ("event", "loader", "stacks")  # queued items that are not step records
 _INT32_MAX = (1 << 31) - 1  # the wire sample count is an int32
 
@@ -117,6 +119,12 @@ class Publisher:
         self._run_wall = 0
         self._run_samples = 0
         self._first: Optional[Tuple[int, Tuple[int, ...], Tuple[str, ...]]] = None
+        # The run over time: the totals so far at each TIMELINE interval's
+        # boundary (Unix ns, a multiple of the interval, so that the ranks
+        # of a run mark the same instants).
+        self._timeline: List[Dict[str, Any]] = []
+        self._mark_ns = TIMELINE_NS
+        self._next_mark = 0
         self._queue: Deque[Any] = collections.deque()
         self._pending_max = pending
         self._qlock = threading.Lock()
@@ -194,6 +202,8 @@ class Publisher:
         n = min(max(0, int(samples)), _INT32_MAX)
         rec = (self._step_no, self._base + start, self._base + now, n, value, tuple(cpu), None, self._names)
         self._step_no += 1
+        if self._base + now >= self._next_mark:
+            self._mark(self._base + now)
         for i in range(len(cpu)):
             cpu[i] = 0
         self._step_start = now  # steps tile the timeline: this one's cost is the next one's "other"
@@ -203,6 +213,20 @@ class Publisher:
             return
         for r in self._gpu.end_step(rec, deferred):
             self._push(r)
+
+    def _mark(self, t: int) -> None:
+        """Add the totals so far to the timeline at the interval boundary
+        before t; beyond TIMELINE_POINTS, every other point goes and the
+        interval doubles."""
+        at = t - t % self._mark_ns
+        if self._next_mark:  # the first step only sets the first boundary
+            self._timeline.append({"t": at, "steps": self._step_no, "wall_ns": self._run_wall,
+                                   "stages": {n: self._totals[i] for i, n in enumerate(self._names)}})
+        if len(self._timeline) > TIMELINE_POINTS:
+            self._mark_ns *= 2
+            self._timeline = [p for p in self._timeline if p["t"] % self._mark_ns == 0]
+            at = t - t % self._mark_ns
+        self._next_mark = at + self._mark_ns
 
     def begin_step(self) -> None:
         """Restart the current step now, discarding the time since the last
@@ -245,6 +269,7 @@ class Publisher:
             "wall_ns": self._run_wall,
             "stages": [{"name": n, "cpu_ns": self._totals[i] if i < len(self._totals) else 0} for i, n in enumerate(self._names)],
             "first_step": first,
+            "timeline": list(self._timeline),
         }
 
     def _push(self, item: Any) -> None:
