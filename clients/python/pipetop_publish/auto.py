@@ -534,7 +534,8 @@ def _on_torch(torch: Any) -> None:
         sys.stderr.write("pipetop: torch %s not instrumented: %r\n" % (getattr(torch, "__version__", "?"), e))
         return
     try:
-        _comm.patch(torch, _comm_patches, state)
+        if _comm.enabled():
+            _comm.patch(torch, _comm_patches, state)
     except Exception as e:  # noqa: BLE001 - the rest of the stages still work
         _comm_patches.undo()
         sys.stderr.write("pipetop: torch.distributed %s not instrumented (no comm stage): %r\n" % (getattr(torch, "__version__", "?"), e))

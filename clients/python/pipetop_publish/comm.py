@@ -31,6 +31,7 @@ from Python are comm, the rest stays in the stage that runs them.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -47,6 +48,13 @@ COLLECTIVES = (
     "broadcast_object_list", "gather_object", "scatter_object_list", "all_reduce_coalesced",
     "all_gather_coalesced",
 )
+
+
+def enabled() -> bool:
+    """Report whether PIPETOP_COMM allows these patches (default on; 0
+    leaves torch.distributed and DDP alone, their time in the stages that
+    call them)."""
+    return os.environ.get("PIPETOP_COMM", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class Buckets:
