@@ -45,6 +45,11 @@ attached to it (q closes the monitor, the run goes on); without one, or with
 --no-tui, pipetop only runs it. When the run ends, pipetop prints the stage
 table, throughput and verdict of the whole run (also written to
 pipetop-summary-NAME-PID.json) and exits with the command's status.
+A launcher that starts the ranks of a data-parallel run (torchrun, a shell
+script that sets RANK and WORLD_SIZE, srun) gets one job summary for its
+ranks instead (pipetop-job-RUN.json; each rank's own file stays), with the
+straggler over the run and over time; torch.distributed collectives and
+DDP's wait for the other ranks count as comm (PIPETOP_COMM=0: not).
 PIPETOP_AUTO=0 runs the command without instrumentation;
 PIPETOP_STACKS_HZ sets the stack samples of the training thread and the
 DataLoader workers (default 100 a second, 0 off), from which the verdict
