@@ -133,14 +133,20 @@ func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
 	if oneRank {
 		return choice{pick: true}, nil
 	}
-	one := choice{name: eps[0].Name}
+	var one choice
 	for _, ep := range eps {
-		h, _ := Hello(ctx, ep.Path)
+		h, err := Hello(ctx, ep.Path)
+		if err != nil {
+			continue // a socket that does not answer (a stopped rank) is not another trainer to choose
+		}
 		run := RunOf(h)
 		if run == "" || (one.run != "" && run != one.run) {
 			return choice{pick: true}, nil
 		}
-		one.run = run
+		one.run, one.name = run, ep.Name
+	}
+	if one.run == "" {
+		return choice{pick: true}, nil
 	}
 	return one, nil
 }
