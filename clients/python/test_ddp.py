@@ -98,6 +98,37 @@ class TestLauncher(unittest.TestCase):
             self.assertEqual(identity.rank_fields(env), {}, env)
 
 
+class TestTimeline(unittest.TestCase):
+    def test_points_at_shared_instants(self) -> None:
+        from pipetop_publish import publisher
+
+        d = tempfile.mkdtemp(prefix="ptddp", dir="/tmp")
+        os.chmod(d, 0o700)
+        pub = publisher.Publisher(name="tl", socket_path=os.path.join(d, "tl.sock"))
+        try:
+            base = pub._base
+            t = 1_000_000_000_000 - base  # perf_counter reading of Unix 1000 s
+            step = 100_000_000  # 100 ms steps
+            pub._step_start = t
+            for i in range(1, 200):  # 19.9 s of steps
+                with pub.stage("forward"):
+                    pass
+                pub._end_step(t + i * step, 1, None)
+            tl = pub.summary()["timeline"]
+            self.assertEqual([p["t"] for p in tl], [(1000 + k) * 10**9 for k in range(1, 20)])
+            self.assertEqual([p["steps"] for p in tl], [10 * k for k in range(1, 20)])
+            self.assertEqual(tl[0]["wall_ns"], 10 * step)
+            # Beyond TIMELINE_POINTS the interval doubles: even seconds stay.
+            for i in range(200, 1400):
+                pub._end_step(t + i * step, 1, None)
+            tl = pub.summary()["timeline"]
+            self.assertLessEqual(len(tl), publisher.TIMELINE_POINTS)
+            self.assertTrue(all(p["t"] % (2 * 10**9) == 0 for p in tl), [p["t"] for p in tl])
+            self.assertEqual(tl[-1]["steps"], 10 * (tl[-1]["t"] // 10**9 - 1000))
+        finally:
+            pub.close()
+
+
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class TestDDP(unittest.TestCase):
     def check_against_script(self, outs: List[Dict], docs: List[Dict]) -> None:
