@@ -29,7 +29,12 @@ type Collector struct {
 	sources []SourceMetrics // of the monitor's sources that serve metrics
 	latest  atomic.Pointer[snapshot.Snapshot]
 	live    LiveTotals
+	host    string
 }
+
+// SetHost sets the host label of pipetop_trainer_info: the name of the
+// machine the exporter runs on, which a remote view shows for each rank.
+func (c *Collector) SetHost(host string) { c.host = host }
 
 // LiveTotals returns the current totals of the trainer process the feed is
 // attached to, with that process's pid and start time (Unix ns); ok is
@@ -97,12 +102,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
 	if len(s.Ranks) == 0 {
-		e.trainer(s, c.totals(s))
+		e.trainer(s, c.totals(s), c.host)
 		return
 	}
 	for i := range s.Ranks {
 		rs := rankSnapshot(s, &s.Ranks[i])
-		e.trainer(&rs, rs.Totals)
+		e.trainer(&rs, rs.Totals, c.host)
 	}
 }
 

@@ -22,6 +22,8 @@ type Options struct {
 	Interval time.Duration
 	// Window is the span of steps the trainer metrics summarize.
 	Window snapshot.Window
+	// Host is the host label of pipetop_trainer_info (the machine's name).
+	Host string
 	// ErrorLog receives scrape errors; nil drops them.
 	ErrorLog *log.Logger
 }
@@ -42,6 +44,7 @@ func New(src *monitor.Snapshotter, opts Options) *Exporter {
 		// A run's ranks are served from the snapshot: one feed is not all.
 		c.SetLive(src.Feed.Totals)
 	}
+	c.SetHost(opts.Host)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return &Exporter{src: src, opts: opts, metrics: c, reg: reg}
