@@ -49,6 +49,7 @@ func (v *View) read(ctx context.Context, t time.Time, w snapshot.Window) ([]*ran
 		"gauges":  `{__name__=~"` + gaugeNames + `",` + sel + `}`,
 		"scraped": `timestamp(pipetop_trainer_connected{` + sel + `})`,
 		"count":   `count_over_time(pipetop_trainer_connected{` + sel + `}[1m])`,
+		"count10": `count_over_time(pipetop_trainer_connected{` + sel + `}[10s])`,
 	})
 	if err != nil {
 		return nil, err
@@ -145,11 +146,7 @@ func (v *View) ranksOf(q map[string][]Sample) []*rankData {
 			r.scraped = time.UnixMilli(int64(s.V * 1e3)).UTC()
 		}
 	}
-	for _, s := range q["count"] {
-		if s.V > 1 {
-			v.interval = 60 / s.V
-		}
-	}
+	v.interval = scrapeInterval(q["count"], q["count10"])
 	best := map[int]*rankData{}
 	for _, r := range all {
 		if b := best[r.rank]; b == nil || (r.connected && !b.connected) || (r.connected == b.connected && r.instance < b.instance) {
@@ -161,6 +158,22 @@ func (v *View) ranksOf(q map[string][]Sample) []*rankData {
 		out = append(out, r)
 	}
 	return out
+}
+
+// scrapeInterval estimates the scrape interval from how many samples a
+// series has over the last minute and the last 10 s (a series younger
+// than a minute has fewer; the 10 s count is right after 10 s then): the
+// shortest estimate, 0 when none.
+func scrapeInterval(perMinute, per10s []Sample) float64 {
+	best := 0.0
+	for span, vec := range map[float64][]Sample{60: perMinute, 10: per10s} {
+		for _, s := range vec {
+			if s.V >= 2 && (best == 0 || span/s.V < best) {
+				best = span / s.V
+			}
+		}
+	}
+	return best
 }
 
 // gauge applies one instant reading.
