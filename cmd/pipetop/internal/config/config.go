@@ -10,7 +10,7 @@
 //
 // It parses the small subset of TOML these keys need (key = "string",
 // key = 'literal', key = ["array", "of", "strings"], # comments) rather
-// than pulling in a TOML library for five keys; anything else (tables,
+// than pulling in a TOML library for six keys; anything else (tables,
 // numbers, multi-line values) is an error naming the line.
 package config
 
