@@ -234,6 +234,9 @@ const (
 
 // check validates the command line; set holds the flags given.
 func (c *config) check(pos []string, window string, set map[string]bool) error {
+	if c.prometheus != "" && c.cmd != "" {
+		return fmt.Errorf("--prometheus is for the view (pipetop --prometheus URL [RUN]), not for pipetop %s", c.cmd)
+	}
 	switch {
 	case c.cmd == "attach" && len(pos) != 1:
 		return errors.New("attach needs one trainer: a socket path, a pid or a name (see pipetop ls)")
@@ -243,8 +246,6 @@ func (c *config) check(pos []string, window string, set map[string]bool) error {
 		return fmt.Errorf("export takes at most one trainer, got %d: %s", len(pos), strings.Join(pos, " "))
 	case c.cmd == "export" && len(pos) == 1:
 		c.spec = pos[0]
-	case c.prometheus != "" && c.cmd != "":
-		return fmt.Errorf("--prometheus is for the view (pipetop --prometheus URL [RUN]), not for pipetop %s", c.cmd)
 	case c.prometheus != "" && len(pos) > 1:
 		return fmt.Errorf("--prometheus reads one run, got %d: %s", len(pos), strings.Join(pos, " "))
 	case c.prometheus != "" && len(pos) == 1:
