@@ -29,7 +29,22 @@ type Collector struct {
 	sources []SourceMetrics // of the monitor's sources that serve metrics
 	latest  atomic.Pointer[snapshot.Snapshot]
 	live    LiveTotals
+	ranks   RankTotals
+	host    string
 }
+
+// RankTotals returns the current totals of one rank of the run the
+// monitor follows, as LiveTotals does for a single trainer.
+type RankTotals func(rank int) (t *stage.Totals, pid int, startNs int64, ok bool)
+
+// SetRankLive makes scrapes read each rank's counters from live rather
+// than from the latest snapshot (see SetLive), so that a rank's counters
+// and last step time are as fresh as the scrape.
+func (c *Collector) SetRankLive(live RankTotals) { c.ranks = live }
+
+// SetHost sets the host label of pipetop_trainer_info: the name of the
+// machine the exporter runs on, which a remote view shows for each rank.
+func (c *Collector) SetHost(host string) { c.host = host }
 
 // LiveTotals returns the current totals of the trainer process the feed is
 // attached to, with that process's pid and start time (Unix ns); ok is
@@ -97,12 +112,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
 	if len(s.Ranks) == 0 {
-		e.trainer(s, c.totals(s))
+		e.trainer(s, freshest(s, c.live), c.host)
 		return
 	}
 	for i := range s.Ranks {
 		rs := rankSnapshot(s, &s.Ranks[i])
-		e.trainer(&rs, rs.Totals)
+		var live LiveTotals
+		if c.ranks != nil {
+			rank := s.Ranks[i].Rank
+			live = func() (*stage.Totals, int, int64, bool) { return c.ranks(rank) }
+		}
+		e.trainer(&rs, freshest(&rs, live), c.host)
 	}
 }
 
@@ -118,13 +138,14 @@ func rankSnapshot(s *snapshot.Snapshot, r *snapshot.Rank) snapshot.Snapshot {
 	return rs
 }
 
-// totals returns the freshest totals of the snapshot's trainer process.
-func (c *Collector) totals(s *snapshot.Snapshot) *stage.Totals {
+// freshest returns the freshest totals of the snapshot's trainer process:
+// live's when they are that process's (live may be nil).
+func freshest(s *snapshot.Snapshot, live LiveTotals) *stage.Totals {
 	t := s.Trainer
-	if c.live == nil || t == nil {
+	if live == nil || t == nil {
 		return s.Totals
 	}
-	live, pid, startNs, ok := c.live()
+	counts, pid, startNs, ok := live()
 	var want int64
 	if t.Started != nil {
 		want = t.Started.UnixNano()
@@ -132,5 +153,5 @@ func (c *Collector) totals(s *snapshot.Snapshot) *stage.Totals {
 	if !ok || pid != t.PID || startNs != want {
 		return s.Totals
 	}
-	return live
+	return counts
 }

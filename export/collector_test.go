@@ -81,6 +81,7 @@ func sourceNames() []string { return []string{"cpu", "process", "gpu"} }
 
 func collectorOf(t *testing.T, name string) *Collector {
 	c := NewCollector(sourceNames())
+	c.SetHost("node1")
 	c.Update(load(t, name))
 	return c
 }
@@ -164,7 +165,8 @@ func TestReadings(t *testing.T) {
 		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "data_wait", "clock": "cpu"}, 0.33},
 		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "forward", "clock": "gpu"}, 0.072},
 		{"connected", "pipetop_trainer_stage_seconds_total", L{"stage": "data_wait", "clock": "gpu"}, absent},
-		{"connected", "pipetop_trainer_info", L{"trainer": "demo", "pid": "4242", "world_size": "2"}, 1},
+		{"connected", "pipetop_trainer_info", L{"trainer": "demo", "pid": "4242", "world_size": "2", "host": "node1"}, 1},
+		{"connected", "pipetop_trainer_last_step_time_seconds", L{"trainer": "demo", "rank": "0"}, 0.15},
 		{"connected", "pipetop_trainer_stage_mean_seconds", nil, absent}, // window gauges are gone
 		{"connected", "pipetop_verdict", L{"kind": "input-bound", "stage": "data_wait", "trainer": "demo", "rank": "0"}, 1},
 		{"connected", "pipetop_loader_cache_hit_ratio", nil, 0}, // chunks were read: a real 0

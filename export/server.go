@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -22,6 +23,8 @@ type Options struct {
 	Interval time.Duration
 	// Window is the span of steps the trainer metrics summarize.
 	Window snapshot.Window
+	// Host is the host label of pipetop_trainer_info (the machine's name).
+	Host string
 	// ErrorLog receives scrape errors; nil drops them.
 	ErrorLog *log.Logger
 }
@@ -38,10 +41,19 @@ type Exporter struct {
 // New returns an Exporter over src. Interval must be positive.
 func New(src *monitor.Snapshotter, opts Options) *Exporter {
 	c := NewCollector(src.SourceNames())
-	if src.Group == nil {
-		// A run's ranks are served from the snapshot: one feed is not all.
+	if g := src.Group; g == nil {
 		c.SetLive(src.Feed.Totals)
+	} else {
+		c.SetRankLive(func(rank int) (*stage.Totals, int, int64, bool) {
+			for _, rf := range g.Feeds() {
+				if rf.Rank == rank {
+					return rf.Feed.Totals()
+				}
+			}
+			return nil, 0, 0, false
+		})
 	}
+	c.SetHost(opts.Host)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return &Exporter{src: src, opts: opts, metrics: c, reg: reg}

@@ -20,7 +20,7 @@ func trainerDesc(name, help string, extra ...string) *prometheus.Desc {
 
 var (
 	infoDesc = trainerDesc("pipetop_trainer_info",
-		"Always 1: the trainer process's pid (in its own namespace) and world size (empty for a single process).", "pid", "world_size")
+		"Always 1: the trainer process's pid (in its own namespace), world size (empty for a single process) and the exporter's host name.", "pid", "world_size", "host")
 	connectedDesc = trainerDesc("pipetop_trainer_connected",
 		"1 while frames arrive from the trainer, 0 once it is gone (its other metrics are then withdrawn).")
 	startDesc = trainerDesc("pipetop_trainer_start_time_seconds",
@@ -39,6 +39,8 @@ var (
 		"Time each step waited for its batch (the data_wait stage).")
 	lastStepDesc = trainerDesc("pipetop_trainer_last_step",
 		"Number of the newest step.")
+	lastStepTimeDesc = trainerDesc("pipetop_trainer_last_step_time_seconds",
+		"When the newest step ended, Unix seconds (the trainer's clock).")
 	lossDesc = trainerDesc("pipetop_trainer_loss",
 		"Loss of the newest step that reported one.")
 	verdictDesc = trainerDesc("pipetop_verdict",
@@ -48,7 +50,7 @@ var (
 // trainerDescs lists the descriptor of every trainer metric.
 func trainerDescs() []*prometheus.Desc {
 	return []*prometheus.Desc{infoDesc, connectedDesc, startDesc, droppedDesc, stepsDesc, samplesDesc,
-		stageSecondsDesc, wallDesc, dataWaitDesc, lastStepDesc, lossDesc, verdictDesc,
+		stageSecondsDesc, wallDesc, dataWaitDesc, lastStepDesc, lastStepTimeDesc, lossDesc, verdictDesc,
 		loaderWorkersDesc, loaderBusyDesc, loaderQueueDesc, loaderQueueCapDesc, loaderCacheDesc,
 		loaderReadDesc, loaderDecodedDesc, loaderUsedDesc, loaderSecondsDesc, loaderErrorsDesc}
 }
@@ -63,11 +65,12 @@ func trainerID(t *snapshot.Trainer) []string {
 	return []string{t.Name, t.Run, rank}
 }
 
-// trainer sends the trainer's link state and, while it is connected, its
+// trainer sends the trainer's link state (host: the info metric's host
+// label) and, while it is connected, its
 // totals, verdict and loader statistics. A disconnected trainer's last
 // state is history, not a reading: only connected 0 remains. totals are
 // the freshest counts of the snapshot's trainer process.
-func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
+func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals, host string) {
 	t := s.Trainer
 	if t == nil {
 		return
@@ -82,7 +85,7 @@ func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals) {
 	if t.WorldSize > 0 {
 		world = Itoa(t.WorldSize)
 	}
-	e.Gauge(infoDesc, 1, append(id, Itoa(t.PID), world)...)
+	e.Gauge(infoDesc, 1, append(id, Itoa(t.PID), world, host)...)
 	e.Counter(droppedDesc, float64(t.Dropped), id...)
 	if t.Started != nil {
 		e.Gauge(startDesc, float64(t.Started.Unix())+Seconds(float64(t.Started.Nanosecond())), id...)
@@ -118,6 +121,9 @@ func (e Emitter) totals(t *stage.Totals, id []string) {
 			labels[len(labels)-1] = "gpu"
 			e.Counter(stageSecondsDesc, Seconds(float64(st.GPUNs)), labels...)
 		}
+	}
+	if t.LastEndNs > 0 {
+		e.Gauge(lastStepTimeDesc, Seconds(float64(t.LastEndNs)), id...)
 	}
 	e.Ch <- newHistogram(wallDesc, &t.Wall, id)
 	if t.HasDataWait {

@@ -90,6 +90,16 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	return m, nil
 }
 
+// OpenRemote returns a Monitor whose snapshots come from r (a run read from
+// a Prometheus server) instead of local sockets; it samples no local
+// source.
+func OpenRemote(r Remote) *Monitor {
+	f := feed.New(0)
+	s := NewSnapshotter(f)
+	s.Remote = r
+	return &Monitor{Feed: f, Snapshotter: s}
+}
+
 // choice is what Open attaches to: a run (run set, its sockets named
 // name), one trainer (attach: a path or name, "" for whichever appears),
 // or nothing until the user picks (pick).

@@ -24,7 +24,11 @@ type Snapshotter struct {
 	Feed *feed.Feed
 	// Group, when set, replaces Feed: the snapshot shows every rank of a
 	// run, its trainer parts being the lowest rank's.
-	Group   *Group
+	Group *Group
+	// Remote, when set, replaces Feed and Group: the trainer and host parts
+	// come from elsewhere (a Prometheus server, package remote), and
+	// Sources are not sampled: they would read this machine.
+	Remote  Remote
 	Sources []source.Source
 
 	mu        sync.Mutex
@@ -36,6 +40,15 @@ type Snapshotter struct {
 	buf       []float64
 	host      string
 	mem       memHistory
+}
+
+// Remote fills a snapshot's trainer parts (link, trainer, summary, ranks)
+// and whatever host parts it reads from somewhere other than this
+// machine's sockets. It returns the window summaries of the connected ranks
+// for the straggler rule and the shown trainer's step count (the steps/s
+// history).
+type Remote interface {
+	Fill(s *snapshot.Snapshot) (ranks []stage.RankSummary, steps int64)
 }
 
 // NewSnapshotter returns a Snapshotter over the feed and the sources, sampled
@@ -53,6 +66,10 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	defer c.mu.Unlock()
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
 		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
+	if c.Remote != nil {
+		c.remote(&s)
+		return s
+	}
 	primary, ranks := c.fillTrainer(&s)
 	t := source.Target{PID: primary.TrainerPID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
@@ -68,8 +85,27 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 		v := stage.Judge(in)
 		s.Verdict = &v
 	}
-	c.record(&s, primary)
+	c.record(&s, primary.Steps())
 	return s
+}
+
+// remote builds s from c.Remote and judges it: the straggler rule over
+// its ranks, the other rules over the shown rank's summary.
+func (c *Snapshotter) remote(s *snapshot.Snapshot) {
+	ranks, steps := c.Remote.Fill(s)
+	if s.Trainer != nil {
+		in := stage.Inputs{NowNs: s.Time.UnixNano(), Live: s.Link.State == snapshot.LinkConnected, Ranks: ranks}
+		if s.Trainer.Started != nil {
+			in.StartNs = s.Trainer.Started.UnixNano()
+		}
+		if s.Summary != nil {
+			in.Summary = *s.Summary
+		}
+		if v := stage.Judge(in); v.Kind == stage.Straggler || s.Verdict == nil {
+			s.Verdict = &v
+		}
+	}
+	c.record(s, steps)
 }
 
 // fillTrainer sets the trainer parts of s from the feed, or from every
@@ -177,9 +213,9 @@ func (c *Snapshotter) Close() {
 	}
 }
 
-// record pushes this refresh into the histories and copies them into s.
-func (c *Snapshotter) record(s *snapshot.Snapshot, f *feed.Feed) {
-	steps := f.Steps()
+// record pushes this refresh into the histories and copies them into s;
+// steps is the shown trainer's step count.
+func (c *Snapshotter) record(s *snapshot.Snapshot, steps int64) {
 	rate := math.NaN()
 	if !c.lastTime.IsZero() && s.Time.After(c.lastTime) && s.Link.State == snapshot.LinkConnected {
 		rate = float64(steps-c.lastSteps) / s.Time.Sub(c.lastTime).Seconds()

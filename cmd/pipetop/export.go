@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 
 	"github.com/pipetop/pipetop/export"
 	"github.com/pipetop/pipetop/monitor"
@@ -27,7 +28,8 @@ func serveMetrics(ctx context.Context, c config, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
-	e := export.New(m.Snapshotter, export.Options{Interval: c.interval, Window: monitor.Windows[c.window],
+	host, _ := os.Hostname()
+	e := export.New(m.Snapshotter, export.Options{Interval: c.interval, Window: monitor.Windows[c.window], Host: host,
 		ErrorLog: log.New(stderr, "pipetop export: ", log.LstdFlags)})
 	fmt.Fprintf(stderr, "pipetop: serving http://%s/metrics\n", ln.Addr())
 	return e.Serve(ctx, ln)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/remote"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/tui"
@@ -71,9 +72,29 @@ func severalTrainers(cmd string) error {
 	return fmt.Errorf("%d live trainers: choose one with pipetop %s NAME (see pipetop ls)", len(eps), cmd)
 }
 
+// open opens the monitor the command line asks for: a run read from a
+// Prometheus server, or local sockets with o.
+func open(ctx context.Context, c config, o monitor.Options) (*monitor.Monitor, error) {
+	if c.prometheus == "" {
+		return monitor.Open(ctx, c.spec, o)
+	}
+	for _, src := range o.Sources { // a remote view reads no local source
+		src.Close()
+	}
+	client, err := remote.NewClient(c.prometheus)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	v, err := remote.Open(ctx, client, c.spec, c.rank)
+	if err != nil {
+		return nil, notAttached{err}
+	}
+	return monitor.OpenRemote(v), nil
+}
+
 // snapshotOnce implements --once and --json.
 func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true})
 	if err != nil {
 		return err
 	}
@@ -109,7 +130,18 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if s.Remote != nil {
+		return remoteOutcome(s)
+	}
 	return attachOutcome(m, s.Link)
+}
+
+// remoteOutcome is notAttached when a remote view could not read its run.
+func remoteOutcome(s snapshot.Snapshot) error {
+	if l := s.Link; l.State == snapshot.LinkFailed || l.State == snapshot.LinkNone {
+		return notAttached{fmt.Errorf("could not read run %s from %s: %s", s.Remote.Run, s.Remote.URL, l.Detail)}
+	}
+	return nil
 }
 
 // attachOutcome is notAttached when the monitor watched for a trainer and
@@ -180,7 +212,7 @@ func oneThread() {
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
 	oneThread()
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval)})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval)})
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,10 @@ type config struct {
 	noGPU    bool
 	readOnly bool
 	profile  string
+	// prometheus is the server a remote view reads the run spec names
+	// from (--prometheus or the settings file); rank the rank it shows.
+	prometheus string
+	rank       int
 	// From the settings file (internal/config).
 	hidden []string
 	sort   string
@@ -110,6 +114,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
 	fs.BoolVar(&c.readOnly, "readonly", false, "never send signals from the process table (F9 is refused)")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
+	fs.StringVar(&c.prometheus, "prometheus", "", "read the run from the Prometheus server at `URL` (every host's pipetop export) instead of local sockets: pipetop --prometheus URL [RUN]")
+	fs.IntVar(&c.rank, "rank", -1, "with --prometheus: the rank whose flame bar, trainer and host are shown (default: the lowest)")
 	cfgPath := fs.String("config", "", "settings `file` (default: $XDG_CONFIG_HOME or ~/.config, /pipetop/config.toml, when it exists)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage:
@@ -119,6 +125,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        attach to the given trainer; a rank of a
                                        multi-process run attaches every rank of the run
   pipetop ls [--json]                  list live trainers, the ranks of each run together
+  pipetop --prometheus URL [RUN] [--rank R] [--once|--json]
+                                       every rank of a run on every host, read from the
+                                       Prometheus server that scrapes each host's pipetop
+                                       export (the only run there when RUN is not given)
   pipetop run [--name N] [--no-tui] -- CMD ARGS...
                                        run a PyTorch script with automatic instrumentation
                                        (see pipetop run -h)
@@ -209,6 +219,9 @@ func (c *config) settings(path string, window *string, set map[string]bool) erro
 		*window = s.Window
 	}
 	c.hidden, c.sort, c.theme = s.Hidden, s.Sort, s.Theme
+	if s.Prometheus != "" && !set["prometheus"] && c.cmd == "" {
+		c.prometheus = s.Prometheus
+	}
 	return nil
 }
 
@@ -221,6 +234,9 @@ const (
 
 // check validates the command line; set holds the flags given.
 func (c *config) check(pos []string, window string, set map[string]bool) error {
+	if c.prometheus != "" && c.cmd != "" {
+		return fmt.Errorf("--prometheus is for the view (pipetop --prometheus URL [RUN]), not for pipetop %s", c.cmd)
+	}
 	switch {
 	case c.cmd == "attach" && len(pos) != 1:
 		return errors.New("attach needs one trainer: a socket path, a pid or a name (see pipetop ls)")
@@ -230,6 +246,12 @@ func (c *config) check(pos []string, window string, set map[string]bool) error {
 		return fmt.Errorf("export takes at most one trainer, got %d: %s", len(pos), strings.Join(pos, " "))
 	case c.cmd == "export" && len(pos) == 1:
 		c.spec = pos[0]
+	case c.prometheus != "" && len(pos) > 1:
+		return fmt.Errorf("--prometheus reads one run, got %d: %s", len(pos), strings.Join(pos, " "))
+	case c.prometheus != "" && len(pos) == 1:
+		c.spec = pos[0]
+	case c.prometheus == "" && set["rank"]:
+		return errors.New("--rank is for --prometheus (a local view shows the lowest rank)")
 	case len(pos) > 0:
 		return fmt.Errorf("unexpected argument %q (did you mean pipetop attach %s?)", pos[0], pos[0])
 	}

@@ -28,6 +28,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--once", "--json"}, "pick one"},
 		{[]string{"--width", "-4", "--once"}, "--width -4"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"attach", "x", "--prometheus", "http://p:9090"}, "--prometheus is for the view"},
+		{[]string{"export", "--prometheus", "http://p:9090"}, "not for pipetop export"},
+		{[]string{"--prometheus", "http://p:9090", "a", "b"}, "--prometheus reads one run, got 2: a b"},
+		{[]string{"--rank", "1"}, "--rank is for --prometheus"},
 	}
 	for _, tt := range tests {
 		_, err := parse(tt.args, io.Discard)
@@ -143,5 +147,32 @@ func TestAttachOnceAndList(t *testing.T) {
 	var eps []ipc.Endpoint
 	if err := json.Unmarshal(out.Bytes(), &eps); err != nil || len(eps) != 1 || eps[0].Name != "clitest" {
 		t.Errorf("ls --json = %s (%v)", out.String(), err)
+	}
+}
+
+// TestParsePrometheus: the remote view's flags, and the settings file's
+// prometheus key for plain pipetop only (a flag wins; attach stays local).
+func TestParsePrometheus(t *testing.T) {
+	c, err := parse([]string{"--prometheus", "http://p:9090", "run7", "--rank", "2", "--config", writeConfig(t, "")}, io.Discard)
+	if err != nil || c.prometheus != "http://p:9090" || c.spec != "run7" || c.rank != 2 {
+		t.Fatalf("parse = %+v, %v; want prometheus http://p:9090, run run7, rank 2", c, err)
+	}
+	cfg := writeConfig(t, `prometheus = "http://from-settings:9090"`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", cfg}, "http://from-settings:9090"},
+		{[]string{"--config", cfg, "--prometheus", "http://flag:9090"}, "http://flag:9090"},
+		{[]string{"attach", "x", "--config", cfg}, ""},
+	} {
+		c, err := parse(tc.args, io.Discard)
+		if err != nil || c.prometheus != tc.want || c.rank != -1 {
+			t.Errorf("parse(%q) = prometheus %q rank %d, %v; want %q, -1", tc.args, c.prometheus, c.rank, err, tc.want)
+		}
+	}
+	_, stderr, code := runBin(t, nil, []string{pipetopBin(t)}, "--prometheus", "prometheus:9090", "--json")
+	if code != 2 || !strings.Contains(stderr, "want an http:// or https:// URL") {
+		t.Errorf("--prometheus without a scheme: exit %d, %q; want 2 and what a URL needs", code, stderr)
 	}
 }

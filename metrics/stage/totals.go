@@ -29,6 +29,9 @@ type Totals struct {
 	// once a stage list with data_wait was seen.
 	DataWait    Histogram
 	HasDataWait bool
+	// LastStep and LastEndNs are the newest step's number and when it
+	// ended (Unix ns); LastEndNs is 0 before the first step.
+	LastStep, LastEndNs int64
 
 	index    [MaxStages]int // record stage index -> Stages index
 	nIndex   int            // stages of the current list
@@ -82,6 +85,9 @@ func (t *Totals) stageIndex(name string) int {
 func (t *Totals) Add(r *Record) {
 	t.Steps++
 	t.Samples += int64(r.Samples)
+	if r.EndNs >= t.LastEndNs {
+		t.LastStep, t.LastEndNs = r.Step, r.EndNs
+	}
 	n := min(r.NumStages, t.nIndex)
 	for i := 0; i < n; i++ {
 		st := &t.Stages[t.index[i]]

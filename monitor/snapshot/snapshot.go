@@ -77,6 +77,10 @@ type Snapshot struct {
 	// refresh, in registry order; the exporter serves it, --json does not.
 	Samplers []SamplerStat `json:"-"`
 
+	// Remote is set when the trainer parts come from a Prometheus server
+	// (pipetop --prometheus) rather than local sockets.
+	Remote *Remote `json:"remote,omitempty"`
+
 	// Code is which code the window's stack samples went to (the Python
 	// instrumentation's training thread by stage, and its DataLoader
 	// workers); absent when the trainer sends no stack samples.
@@ -88,6 +92,9 @@ type Rank struct {
 	Rank int    `json:"rank"`
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
+	// Instance is the Prometheus instance (host:port) of the exporter that
+	// serves this rank; set only in a remote view.
+	Instance string `json:"instance,omitempty"`
 	// Link is the state of the connection to this rank.
 	Link string `json:"link"`
 	// Summary and Verdict are this rank's own, over the window; null
@@ -98,6 +105,23 @@ type Rank struct {
 	Trainer *Trainer           `json:"-"`
 	Loader  *stage.LoaderStats `json:"-"`
 	Totals  *stage.Totals      `json:"-"`
+}
+
+// Remote says where a remote view reads its run from, which rank's
+// trainer, summary, flame bar and host it shows, and what it cannot show.
+type Remote struct {
+	URL string `json:"url"` // the Prometheus server
+	Run string `json:"run"`
+	// Rank is the chosen rank; Host and Instance are its exporter's host
+	// name and Prometheus instance, whose readings the CPU and GPU parts are.
+	Rank     int    `json:"rank"`
+	Host     string `json:"host"`
+	Instance string `json:"instance"`
+	// RangeSec is the range the rates are taken over: the window, at
+	// least four scrape intervals.
+	RangeSec float64 `json:"range_sec"`
+	// Unavailable lists what is not available remotely.
+	Unavailable []string `json:"unavailable"`
 }
 
 // SamplerStat is one source's sampling at one refresh.

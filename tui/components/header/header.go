@@ -6,6 +6,7 @@
 package header
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,10 @@ func (m Model) second(failure bool) string {
 	if m.interval > 0 {
 		parts = append(parts, st.Label.Render("refresh ")+st.Value.Render(m.interval.String()))
 	}
+	if r := s.Remote; r != nil {
+		parts = append(parts, st.Label.Render("prometheus ")+st.Value.Render(r.URL)+
+			st.Dim.Render(fmt.Sprintf(" · rank %d on %s · rates over %gs", r.Rank, cmp.Or(r.Host, r.Instance, "?"), r.RangeSec)))
+	}
 	switch {
 	case s.Link.State == snapshot.LinkFailed:
 		if failure {
@@ -174,7 +179,9 @@ func (m Model) second(failure bool) string {
 		if e := s.Trainer.LastEvent; e != nil {
 			parts = append(parts, st.Label.Render(e.Kind+" ")+st.Dim.Render(e.Msg))
 		}
-		parts = append(parts, st.Dim.Render(s.Trainer.Socket))
+		if s.Remote == nil {
+			parts = append(parts, st.Dim.Render(s.Trainer.Socket))
+		}
 	}
 	return strings.Join(parts, m.sep())
 }

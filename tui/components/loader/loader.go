@@ -37,6 +37,9 @@ func (m Model) lines(w int) []string {
 	}
 	l := m.Snap.Loader
 	if l == nil {
+		if m.Snap.Remote != nil {
+			return []string{m.St.Dim.Render("not available remotely: the remote view reads no loader statistics")}
+		}
 		return []string{m.St.Dim.Render("no loader statistics published")}
 	}
 	st := m.St

@@ -9,6 +9,7 @@
 package proctable
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -343,6 +344,8 @@ func (m Model) empty() string {
 	switch {
 	case m.filter != "":
 		return fmt.Sprintf("no process matches %q", m.filter)
+	case m.Snap != nil && m.Snap.Remote != nil:
+		return fmt.Sprintf("not available remotely: pipetop export serves no process table (run pipetop on %s for it)", cmp.Or(m.Snap.Remote.Host, m.Snap.Remote.Instance))
 	case m.Snap != nil && len(m.Snap.GPU.Devices) == 0:
 		return "no GPU processes (no GPU) and no trainer process"
 	}

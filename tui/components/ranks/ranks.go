@@ -129,7 +129,7 @@ func (m Model) lines(w, h int) []string {
 	out := []string{m.compare(byWork, w)}
 	if !aggregated(len(all), h) {
 		for _, x := range all {
-			out = append(out, m.row(x, w, digits(all)))
+			out = append(out, m.row(x, w, digits(all), hostWidth(all)))
 		}
 		return out
 	}
@@ -137,7 +137,7 @@ func (m Model) lines(w, h int) []string {
 	out = append(out, m.St.Dim.Render(fmt.Sprintf("slowest ranks (step w/o comm: %s fastest, %s median)",
 		units.Dur(byWork[0].work), units.Dur(median(byWork).work))))
 	for i := len(byWork) - 1; i >= 0 && len(out) < max(h, 1+stripLines(len(all), w)+1+min(Worst, len(all))); i-- {
-		out = append(out, m.row(byWork[i], w, digits(all)))
+		out = append(out, m.row(byWork[i], w, digits(all), hostWidth(all)))
 	}
 	return out
 }
@@ -159,12 +159,21 @@ func (m Model) compare(byWork []rank, w int) string {
 const rowStats = 33
 
 // row is one rank: label, flame row, step time, data_wait and comm.
-func (m Model) row(x rank, w, labelW int) string {
-	label := m.St.Label.Render(fmt.Sprintf("r%-*d ", labelW, x.r.Rank))
+// labelW and hostW are the widths of the rank numbers and host names (0:
+// no host column).
+func (m Model) row(x rank, w, labelW, hostW int) string {
+	text := fmt.Sprintf("r%-*d ", labelW, x.r.Rank)
+	if hostW > 0 {
+		text += fmt.Sprintf("%-*s ", hostW, draw.Fit(x.r.Host, hostW))
+	}
+	label := m.St.Label.Render(text)
 	if !x.ok {
 		return label + m.St.Dim.Render(x.r.Link+", no steps yet")
 	}
 	bw := w - labelW - 2 - rowStats
+	if hostW > 0 {
+		bw -= hostW + 1
+	}
 	stats := fmt.Sprintf(" %8s  dw %5s  comm %5s", units.Dur(x.wall), units.Pct(x.wait), units.Pct(x.comm))
 	if bw < 8 {
 		return draw.Fit(label+m.St.Value.Render(stats), w)
@@ -255,6 +264,23 @@ func (m Model) strip(all, byWork []rank, w int) []string {
 		out = append(out, prefix+b.String())
 	}
 	return out
+}
+
+// maxHostW caps the host column.
+const maxHostW = 16
+
+// hostWidth is the width of the host column: the longest host name, up to
+// maxHostW, when the ranks run on more than one host; else 0 (no column).
+func hostWidth(all []rank) int {
+	w, hosts := 0, map[string]bool{}
+	for _, x := range all {
+		hosts[x.r.Host] = true
+		w = max(w, len(x.r.Host))
+	}
+	if len(hosts) < 2 {
+		return 0
+	}
+	return min(w, maxHostW)
 }
 
 // digits is the width of the largest rank number.

@@ -23,7 +23,12 @@ func New(st *styles.Styles) Model { return Model{pane.NewScrolling(st)} }
 func (m *Model) Scroll(d int) { m.ScrollBy(d, len(m.Lines(0, m.lines))) }
 
 // Title is the pane title.
-func (m Model) Title() string { return "stages · p50/p99 per stage" }
+func (m Model) Title() string {
+	if m.Snap != nil && m.Snap.Remote != nil {
+		return "stages · means (no per-stage p50/p99 remotely)"
+	}
+	return "stages · p50/p99 per stage"
+}
 
 // Size returns the fewest and the preferred number of body lines.
 func (m Model) Size(int) (lo, pref int) { return 2, len(m.Lines(0, m.lines)) }
@@ -51,12 +56,18 @@ func (m Model) lines(int) []string {
 		return []string{m.St.Dim.Render("no steps yet")}
 	}
 	out := []string{swatchPad + m.St.Label.Render(fmt.Sprintf(rowFmt, "stage", "mean", "p50", "p99", "share", "gpu mean", "gpu p99"))}
+	// A remote view has stage means from counters, no stage quantiles.
+	remote := m.Snap.Remote != nil
 	for _, st := range s.Stages {
 		gm, gp := "–", "–"
 		if st.HasGPU {
 			gm, gp = units.Dur(st.GPUMean), units.Dur(st.GPUP99)
 		}
-		row := fmt.Sprintf(rowFmt, draw.Fit(st.Name, 12), units.Dur(st.Mean), units.Dur(st.P50), units.Dur(st.P99),
+		p50, p99 := units.Dur(st.P50), units.Dur(st.P99)
+		if remote {
+			p50, p99, gp = "–", "–", "–"
+		}
+		row := fmt.Sprintf(rowFmt, draw.Fit(st.Name, 12), units.Dur(st.Mean), p50, p99,
 			units.Pct(st.Share), gm, gp)
 		out = append(out, m.St.Swatch(st.Name).Render("■")+" "+m.St.Value.Render(row))
 	}

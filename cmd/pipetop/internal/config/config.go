@@ -6,10 +6,11 @@
 //	hidden  = ["history"]          # panes not to show
 //	sort    = "cpu"                # process table column
 //	theme   = "light"              # dark (default) or light
+//	prometheus = "http://prom:9090" # read runs from this Prometheus server
 //
 // It parses the small subset of TOML these keys need (key = "string",
 // key = 'literal', key = ["array", "of", "strings"], # comments) rather
-// than pulling in a TOML library for five keys; anything else (tables,
+// than pulling in a TOML library for six keys; anything else (tables,
 // numbers, multi-line values) is an error naming the line.
 package config
 
@@ -30,6 +31,9 @@ type Config struct {
 	Hidden  []string
 	Sort    string
 	Theme   string
+	// Prometheus is the server plain pipetop reads its run from
+	// (as --prometheus does) instead of local sockets.
+	Prometheus string
 }
 
 // Themes are the names theme may take.
@@ -126,6 +130,8 @@ func (c *Config) set(key string, v value, panes []string) error {
 		if err = want(false); err == nil {
 			c.Theme, err = v.s, oneOf("theme", v.s, Themes)
 		}
+	case "prometheus":
+		c.Prometheus, err = v.s, want(false)
 	case "hidden":
 		if err = want(true); err == nil {
 			c.Hidden = v.list
@@ -136,7 +142,7 @@ func (c *Config) set(key string, v value, panes []string) error {
 			}
 		}
 	default:
-		err = fmt.Errorf("unknown key %q (known: refresh, window, hidden, sort, theme)", key)
+		err = fmt.Errorf("unknown key %q (known: refresh, window, hidden, sort, theme, prometheus)", key)
 	}
 	return err
 }
