@@ -129,18 +129,30 @@ func defaultRecording(spec string, now time.Time) string {
 	return fmt.Sprintf("pipetop-%s-%s.pipetop", name, now.Format("20060102-150405"))
 }
 
-// replayCmd implements pipetop replay.
+// wholeRun is what replay --once/--json show without --at.
+const wholeRun = "the whole run: its end, over every step (--at D for one instant)"
+
+// replayCmd implements pipetop replay. Without --at, --once and --json show
+// the whole run (its end, over window all unless --window says otherwise);
+// the interactive replay starts at the beginning and plays.
 func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flags("replay", "FILE [--at D] [--once|--json] [flags]", stderr)
-	at := fs.Duration("at", 0, "start at this position in the recording (e.g. 1m30s; negative: from the end)")
-	once := fs.Bool("once", false, "print the text snapshot at --at and exit")
-	asJSON := fs.Bool("json", false, "print the JSON snapshot at --at and exit")
+	at := fs.Duration("at", 0, "start at this position in the recording (e.g. 1m30s; negative: from the end);\n"+
+		"default: --once/--json show the whole run (its end, window all), the interactive replay starts at the beginning")
+	once := fs.Bool("once", false, "print the text snapshot (of the whole run, or at --at) and exit")
+	asJSON := fs.Bool("json", false, "print the JSON snapshot (of the whole run, or at --at) and exit")
 	speed := fs.Int("speed", 1, "play at this speed: 1, 2, 4, ... 64")
-	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all")
+	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all (--once/--json without --at: all)")
 	width := fs.Int("width", 0, "width of the --once text (default: the terminal's, else 100)")
 	pos, err := parseArgs(fs, args, 1, 1)
 	if err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	whole := (*once || *asJSON) && !set["at"]
+	if whole && !set["window"] {
+		*window = "all"
 	}
 	wi, ok := monitor.WindowByLabel(*window)
 	if !ok {
@@ -159,8 +171,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p.SetSpeed(si)
 	start := p.Start().Add(*at)
-	if *at < 0 {
+	if *at < 0 || whole {
 		start = p.End().Add(*at)
+	}
+	if whole {
+		p.SetView(wholeRun)
 	}
 	if *once || *asJSON {
 		p.SetPaused(true)
