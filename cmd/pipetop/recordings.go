@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,11 +232,18 @@ func summaryCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 
 // compareCmd implements pipetop compare.
 func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flags("compare", "A B [--json]   (recordings or summary JSON files)", stderr)
+	fs := flags("compare", "A B [--json] [--fail-if-slower PCT]   (recordings or summary JSON files)", stderr)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	failPct := fs.Float64("fail-if-slower", -1, "exit with status 4 when B's step time is more than `PCT` % longer than A's,\n"+
+		"or its samples/s (steps/s) more than PCT % lower, beyond the runs' noise; one line says what regressed")
 	pos, err := parseArgs(fs, args, 2, 2)
 	if err != nil {
 		return err
+	}
+	gate := false
+	fs.Visit(func(f *flag.Flag) { gate = gate || f.Name == "fail-if-slower" })
+	if gate && (*failPct < 0 || math.IsNaN(*failPct)) {
+		return usageError{fmt.Errorf("--fail-if-slower %g: want a percentage of at least 0", *failPct)}
 	}
 	a, err := summary.Load(pos[0])
 	if err != nil {
@@ -246,12 +254,30 @@ func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	c := summary.Compare(a, b)
+	var g summary.Gate
+	if gate {
+		g = c.Judge(*failPct)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		err = enc.Encode(c)
+	} else {
+		err = summary.WriteComparison(stdout, a, b, c)
 	}
-	return summary.WriteComparison(stdout, a, b, c)
+	if err != nil {
+		return fmt.Errorf("compare: write: %w", err)
+	}
+	if !gate {
+		return nil
+	}
+	if !*asJSON {
+		fmt.Fprintln(stdout, g.Line)
+	}
+	if g.Regressed {
+		return regression{errors.New(g.Line)}
+	}
+	return nil
 }
 
 // traceCmd implements pipetop trace.
