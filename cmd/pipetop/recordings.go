@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/pipetop/pipetop/export/flame"
+	runreport "github.com/pipetop/pipetop/export/report"
 	"github.com/pipetop/pipetop/export/trace"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -37,6 +38,7 @@ var runCommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"compare": compareCmd,
 	"trace":   traceCmd,
 	"flame":   flameCmd,
+	"report":  reportCmd,
 }
 
 // flags returns a flag set for a recordings command that prints usage to
@@ -277,6 +279,41 @@ func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if g.Regressed {
 		return regression{errors.New(g.Line)}
 	}
+	return nil
+}
+
+// reportCmd implements pipetop report: a run as one self-contained HTML
+// page with plots.
+func reportCmd(_ context.Context, args []string, _, stderr io.Writer) error {
+	fs := flags("report", "FILE [-o report.html]   (a recording, or a summary JSON file)", stderr)
+	out := fs.String("o", "", "the HTML `file` to write (default: FILE's name with .html)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	r, err := runreport.FromFile(pos[0])
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = strings.TrimSuffix(pos[0], filepath.Ext(pos[0])) + ".html"
+	}
+	if r.Run.Damage != "" {
+		fmt.Fprintf(stderr, "pipetop: %s; reporting up to there\n", r.Run.Damage)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := runreport.Write(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	fmt.Fprintf(stderr, "pipetop: wrote %s\n", path)
 	return nil
 }
 
