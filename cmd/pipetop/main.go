@@ -51,28 +51,46 @@ const exitNotAttached = 3
 // notAttached is the error of a run that could not attach its trainer.
 type notAttached struct{ error }
 
+// exitRegression is the exit status of pipetop compare --fail-if-slower
+// when B regressed.
+const exitRegression = 4
+
+// regression is the error of a comparison that failed its gate; the line
+// saying what regressed is already printed.
+type regression struct{ error }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if code := exitCode(err, os.Stderr); code != 0 {
+		os.Exit(code)
+	}
+}
+
+// exitCode is the exit status for the error a command returned; it prints
+// the error to stderr when the status alone does not say it.
+func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	var na notAttached
 	var es exitStatus
+	var re regression
 	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	case errors.As(err, &es):
-		os.Exit(int(es))
+		return int(es)
+	case errors.As(err, &re):
+		return exitRegression
 	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "pipetop:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "pipetop:", err)
+		return 2
 	case errors.As(err, &na), errors.Is(err, ipc.ErrNoTrainer):
-		fmt.Fprintln(os.Stderr, "pipetop:", err)
-		os.Exit(exitNotAttached)
-	default:
-		fmt.Fprintln(os.Stderr, "pipetop:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "pipetop:", err)
+		return exitNotAttached
 	}
+	fmt.Fprintln(stderr, "pipetop:", err)
+	return 1
 }
 
 // config is the parsed command line.
@@ -143,7 +161,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        the monitor on a recording: ←/→ seek, g/G start/end,
                                        [ ] speed 1x-64x, p pause
   pipetop summary FILE [--json]        throughput, stage table and verdicts of a whole run
-  pipetop compare A B [--json]         two runs (recordings or summary JSON) side by side
+  pipetop compare A B [--json] [--fail-if-slower PCT]
+                                       two runs (recordings or summary JSON) side by side;
+                                       exit 4 when B is more than PCT % slower beyond the noise
+  pipetop report FILE [-o report.html] a self-contained HTML report of a run, with plots
   pipetop trace FILE -o trace.json     Chrome/Perfetto trace-event JSON of a recording
   pipetop flame FILE [-o OUT] [--folded]
                                        the stack samples of a recording (or run summary) as
@@ -155,7 +176,8 @@ flags:
 exit status: 0 ok; 1 error; 2 bad command line; 3 the trainer asked for
 (or the only live one) could not be attached: none matches, or it failed
 (wrong protocol version, bad frames, no hello, refused) — --once and --json
-still print their snapshot, with link.state "failed" and link.detail saying why.
+still print their snapshot, with link.state "failed" and link.detail saying why;
+4 pipetop compare --fail-if-slower: B regressed.
 `)
 		fs.PrintDefaults()
 	}

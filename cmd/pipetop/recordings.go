@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/pipetop/pipetop/export/flame"
+	runreport "github.com/pipetop/pipetop/export/report"
 	"github.com/pipetop/pipetop/export/trace"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -36,6 +38,7 @@ var runCommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"compare": compareCmd,
 	"trace":   traceCmd,
 	"flame":   flameCmd,
+	"report":  reportCmd,
 }
 
 // flags returns a flag set for a recordings command that prints usage to
@@ -129,18 +132,30 @@ func defaultRecording(spec string, now time.Time) string {
 	return fmt.Sprintf("pipetop-%s-%s.pipetop", name, now.Format("20060102-150405"))
 }
 
-// replayCmd implements pipetop replay.
+// wholeRun is what replay --once/--json show without --at.
+const wholeRun = "the whole run: its end, over every step (--at D for one instant)"
+
+// replayCmd implements pipetop replay. Without --at, --once and --json show
+// the whole run (its end, over window all unless --window says otherwise);
+// the interactive replay starts at the beginning and plays.
 func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flags("replay", "FILE [--at D] [--once|--json] [flags]", stderr)
-	at := fs.Duration("at", 0, "start at this position in the recording (e.g. 1m30s; negative: from the end)")
-	once := fs.Bool("once", false, "print the text snapshot at --at and exit")
-	asJSON := fs.Bool("json", false, "print the JSON snapshot at --at and exit")
+	at := fs.Duration("at", 0, "start at this position in the recording (e.g. 1m30s; negative: from the end);\n"+
+		"default: --once/--json show the whole run (its end, window all), the interactive replay starts at the beginning")
+	once := fs.Bool("once", false, "print the text snapshot (of the whole run, or at --at) and exit")
+	asJSON := fs.Bool("json", false, "print the JSON snapshot (of the whole run, or at --at) and exit")
 	speed := fs.Int("speed", 1, "play at this speed: 1, 2, 4, ... 64")
-	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all")
+	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all (--once/--json without --at: all)")
 	width := fs.Int("width", 0, "width of the --once text (default: the terminal's, else 100)")
 	pos, err := parseArgs(fs, args, 1, 1)
 	if err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	whole := (*once || *asJSON) && !set["at"]
+	if whole && !set["window"] {
+		*window = "all"
 	}
 	wi, ok := monitor.WindowByLabel(*window)
 	if !ok {
@@ -159,8 +174,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p.SetSpeed(si)
 	start := p.Start().Add(*at)
-	if *at < 0 {
+	if *at < 0 || whole {
 		start = p.End().Add(*at)
+	}
+	if whole {
+		p.SetView(wholeRun)
 	}
 	if *once || *asJSON {
 		p.SetPaused(true)
@@ -216,11 +234,18 @@ func summaryCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 
 // compareCmd implements pipetop compare.
 func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flags("compare", "A B [--json]   (recordings or summary JSON files)", stderr)
+	fs := flags("compare", "A B [--json] [--fail-if-slower PCT]   (recordings or summary JSON files)", stderr)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	failPct := fs.Float64("fail-if-slower", -1, "exit with status 4 when B's step time is more than `PCT` % longer than A's,\n"+
+		"or its samples/s (steps/s) more than PCT % lower, beyond the runs' noise; one line says what regressed")
 	pos, err := parseArgs(fs, args, 2, 2)
 	if err != nil {
 		return err
+	}
+	gate := false
+	fs.Visit(func(f *flag.Flag) { gate = gate || f.Name == "fail-if-slower" })
+	if gate && (*failPct < 0 || math.IsNaN(*failPct)) {
+		return usageError{fmt.Errorf("--fail-if-slower %g: want a percentage of at least 0", *failPct)}
 	}
 	a, err := summary.Load(pos[0])
 	if err != nil {
@@ -231,12 +256,65 @@ func compareCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	c := summary.Compare(a, b)
+	var g summary.Gate
+	if gate {
+		g = c.Judge(*failPct)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		err = enc.Encode(c)
+	} else {
+		err = summary.WriteComparison(stdout, a, b, c)
 	}
-	return summary.WriteComparison(stdout, a, b, c)
+	if err != nil {
+		return fmt.Errorf("compare: write: %w", err)
+	}
+	if !gate {
+		return nil
+	}
+	if !*asJSON {
+		fmt.Fprintln(stdout, g.Line)
+	}
+	if g.Regressed {
+		return regression{errors.New(g.Line)}
+	}
+	return nil
+}
+
+// reportCmd implements pipetop report: a run as one self-contained HTML
+// page with plots.
+func reportCmd(_ context.Context, args []string, _, stderr io.Writer) error {
+	fs := flags("report", "FILE [-o report.html]   (a recording, or a summary JSON file)", stderr)
+	out := fs.String("o", "", "the HTML `file` to write (default: FILE's name with .html)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	r, err := runreport.FromFile(pos[0])
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = strings.TrimSuffix(pos[0], filepath.Ext(pos[0])) + ".html"
+	}
+	if r.Run.Damage != "" {
+		fmt.Fprintf(stderr, "pipetop: %s; reporting up to there\n", r.Run.Damage)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := runreport.Write(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	fmt.Fprintf(stderr, "pipetop: wrote %s\n", path)
+	return nil
 }
 
 // traceCmd implements pipetop trace.

@@ -54,6 +54,9 @@ type options struct {
 	straggler int
 	straggle  time.Duration
 	comm      time.Duration
+	// A step change in the unpaced mode (ranks too): after changeAfter,
+	// data_wait takes change.
+	changeAfter, change time.Duration
 	// the made-up loader statistics
 	loaderWorkers         int
 	loaderBusy, loaderAmp float64
@@ -84,6 +87,8 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.straggler, "straggler", -1, "with -ranks: this rank is the planted straggler (-1: none)")
 	fs.DurationVar(&o.straggle, "straggle", 8*time.Millisecond, "with -straggler: extra data_wait of the straggler per step; the other ranks wait that long in comm")
 	fs.DurationVar(&o.comm, "comm", 300*time.Microsecond, "with -ranks: the all-reduce's own time per step")
+	fs.DurationVar(&o.changeAfter, "change-after", 0, "unpaced (with -ranks too): after this long, data_wait takes -change per step (0: never)")
+	fs.DurationVar(&o.change, "change", 0, "the data_wait of every step after -change-after")
 	plantFlags(fs, &o.plant)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: synthetic [flags]\n\nPublishes SYNTHETIC step records (no training) for testing pipetop.")
@@ -109,6 +114,9 @@ func parse(args []string) (options, error) {
 	}
 	if err := o.plant.check(o.cpu); err != nil {
 		return o, err
+	}
+	if _, ok := o.cpu[stage.DataWait]; o.changeAfter > 0 && (!ok || o.plant.paced) {
+		return o, fmt.Errorf("-change-after: wants a %s stage and the unpaced mode", stage.DataWait)
 	}
 	if o.plant.paced && o.ranks > 1 {
 		return o, fmt.Errorf("planted mode runs one rank; leave out -ranks")
@@ -265,10 +273,11 @@ type publisher struct {
 	names   []string
 	rng     *rand.Rand
 	samples int64
+	start   time.Time // when it started, for -change-after
 }
 
 func newPublisher(o options, names []string) *publisher {
-	return &publisher{o: o, names: names, rng: rand.New(rand.NewPCG(1, 2))}
+	return &publisher{o: o, names: names, rng: rand.New(rand.NewPCG(1, 2)), start: time.Now()}
 }
 
 func (p *publisher) jitter(d time.Duration) int64 {
@@ -280,8 +289,12 @@ func (p *publisher) record(step int64, now time.Time) stage.Record {
 	r := stage.Record{Step: step, NumStages: len(p.names), Samples: int32(p.o.batch)}
 	r.ClearGPU()
 	var wall int64
+	changed := p.o.changeAfter > 0 && now.Sub(p.start) >= p.o.changeAfter
 	for i, name := range p.names {
 		if d, ok := p.o.cpu[name]; ok {
+			if changed && name == stage.DataWait {
+				d = p.o.change
+			}
 			r.CPU[i] = p.jitter(d)
 			wall += r.CPU[i]
 		}

@@ -41,6 +41,7 @@ type Player struct {
 	at      time.Time // the replay position
 	speed   int       // index in Speeds
 	paused  bool
+	view    string
 	wall    time.Time // wall time when the position was last set
 }
 
@@ -189,6 +190,13 @@ func (p *Player) SetPaused(paused bool) {
 	p.wall = time.Now()
 }
 
+// SetView names what the snapshots show (snapshot.Replay.View).
+func (p *Player) SetView(view string) {
+	p.mu.Lock()
+	p.view = view
+	p.mu.Unlock()
+}
+
 // Snapshot collects the snapshot at the position over window w, the
 // replay state included.
 func (p *Player) Snapshot(w snapshot.Window) snapshot.Snapshot {
@@ -200,7 +208,7 @@ func (p *Player) fill(s *snapshot.Snapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := &snapshot.Replay{File: filepath.Base(p.file), AtSec: p.at.Sub(p.start).Seconds(),
-		LengthSec: p.end.Sub(p.start).Seconds(), Speed: Speeds[p.speed], Paused: p.paused}
+		LengthSec: p.end.Sub(p.start).Seconds(), Speed: Speeds[p.speed], Paused: p.paused, View: p.view}
 	if p.Damage != nil {
 		r.Damage = p.Damage.Error()
 	}

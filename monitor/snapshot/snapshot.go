@@ -138,6 +138,9 @@ type Replay struct {
 	LengthSec float64 `json:"length_sec"` // the recording's length in seconds
 	Speed     float64 `json:"speed"`      // 1 = as recorded
 	Paused    bool    `json:"paused"`
+	// View says what a one-off snapshot of the recording shows, e.g. "the
+	// whole run"; empty for the interactive replay, whose position moves.
+	View string `json:"view,omitempty"`
 	// Damage says where a damaged recording stops being readable.
 	Damage string `json:"damage,omitempty"`
 }

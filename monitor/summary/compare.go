@@ -60,11 +60,36 @@ type Change struct {
 
 // Comparison is run B measured against run A.
 type Comparison struct {
-	A, B     string   `json:"-"`
-	StepTime Change   `json:"step_time"` // mean step wall time, ns
-	Relative float64  `json:"relative"`  // (B - A) / A of the step time
-	Stages   []Change `json:"stages"`    // share of the step, in points
-	Text     string   `json:"text"`
+	A, B     string  `json:"-"`
+	StepTime Change  `json:"step_time"` // mean step wall time, ns
+	Relative float64 `json:"relative"`  // (B - A) / A of the step time
+	// Throughput is samples/s (steps/s when either run's steps carry no
+	// sample counts), as ThroughputUnit says; Delta and Noise in that unit.
+	Throughput     Change   `json:"throughput"`
+	ThroughputUnit string   `json:"throughput_unit"` // "samples/s" or "steps/s"
+	Stages         []Change `json:"stages"`          // share of the step, in points
+	Text           string   `json:"text"`
+	// Gate is the decision of --fail-if-slower; absent without it.
+	Gate *Gate `json:"gate,omitempty"`
+}
+
+// Gate is the regression decision of pipetop compare --fail-if-slower PCT:
+// B regressed when its step time is more than PCT % longer than A's, or
+// its throughput more than PCT % lower, and that difference is
+// significant (larger than the runs' noise, Change.Noise).
+type Gate struct {
+	FailIfSlowerPct float64 `json:"fail_if_slower_pct"`
+	Regressed       bool    `json:"regressed"`
+	// Regressions names what regressed: "step time", "samples/s" or
+	// "steps/s"; empty when nothing did.
+	Regressions []string `json:"regressions"`
+	// How much slower B is, in percent of A (negative: faster), and the
+	// noise of each figure in the same percent.
+	StepSlowerPct       float64 `json:"step_slower_pct"`
+	StepNoisePct        float64 `json:"step_noise_pct"`
+	ThroughputSlowerPct float64 `json:"throughput_slower_pct"`
+	ThroughputNoisePct  float64 `json:"throughput_noise_pct"`
+	Line                string  `json:"line"` // the decision in one line
 }
 
 // Thresholds of a significant difference.
@@ -96,6 +121,7 @@ func Compare(a, b Run) Comparison {
 	if wa > 0 {
 		c.Relative = (wb - wa) / wa
 	}
+	c.Throughput, c.ThroughputUnit = throughput(a, b)
 	for _, name := range stageNames(a, b) {
 		get := func(p Point) float64 { return p.Shares[name] * p.WallMeanNs }
 		_, ssa := bucketStats(a, get)
@@ -110,6 +136,64 @@ func Compare(a, b Run) Comparison {
 	}
 	c.Text = c.describe()
 	return c
+}
+
+// throughput compares the runs' samples/s, or steps/s when either run's
+// steps carry no sample counts. The noise is that of the per-bucket rates
+// but the last bucket's, which a run ends part of the way through.
+func throughput(a, b Run) (Change, string) {
+	unit := "samples/s"
+	whole := func(r Run) float64 { return r.Whole.SamplesPerSec }
+	get := func(p Point) float64 { return p.SamplesPerSec }
+	if a.Whole.SamplesPerSec <= 0 || b.Whole.SamplesPerSec <= 0 {
+		unit = "steps/s"
+		whole = func(r Run) float64 { return r.Whole.StepsPerSec }
+		get = func(p Point) float64 { return p.StepsPerSec }
+	}
+	cut := func(r Run) Run {
+		r.Throughput = r.Throughput[:max(0, len(r.Throughput)-1)]
+		return r
+	}
+	wa, wb := whole(a), whole(b)
+	ma, sa := bucketStats(cut(a), get)
+	mb, sb := bucketStats(cut(b), get)
+	if math.IsNaN(ma) || math.IsNaN(mb) {
+		sa, sb = DefaultSpread*wa/2, DefaultSpread*wb/2
+	}
+	return change(unit, wa, wb, max(2*math.Hypot(sa, sb), MinStepChange*wa)), unit
+}
+
+// Judge decides whether B regressed by more than pct percent (the gate of
+// pipetop compare --fail-if-slower) and sets c.Gate.
+func (c *Comparison) Judge(pct float64) Gate {
+	g := Gate{FailIfSlowerPct: pct, Regressions: []string{}}
+	st, tp := c.StepTime, c.Throughput
+	if st.A > 0 {
+		g.StepSlowerPct, g.StepNoisePct = 100*st.Delta/st.A, 100*st.Noise/st.A
+	}
+	if tp.A > 0 {
+		g.ThroughputSlowerPct, g.ThroughputNoisePct = -100*tp.Delta/tp.A, 100*tp.Noise/tp.A
+	}
+	var what []string
+	if st.Significant && g.StepSlowerPct > pct {
+		g.Regressions = append(g.Regressions, "step time")
+		what = append(what, fmt.Sprintf("step time %+.1f %% (%s → %s, noise ±%.1f %%)",
+			g.StepSlowerPct, units.Dur(st.A), units.Dur(st.B), g.StepNoisePct))
+	}
+	if tp.Significant && g.ThroughputSlowerPct > pct {
+		g.Regressions = append(g.Regressions, tp.Name)
+		what = append(what, fmt.Sprintf("%s %+.1f %% (%s → %s, noise ±%.1f %%)",
+			tp.Name, -g.ThroughputSlowerPct, units.Rate(tp.A), units.Rate(tp.B), g.ThroughputNoisePct))
+	}
+	g.Regressed = len(what) > 0
+	if g.Regressed {
+		g.Line = fmt.Sprintf("REGRESSION: B is more than %g %% slower than A: %s", pct, strings.Join(what, "; "))
+	} else {
+		g.Line = fmt.Sprintf("ok: B is not more than %g %% slower than A beyond the noise (step time %+.1f %% ±%.1f %%, %s %+.1f %% ±%.1f %%)",
+			pct, g.StepSlowerPct, g.StepNoisePct, tp.Name, -g.ThroughputSlowerPct, g.ThroughputNoisePct)
+	}
+	c.Gate = &g
+	return g
 }
 
 func change(name string, a, b, noise float64) Change {
@@ -176,6 +260,10 @@ func stageNames(a, b Run) []string {
 func (c Comparison) describe() string {
 	st := c.StepTime
 	if !st.Significant {
+		if tp := c.Throughput; tp.Significant {
+			return fmt.Sprintf("B runs %.1f %% %s %s (%s vs %s) though a step takes about as long (%s vs %s): the time between steps changed",
+				100*math.Abs(tp.Delta)/max(tp.A, 1e-9), moreOrFewer(tp.Delta), tp.Name, units.Rate(tp.B), units.Rate(tp.A), units.Dur(st.B), units.Dur(st.A))
+		}
 		return fmt.Sprintf("no significant difference: a step takes %s in A and %s in B (%+.1f %%, within the runs' spread of ±%.1f %%)",
 			units.Dur(st.A), units.Dur(st.B), 100*c.Relative, 100*st.Noise/max(st.A, 1))
 	}
@@ -184,6 +272,9 @@ func (c Comparison) describe() string {
 		word = "faster"
 	}
 	head := fmt.Sprintf("B is %.1f %% %s per step (%s vs %s)", 100*math.Abs(c.Relative), word, units.Dur(st.B), units.Dur(st.A))
+	if tp := c.Throughput; tp.Significant {
+		head += fmt.Sprintf(", %.1f %% %s %s (%s vs %s)", 100*math.Abs(tp.Delta)/max(tp.A, 1e-9), moreOrFewer(tp.Delta), tp.Name, units.Rate(tp.B), units.Rate(tp.A))
+	}
 	changed, same := []Change{}, []Change{}
 	for _, s := range c.Stages {
 		if s.Significant {
@@ -205,6 +296,14 @@ func (c Comparison) describe() string {
 		return head
 	}
 	return head + ": " + strings.Join(parts, "; ")
+}
+
+// moreOrFewer is the word for a change in a rate.
+func moreOrFewer(delta float64) string {
+	if delta < 0 {
+		return "fewer"
+	}
+	return "more"
 }
 
 // pythonSummary is the end-of-run summary the Python publisher writes

@@ -67,6 +67,12 @@ type Point struct {
 	StepsPerSec float64            `json:"steps_per_sec"`
 	WallMeanNs  float64            `json:"wall_mean_ns"`
 	Shares      map[string]float64 `json:"shares"`
+	// SamplesPerSec is the bucket's samples over its span; 0 when the
+	// steps carry no sample counts.
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	// WallP50Ns and WallP99Ns are the bucket's step time percentiles.
+	WallP50Ns float64 `json:"wall_p50_ns"`
+	WallP99Ns float64 `json:"wall_p99_ns"`
 }
 
 // Period is a stretch of the run under one verdict.
@@ -234,7 +240,12 @@ func (b *builder) closeBucket() {
 			tmp.Add(&b.inBkt[i])
 		}
 		sum := tmp.Summarize(0)
-		p.WallMeanNs = sum.WallMean
+		p.WallMeanNs, p.WallP50Ns, p.WallP99Ns = sum.WallMean, sum.WallP50, sum.WallP99
+		var samples int64
+		for i := range b.inBkt {
+			samples += int64(b.inBkt[i].Samples)
+		}
+		p.SamplesPerSec = float64(samples) / b.bucket.Seconds()
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}

@@ -125,9 +125,19 @@ func WriteComparison(w io.Writer, a, b Run, c Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tA\tB\tchange\t")
 	fmt.Fprintf(tw, "step time\t%s\t%s\t%+.1f %%\t\n", units.Dur(c.StepTime.A), units.Dur(c.StepTime.B), 100*c.Relative)
-	fmt.Fprintf(tw, "steps/s\t%s\t%s\t\t\n", units.Rate(a.Whole.StepsPerSec), units.Rate(b.Whole.StepsPerSec))
+	rate := func(name string, x, y float64) {
+		chg := ""
+		if name == c.ThroughputUnit && x > 0 {
+			chg = fmt.Sprintf("%+.1f %%", 100*(y-x)/x)
+			if c.Throughput.Significant {
+				chg += " *"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Rate(x), units.Rate(y), chg)
+	}
+	rate("steps/s", a.Whole.StepsPerSec, b.Whole.StepsPerSec)
 	if a.Whole.SamplesPerSec > 0 || b.Whole.SamplesPerSec > 0 {
-		fmt.Fprintf(tw, "samples/s\t%s\t%s\t\t\n", units.Rate(a.Whole.SamplesPerSec), units.Rate(b.Whole.SamplesPerSec))
+		rate("samples/s", a.Whole.SamplesPerSec, b.Whole.SamplesPerSec)
 	}
 	for _, s := range c.Stages {
 		mark := ""

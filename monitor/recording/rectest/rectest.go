@@ -24,6 +24,9 @@ type Run struct {
 	Means  []time.Duration // planted mean per stage
 	GPU    []time.Duration // planted GPU time per stage (nil: none)
 	Jitter float64         // each stage time varies by up to ±Jitter of its mean
+	// Wobble scales every stretch of 50 steps by one factor of up to
+	// ±Wobble, as a machine's speed drifts; 0: none.
+	Wobble float64
 	Seed   uint64
 	Batch  int           // steps per frame (default 10)
 	Host   time.Duration // host readings every Host (default 1 s)
@@ -43,11 +46,15 @@ func (r Run) Entries() []recording.Entry {
 	es := []recording.Entry{{T: r.Start, Hello: hello, Socket: "/tmp/pipetop-test/" + ipc.SocketName(r.Name, r.PID)}}
 	at, nextHost := r.Start.UnixNano(), r.Start
 	var batch []stage.Record
+	scale := 1.0
 	for i := range r.Steps {
+		if r.Wobble > 0 && i%50 == 0 {
+			scale = 1 + r.Wobble*(2*rng.Float64()-1)
+		}
 		cpu := make([]int64, len(r.Stages))
 		var wall int64
 		for k, m := range r.Means {
-			j := 1 + r.Jitter*(2*rng.Float64()-1)
+			j := scale * (1 + r.Jitter*(2*rng.Float64()-1))
 			cpu[k] = int64(float64(m) * j)
 			wall += cpu[k]
 		}

@@ -146,6 +146,9 @@ func (m Model) second(failure bool) string {
 	}
 	if r := s.Replay; r != nil {
 		parts = append(parts, st.Label.Render("recording ")+st.Value.Render(r.File)+st.Dim.Render(fmt.Sprintf(" at %gx (←/→ seek, [ ] speed)", r.Speed)))
+		if r.View != "" {
+			parts = append(parts, st.Label.Render("showing ")+st.Value.Render(r.View))
+		}
 		if r.Damage != "" {
 			parts = append(parts, st.Bad.Render("damaged: ")+st.Dim.Render(r.Damage))
 		}
