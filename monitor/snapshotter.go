@@ -54,7 +54,7 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
 		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
 	primary, ranks := c.fillTrainer(&s)
-	t := source.Target{PID: primary.TrainerPID()}
+	t := source.Target{PID: primary.TrainerPID(), TrainingTID: primary.TrainingTID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
 	for i, src := range c.Sources {
 		start := time.Now()

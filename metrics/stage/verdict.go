@@ -32,6 +32,10 @@ const (
 	Untimed       Kind = "untimed"
 	Balanced      Kind = "balanced"
 	Straggler     Kind = "straggler"
+	// The CPU kinds: the run's threads and the CPU it may use.
+	Throttled           Kind = "throttled"
+	Oversubscribed      Kind = "oversubscribed"
+	TrainingThreadBound Kind = "training-thread-bound"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time
