@@ -14,7 +14,7 @@ func hostCPU(t *snapshot.Threads) *stage.HostCPU {
 	if t == nil {
 		return nil
 	}
-	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare, Training: -1}
+	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare, Training: -1, TrainingCPU: -1}
 	var run, wait float64
 	fresh := 0
 	for _, th := range t.Threads {
@@ -25,13 +25,16 @@ func hostCPU(t *snapshot.Threads) *stage.HostCPU {
 		run += th.CPU / 100
 		wait += th.Wait / 100
 		if th.Role == "training" {
-			c.Training = th.CPU / 100
+			c.Training, c.TrainingCPU = min(1, (th.CPU+th.Wait)/100), th.CPU/100
 		}
 	}
 	if fresh == len(t.Threads) {
 		return nil
 	}
 	c.Used, c.Demand = run, run+wait
+	if c.TrainingCPU >= 0 {
+		c.Others = max(0, run-c.TrainingCPU)
+	}
 	if c.Demand > 0 {
 		c.WaitShare = wait / c.Demand
 	}

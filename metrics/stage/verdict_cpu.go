@@ -26,9 +26,11 @@ type HostCPU struct {
 	WaitShare float64
 	// Pools are the run's busy threads by role.
 	Pools []CPUPool
-	// Training is the training thread's share of one core (0..1); -1
-	// when the hello named none.
-	Training float64
+	// Training is the share of the time the training thread wanted a
+	// CPU (on one or waiting: 0..1), TrainingCPU the share it was on one;
+	// both -1 when the hello named none. Others is the cores the run's
+	// other threads used.
+	Training, TrainingCPU, Others float64
 }
 
 // CPUPool is the busy threads of one role.
@@ -42,9 +44,9 @@ type CPUPool struct {
 // Thresholds of the CPU rules.
 const (
 	ThrottledPeriods   = 0.25 // the quota ran out in at least this share of periods: throttled
-	OversubDemand      = 1.5  // threads wanting a CPU at least this many times the usable cores ...
+	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
-	TrainingThreadBusy = 0.90 // the training thread on a CPU at least this share of the time ...
+	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
 	OtherThreadsIdle   = 0.50 // ... while the rest of the run uses at most this many cores
 )
 
@@ -80,7 +82,7 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 // waits: the step is bound by one thread's host work.
 func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Used-c.Training > OtherThreadsIdle {
+	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle {
 		return Verdict{}, false
 	}
 	s := in.Summary
@@ -92,8 +94,8 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	name, sh := largestStage(s)
-	head := fmt.Sprintf("training-thread-bound: the training thread is on a CPU %s of the time while the other threads use %.1f of %s cores",
-		units.Pct(c.Training), max(0, c.Used-c.Training), cores(c.UsableCores))
+	head := fmt.Sprintf("training-thread-bound: the training thread wanted a CPU %s of the time (on one %s) while the other threads use %.1f of %s cores",
+		units.Pct(c.Training), units.Pct(c.TrainingCPU), c.Others, cores(c.UsableCores))
 	if name != "" {
 		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
 	}
