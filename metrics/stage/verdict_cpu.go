@@ -47,7 +47,7 @@ const (
 	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
-	OtherThreadsIdle   = 0.50 // ... while the rest of the run uses at most this many cores
+	OtherThreadsIdle   = 0.50 // ... while the rest of the run uses at most this share of the training thread's CPU
 )
 
 // throttledRule: the cgroup quota holds the run back.
@@ -82,7 +82,7 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 // waits: the step is bound by one thread's host work.
 func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle {
+	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle*c.TrainingCPU {
 		return Verdict{}, false
 	}
 	s := in.Summary

@@ -2,7 +2,9 @@ package diagnosis
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -10,9 +12,12 @@ import (
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/torch"
 )
 
-// TestCPUVerdicts plants the CPU findings in real PyTorch loops, one at a
+// TestCPUVerdicts plants the CPU findings in real PyTorch loops and
+// pipetrain, one at a
 // time (each wants the CPUs to itself, unlike TestPlantedBottlenecks'
 // mostly sleeping scenarios): oversubscription (4 intra-op threads in the
 // main process and in each of 2 workers: 12 compute threads on a box of
@@ -31,6 +36,9 @@ func TestCPUVerdicts(t *testing.T) {
 		}
 	}
 	scs := []scenario{
+		{name: "pipetrain/4 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
+			after: 8 * time.Second, interval: 3 * time.Second, kind: stage.Oversubscribed,
+			headline: []string{"oversubscribed:", "intra-op threads", "waited"}, next: []string{"--threads and --workers"}},
 		{name: "torch/12 intra-op threads in main and 2 workers: oversubscribed",
 			start: autoScript("threads.py", "--threads", "4", "--workers", "2"),
 			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.Oversubscribed,
@@ -43,7 +51,7 @@ func TestCPUVerdicts(t *testing.T) {
 		{name: "torch/pure-Python steps: training-thread-bound",
 			start: autoScript("threads.py", "--python"),
 			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.TrainingThreadBound, stage: stage.Forward,
-			headline: []string{"the training thread is on a CPU"}, next: []string{"vectorised"}},
+			headline: []string{"the training thread wanted a CPU"}, next: []string{"vectorised"}},
 		{name: "torch/healthy: one intra-op thread per core, no workers",
 			start: autoScript("threads.py", "--threads", strconv.Itoa(runtime.NumCPU())),
 			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.ComputeBound, stage: stage.Forward,
@@ -60,4 +68,19 @@ func TestCPUVerdicts(t *testing.T) {
 			check(t, sc, r)
 		})
 	}
+}
+
+// pipetrainOversubscribed trains the small model with 4 libtorch threads
+// and 4 loader workers decoding 1-frame chunks: about 8 busy threads.
+func pipetrainOversubscribed(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
+	shim, err := torch.FindShim()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (make test builds it)", err)
+	}
+	data := filepath.Join(t.TempDir(), "over.zarr")
+	if err := dataset.Generate(dataset.GenOptions{Out: data, Episodes: 4, Frames: 100, ChunkFrames: 1}); err != nil {
+		return nil, nil, err
+	}
+	return launch(t, nil, filepath.Join(bins, "pipetrain"), "train", "--data", data, "--preset", "small", "--batch", "16",
+		"--threads", "4", "--workers", "4", "--shim", shim, "--name", "over")
 }
