@@ -24,4 +24,5 @@ var sourceMetrics = map[string]SourceMetrics{
 	"cpu":           cpuMetrics{},
 	"gpu":           gpuMetrics{},
 	"gpu_processes": gpuProcMetrics{},
+	"threads":       threadMetrics{},
 }

@@ -310,6 +310,7 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{`{"type":"progress","progress":{"step":-2}}`, "progress step -2"},
 		{`{"type":"hello","v":1}`, "without hello"},
 		{`{"type":"hello","v":1,"hello":{"rank":-1}}`, "hello rank -1"},
+		{`{"type":"hello","v":1,"hello":{"tid":-3}}`, "hello tid -3"},
 		{`{"type":"hello","v":1,"hello":{"rank":2,"world_size":2}}`, "not below world_size 2"},
 		{`{"type":"hello","v":1,"hello":{"world_size":-3}}`, "world_size -3"},
 		{`{"type":"hello","v":1,"hello":{"run":"` + strings.Repeat("r", MaxRunLen+1) + `"}}`, "run: 129 bytes"},

@@ -48,13 +48,17 @@ const (
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where
 // only Role and the frame version matter).
 type Hello struct {
-	Role    string          `json:"role,omitempty"` // "trainer" or "viewer"
-	Name    string          `json:"name,omitempty"`
-	PID     int             `json:"pid,omitempty"`
-	HostPID int             `json:"host_pid,omitempty"` // pid in the outermost visible namespace (NSpid)
-	StartNs int64           `json:"start_ns,omitempty"` // process start, Unix ns
-	Config  json.RawMessage `json:"config,omitempty"`   // free-form trainer configuration
-	Stages  []string        `json:"stages,omitempty"`
+	Role    string `json:"role,omitempty"` // "trainer" or "viewer"
+	Name    string `json:"name,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	HostPID int    `json:"host_pid,omitempty"` // pid in the outermost visible namespace (NSpid)
+	StartNs int64  `json:"start_ns,omitempty"` // process start, Unix ns
+	// TID is the training thread's id (a trainer's hello only; Linux
+	// gettid, in the trainer's pid namespace), so that viewers can tell it
+	// from the compute pools; 0 when the trainer does not say.
+	TID    int             `json:"tid,omitempty"`
+	Config json.RawMessage `json:"config,omitempty"` // free-form trainer configuration
+	Stages []string        `json:"stages,omitempty"`
 	// Rank is the process's rank in a multi-process run (nil for a
 	// single-process trainer), WorldSize the number of ranks and Run the
 	// run's identifier, the same on every rank (e.g. torchrun's
@@ -84,6 +88,8 @@ func (h *Hello) validate() error {
 	switch {
 	case h.Rank != nil && *h.Rank < 0:
 		return fmt.Errorf("hello rank %d: want 0 or more", *h.Rank)
+	case h.TID < 0:
+		return fmt.Errorf("hello tid %d: want 0 or more", h.TID)
 	case h.WorldSize < 0:
 		return fmt.Errorf("hello world_size %d: want 0 or more", h.WorldSize)
 	case h.Rank != nil && h.WorldSize > 0 && *h.Rank >= h.WorldSize:

@@ -71,7 +71,7 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 		return s
 	}
 	primary, ranks := c.fillTrainer(&s)
-	t := source.Target{PID: primary.TrainerPID()}
+	t := source.Target{PID: primary.TrainerPID(), TrainingTID: primary.TrainingTID()}
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
 	for i, src := range c.Sources {
 		start := time.Now()

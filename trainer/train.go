@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -67,6 +69,9 @@ type Session struct {
 	Dist   *torch.Dist // nil in a single-process run
 	cfg    TrainConfig
 	start  ckptMeta
+	// tid is the training thread (Train locks the loop to it), 0 when
+	// the loop may move between threads.
+	tid int
 }
 
 // Open loads the shim, opens the dataset and builds the policy, resuming
@@ -239,6 +244,11 @@ func Train(ctx context.Context, cfg TrainConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer s.Close()
+	// The loop stays on this thread, which the hello names: viewers tell
+	// it from libtorch's intra-op pool by its id.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s.tid = syscall.Gettid()
 	logw := cfg.Log
 	if logw == nil {
 		logw = io.Discard
@@ -331,7 +341,7 @@ func (s *Session) stepsPerEpoch() int64 {
 func (s *Session) hello() ipc.Hello {
 	info := s.Policy.Info()
 	r := s.cfg.Rank
-	h := ipc.Hello{Stages: StageList(r.Distributed()), Config: ipc.EncodeConfig(map[string]any{
+	h := ipc.Hello{TID: s.tid, Stages: StageList(r.Distributed()), Config: ipc.EncodeConfig(map[string]any{
 		"kind": "pipetrain", "data": s.cfg.Data, "preset": info.Config.Preset, "batch": s.cfg.Batch,
 		"workers": s.cfg.Workers, "sampler": s.Loader.SamplerName(), "device": info.Device,
 		"precision": info.Precision, "encoder_params": info.EncoderParams, "policy_params": info.PolicyParams,

@@ -207,6 +207,9 @@ class TestFrames(PublisherCase):
         self.assertEqual(h["name"], "my-run")
         self.assertEqual(h["pid"], os.getpid())
         self.assertEqual(h["host_pid"], identity.host_pid())
+        # The thread that opened the publisher is the training thread.
+        self.assertEqual(h["tid"], threading.get_native_id())
+        self.assertIn(str(h["tid"]), os.listdir("/proc/self/task"))
         self.assertEqual(h["config"]["batch"], 64)
         self.assertIsInstance(h["config"]["obj"], str)  # unencodable values become strings
         self.assertEqual(h["stages"], list(pp.CANONICAL))

@@ -1,6 +1,8 @@
 // Package host samples the machine pipetop runs on: per-core CPU
 // utilisation, load average, memory and swap (CPUSampler), and one watched
-// process with its children (ProcSampler).
+// process with its children (ProcSampler), and every thread of that tree
+// with the CPU the host lets it have: run-queue wait, CPU pressure and the
+// cgroup quota (ThreadSampler).
 //
 // Both samplers read /proc directly with reusable buffers and
 // allocation-free parsers rather than through gopsutil, whose per-call

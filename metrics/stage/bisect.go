@@ -1,6 +1,10 @@
 package stage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pipetop/pipetop/metrics/units"
+)
 
 // Bisect phase names, in the order pipetrain bisect runs them.
 const (
@@ -70,10 +74,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 				ld.Loader.ReadAmp, num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
 	case all < TogetherShort*min(load, net):
-		return Verdict{Kind: Balanced,
-			Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network alone takes %s, but together they reach %s",
-				num(load), num(net), num(all)),
-			Next: "they compete for the same CPU cores: lower the loader's --workers or the network's --threads so they add up to the cores"}
+		return contention(load, net, all, ld.Loader)
 	}
 	v := Judge(Inputs{Summary: full.Summary, Loader: full.Loader, Complete: true})
 	if v.Kind == InputBound {
@@ -85,6 +86,23 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			best.Batch, best.SamplesPerSec/all, batch, num(best.SamplesPerSec), num(all), v.Next)
 	}
 	v.Headline = fmt.Sprintf("%s (full pipeline %s samples/s = %.0f %% of the network alone)", v.Headline, num(all), 100*all/net)
+	return v
+}
+
+// contention: each half is fast enough alone, together they are slow.
+// With a high read amplification the loader burns its cores decoding
+// bytes it throws away, so rechunking (less loader CPU) comes before
+// splitting the cores.
+func contention(load, net, all float64, l *LoaderStats) Verdict {
+	v := Verdict{Kind: Balanced,
+		Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network alone takes %s, but together they reach %s",
+			num(load), num(net), num(all)),
+		Next: "they compete for the same CPU cores: lower the loader's --workers or the network's --threads so they add up to the cores"}
+	if l != nil && l.ReadAmp >= HighReadAmp {
+		v.Headline += fmt.Sprintf("; the loader decodes %.1fx the bytes it uses (workers busy %s)", l.ReadAmp, units.Pct(l.WorkerBusy))
+		v.Next = fmt.Sprintf("first cut the loader's CPU: run `pipetrain data rechunk %s --chunk-frames 1` (or train with --sampler chunk); then, if they still compete, lower --workers or --threads so they add up to the cores",
+			rechunkArgs(l.Dataset))
+	}
 	return v
 }
 

@@ -42,6 +42,11 @@ func TestDiagnoseBisect(t *testing.T) {
 			phase(PhaseLoader, 8, 500, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),
 			phase(PhaseFull, 8, 150, cpuBound, nil),
 		}, Balanced, []string{"contention", "--threads"}},
+		{"contention over amplified chunks: rechunk first", []PhaseResult{
+			phase(PhaseTrainFixed, 8, 116, cpuBound, nil),
+			phase(PhaseLoader, 8, 275, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 18.3, WorkerBusy: 1, Dataset: "/data/d.zarr"}),
+			phase(PhaseFull, 8, 59.6, cpuBound, nil),
+		}, Balanced, []string{"contention", "18.3x", "busy 100 %", "first cut the loader's CPU: run `pipetrain data rechunk /data/d.zarr /data/d-rechunked.zarr --chunk-frames 1`", "then"}},
 		{"upload-bound", []PhaseResult{
 			phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
 			phase(PhaseLoader, 8, 5000, Summary{}, &LoaderStats{Workers: 2, ReadAmp: 1}),

@@ -56,12 +56,16 @@ var Kinds = []KindInfo{
 		{"CreepMinBytes", CreepMinBytes}, {"CreepMinGrowth", CreepMinGrowth}, {"CreepFit", CreepFit}}},
 	{Drift, SeverityBad, false, "drift", []Threshold{{"DriftSlower", DriftSlower}, {"DriftMinGrow", DriftMinGrow},
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}}},
+	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
+	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", WaitFloor},
 		{"WaitOfStep", WaitOfStep}, {"BurstySpike", BurstySpike}, {"BurstyWaiting", BurstyWaiting}, {"BurstyShare", BurstyShare},
 		{"MinPeriodWaits", MinPeriodWaits}, {"PeriodAgree", PeriodAgree}, {"BusyWorkers", BusyWorkers}}},
 	{InputBound, SeverityBad, false, "input-bound", []Threshold{{"InputShare", InputShare}, {"HighReadAmp", HighReadAmp}, {"BusyWorkers", BusyWorkers},
 		{"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},
 	{GPUBound, SeverityGood, true, "gpu-bound", []Threshold{{"GPUBusyBound", GPUBusyBound}}},
+	{TrainingThreadBound, SeverityBad, false, "training-thread-bound", []Threshold{{"TrainingThreadBusy", TrainingThreadBusy},
+		{"OtherThreadsIdle", OtherThreadsIdle}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{LaunchBound, SeverityBad, false, "launch-bound", []Threshold{{"NetworkShare", NetworkShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{SyncBound, SeverityBad, false, "sync-bound", []Threshold{{"SyncShare", SyncShare}}},
 	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},
@@ -77,7 +81,7 @@ type rule func(in *Inputs) (Verdict, bool)
 // rules are every rule Judge applies: the ranks', the time rules, the host
 // rules and the window's throughput rules. Their order only breaks ties
 // between findings of the same kind.
-var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, steadyRule}
+var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, steadyRule}
 
 // kindRank is each kind's place in Kinds.
 var kindRank = func() map[Kind]int {

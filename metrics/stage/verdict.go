@@ -33,6 +33,10 @@ const (
 	Balanced      Kind = "balanced"
 	Straggler     Kind = "straggler"
 	RankStopped   Kind = "rank-stopped"
+	// The CPU kinds: the run's threads and the CPU it may use.
+	Throttled           Kind = "throttled"
+	Oversubscribed      Kind = "oversubscribed"
+	TrainingThreadBound Kind = "training-thread-bound"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time

@@ -21,6 +21,8 @@ type Host struct {
 	// RSS and GPUMem are the trainer's resident memory and its GPU's used
 	// memory over the recent past, oldest first.
 	RSS, GPUMem Series
+	// CPU is the run's threads and the CPU it may use; nil when unread.
+	CPU *HostCPU
 }
 
 // Series is a number sampled over time.

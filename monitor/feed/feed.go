@@ -422,6 +422,18 @@ func (f *Feed) TrainerPID() int {
 	return f.hello.PID
 }
 
+// TrainingTID returns the attached trainer's training thread id from its
+// hello, 0 when it named none or lives in another pid namespace (its tid
+// would not be this /proc's).
+func (f *Feed) TrainingTID() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hello == nil || (f.hello.HostPID > 0 && f.hello.HostPID != f.hello.PID) {
+		return 0
+	}
+	return f.hello.TID
+}
+
 // Fill sets the trainer parts of s (Link, Trainer, Summary, Loader,
 // Progress, Totals), summarizing the steps that ended within s.Window of
 // the newest one; s.Time is the clock for the uptime. The verdict is the

@@ -58,6 +58,10 @@ type Snapshot struct {
 	// Process is the trainer's process tree; null without a trainer or when
 	// its pid is not visible from here.
 	Process *Process `json:"process"`
+	// Threads is every thread of the trainer's tree with the CPU the run
+	// may use (affinity, cgroup quota) and the host's CPU pressure; null
+	// without a trainer.
+	Threads *Threads `json:"threads"`
 	// Replay is set when the snapshot comes from a recording (pipetop
 	// replay): where in it, and how fast it plays.
 	Replay *Replay `json:"replay,omitempty"`

@@ -19,6 +19,9 @@ import (
 // when there is none.
 type Target struct {
 	PID int
+	// TrainingTID is the training thread's id from the hello, 0 when the
+	// trainer did not say or lives in another pid namespace.
+	TrainingTID int
 }
 
 // Part is a source's own part of the snapshot, kept in recordings under

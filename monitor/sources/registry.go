@@ -16,6 +16,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/sources/gpu"
 	"github.com/pipetop/pipetop/monitor/sources/gpuprocs"
 	"github.com/pipetop/pipetop/monitor/sources/procs"
+	"github.com/pipetop/pipetop/monitor/sources/threads"
 )
 
 // Registered returns the registered sources over the real samplers, in
@@ -26,6 +27,7 @@ func Registered(noGPU bool) []source.Source {
 	srcs := []source.Source{
 		cpu.New(host.NewCPUSampler("")),
 		procs.New(host.NewProcSampler(0, "")),
+		threads.New(host.NewThreadSampler("")),
 	}
 	if !noGPU {
 		s := mgpu.Open(nvml.New(), mgpu.Options{AllProcesses: true})
@@ -38,5 +40,5 @@ func Registered(noGPU bool) []source.Source {
 // Parts are the snapshot parts of every source Registered can return, for
 // reading recordings back without opening any sampler.
 func Parts() []source.Part {
-	return []source.Part{cpu.Part, procs.Part, gpu.Part, gpuprocs.Part}
+	return []source.Part{cpu.Part, procs.Part, threads.Part, gpu.Part, gpuprocs.Part}
 }

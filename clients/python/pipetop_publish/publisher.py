@@ -138,6 +138,10 @@ class Publisher:
             "pid": self._pid,
             "host_pid": host_pid(),
             "start_ns": process_start_ns(),
+            # The thread that opens the publisher runs the training loop
+            # (pipetop run opens it there): viewers tell it from the
+            # intra-op pools by this id.
+            "tid": threading.get_native_id(),
         }
         hello.update(rank_fields(os.environ))
         cfg = encode_config(config)

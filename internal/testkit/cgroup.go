@@ -1,0 +1,74 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// CPUQuotaCgroup creates a cgroup with a CPU quota of cpus CPUs (cgroup
+// v2 where /sys/fs/cgroup is a v2 mount with the cpu controller, else the
+// v1 cpu hierarchy at /sys/fs/cgroup/cpu) and returns its directory and a
+// function that moves a process into it. It skips the test with a message
+// when neither is writable, and removes the cgroup when the test ends
+// (moving what is left in it back to the root first).
+func CPUQuotaCgroup(t testing.TB, cpus float64) (dir string, add func(pid int)) {
+	t.Helper()
+	name := fmt.Sprintf("pipetop-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	const period = 100000
+	quota := strconv.Itoa(int(cpus * period))
+	v2 := "/sys/fs/cgroup"
+	if b, err := os.ReadFile(v2 + "/cgroup.controllers"); err == nil && strings.Contains(string(b), "cpu") {
+		dir = filepath.Join(v2, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Skipf("cgroup v2 at %s is not writable: %v", v2, err)
+		}
+		if err := os.WriteFile(dir+"/cpu.max", []byte(quota+" "+strconv.Itoa(period)), 0o644); err != nil {
+			os.Remove(dir)
+			t.Skipf("cgroup v2 cpu.max not writable: %v", err)
+		}
+		return dir, cgroupAdder(t, dir, v2)
+	}
+	root := "/sys/fs/cgroup/cpu"
+	dir = filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("neither cgroup v2 (with the cpu controller) nor the v1 cpu hierarchy at %s is writable: %v", root, err)
+	}
+	err := os.WriteFile(dir+"/cpu.cfs_period_us", []byte(strconv.Itoa(period)), 0o644)
+	if err == nil {
+		err = os.WriteFile(dir+"/cpu.cfs_quota_us", []byte(quota), 0o644)
+	}
+	if err != nil {
+		os.Remove(dir)
+		t.Skipf("cgroup v1 quota not writable in %s: %v", dir, err)
+	}
+	return dir, cgroupAdder(t, dir, root)
+}
+
+// cgroupAdder returns the function that moves a pid into dir and
+// registers the cleanup that empties and removes dir.
+func cgroupAdder(t testing.TB, dir, root string) func(pid int) {
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(dir + "/cgroup.procs")
+		for _, p := range strings.Fields(string(b)) {
+			os.WriteFile(root+"/cgroup.procs", []byte(p), 0o644)
+		}
+		for i := 0; i < 50; i++ {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("could not remove cgroup %s", dir)
+	})
+	return func(pid int) {
+		t.Helper()
+		if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			t.Fatalf("move pid %d into cgroup %s: %v", pid, dir, err)
+		}
+	}
+}

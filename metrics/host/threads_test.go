@@ -1,0 +1,213 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/internal/testkit"
+)
+
+// fakeProc is a FAKE /proc tree on disk: processes with threads whose
+// schedstat and status files the test writes.
+type fakeProc struct {
+	t    *testing.T
+	root string
+}
+
+func newFakeProc(t *testing.T) *fakeProc {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "pressure"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "pressure", "cpu"),
+		[]byte("some avg10=41.50 avg60=30.00 avg300=10.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"), 0o644))
+	return &fakeProc{t: t, root: root}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// process writes pid's stat (parent ppid) and its children list.
+func (f *fakeProc) process(pid, ppid int, children ...int) {
+	dir := filepath.Join(f.root, strconv.Itoa(pid))
+	must(f.t, os.MkdirAll(filepath.Join(dir, "task"), 0o755))
+	stat := fmt.Sprintf("%d (python3) S %d 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9 0\n", pid, ppid)
+	must(f.t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+	kids := ""
+	for _, c := range children {
+		kids += strconv.Itoa(c) + " "
+	}
+	f.thread(pid, pid, "python3", 0, 0, 0, 1)
+	must(f.t, os.WriteFile(filepath.Join(dir, "task", strconv.Itoa(pid), "children"), []byte(kids), 0o644))
+}
+
+// thread writes one thread's files; threads is the process's count, read
+// from its first thread.
+func (f *fakeProc) thread(pid, tid int, name string, runNs, waitNs, nvcsw uint64, threads int) {
+	dir := filepath.Join(f.root, strconv.Itoa(pid), "task", strconv.Itoa(tid))
+	must(f.t, os.MkdirAll(dir, 0o755))
+	must(f.t, os.WriteFile(filepath.Join(dir, "schedstat"), fmt.Appendf(nil, "%d %d 7\n", runNs, waitNs), 0o644))
+	status := fmt.Sprintf("Name:\t%s\nState:\tR (running)\nThreads:\t%d\nCpus_allowed_list:\t0-3\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t%d\n", name, threads, nvcsw)
+	must(f.t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
+}
+
+func (f *fakeProc) exit(pid, tid int) {
+	must(f.t, os.RemoveAll(filepath.Join(f.root, strconv.Itoa(pid), "task", strconv.Itoa(tid))))
+}
+
+func byTID(r ThreadsReading) map[int]ThreadInfo {
+	m := map[int]ThreadInfo{}
+	for _, t := range r.Threads {
+		m[t.TID] = t
+	}
+	return m
+}
+
+// TestThreadSamplerFakeTree follows a FAKE tree whose threads appear and
+// exit between and during reads: rates, roles, re-walks.
+func TestThreadSamplerFakeTree(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(100, 1, 200)
+	f.thread(100, 100, "python3", 0, 0, 0, 3)
+	f.thread(100, 101, "python3", 0, 0, 0, 3)
+	f.thread(100, 102, "pt_main_thread", 0, 0, 0, 3)
+	f.process(200, 100)
+	s := NewThreadSampler(f.root)
+	s.SetPID(100, 102)
+	t0 := time.Unix(1000, 0)
+	must(t, s.Sample(t0))
+	r := s.Snapshot()
+	if len(r.Threads) != 4 || !r.Alive || r.AffinityCPUs != 4 || r.UsableCores != 4 || !r.PressureOK || r.PressureSome.Avg10 != 41.5 {
+		t.Fatalf("first reading = %+v", r)
+	}
+	got := byTID(r)
+	wantRoles := map[int]string{100: RoleMain, 101: RoleIntraOp, 102: RoleTraining, 200: RoleWorker}
+	for tid, role := range wantRoles {
+		if got[tid].Role != role || !got[tid].Fresh {
+			t.Errorf("tid %d = %+v, want role %s, fresh", tid, got[tid], role)
+		}
+	}
+	// One second later: 101 ran 0.5 s and waited 0.25 s; 102 exits during
+	// the read (its files are gone); 103 appears (the count moves).
+	f.thread(100, 100, "python3", 1e8, 0, 0, 3)
+	f.thread(100, 101, "python3", 5e8, 2.5e8, 40, 3)
+	f.exit(100, 102)
+	f.thread(100, 103, "gloo", 0, 0, 0, 3)
+	f.thread(100, 100, "python3", 1e8, 0, 0, 3)
+	must(t, s.Sample(t0.Add(time.Second)))
+	got = byTID(s.Snapshot())
+	if _, ok := got[102]; ok {
+		t.Errorf("exited thread 102 listed: %+v", got[102])
+	}
+	if _, ok := got[103]; ok {
+		t.Errorf("thread 103 listed before a re-walk: %+v", got[103])
+	}
+	if th := got[101]; th.Fresh || th.CPU != 50 || th.Wait != 25 || th.Preempted != 40 {
+		t.Errorf("tid 101 = %+v, want CPU 50 %%, wait 25 %%, 40 preemptions/s", th)
+	}
+	if !s.walked.IsZero() {
+		t.Fatal("a thread gone did not ask for a new walk")
+	}
+	must(t, s.Sample(t0.Add(2*time.Second)))
+	got = byTID(s.Snapshot())
+	if th, ok := got[103]; !ok || th.Role != RoleComm || !th.Fresh {
+		t.Errorf("new thread 103 = %+v (listed %v), want a fresh comm thread", th, ok)
+	}
+	// The trainer exits: the reading says so.
+	must(t, os.RemoveAll(filepath.Join(f.root, "100")))
+	if err := s.Sample(t0.Add(3 * time.Second)); err == nil || s.Snapshot().Alive {
+		t.Fatalf("gone trainer: err %v, alive %v", err, s.Snapshot().Alive)
+	}
+}
+
+// TestThreadSamplerSelf watches this test process while four OS threads
+// spin: they are listed with CPU, and on a box with fewer free cores than
+// spinners their run-queue wait shows.
+func TestThreadSamplerSelf(t *testing.T) {
+	s := NewThreadSampler("")
+	s.SetPID(os.Getpid(), 0)
+	// Four spinners hold four Ps: with fewer, the Go scheduler parks the
+	// rest (asleep, not waiting for a CPU).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	tids := make(chan int, 4)
+	for range 4 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tids <- syscall.Gettid()
+			for !stop.Load() {
+			}
+		})
+	}
+	spinners := map[int]bool{}
+	for range 4 {
+		spinners[<-tids] = true
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	start := time.Now()
+	must(t, s.Sample(start))
+	time.Sleep(300 * time.Millisecond)
+	must(t, s.Sample(time.Now()))
+	r := s.Snapshot()
+	var cpu, demand float64
+	seen := 0
+	for _, th := range r.Threads {
+		if spinners[th.TID] {
+			seen++
+			cpu += th.CPU
+			demand += th.CPU + th.Wait
+		}
+	}
+	if seen != 4 || cpu <= 0 {
+		t.Fatalf("spinners seen %d, CPU %.0f %% (threads %+v)", seen, cpu, r.Threads)
+	}
+	// Four spinners want four cores for the whole interval: on a CPU or
+	// waiting for one.
+	if demand < 300 || demand > 480 {
+		t.Errorf("spinners' CPU + wait = %.0f %%, want about 400", demand)
+	}
+	if n := runtime.NumCPU(); n < 4 && r.AffinityCPUs > 0 && r.AffinityCPUs < 4 && demand-cpu < 50 {
+		t.Errorf("4 spinners on %d CPUs waited only %.0f %%", r.AffinityCPUs, demand-cpu)
+	}
+	t.Logf("spinners: CPU %.0f %%, wait %.0f %%; affinity %d CPUs, usable %.2f, quota %+v, pressure %+v",
+		cpu, demand-cpu, r.AffinityCPUs, r.UsableCores, r.Quota, r.PressureSome)
+}
+
+// TestThreadSamplerQuota runs a spinning shell in a real cgroup with a
+// 0.2-CPU quota: the quota is read as 0.2 CPUs, the usable cores follow
+// it, and throttled periods show.
+func TestThreadSamplerQuota(t *testing.T) {
+	dir, add := testkit.CPUQuotaCgroup(t, 0.2)
+	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	add(cmd.Process.Pid)
+	s := NewThreadSampler("")
+	s.SetPID(cmd.Process.Pid, 0)
+	must(t, s.Sample(time.Now()))
+	time.Sleep(500 * time.Millisecond)
+	must(t, s.Sample(time.Now()))
+	r := s.Snapshot()
+	if r.Quota.Dir != dir || r.Quota.CPUs < 0.199 || r.Quota.CPUs > 0.201 || r.UsableCores != r.Quota.CPUs {
+		t.Fatalf("quota = %+v, usable %.2f; want 0.2 CPUs in %s", r.Quota, r.UsableCores, dir)
+	}
+	if r.Quota.Throttled == 0 || r.Quota.ThrottledSeconds <= 0 {
+		t.Fatalf("a spinning shell at 0.2 CPUs was not throttled: %+v", r.Quota)
+	}
+	if len(r.Threads) != 1 || r.Threads[0].CPU > 40 {
+		t.Fatalf("threads = %+v, want one held to about 20 %%", r.Threads)
+	}
+}

@@ -1,0 +1,166 @@
+package stage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// HostCPU is the run's threads over the last refresh and the CPU it may
+// use, as the CPU rules read them (filled from the threads source).
+type HostCPU struct {
+	// UsableCores is the CPUs the run may use: its affinity mask capped by
+	// its cgroup quota. Every CPU verdict counts these, not the host's.
+	UsableCores float64
+	// QuotaCPUs is the cgroup quota in CPUs (0: none) and ThrottledShare
+	// the share of its periods since the previous refresh in which it ran
+	// out.
+	QuotaCPUs, ThrottledShare float64
+	// Demand is how many of the run's threads wanted a CPU on average (on
+	// one or waiting for one); Used how many cores they used.
+	Demand, Used float64
+	// WaitShare is the share of the time the run's threads wanted a CPU
+	// that they spent waiting for one (run-queue delay).
+	WaitShare float64
+	// Pools are the run's busy threads by role.
+	Pools []CPUPool
+	// Training is the share of the time the training thread wanted a
+	// CPU (on one or waiting: 0..1), TrainingCPU the share it was on one;
+	// both -1 when the hello named none. Others is the cores the run's
+	// other threads used.
+	Training, TrainingCPU, Others float64
+}
+
+// CPUPool is the busy threads of one role.
+type CPUPool struct {
+	Role string
+	// Processes is how many processes have busy threads of the role and
+	// Busy how many such threads there are in all.
+	Processes, Busy int
+}
+
+// Thresholds of the CPU rules.
+const (
+	ThrottledPeriods   = 0.25 // the quota ran out in at least this share of periods: throttled
+	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
+	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
+	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
+	OtherThreadsIdle   = 0.50 // ... while the rest of the run uses at most this share of the training thread's CPU
+)
+
+// throttledRule: the cgroup quota holds the run back.
+func throttledRule(in *Inputs) (Verdict, bool) {
+	c := hostCPU(in)
+	if c == nil || c.QuotaCPUs <= 0 || c.ThrottledShare < ThrottledPeriods {
+		return Verdict{}, false
+	}
+	return Verdict{Kind: Throttled,
+		Headline: fmt.Sprintf("throttled: the cgroup's CPU quota of %.1f CPUs ran out in %s of its periods; the run's threads want %.1f CPUs (%s)",
+			c.QuotaCPUs, units.Pct(c.ThrottledShare), c.Demand, pools(c)),
+		Next: fmt.Sprintf("keep the threads within the quota (torch.set_num_threads(%d), OMP_NUM_THREADS=1 in loader workers, fewer --threads/--workers) or raise the limit (cpu.max, the pod's resources.limits.cpu)",
+			max(1, int(c.QuotaCPUs)))}, true
+}
+
+// oversubscribedRule: more threads want a CPU than the run has cores, and
+// they wait for one.
+func oversubscribedRule(in *Inputs) (Verdict, bool) {
+	c := hostCPU(in)
+	if c == nil || c.UsableCores <= 0 || c.Demand < OversubDemand*c.UsableCores || c.WaitShare < OversubWait {
+		return Verdict{}, false
+	}
+	return Verdict{Kind: Oversubscribed,
+		Headline: fmt.Sprintf("oversubscribed: %s on %s cores; threads waited %s of their time for a CPU",
+			pools(c), cores(c.UsableCores), units.Pct(c.WaitShare)),
+		Next: fmt.Sprintf("use at most %s compute threads in all: torch.set_num_threads in the main process, OMP_NUM_THREADS=1 (torch.set_num_threads(1) in worker_init_fn) in loader workers; pipetrain: lower --threads and --workers",
+			cores(c.UsableCores))}, true
+}
+
+// trainingThreadRule: the training thread is on a CPU nearly all the time
+// while the rest of the run idles, the input keeps up and a GPU (if any)
+// waits: the step is bound by one thread's host work.
+func trainingThreadRule(in *Inputs) (Verdict, bool) {
+	c := hostCPU(in)
+	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle*c.TrainingCPU {
+		return Verdict{}, false
+	}
+	s := in.Summary
+	if st := s.Stage(DataWait); st != nil && st.Share >= ModerateShare {
+		return Verdict{}, false
+	}
+	g := gpuOf(s, in.Host)
+	if g.known && g.busy >= LaunchGPUBusy {
+		return Verdict{}, false
+	}
+	name, sh := largestStage(s)
+	head := fmt.Sprintf("training-thread-bound: the training thread wanted a CPU %s of the time (on one %s) while the other threads use %.1f of %s cores",
+		units.Pct(c.Training), units.Pct(c.TrainingCPU), c.Others, cores(c.UsableCores))
+	if name != "" {
+		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
+	}
+	next := "the step is one thread's host work (Python, op dispatch): a larger batch, fewer and larger ops, vectorised code instead of Python loops"
+	if g.known {
+		next = fmt.Sprintf("the GPU is busy only %s: the step is one thread's host work (Python, op dispatch, kernel launches): a larger batch, fewer small ops, CUDA graphs or torch.compile", units.Pct(g.busy))
+	}
+	return Verdict{Kind: TrainingThreadBound, Stage: name, Headline: head, Next: next}, true
+}
+
+// largestStage is the window's stage with the largest share.
+func largestStage(s Summary) (string, float64) {
+	var name string
+	var best float64
+	for _, st := range s.Stages {
+		if st.Share > best {
+			name, best = st.Name, st.Share
+		}
+	}
+	return name, best
+}
+
+func hostCPU(in *Inputs) *HostCPU {
+	if in.Host == nil || !in.Live {
+		return nil
+	}
+	return in.Host.CPU
+}
+
+// pools names the busy threads by role, biggest pool first: "3 processes
+// × 2 intra-op threads + 2 workers".
+func pools(c *HostCPU) string {
+	ps := slices.Clone(c.Pools)
+	slices.SortStableFunc(ps, func(a, b CPUPool) int { return b.Busy - a.Busy })
+	var parts []string
+	for _, p := range ps {
+		if p.Busy == 0 {
+			continue
+		}
+		switch {
+		case p.Role == "worker":
+			parts = append(parts, plural(p.Busy, "busy loader worker"))
+		case p.Processes > 1:
+			parts = append(parts, fmt.Sprintf("%d processes × %.3g %s threads", p.Processes, float64(p.Busy)/float64(p.Processes), p.Role))
+		default:
+			parts = append(parts, plural(p.Busy, p.Role+" thread"))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%.1f threads wanting a CPU", c.Demand)
+	}
+	return strings.Join(parts, " + ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// cores formats a core count: whole numbers without decimals.
+func cores(n float64) string {
+	if n == float64(int(n)) {
+		return fmt.Sprintf("%d", int(n))
+	}
+	return fmt.Sprintf("%.1f", n)
+}

@@ -1,0 +1,70 @@
+package stage
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCPURules plants each CPU finding in the host readings over a
+// window whose shares alone would say input-bound or compute-bound, and
+// checks that healthy full-core runs keep their stage verdict.
+func TestCPURules(t *testing.T) {
+	const start = int64(1e18)
+	steady := run(start, 200, steadyTimes(8*ms1)).Summarize(0)  // input-bound by its shares
+	healthy := run(start, 200, steadyTimes(ms1/2)).Summarize(0) // compute-bound
+	pyLoop := run(start, 200, func(int) map[string]int64 {
+		return map[string]int64{DataWait: ms1 / 10, Forward: 20 * ms1, Optim: ms1}
+	}).Summarize(0)
+	six := []CPUPool{{Role: "intra-op", Processes: 3, Busy: 3}, {Role: "main", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}
+	for _, tc := range []struct {
+		name     string
+		sum      Summary
+		cpu      HostCPU
+		gpu      float64 // NVML activity, 0: no GPU
+		want     Kind
+		contains []string
+	}{
+		{"oversubscribed: six compute threads on 2 cores", steady,
+			HostCPU{UsableCores: 2, Demand: 5.8, Used: 2, WaitShare: 0.65, Pools: six, Training: -1},
+			0, Oversubscribed, []string{"3 processes × 1 intra-op threads", "2 busy loader workers", "on 2 cores", "waited 65 %", "torch.set_num_threads", "OMP_NUM_THREADS=1", "--threads"}},
+		{"throttled wins over oversubscribed", steady,
+			HostCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 3, Used: 0.5, WaitShare: 0.8, Pools: six, Training: -1},
+			0, Throttled, []string{"quota of 0.5 CPUs", "90 % of its periods", "want 3.0 CPUs", "raise the limit"}},
+		{"training-thread-bound on a CPU", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.98, TrainingCPU: 0.93,
+				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}}},
+			0, TrainingThreadBound, []string{"wanted a CPU 98 % of the time (on one 93 %)", "forward takes", "vectorised"}},
+		{"training-thread-bound on an idle GPU", pyLoop,
+			HostCPU{UsableCores: 8, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.97, TrainingCPU: 0.97},
+			0.2, TrainingThreadBound, []string{"GPU is busy only 20 %", "CUDA graphs"}},
+		{"healthy: threads = cores, no waiting", healthy,
+			HostCPU{UsableCores: 2, Demand: 2, Used: 1.95, WaitShare: 0.02, Training: 0.98, TrainingCPU: 0.97, Others: 0.98,
+				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}}},
+			0, ComputeBound, []string{"the input keeps up"}},
+		{"healthy on a busy host: waiting but not over the cores", healthy,
+			HostCPU{UsableCores: 2, Demand: 2, Used: 1.2, WaitShare: 0.4, Training: 1, TrainingCPU: 0.6, Others: 0.6},
+			0, ComputeBound, []string{"the input keeps up"}},
+		{"a quota that does not bite", healthy,
+			HostCPU{UsableCores: 4, QuotaCPUs: 4, ThrottledShare: 0.05, Demand: 2, Used: 2, Training: 0.99, TrainingCPU: 0.99, Others: 1},
+			0, ComputeBound, []string{"the input keeps up"}},
+		{"a busy training thread with busy intra-op threads is compute", pyLoop,
+			HostCPU{UsableCores: 4, Demand: 3.9, Used: 3.9, WaitShare: 0.01, Training: 0.99, TrainingCPU: 0.99, Others: 2.9},
+			0, ComputeBound, []string{"forward"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Host{CPU: &tc.cpu}
+			if tc.gpu > 0 {
+				h.GPUActivity, h.GPUActivitySource = tc.gpu, "kernel-active"
+			}
+			v := Judge(Inputs{Summary: tc.sum, Live: true, Host: h})
+			if v.Kind != tc.want {
+				t.Fatalf("kind = %s (%s), want %s", v.Kind, v, tc.want)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package monitor
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+)
+
+// hostCPU sums the threads source's part for the CPU rules; nil without
+// it or before the threads' second reading.
+func hostCPU(t *snapshot.Threads) *stage.HostCPU {
+	if t == nil {
+		return nil
+	}
+	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare, Training: -1, TrainingCPU: -1}
+	var run, wait float64
+	fresh := 0
+	for _, th := range t.Threads {
+		if th.Fresh {
+			fresh++
+			continue
+		}
+		run += th.CPU / 100
+		wait += th.Wait / 100
+		if th.Role == "training" {
+			c.Training, c.TrainingCPU = min(1, (th.CPU+th.Wait)/100), th.CPU/100
+		}
+	}
+	if fresh == len(t.Threads) {
+		return nil
+	}
+	c.Used, c.Demand = run, run+wait
+	if c.TrainingCPU >= 0 {
+		c.Others = max(0, run-c.TrainingCPU)
+	}
+	if c.Demand > 0 {
+		c.WaitShare = wait / c.Demand
+	}
+	for role, r := range t.ByRole() {
+		if r.Busy > 0 {
+			c.Pools = append(c.Pools, stage.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
+		}
+	}
+	slices.SortFunc(c.Pools, func(a, b stage.CPUPool) int { return strings.Compare(a.Role, b.Role) })
+	return c
+}
+
+// busyProcesses counts the processes with busy threads of role.
+func busyProcesses(t *snapshot.Threads, role string) int {
+	pids := map[int]bool{}
+	for _, th := range t.Threads {
+		if th.Role == role && th.CPU+th.Wait >= snapshot.BusyThread {
+			pids[th.PID] = true
+		}
+	}
+	return len(pids)
+}

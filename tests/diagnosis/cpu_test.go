@@ -1,0 +1,86 @@
+package diagnosis
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/torch"
+)
+
+// TestCPUVerdicts plants the CPU findings in real PyTorch loops and
+// pipetrain, one at a
+// time (each wants the CPUs to itself, unlike TestPlantedBottlenecks'
+// mostly sleeping scenarios): oversubscription (4 intra-op threads in the
+// main process and in each of 2 workers: 12 compute threads on a box of
+// few cores), a CPU quota far below the threads (a cgroup made here), a
+// training thread busy with pure-Python work, and a healthy run with one
+// intra-op thread per usable core and no workers.
+func TestCPUVerdicts(t *testing.T) {
+	quota := func(cpus float64, script string, args ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+		return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
+			_, add := testkit.CPUQuotaCgroup(t, cpus)
+			cmd, logs, err := autoScript(script, args...)(t, name)
+			if err == nil {
+				add(cmd.Process.Pid)
+			}
+			return cmd, logs, err
+		}
+	}
+	scs := []scenario{
+		{name: "pipetrain/4 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
+			after: 8 * time.Second, interval: 3 * time.Second, kind: stage.Oversubscribed,
+			headline: []string{"oversubscribed:", "intra-op threads", "waited"}, next: []string{"--threads and --workers"}},
+		{name: "torch/12 intra-op threads in main and 2 workers: oversubscribed",
+			start: autoScript("threads.py", "--threads", "4", "--workers", "2"),
+			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.Oversubscribed,
+			headline: []string{"oversubscribed:", "intra-op threads", "busy loader worker", "waited"},
+			next:     []string{"torch.set_num_threads", "OMP_NUM_THREADS=1"}},
+		{name: "torch/a 0.3-CPU quota under 4 threads: throttled",
+			start: quota(0.3, "threads.py", "--threads", "4"),
+			after: 6 * time.Second, interval: 2 * time.Second, kind: stage.Throttled,
+			headline: []string{"quota of 0.3 CPUs", "of its periods"}, next: []string{"raise the limit"}},
+		{name: "torch/pure-Python steps: training-thread-bound",
+			start: autoScript("threads.py", "--python"),
+			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.TrainingThreadBound, stage: stage.Forward,
+			headline: []string{"the training thread wanted a CPU"}, next: []string{"vectorised"}},
+		{name: "torch/healthy: one intra-op thread per core, no workers",
+			start: autoScript("threads.py", "--threads", strconv.Itoa(runtime.NumCPU())),
+			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.ComputeBound, stage: stage.Forward,
+			next: []string{"input keeps up"}},
+	}
+	for _, sc := range scs {
+		t.Run(sc.name, func(t *testing.T) {
+			cmd, logs, err := sc.start(t, sc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := observe(sc, cmd.Env)
+			r.logs = logs
+			check(t, sc, r)
+		})
+	}
+}
+
+// pipetrainOversubscribed trains the small model with 4 libtorch threads
+// and 4 loader workers decoding 1-frame chunks: about 8 busy threads.
+func pipetrainOversubscribed(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
+	shim, err := torch.FindShim()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (make test builds it)", err)
+	}
+	data := filepath.Join(t.TempDir(), "over.zarr")
+	if err := dataset.Generate(dataset.GenOptions{Out: data, Episodes: 4, Frames: 100, ChunkFrames: 1}); err != nil {
+		return nil, nil, err
+	}
+	return launch(t, nil, filepath.Join(bins, "pipetrain"), "train", "--data", data, "--preset", "small", "--batch", "16",
+		"--threads", "4", "--workers", "4", "--shim", shim, "--name", "over")
+}
