@@ -220,6 +220,34 @@ class TestDDP(unittest.TestCase):
         forward0 = next(s for s in docs[0]["stages"] if s["name"] == "forward")
         self.assertLess(forward0["mean_ns"], 8e6, docs[0]["stages"])
 
+    def test_user_hook_registered_after_the_first_forward(self) -> None:
+        script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "late.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""
+                import json
+                import torch, torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                dist.init_process_group("gloo")
+                calls = []
+                def late(state, bucket):
+                    calls.append(state)
+                    return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+                model = DDP(torch.nn.Linear(4, 1))
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for i in range(8):
+                    if i == 3:
+                        model.register_comm_hook("mine", late)  # after pipetop's went in
+                    model(torch.randn(2, 4)).sum().backward()
+                    opt.step()
+                print(json.dumps({"rank": dist.get_rank(), "late_calls": len(calls), "states": sorted(set(calls))}))
+                """))
+        outs, docs, _ = run_ranks(script, [])
+        for out, doc in zip(outs, docs):
+            self.assertEqual(out["late_calls"], 5)
+            self.assertEqual(out["states"], ["mine"])
+            self.assertEqual(doc["ddp"]["hooks"], ["allreduce", "late"])
+            self.assertEqual(doc["ddp"]["buckets"], 8)
+
     def test_inert_without_process_group(self) -> None:
         script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "plain.py")
         with open(script, "w") as f:

@@ -26,7 +26,10 @@ thread and NCCL works on its own stream, so the times are when the work was
 handed over and when the CPU learnt it was done; the GPU side is not split
 yet. FSDP, ``torch.distributed.pipeline`` and DDP's built-in hooks
 (``_register_builtin_comm_hook``) are not split: their collectives called
-from Python are comm, the rest stays in the stage that runs them.
+from Python are comm, the rest stays in the stage that runs them. A
+built-in hook must be registered before the module's first forward (after
+it, pipetop's hook holds DDP's one registration); a Python hook registered
+later is routed through pipetop's.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from .stages import COMM, OTHER
@@ -203,8 +207,8 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
             if st.active and not getattr(self, "_pipetop_hooked", False):
                 self._pipetop_hooked = True
                 try:
-                    hook = allreduce_hook(all_reduce, lambda: st.torch.distributed.group.WORLD)
-                    register(self, self.process_group, timed_hook(st, hook, "allreduce"))
+                    register(self, self.process_group, timed_hook(st, _dispatch(self, all_reduce, st), "allreduce"))
+                    self._pipetop_dispatch = True
                 except Exception as e:  # noqa: BLE001 - DDP runs on without the split
                     st.warn("DDP gradient reduction not split out of backward: %r" % (e,))
             return orig(self, *args, **kwargs)
@@ -215,13 +219,37 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
     return wrap
 
 
+def _dispatch(ddp: Any, all_reduce: Callable, st: Any) -> Callable:
+    """The hook pipetop registers at a DDP module's first forward: the
+    default all-reduce, or the hook the user registers later (DDP takes one
+    registration only, so a later one is routed here)."""
+    default = allreduce_hook(all_reduce, lambda: st.torch.distributed.group.WORLD)
+    ref = weakref.ref(ddp)
+
+    def hook(state: Any, bucket: Any) -> Any:
+        m = ref()
+        user = getattr(m, "_pipetop_user_hook", None) if m is not None else None
+        if user is not None:
+            return user[1](user[0], bucket)
+        return default(state, bucket)
+
+    return hook
+
+
 def _register_wrapper(st: Any) -> Callable[[Callable], Callable]:
     def wrap(orig: Callable) -> Callable:
         def register_comm_hook(self: Any, state: Any, hook: Callable) -> Any:
+            name = getattr(hook, "__qualname__", "hook")
+            if getattr(self, "_pipetop_dispatch", False):
+                # pipetop's hook went in at the first forward: route to this one.
+                self._check_comm_hook(hook)
+                self._pipetop_user_hook = (state, hook)
+                st.buckets.hooks.append(name)
+                return None
             if getattr(self, "_pipetop_hooked", False) or not st.active:
                 return orig(self, state, hook)
             self._pipetop_hooked = True
-            return orig(self, state, timed_hook(st, hook, getattr(hook, "__qualname__", "hook")))
+            return orig(self, state, timed_hook(st, hook, name))
 
         register_comm_hook.__wrapped__ = orig  # type: ignore[attr-defined]
         return register_comm_hook
