@@ -157,48 +157,78 @@ def collective_wrapper(st: Any, orig: Callable) -> Callable:
     return wrapper
 
 
+def _ready(st: Any, bucket: Any) -> int:
+    """A bucket was handed to the hook: count it; returns the time."""
+    t0 = _now()
+    try:
+        buf = bucket.buffer()
+        st.buckets.ready(buf.numel() * buf.element_size())
+    except Exception:  # noqa: BLE001 - the detail is optional
+        pass
+    return t0
+
+
+def _handed(st: Any) -> None:
+    """The hook handed its bucket over: the rest of the backward, after the
+    last bucket, waits for the other ranks."""
+    st.ddp_ready = _now()
+    pub, buckets = st.pub, st.buckets
+    if pub is not None and buckets.last_count and buckets.per_backward >= buckets.last_count:
+        pub._where = (COMM, st.ddp_ready)  # the last bucket: progress frames say comm from here
+
+
+def _named(hook: Callable, name: str) -> Callable:
+    hook.__qualname__ = "pipetop(%s)" % (name,)
+    hook.__annotations__ = {}  # DDP checks a hook's annotations against its own types
+    return hook
+
+
 def timed_hook(st: Any, hook: Callable, name: str) -> Callable:
-    """Wrap a DDP communication hook: note the bucket ready, its bytes,
-    when the hook handed it over, and when its future completes."""
-    buckets: Buckets = st.buckets
-    buckets.hooks.append(name)
+    """Wrap a user's DDP communication hook: note the bucket ready, its
+    bytes, when the hook handed it over, and when its future completes (one
+    more callback on the future)."""
+    st.buckets.hooks.append(name)
 
     def pipetop_hook(state: Any, bucket: Any) -> Any:
-        t0 = _now()
-        try:
-            buf = bucket.buffer()
-            buckets.ready(buf.numel() * buf.element_size())
-        except Exception:  # noqa: BLE001 - the detail is optional
-            pass
+        t0 = _ready(st, bucket)
         fut = hook(state, bucket)
-        st.ddp_ready = _now()
-        pub = st.pub
-        if pub is not None and buckets.last_count and buckets.per_backward >= buckets.last_count:
-            pub._where = (COMM, st.ddp_ready)  # the last bucket: backward now waits for the others
+        _handed(st)
 
         def reduced(f: Any) -> Any:
-            buckets.done(t0)
+            st.buckets.done(t0)
             return f.value()
 
         return fut.then(reduced)
 
-    pipetop_hook.__qualname__ = "pipetop(%s)" % (name,)
-    pipetop_hook.__annotations__ = {}  # DDP checks a hook's annotations against its own types
-    return pipetop_hook
+    return _named(pipetop_hook, name)
 
 
-def allreduce_hook(all_reduce: Callable, world: Callable[[], Any]) -> Callable:
-    """DDP's default gradient reduction as a Python hook: average the
-    bucket over the group with one asynchronous all-reduce (all_reduce is
-    the unwrapped torch.distributed.all_reduce)."""
+def _dispatch(ddp: Any, all_reduce: Callable, st: Any) -> Callable:
+    """The hook pipetop registers at a DDP module's first forward: DDP's
+    default reduction (divide the bucket by the world size, one
+    asynchronous all-reduce; all_reduce is the unwrapped one), timed in the
+    future's own callback, or the hook the user registers later (DDP takes
+    one registration only, so a later one is routed here)."""
+    st.buckets.hooks.append("allreduce")
+    ref = weakref.ref(ddp)
+    buckets = st.buckets
 
-    def hook(group: Any, bucket: Any) -> Any:
-        g = group if group is not None else world()
+    def pipetop_hook(group: Any, bucket: Any) -> Any:
+        m = ref()
+        user = getattr(m, "_pipetop_user_hook", None) if m is not None else None
+        t0 = _ready(st, bucket)
+        if user is not None:
+            fut = user[1](user[0], bucket)
+            _handed(st)
+            return fut.then(lambda f: (buckets.done(t0), f.value())[1])
+        g = group if group is not None else st.torch.distributed.group.WORLD
         buf = bucket.buffer()
         buf.div_(g.size())
-        return all_reduce(buf, group=g, async_op=True).get_future().then(lambda f: f.value()[0])
+        fut = all_reduce(buf, group=g, async_op=True).get_future().then(lambda f: (buckets.done(t0), f.value()[0])[1])
+        _handed(st)
+        return fut
 
-    return hook
+    return _named(pipetop_hook, "allreduce")
 
 
 def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> Callable[[Callable], Callable]:
@@ -207,7 +237,7 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
             if st.active and not getattr(self, "_pipetop_hooked", False):
                 self._pipetop_hooked = True
                 try:
-                    register(self, self.process_group, timed_hook(st, _dispatch(self, all_reduce, st), "allreduce"))
+                    register(self, self.process_group, _dispatch(self, all_reduce, st))
                     self._pipetop_dispatch = True
                 except Exception as e:  # noqa: BLE001 - DDP runs on without the split
                     st.warn("DDP gradient reduction not split out of backward: %r" % (e,))
@@ -217,23 +247,6 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
         return forward
 
     return wrap
-
-
-def _dispatch(ddp: Any, all_reduce: Callable, st: Any) -> Callable:
-    """The hook pipetop registers at a DDP module's first forward: the
-    default all-reduce, or the hook the user registers later (DDP takes one
-    registration only, so a later one is routed here)."""
-    default = allreduce_hook(all_reduce, lambda: st.torch.distributed.group.WORLD)
-    ref = weakref.ref(ddp)
-
-    def hook(state: Any, bucket: Any) -> Any:
-        m = ref()
-        user = getattr(m, "_pipetop_user_hook", None) if m is not None else None
-        if user is not None:
-            return user[1](user[0], bucket)
-        return default(state, bucket)
-
-    return hook
 
 
 def _register_wrapper(st: Any) -> Callable[[Callable], Callable]:
