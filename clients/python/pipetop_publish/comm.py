@@ -7,16 +7,16 @@ instrumentation: the time the training thread is blocked in
   ``Work.wait`` of their async handles are comm. Called inside another
   instrumented call (a forward, a backward, an optimizer step), their time
   is taken out of that call's stage and counted as comm.
-* ``DistributedDataParallel``: before a DDP module's first forward, a
-  communication hook is registered that does what DDP's built-in all-reduce
-  does (divide by the world size, all-reduce asynchronously) and notes when
-  each gradient bucket became ready and when its reduction completed. A
-  hook the user registers is wrapped the same way instead. The part of a
-  backward after its last bucket was handed over is the wait for the other
-  ranks (DDP's finalisation blocks on every bucket's reduction): it is
-  comm; the rest of the backward is this rank's own compute.
-* Bucket detail per run (buckets, bytes, time from a bucket ready to its
-  reduction done) goes into the run summary's ``ddp`` section.
+* ``DistributedDataParallel``: an outermost backward while a DDP module is
+  in use queues a callback on the autograd engine (``arm``), which runs once
+  every gradient is computed, before DDP's own end-of-backward callback
+  blocks on the buckets' reductions. The backward after it is the wait for
+  the other ranks: comm; the rest is this rank's own compute.
+* Bucket detail: DDP's bucket sizes and its own sampled times go into the
+  run summary's ``ddp`` section. With ``PIPETOP_DDP_HOOK=1``, a
+  communication hook doing what DDP's built-in all-reduce does (divide by
+  the world size, all-reduce asynchronously) also times each bucket from
+  ready to reduced; a hook the user registers is wrapped the same way.
 
 Nothing happens without ``torch.distributed`` or a process group: the
 wrappers pass straight through unless the training thread calls them while
@@ -59,6 +59,57 @@ def enabled() -> bool:
     leaves torch.distributed and DDP alone, their time in the stages that
     call them)."""
     return os.environ.get("PIPETOP_COMM", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def bucket_hook() -> bool:
+    """Report whether PIPETOP_DDP_HOOK asks for pipetop's own DDP
+    communication hook (per-bucket times; it costs a Python call and a
+    callback per bucket, see docs/python.md)."""
+    return os.environ.get("PIPETOP_DDP_HOOK", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def arm(st: Any, root: Any) -> Any:
+    """Before an outermost backward from root while DDP is in use: a hook on
+    root's gradient (the first thing the backward computes) queues a
+    callback on the autograd engine, which runs once every gradient is
+    computed and before DDP's own end-of-backward callback waits for the
+    reductions. Its time splits the backward into this rank's compute and
+    the wait for the other ranks. Returns the hook's handle (None: not
+    armed)."""
+    if getattr(root, "grad_fn", None) is None:
+        return None
+    engine = st.torch.autograd.Variable._execution_engine
+
+    def computed() -> None:
+        st.ddp_ready = _now()
+        if st.pub is not None:
+            st.pub._where = (COMM, st.ddp_ready)  # progress frames say comm from here
+
+    def queue(grad: Any) -> None:
+        engine.queue_callback(computed)
+
+    return root.register_hook(queue)
+
+
+def ddp_report(modules: List[Any], steps: int) -> Optional[Dict[str, Any]]:
+    """The summary's ddp section from DDP's own logging data (bucket sizes,
+    its sampled comm and compute times), for the first DDP module still
+    alive; None when none is."""
+    for ref in modules:
+        m = ref()
+        if m is None:
+            continue
+        try:
+            d = m._get_ddp_logging_data()
+        except Exception:  # noqa: BLE001 - a prototype interface of torch
+            return None
+        raw = d.get("rebuilt_bucket_sizes") or d.get("bucket_sizes") or ""
+        sizes = [int(x) for x in str(raw).replace(",", " ").split() if x.isdigit()]
+        return {"hooks": [], "buckets": len(sizes) * steps, "buckets_per_step": float(len(sizes)), "bytes": sum(sizes) * steps,
+                "bytes_per_step": float(sum(sizes)), "bucket_bytes": sizes,
+                "ddp_backward_comm_ns": d.get("avg_backward_comm_time", 0), "ddp_backward_compute_ns": d.get("avg_backward_compute_time", 0),
+                "ddp_overlap_ns": d.get("avg_backward_compute_comm_overlap_time", 0)}
+    return None
 
 
 class Buckets:
@@ -234,13 +285,16 @@ def _dispatch(ddp: Any, all_reduce: Callable, st: Any) -> Callable:
 def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> Callable[[Callable], Callable]:
     def wrap(orig: Callable) -> Callable:
         def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if st.active and not getattr(self, "_pipetop_hooked", False):
-                self._pipetop_hooked = True
-                try:
-                    register(self, self.process_group, _dispatch(self, all_reduce, st))
-                    self._pipetop_dispatch = True
-                except Exception as e:  # noqa: BLE001 - DDP runs on without the split
-                    st.warn("DDP gradient reduction not split out of backward: %r" % (e,))
+            if st.active and not getattr(self, "_pipetop_seen", False):
+                self._pipetop_seen = True
+                st.ddp_modules.append(weakref.ref(self))
+                if bucket_hook() and not getattr(self, "_pipetop_hooked", False):
+                    self._pipetop_hooked = True
+                    try:
+                        register(self, self.process_group, _dispatch(self, all_reduce, st))
+                        self._pipetop_dispatch = True
+                    except Exception as e:  # noqa: BLE001 - DDP runs on without the bucket times
+                        st.warn("DDP bucket times off: %r" % (e,))
             return orig(self, *args, **kwargs)
 
         forward.__wrapped__ = orig  # type: ignore[attr-defined]
