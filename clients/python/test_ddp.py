@@ -33,7 +33,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(script: str, args: List[str], env_of=None, world: int = 2) -> Tuple[List[Dict], List[Dict], str]:
+def run_ranks(script: str, args: List[str], env_of=None, world: int = 2, extra=None) -> Tuple[List[Dict], List[Dict], str]:
     """Run world ranks of script under pipetop_publish.auto; returns each
     rank's last stdout JSON line and summary document, by rank, and the
     summary directory."""
@@ -43,7 +43,7 @@ def run_ranks(script: str, args: List[str], env_of=None, world: int = 2) -> Tupl
     procs = []
     for r in range(world):
         env = dict(os.environ, PYTHONPATH=HERE, PIPETOP_SUMMARY="file", PIPETOP_SUMMARY_DIR=d, PIPETOP_SOCKET_DIR=d,
-                   PIPETOP_STACKS_HZ="0")
+                   PIPETOP_STACKS_HZ="0", **(extra or {}))
         for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"):
             env.pop(k, None)
         env.update(env_of(r, port) if env_of else {"RANK": str(r), "WORLD_SIZE": str(world),
@@ -137,8 +137,8 @@ class TestDDP(unittest.TestCase):
             self.assertEqual(doc["steps"], out["steps"])
             self.assertAlmostEqual(share(doc, "comm"), out["comm_share"], delta=0.10, msg="rank %d" % out["rank"])
             self.assertIsNotNone(doc["ddp"])
-            self.assertEqual(doc["ddp"]["buckets"], doc["ddp"]["reduced"])
-            self.assertGreater(doc["ddp"]["bytes_per_step"], 0)
+            self.assertEqual(doc["ddp"]["buckets_per_step"], 1.0)  # DDP's own bucket sizes: one bucket of the tiny model
+            self.assertEqual(doc["ddp"]["bytes_per_step"], (32 * 64 + 64 + 64 * 4 + 4) * 4)
 
     def test_slow_forward_is_comm_on_the_other_rank(self) -> None:
         outs, docs, _ = run_ranks(TRAIN, ["--steps", "30", "--slow-stage", "forward"])
@@ -219,6 +219,42 @@ class TestDDP(unittest.TestCase):
             self.assertGreater(comm["mean_ns"], 12e6, doc["stages"])
         forward0 = next(s for s in docs[0]["stages"] if s["name"] == "forward")
         self.assertLess(forward0["mean_ns"], 8e6, docs[0]["stages"])
+
+    def test_user_hook_registered_after_the_first_forward(self) -> None:
+        script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "late.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""
+                import json
+                import torch, torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                dist.init_process_group("gloo")
+                calls = []
+                def late(state, bucket):
+                    calls.append(state)
+                    return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+                model = DDP(torch.nn.Linear(4, 1))
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for i in range(8):
+                    if i == 3:
+                        model.register_comm_hook("mine", late)  # after pipetop's went in
+                    model(torch.randn(2, 4)).sum().backward()
+                    opt.step()
+                print(json.dumps({"rank": dist.get_rank(), "late_calls": len(calls), "states": sorted(set(calls))}))
+                """))
+        outs, docs, _ = run_ranks(script, [])
+        for out, doc in zip(outs, docs):
+            self.assertEqual(out["late_calls"], 5)
+            self.assertEqual(out["states"], ["mine"])
+            self.assertEqual(doc["ddp"]["hooks"], ["late"])
+            self.assertEqual(doc["ddp"]["buckets"], 5)
+        # With pipetop's own hook (PIPETOP_DDP_HOOK=1, in from the first
+        # forward), the late hook is routed through it.
+        outs, docs, _ = run_ranks(script, [], extra={"PIPETOP_DDP_HOOK": "1"})
+        for out, doc in zip(outs, docs):
+            self.assertEqual(out["late_calls"], 5)
+            self.assertEqual(doc["ddp"]["hooks"], ["allreduce", "late"])
+            self.assertEqual(doc["ddp"]["buckets"], doc["ddp"]["reduced"])
+            self.assertEqual(doc["ddp"]["buckets"], 8)
 
     def test_inert_without_process_group(self) -> None:
         script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "plain.py")

@@ -34,6 +34,12 @@ type ddpDetail struct {
 	Reduced           int64    `json:"reduced"`
 	ReadyToDoneMeanNs float64  `json:"ready_to_done_mean_ns"`
 	ReadyToDoneMaxNs  int64    `json:"ready_to_done_max_ns"`
+	// Without pipetop's hook: DDP's own bucket sizes and its sampled
+	// times of one backward (comm from the first bucket's reduction
+	// started to the last one's done).
+	BucketBytes  []int64 `json:"bucket_bytes,omitempty"`
+	DDPCommNs    float64 `json:"ddp_backward_comm_ns,omitempty"`
+	DDPComputeNs float64 `json:"ddp_backward_compute_ns,omitempty"`
 }
 
 // timePoint is a rank's run totals at one instant of its timeline.
@@ -249,9 +255,14 @@ func printJob(w io.Writer, j *jobSummary) {
 		fmt.Fprintf(w, "  over time: %s\n", line)
 	}
 	for _, r := range j.Ranks {
-		if d := r.DDP; d != nil {
+		switch d := r.DDP; {
+		case d == nil:
+		case d.Reduced > 0:
 			fmt.Fprintf(w, "  ddp rank %d: %.1f buckets a step, %s a step, bucket ready to reduced %s mean, %s max (hook %s)\n", r.Rank,
 				d.BucketsPerStep, units.Bytes(d.BytesPerStep), units.Dur(d.ReadyToDoneMeanNs), units.Dur(float64(d.ReadyToDoneMaxNs)), strings.Join(d.Hooks, ", "))
+		default:
+			fmt.Fprintf(w, "  ddp rank %d: %.1f buckets a step, %s a step; DDP's sampled backward: compute %s, comm %s\n", r.Rank,
+				d.BucketsPerStep, units.Bytes(d.BytesPerStep), units.Dur(d.DDPComputeNs), units.Dur(d.DDPCommNs))
 		}
 	}
 	fmt.Fprintf(w, "  job summary: %s (each rank's own beside it)\n", j.Path)

@@ -15,7 +15,7 @@ sleeps --base-ms in each of data loading and forward, so that the steps
 are long against a loaded machine's scheduling noise.
 
 The script measures itself and prints one JSON line at the end: its
-optimizer steps, its step wall time, and its own estimate of the time it
+optimizer steps, its wall and CPU time (the process's, all threads), and its own estimate of the time it
 spent in DDP's gradient all-reduce: the backward wall time less the same
 backward timed under no_sync() (no communication) before training.
 """
@@ -112,7 +112,7 @@ with model.no_sync():
 opt.zero_grad()
 own_backward = sorted(own)[1]
 
-steps, backward, t0 = 0, 0.0, time.perf_counter()
+steps, backward, t0, c0 = 0, 0.0, time.perf_counter(), time.process_time()
 for x, y in loader:
     loss = loss_fn(model(x), y)
     opt.zero_grad()
@@ -124,7 +124,8 @@ for x, y in loader:
     if steps == args.steps:
         break
 wall = time.perf_counter() - t0
+cpu = time.process_time() - c0
 comm = max(0.0, backward - steps * own_backward)
-print(json.dumps({"rank": rank, "steps": steps, "wall_s": wall, "comm_s": comm, "comm_share": comm / wall,
+print(json.dumps({"rank": rank, "steps": steps, "wall_s": wall, "cpu_s": cpu, "comm_s": comm, "comm_share": comm / wall,
                   "own_backward_ms": own_backward * 1e3, "pid": os.getpid()}), flush=True)
 dist.destroy_process_group()

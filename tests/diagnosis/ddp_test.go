@@ -278,6 +278,54 @@ func checkStopped(t *testing.T, dir string, pids map[int]rankSocket, bare bool) 
 	}
 }
 
+// startDDP starts examples/ddp/launch.sh's 2 ranks under the automatic
+// instrumentation in their own socket directory, which it returns; the
+// test's cleanup kills them.
+func startDDP(t *testing.T, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	pub, err := filepath.Abs("../../clients/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", append([]string{"../../examples/ddp/launch.sh", "2"}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHON="+python+" -m pipetop_publish.auto", "PYTHONPATH="+pub, "MASTER_PORT="+freePort(t),
+		"PIPETOP_SOCKET_DIR="+dir, "PIPETOP_SUMMARY=0", "PIPETOP_STACKS_HZ=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	return dir, logs
+}
+
+// TestDDPStragglerLive: the live view (pipetop --json, attached to the
+// run) names rank 1, planted slow in forward, with its host.
+func TestDDPStragglerLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PyTorch ranks")
+	}
+	requireDebTorch(t)
+	dir, logs := startDDP(t, "--steps", "100000", "--slow-stage", "forward")
+	rankPIDs(t, dir, 2)
+	time.Sleep(time.Second)
+	v, out, err := viewVerdict(dir, "", 3*time.Second)
+	if err != nil || v == nil {
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+	host, _ := os.Hostname()
+	if v.Kind != stage.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.Forward || !strings.Contains(v.Headline, "on "+host) {
+		t.Fatalf("verdict %s, want straggler rank 1 in forward on %s", v, host)
+	}
+	t.Logf("%s", v)
+}
+
 // TestStoppedPyTorchRankNamed: rank 1 of a 2-rank PyTorch DDP run stopped
 // with SIGSTOP is named, with rank 0 waiting in comm.
 func TestStoppedPyTorchRankNamed(t *testing.T) {
@@ -285,25 +333,7 @@ func TestStoppedPyTorchRankNamed(t *testing.T) {
 		t.Skip("starts PyTorch ranks")
 	}
 	requireDebTorch(t)
-	dir := t.TempDir()
-	pub, err := filepath.Abs("../../clients/python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("sh", "../../examples/ddp/launch.sh", "2", "--steps", "100000", "--base-ms", "5")
-	cmd.Env = append(os.Environ(), "PYTHON="+python+" -m pipetop_publish.auto", "PYTHONPATH="+pub, "MASTER_PORT="+freePort(t),
-		"PIPETOP_SOCKET_DIR="+dir, "PIPETOP_SUMMARY=0", "PIPETOP_STACKS_HZ=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	}()
+	dir, logs := startDDP(t, "--steps", "100000", "--base-ms", "5")
 	checkStopped(t, dir, rankPIDs(t, dir, 2), true)
 	if t.Failed() {
 		t.Logf("ranks' output:\n%s", logs.String())

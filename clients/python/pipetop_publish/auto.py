@@ -103,6 +103,7 @@ class _State:
         # the backward waits for the other ranks.
         self.ddp_ready = 0
         self.buckets = _comm.Buckets()
+        self.ddp_modules: List[Any] = []  # weakrefs to the DDP modules seen in a forward
         self.warned: set = set()
 
     # -- the hot path ---------------------------------------------------------
@@ -218,7 +219,8 @@ class _State:
                 self.sampler.stop()
             if loader is not None:
                 self.pub.loader(loader)
-            _summary.finish(self.pub, loader, code, self.buckets.report(self.pub._step_no))
+            ddp = self.buckets.report(self.pub._step_no) or _comm.ddp_report(self.ddp_modules, self.pub._step_no)
+            _summary.finish(self.pub, loader, code, ddp)
         except Exception as e:  # noqa: BLE001 - never fail the user's exit
             sys.stderr.write("pipetop: run summary failed: %r\n" % (e,))
 
@@ -397,13 +399,45 @@ def _backward_wrapper(orig: Callable) -> Callable:
 
     def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
         st = state
+        armed = None
         if st.active and not st.depth and _ident() == st.thread:
             try:
                 if self.dim() == 0:
                     st.loss = self  # read (detached) when the step ends
-            except Exception:  # noqa: BLE001 - the loss is optional
+                if st.ddp_modules and st.grad_enabled():
+                    armed = _comm.arm(st, self)
+            except Exception:  # noqa: BLE001 - the loss and the split are optional
                 pass
-        return timed(self, *args, **kwargs)
+        try:
+            return timed(self, *args, **kwargs)
+        finally:
+            if armed is not None:
+                armed.remove()
+
+    backward.__wrapped__ = orig  # type: ignore[attr-defined]
+    backward.__doc__ = getattr(orig, "__doc__", None)
+    return backward
+
+
+def _autograd_backward_wrapper(orig: Callable) -> Callable:
+    """torch.autograd.backward: backward time; under DDP, split like
+    Tensor.backward (the first root tensor carries the split's hook)."""
+    timed = _timed(orig, BACKWARD, opens_work=True, cuda_events=True)
+
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        st = state
+        armed = None
+        if st.active and not st.depth and st.ddp_modules and _ident() == st.thread:
+            try:
+                root = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
+                armed = _comm.arm(st, root) if st.grad_enabled() else None
+            except Exception:  # noqa: BLE001 - the split is optional
+                pass
+        try:
+            return timed(tensors, *args, **kwargs)
+        finally:
+            if armed is not None:
+                armed.remove()
 
     backward.__wrapped__ = orig  # type: ignore[attr-defined]
     backward.__doc__ = getattr(orig, "__doc__", None)
@@ -488,7 +522,7 @@ def _patch_torch(torch: Any) -> None:
     _workers.patch_fetchers(p)
     p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True))
     p.set(torch.Tensor, "backward", _backward_wrapper)
-    p.set(torch.autograd, "backward", lambda o: _timed(o, BACKWARD, opens_work=True, cuda_events=True))
+    p.set(torch.autograd, "backward", _autograd_backward_wrapper)
     p.set(torch.Tensor, "to", _to_wrapper)
     p.set(torch.Tensor, "cuda", _to_wrapper)
     for meth in ("item", "cpu", "tolist"):

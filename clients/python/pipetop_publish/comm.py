@@ -7,16 +7,16 @@ instrumentation: the time the training thread is blocked in
   ``Work.wait`` of their async handles are comm. Called inside another
   instrumented call (a forward, a backward, an optimizer step), their time
   is taken out of that call's stage and counted as comm.
-* ``DistributedDataParallel``: before a DDP module's first forward, a
-  communication hook is registered that does what DDP's built-in all-reduce
-  does (divide by the world size, all-reduce asynchronously) and notes when
-  each gradient bucket became ready and when its reduction completed. A
-  hook the user registers is wrapped the same way instead. The part of a
-  backward after its last bucket was handed over is the wait for the other
-  ranks (DDP's finalisation blocks on every bucket's reduction): it is
-  comm; the rest of the backward is this rank's own compute.
-* Bucket detail per run (buckets, bytes, time from a bucket ready to its
-  reduction done) goes into the run summary's ``ddp`` section.
+* ``DistributedDataParallel``: an outermost backward while a DDP module is
+  in use queues a callback on the autograd engine (``arm``), which runs once
+  every gradient is computed, before DDP's own end-of-backward callback
+  blocks on the buckets' reductions. The backward after it is the wait for
+  the other ranks: comm; the rest is this rank's own compute.
+* Bucket detail: DDP's bucket sizes and its own sampled times go into the
+  run summary's ``ddp`` section. With ``PIPETOP_DDP_HOOK=1``, a
+  communication hook doing what DDP's built-in all-reduce does (divide by
+  the world size, all-reduce asynchronously) also times each bucket from
+  ready to reduced; a hook the user registers is wrapped the same way.
 
 Nothing happens without ``torch.distributed`` or a process group: the
 wrappers pass straight through unless the training thread calls them while
@@ -26,7 +26,10 @@ thread and NCCL works on its own stream, so the times are when the work was
 handed over and when the CPU learnt it was done; the GPU side is not split
 yet. FSDP, ``torch.distributed.pipeline`` and DDP's built-in hooks
 (``_register_builtin_comm_hook``) are not split: their collectives called
-from Python are comm, the rest stays in the stage that runs them.
+from Python are comm, the rest stays in the stage that runs them. A
+built-in hook must be registered before the module's first forward (after
+it, pipetop's hook holds DDP's one registration); a Python hook registered
+later is routed through pipetop's.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from .stages import COMM, OTHER
@@ -55,6 +59,57 @@ def enabled() -> bool:
     leaves torch.distributed and DDP alone, their time in the stages that
     call them)."""
     return os.environ.get("PIPETOP_COMM", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def bucket_hook() -> bool:
+    """Report whether PIPETOP_DDP_HOOK asks for pipetop's own DDP
+    communication hook (per-bucket times; it costs a Python call and a
+    callback per bucket, see docs/python.md)."""
+    return os.environ.get("PIPETOP_DDP_HOOK", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def arm(st: Any, root: Any) -> Any:
+    """Before an outermost backward from root while DDP is in use: a hook on
+    root's gradient (the first thing the backward computes) queues a
+    callback on the autograd engine, which runs once every gradient is
+    computed and before DDP's own end-of-backward callback waits for the
+    reductions. Its time splits the backward into this rank's compute and
+    the wait for the other ranks. Returns the hook's handle (None: not
+    armed)."""
+    if getattr(root, "grad_fn", None) is None:
+        return None
+    engine = st.torch.autograd.Variable._execution_engine
+
+    def computed() -> None:
+        st.ddp_ready = _now()
+        if st.pub is not None:
+            st.pub._where = (COMM, st.ddp_ready)  # progress frames say comm from here
+
+    def queue(grad: Any) -> None:
+        engine.queue_callback(computed)
+
+    return root.register_hook(queue)
+
+
+def ddp_report(modules: List[Any], steps: int) -> Optional[Dict[str, Any]]:
+    """The summary's ddp section from DDP's own logging data (bucket sizes,
+    its sampled comm and compute times), for the first DDP module still
+    alive; None when none is."""
+    for ref in modules:
+        m = ref()
+        if m is None:
+            continue
+        try:
+            d = m._get_ddp_logging_data()
+        except Exception:  # noqa: BLE001 - a prototype interface of torch
+            return None
+        raw = d.get("rebuilt_bucket_sizes") or d.get("bucket_sizes") or ""
+        sizes = [int(x) for x in str(raw).replace(",", " ").split() if x.isdigit()]
+        return {"hooks": [], "buckets": len(sizes) * steps, "buckets_per_step": float(len(sizes)), "bytes": sum(sizes) * steps,
+                "bytes_per_step": float(sum(sizes)), "bucket_bytes": sizes,
+                "ddp_backward_comm_ns": d.get("avg_backward_comm_time", 0), "ddp_backward_compute_ns": d.get("avg_backward_compute_time", 0),
+                "ddp_overlap_ns": d.get("avg_backward_compute_comm_overlap_time", 0)}
+    return None
 
 
 class Buckets:
@@ -153,60 +208,93 @@ def collective_wrapper(st: Any, orig: Callable) -> Callable:
     return wrapper
 
 
+def _ready(st: Any, bucket: Any) -> int:
+    """A bucket was handed to the hook: count it; returns the time."""
+    t0 = _now()
+    try:
+        buf = bucket.buffer()
+        st.buckets.ready(buf.numel() * buf.element_size())
+    except Exception:  # noqa: BLE001 - the detail is optional
+        pass
+    return t0
+
+
+def _handed(st: Any) -> None:
+    """The hook handed its bucket over: the rest of the backward, after the
+    last bucket, waits for the other ranks."""
+    st.ddp_ready = _now()
+    pub, buckets = st.pub, st.buckets
+    if pub is not None and buckets.last_count and buckets.per_backward >= buckets.last_count:
+        pub._where = (COMM, st.ddp_ready)  # the last bucket: progress frames say comm from here
+
+
+def _named(hook: Callable, name: str) -> Callable:
+    hook.__qualname__ = "pipetop(%s)" % (name,)
+    hook.__annotations__ = {}  # DDP checks a hook's annotations against its own types
+    return hook
+
+
 def timed_hook(st: Any, hook: Callable, name: str) -> Callable:
-    """Wrap a DDP communication hook: note the bucket ready, its bytes,
-    when the hook handed it over, and when its future completes."""
-    buckets: Buckets = st.buckets
-    buckets.hooks.append(name)
+    """Wrap a user's DDP communication hook: note the bucket ready, its
+    bytes, when the hook handed it over, and when its future completes (one
+    more callback on the future)."""
+    st.buckets.hooks.append(name)
 
     def pipetop_hook(state: Any, bucket: Any) -> Any:
-        t0 = _now()
-        try:
-            buf = bucket.buffer()
-            buckets.ready(buf.numel() * buf.element_size())
-        except Exception:  # noqa: BLE001 - the detail is optional
-            pass
+        t0 = _ready(st, bucket)
         fut = hook(state, bucket)
-        st.ddp_ready = _now()
-        pub = st.pub
-        if pub is not None and buckets.last_count and buckets.per_backward >= buckets.last_count:
-            pub._where = (COMM, st.ddp_ready)  # the last bucket: backward now waits for the others
+        _handed(st)
 
         def reduced(f: Any) -> Any:
-            buckets.done(t0)
+            st.buckets.done(t0)
             return f.value()
 
         return fut.then(reduced)
 
-    pipetop_hook.__qualname__ = "pipetop(%s)" % (name,)
-    pipetop_hook.__annotations__ = {}  # DDP checks a hook's annotations against its own types
-    return pipetop_hook
+    return _named(pipetop_hook, name)
 
 
-def allreduce_hook(all_reduce: Callable, world: Callable[[], Any]) -> Callable:
-    """DDP's default gradient reduction as a Python hook: average the
-    bucket over the group with one asynchronous all-reduce (all_reduce is
-    the unwrapped torch.distributed.all_reduce)."""
+def _dispatch(ddp: Any, all_reduce: Callable, st: Any) -> Callable:
+    """The hook pipetop registers at a DDP module's first forward: DDP's
+    default reduction (divide the bucket by the world size, one
+    asynchronous all-reduce; all_reduce is the unwrapped one), timed in the
+    future's own callback, or the hook the user registers later (DDP takes
+    one registration only, so a later one is routed here)."""
+    st.buckets.hooks.append("allreduce")
+    ref = weakref.ref(ddp)
+    buckets = st.buckets
 
-    def hook(group: Any, bucket: Any) -> Any:
-        g = group if group is not None else world()
+    def pipetop_hook(group: Any, bucket: Any) -> Any:
+        m = ref()
+        user = getattr(m, "_pipetop_user_hook", None) if m is not None else None
+        t0 = _ready(st, bucket)
+        if user is not None:
+            fut = user[1](user[0], bucket)
+            _handed(st)
+            return fut.then(lambda f: (buckets.done(t0), f.value())[1])
+        g = group if group is not None else st.torch.distributed.group.WORLD
         buf = bucket.buffer()
         buf.div_(g.size())
-        return all_reduce(buf, group=g, async_op=True).get_future().then(lambda f: f.value()[0])
+        fut = all_reduce(buf, group=g, async_op=True).get_future().then(lambda f: (buckets.done(t0), f.value()[0])[1])
+        _handed(st)
+        return fut
 
-    return hook
+    return _named(pipetop_hook, "allreduce")
 
 
 def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> Callable[[Callable], Callable]:
     def wrap(orig: Callable) -> Callable:
         def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if st.active and not getattr(self, "_pipetop_hooked", False):
-                self._pipetop_hooked = True
-                try:
-                    hook = allreduce_hook(all_reduce, lambda: st.torch.distributed.group.WORLD)
-                    register(self, self.process_group, timed_hook(st, hook, "allreduce"))
-                except Exception as e:  # noqa: BLE001 - DDP runs on without the split
-                    st.warn("DDP gradient reduction not split out of backward: %r" % (e,))
+            if st.active and not getattr(self, "_pipetop_seen", False):
+                self._pipetop_seen = True
+                st.ddp_modules.append(weakref.ref(self))
+                if bucket_hook() and not getattr(self, "_pipetop_hooked", False):
+                    self._pipetop_hooked = True
+                    try:
+                        register(self, self.process_group, _dispatch(self, all_reduce, st))
+                        self._pipetop_dispatch = True
+                    except Exception as e:  # noqa: BLE001 - DDP runs on without the bucket times
+                        st.warn("DDP bucket times off: %r" % (e,))
             return orig(self, *args, **kwargs)
 
         forward.__wrapped__ = orig  # type: ignore[attr-defined]
@@ -218,10 +306,17 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
 def _register_wrapper(st: Any) -> Callable[[Callable], Callable]:
     def wrap(orig: Callable) -> Callable:
         def register_comm_hook(self: Any, state: Any, hook: Callable) -> Any:
+            name = getattr(hook, "__qualname__", "hook")
+            if getattr(self, "_pipetop_dispatch", False):
+                # pipetop's hook went in at the first forward: route to this one.
+                self._check_comm_hook(hook)
+                self._pipetop_user_hook = (state, hook)
+                st.buckets.hooks.append(name)
+                return None
             if getattr(self, "_pipetop_hooked", False) or not st.active:
                 return orig(self, state, hook)
             self._pipetop_hooked = True
-            return orig(self, state, timed_hook(st, hook, getattr(hook, "__qualname__", "hook")))
+            return orig(self, state, timed_hook(st, hook, name))
 
         register_comm_hook.__wrapped__ = orig  # type: ignore[attr-defined]
         return register_comm_hook
