@@ -24,6 +24,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/header"
 	"github.com/pipetop/pipetop/tui/components/picker"
 	"github.com/pipetop/pipetop/tui/components/proctable"
+	"github.com/pipetop/pipetop/tui/components/ranks"
 	"github.com/pipetop/pipetop/tui/components/verdict"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -51,6 +52,9 @@ type Options struct {
 	// Replay, when set, is the recording being played: the seek and speed
 	// keys drive it, and pausing stops its clock.
 	Replay Replayer
+	// ChooseRank, when set, lets the ranks pane change the rank a remote
+	// view shows (r, R).
+	ChooseRank ranks.Chooser
 	// ReadOnly disables signals from the process table (--readonly).
 	ReadOnly bool
 	// Signaler sends the process table's signals; nil means

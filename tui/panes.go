@@ -74,7 +74,7 @@ var paneRows = []paneRow{
 	{"gpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := gpu.New(st); return &p }},
 	{"cpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := cpu.New(st); return &p }},
 	{"flame", bandFlame, func(st *styles.Styles, _ *Options) panel { p := flame.New(st); return &p }},
-	{"ranks", bandRanks, func(st *styles.Styles, _ *Options) panel { p := ranks.New(st); return &p }},
+	{"ranks", bandRanks, func(st *styles.Styles, o *Options) panel { p := ranks.New(st, o.ChooseRank); return &p }},
 	{"stages", bandTable, func(st *styles.Styles, _ *Options) panel { p := stages.New(st); return &p }},
 	{"hotcode", bandCode, func(st *styles.Styles, _ *Options) panel { p := hotcode.New(st); return &p }},
 	{"processes", bandProcs, func(st *styles.Styles, o *Options) panel {

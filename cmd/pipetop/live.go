@@ -218,9 +218,13 @@ func interactive(ctx context.Context, c config) error {
 	}
 	defer m.Close()
 	p := colorprofile.Detect(os.Stdout, os.Environ())
-	root := tui.New(tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
+	o := tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
-		Hidden: c.hidden, Sort: c.sort})
+		Hidden: c.hidden, Sort: c.sort}
+	if v, ok := m.Snapshotter.Remote.(*remote.View); ok {
+		o.ChooseRank = v.SetRank
+	}
+	root := tui.New(o)
 	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {

@@ -197,16 +197,32 @@ func checkTwoHostScreen(t *testing.T, prefix []string, bin, url string) {
 	defer e.kill()
 	args := append([]string{"new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40"}, prefix...)
 	e.tmux(append(args, "env", "TERM=xterm-256color", bin, "--prometheus", url, "--window", "30s", "--interval", "500ms", "two-hosts")...)
+	screen := awaitTmux(e, "the straggler, rank 1's host, the server and what is not available remotely", func(s string) bool {
+		return strings.Contains(s, "straggler: rank 1") && strings.Contains(s, "pipetop-host-b") &&
+			strings.Contains(s, "prometheus "+url) && strings.Contains(s, "not available remotely")
+	})
+	t.Logf("screen:\n%s", screen)
+	// r shows the next rank: rank 1, its host's readings; R goes back.
+	e.tmux("send-keys", "-t", "e2e", "r")
+	awaitTmux(e, "rank 1 and its host after r", func(s string) bool {
+		return strings.Contains(s, "rank 1 on pipetop-host-b") && strings.Contains(s, "from pipetop-host-b's exporter")
+	})
+	e.tmux("send-keys", "-t", "e2e", "R")
+	awaitTmux(e, "rank 0 again after R", func(s string) bool { return strings.Contains(s, "rank 0 on pipetop-host-a") })
+}
+
+// awaitTmux polls the tmux pane until ok accepts it, for at most 30 s.
+func awaitTmux(e *tmuxEnv, what string, ok func(string) bool) string {
+	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var screen string
 	for time.Now().Before(deadline) {
 		screen = e.tmux("capture-pane", "-p", "-t", "e2e")
-		if strings.Contains(screen, "straggler: rank 1") && strings.Contains(screen, "pipetop-host-b") &&
-			strings.Contains(screen, "prometheus "+url) && strings.Contains(screen, "not available remotely") {
-			t.Logf("screen:\n%s", screen)
-			return
+		if ok(screen) {
+			return screen
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("the screen did not show the straggler, rank 1's host, the server and what is not available remotely within 30 s:\n%s", screen)
+	e.t.Fatalf("the screen did not show %s within 30 s:\n%s", what, screen)
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -39,8 +40,9 @@ type View struct {
 	run string
 	ctx context.Context
 
-	mu       sync.Mutex
-	rank     int                   // the chosen rank; -1: the lowest
+	rank atomic.Int64 // the chosen rank; -1: the lowest
+
+	mu       sync.Mutex            // one Fill at a time
 	seen     map[int]snapshot.Rank // every rank seen, kept when it vanishes
 	interval float64               // the scrape interval, seconds; 0 until known
 }
@@ -70,7 +72,9 @@ func Open(ctx context.Context, c *Client, run string, rank int) (*View, error) {
 			return nil, fmt.Errorf("prometheus %s has no run %q (it has: %s)", c.URL(), run, cmpOr(strings.Join(runs, ", "), "none"))
 		}
 	}
-	return &View{c: c, run: run, ctx: ctx, rank: rank, seen: map[int]snapshot.Rank{}}, nil
+	v := &View{c: c, run: run, ctx: ctx, seen: map[int]snapshot.Rank{}}
+	v.rank.Store(int64(rank))
+	return v, nil
 }
 
 func cmpOr(s, def string) string {
@@ -105,13 +109,9 @@ func (v *View) Run() string { return v.run }
 // URL is the server's address.
 func (v *View) URL() string { return v.c.URL() }
 
-// SetRank chooses the rank whose trainer, flame bar and host are shown;
-// -1 the lowest.
-func (v *View) SetRank(r int) {
-	v.mu.Lock()
-	v.rank = r
-	v.mu.Unlock()
-}
+// SetRank chooses the rank whose trainer, flame bar and host are shown
+// from the next Fill on; -1 the lowest. It does not wait for a Fill.
+func (v *View) SetRank(r int) { v.rank.Store(int64(r)) }
 
 // Fill sets the trainer parts of s (link, trainer, summary, ranks) and its
 // CPU and GPU parts, from the host of the chosen rank, from the server at
@@ -154,10 +154,11 @@ func (v *View) Fill(s *snapshot.Snapshot) (ranks []stage.RankSummary, steps int6
 func (v *View) fillRanks(s *snapshot.Snapshot, rs []*rankData) *rankData {
 	now := map[int]bool{}
 	var chosen *rankData
+	want := int(v.rank.Load())
 	for _, r := range rs {
 		now[r.rank] = true
 		v.seen[r.rank] = r.snapshotRank(s.Time)
-		if chosen == nil || r.rank == v.rank {
+		if chosen == nil || r.rank == want {
 			chosen = r
 		}
 	}

@@ -38,7 +38,7 @@ func (m Model) lines(w int) []string {
 	l := m.Snap.Loader
 	if l == nil {
 		if m.Snap.Remote != nil {
-			return []string{m.St.Dim.Render("not available remotely: the remote view reads no loader statistics")}
+			return []string{m.St.Dim.Render("loader statistics: not available remotely")}
 		}
 		return []string{m.St.Dim.Render("no loader statistics published")}
 	}

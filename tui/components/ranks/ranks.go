@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -26,10 +29,56 @@ const AggregateAt = 64
 const Worst = 8
 
 // Model is the ranks pane.
-type Model struct{ pane.Base }
+type Model struct {
+	pane.Base
+	choose Chooser
+}
 
-// New returns a ranks pane drawn with st.
-func New(st *styles.Styles) Model { return Model{pane.New(st)} }
+// Chooser makes the view show another rank's trainer, flame bar and host
+// from the next refresh on (a remote view's).
+type Chooser func(rank int)
+
+// Keys of a view that can show another rank: the next and the previous one.
+var (
+	NextRank = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "show the next rank (remote view)"))
+	PrevRank = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "show the previous rank"))
+)
+
+// New returns a ranks pane drawn with st; choose, when not nil, lets r and
+// R change the shown rank of a remote view.
+func New(st *styles.Styles, choose Chooser) Model { return Model{Base: pane.New(st), choose: choose} }
+
+// Keys are r and R in a remote view of several ranks, else none.
+func (m *Model) Keys() []key.Binding {
+	if m.choose == nil || m.Snap == nil || m.Snap.Remote == nil || len(m.Snap.Ranks) < 2 {
+		return nil
+	}
+	return []key.Binding{NextRank, PrevRank}
+}
+
+// HandleKey shows the next (r) or previous (R) rank, in rank order.
+func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
+	step := 0
+	switch {
+	case m.Keys() == nil:
+	case key.Matches(k, NextRank):
+		step = 1
+	case key.Matches(k, PrevRank):
+		step = -1
+	}
+	if step == 0 {
+		return false, nil
+	}
+	rs := m.Snap.Ranks
+	at := 0
+	for i, r := range rs {
+		if r.Rank == m.Snap.Remote.Rank {
+			at = i
+		}
+	}
+	m.choose(rs[(at+step+len(rs))%len(rs)].Rank)
+	return true, nil
+}
 
 // rank is one rank's numbers; ok is false before it has steps.
 type rank struct {
