@@ -106,7 +106,9 @@ func Start(bin, dir string, width, height int) (*Browser, error) {
 
 // Call sends a command to the page and decodes its result into v (nil:
 // ignore it).
-func (b *Browser) Call(method string, params, v any) error { return b.call(b.session, method, params, v) }
+func (b *Browser) Call(method string, params, v any) error {
+	return b.call(b.session, method, params, v)
+}
 
 func (b *Browser) call(session, method string, params, v any) error {
 	b.nextID++
