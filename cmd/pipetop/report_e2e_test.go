@@ -156,12 +156,20 @@ func TestReportInABrowser(t *testing.T) {
 		}
 	}
 
-	// The control: a page that loads an image from a local server is seen.
+	checkRequestsSeen(t, b)
+}
+
+// checkRequestsSeen is the control of the request check: a page that
+// loads an image from a local server shows the request.
+func checkRequestsSeen(t *testing.T, b *chromium.Browser) {
+	t.Helper()
 	hits := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
 	defer srv.Close()
 	ctl := filepath.Join(t.TempDir(), "control.html")
-	os.WriteFile(ctl, []byte(`<!DOCTYPE html><img src="`+srv.URL+`/x.png">`), 0o644)
+	if err := os.WriteFile(ctl, []byte(`<!DOCTYPE html><img src="`+srv.URL+`/x.png">`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Open("file://" + ctl); err != nil {
 		t.Fatal(err)
 	}
