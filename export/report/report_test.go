@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,4 +134,36 @@ func FuzzFromFile(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestReportOfASummaryJSON: pipetop summary --json's file holds buckets:
+// the page draws step time, stages and throughput from them, and says the
+// loader and host plots need a recording.
+func TestReportOfASummaryJSON(t *testing.T) {
+	run := FromEntries(recording.Header{}, planted(t)).Run
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := FromFile(path)
+	if err != nil || r.Recorded {
+		t.Fatalf("read %s: %v (recorded %v)", path, err, r.Recorded)
+	}
+	var sb strings.Builder
+	if err := Write(&sb, r); err != nil {
+		t.Fatal(err)
+	}
+	page := sb.String()
+	for _, want := range []string{`id="chart-step-time"`, `id="chart-stages"`, `id="chart-throughput"`, `id="chart-verdicts"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, `id="chart-host"`) || strings.Count(page, "a run summary holds no readings over time") != 2 {
+		t.Errorf("the loader and host plots should say they need a recording")
+	}
 }
