@@ -16,6 +16,7 @@ packages=(
   socat util-linux                # debugging the protocol; setpriv for the peer-credential test
   librsvg2-bin fonts-dejavu-core  # screenshots: SVG to PNG
   prometheus                      # exporter tests: promtool checks and a real Prometheus server
+  chromium                        # pipetop report tests and screenshots: the page in a real headless browser
 )
 
 # Node.js runs the Zarr v3 interop tests (zarrita). Debian's nodejs and

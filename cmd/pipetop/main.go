@@ -8,9 +8,10 @@
 //	pipetop ls [--json]           list live trainers, the ranks of a run together
 //	pipetop export [PATH|PID|NAME] the same readings as Prometheus metrics over HTTP
 //	pipetop record [-o FILE] [NAME] write everything a viewer receives to a recording
-//	pipetop replay FILE           the monitor on a recording (--once/--json --at D)
+//	pipetop replay FILE           the monitor on a recording (--once/--json: the whole run, or --at D)
 //	pipetop summary FILE          the end-of-run summary of a recording
-//	pipetop compare A B           two runs side by side
+//	pipetop compare A B           two runs side by side (--fail-if-slower PCT: a CI gate)
+//	pipetop report FILE           a run as one self-contained HTML page with plots
 //	pipetop trace FILE -o OUT     Chrome/Perfetto trace-event JSON
 //	pipetop flame FILE [-o OUT]   stack samples as speedscope JSON or folded stacks
 //	pipetop run [--no-tui] -- CMD  run a PyTorch script instrumented, with no code changes
@@ -159,7 +160,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
                                        sends, and the host readings, to a recording
   pipetop replay FILE [--at D] [--once|--json]
                                        the monitor on a recording: ←/→ seek, g/G start/end,
-                                       [ ] speed 1x-64x, p pause
+                                       [ ] speed 1x-64x, p pause; --once/--json without
+                                       --at show the whole run (its end, window all)
   pipetop summary FILE [--json]        throughput, stage table and verdicts of a whole run
   pipetop compare A B [--json] [--fail-if-slower PCT]
                                        two runs (recordings or summary JSON) side by side;

@@ -133,7 +133,7 @@ func defaultRecording(spec string, now time.Time) string {
 }
 
 // wholeRun is what replay --once/--json show without --at.
-const wholeRun = "the whole run: its end, over every step (--at D for one instant)"
+const wholeRun = "the whole run (its end, all steps; --at D: one instant)"
 
 // replayCmd implements pipetop replay. Without --at, --once and --json show
 // the whole run (its end, over window all unless --window says otherwise);

@@ -33,10 +33,11 @@ type runConfig struct {
 	noTUI  bool
 	asJSON bool
 	noGPU  bool
+	record string // --record: the recording file, "" for none
 	argv   []string
 }
 
-const runUsage = `usage: pipetop run [--name N] [--no-tui] [--json] -- CMD ARGS...
+const runUsage = `usage: pipetop run [--name N] [--no-tui] [--json] [--record FILE] -- CMD ARGS...
 
 Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTorch
 instrumentation: every Python process it starts publishes its training
@@ -53,7 +54,9 @@ DDP's wait for the other ranks count as comm (PIPETOP_COMM=0: not).
 PIPETOP_AUTO=0 runs the command without instrumentation;
 PIPETOP_STACKS_HZ sets the stack samples of the training thread and the
 DataLoader workers (default 100 a second, 0 off), from which the verdict
-names the code the time goes to.
+names the code the time goes to. --record FILE records the run (every
+rank, and the host's readings each second) for pipetop replay, summary,
+compare and report.
 
 flags:
 `
@@ -67,6 +70,7 @@ func parseRun(args []string, stderr io.Writer) (runConfig, error) {
 	fs.BoolVar(&c.noTUI, "no-tui", false, "do not open the monitor; only run the command and print the summary")
 	fs.BoolVar(&c.asJSON, "json", false, "print the end-of-run summary as JSON on stdout instead of the table")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "monitor: do not load NVML")
+	fs.StringVar(&c.record, "record", "", "record the run (every rank, and the host's readings) to this `file`, as pipetop record does")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runUsage)
 		fs.PrintDefaults()
@@ -122,6 +126,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	go func() { done <- cmd.Wait() }()
 	exited := make(chan struct{})
 	go forward(sigs, cmd.Process, tty, exited)
+	var rec *runRecorder
+	if c.record != "" {
+		rec = startRecorder(ctx, c.record, cmd.Process.Pid, c.argv, c.noGPU, stderr)
+	}
 
 	var waitErr error
 	if monitor {
@@ -130,6 +138,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		waitErr = <-done
 	}
 	close(exited)
+	if rec != nil {
+		if err := rec.stop(); err != nil {
+			fmt.Fprintln(stderr, "pipetop:", err)
+		}
+	}
 	status := statusOf(waitErr)
 	if status < 0 {
 		return fmt.Errorf("run %s: %w", c.argv[0], waitErr)

@@ -137,7 +137,7 @@ func stepChart(ps []summary.Point, xmax float64, cs []Change) chart {
 		x = append(x, p.AtSec)
 		p50, p99 = append(p50, nanIfZero(p.WallP50Ns)/1e6), append(p99, nanIfZero(p.WallP99Ns)/1e6)
 	}
-	ms := func(y float64) string { return fmt.Sprintf("%.3g ms", y) }
+	ms := func(y float64) string { return units.Dur(y * 1e6) }
 	return chart{ID: "step-time", Title: "Step time", Caption: "p50 and p99 of each bucket's steps",
 		SVG: lineChart("chart-step-time", "step time p50 and p99", xmax,
 			[]series{{"p50", "s-p50", x, p50}, {"p99", "s-p99", x, p99}}, ms, changeMarks(cs, true))}

@@ -132,3 +132,36 @@ func TestLoadPythonSummary(t *testing.T) {
 		t.Errorf("a newer schema: %v", err)
 	}
 }
+
+// TestCompareJudgesThroughput: B's steps take as long as A's but B idles
+// 15 ms between steps (97 against 36 steps/s): compare says the rate
+// changed, not "no significant difference".
+func TestCompareJudgesThroughput(t *testing.T) {
+	base := run(1, 3*ms)
+	base.Means = []time.Duration{1 * ms, 5 * ms, 4 * ms, 300 * time.Microsecond}
+	a := FromEntries(base.Entries())
+	es := base.Entries()
+	gap := int64(17500 * time.Microsecond)
+	n := int64(0)
+	for _, e := range es {
+		if e.Frame != nil {
+			for i := range e.Frame.Steps {
+				e.Frame.Steps[i].StartNs += n * gap
+				e.Frame.Steps[i].EndNs += n * gap
+				n++
+			}
+		}
+	}
+	b := FromEntries(es)
+	c := Compare(a, b)
+	if c.StepTime.Significant || !c.Throughput.Significant || c.ThroughputUnit != "samples/s" {
+		t.Fatalf("step time %+v, throughput %+v (%s)", c.StepTime, c.Throughput, c.ThroughputUnit)
+	}
+	if !strings.Contains(c.Text, "fewer samples/s") || !strings.Contains(c.Text, "time between steps") {
+		t.Errorf("text: %s", c.Text)
+	}
+	if g := c.Judge(5); !g.Regressed || len(g.Regressions) != 1 || g.Regressions[0] != "samples/s" {
+		t.Errorf("gate %+v, want samples/s regressed", g)
+	}
+	t.Log(c.Text)
+}

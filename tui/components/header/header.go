@@ -145,9 +145,10 @@ func (m Model) second(failure bool) string {
 		parts = append(parts, st.Warn.Render("⏸ paused (p to resume)"))
 	}
 	if r := s.Replay; r != nil {
-		parts = append(parts, st.Label.Render("recording ")+st.Value.Render(r.File)+st.Dim.Render(fmt.Sprintf(" at %gx (←/→ seek, [ ] speed)", r.Speed)))
-		if r.View != "" {
-			parts = append(parts, st.Label.Render("showing ")+st.Value.Render(r.View))
+		if r.View != "" { // a one-off snapshot: nothing to seek
+			parts = append(parts, st.Label.Render("recording ")+st.Value.Render(r.File), st.Label.Render("showing ")+st.Value.Render(r.View))
+		} else {
+			parts = append(parts, st.Label.Render("recording ")+st.Value.Render(r.File)+st.Dim.Render(fmt.Sprintf(" at %gx (←/→ seek, [ ] speed)", r.Speed)))
 		}
 		if r.Damage != "" {
 			parts = append(parts, st.Bad.Render("damaged: ")+st.Dim.Render(r.Damage))
