@@ -180,7 +180,7 @@ func oneThread() {
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
 	oneThread()
-	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval)})
+	m, err := monitor.Open(ctx, c.spec, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true})
 	if err != nil {
 		return err
 	}
