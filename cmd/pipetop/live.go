@@ -189,7 +189,7 @@ func interactive(ctx context.Context, c config) error {
 	root := tui.New(tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
 		Hidden: c.hidden, Sort: c.sort})
-	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate))
+	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithOutput(newTerminal(os.Stdout)))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {
 		return nil
