@@ -24,8 +24,9 @@ cputicks() {
 
 # measure LABEL COPIES COMMAND: runs COPIES of COMMAND at once, each in its
 # own tmux window, and prints "LABEL cpu% bytes/s" for the mean copy (and
-# the busiest copy's CPU when there are several). Each window's last screen
-# is left in $WORK/LABEL-N.screen.
+# the busiest copy's CPU when there are several); MEASURED_CPU and
+# MEASURED_BPS keep the two figures. Each window's last screen is left in
+# $WORK/LABEL-N.screen.
 measure() {
 	local label=$1 copies=$2 cmd=$3 i pids=() outs=()
 	for i in $(seq 1 "$copies"); do
@@ -37,7 +38,7 @@ measure() {
 		outs+=("$out")
 	done
 	sleep "$WARMUP"
-	local t0=() b0=() s0 s1 row=""
+	local t0=() b0=() s0 s1 row="" line
 	for i in "${!pids[@]}"; do t0+=("$(cputicks "${pids[$i]}")"); b0+=("$(stat -c %s "${outs[$i]}")"); done
 	s0=$(date +%s.%N)
 	sleep "$DURATION"
@@ -49,10 +50,18 @@ measure() {
 		tmux -L "$SERVER" capture-pane -p -t "$label-$i" >"$WORK/$label-$i.screen"
 		tmux -L "$SERVER" kill-session -t "$label-$i"
 	done
-	echo "$row" | awk -v n="$label" -v dt="$(echo "$s1 - $s0" | bc -l)" -v hz="$TICKS" '{
+	line=$(echo "$row" | awk -v dt="$(echo "$s1 - $s0" | bc -l)" -v hz="$TICKS" '{
 		for (i = 1; i < NF; i += 2) { c = 100 * $i / hz / dt; sum += c; if (c > max) max = c; bytes += $(i + 1) }
 		k = NF / 2
-		extra = k > 1 ? sprintf("   (%d copies, busiest %.2f %%)", k, max) : ""
-		printf "%-28s %8.2f %% %10.0f B/s%s\n", n, sum / k, bytes / k / dt, extra
-	}'
+		printf "%.3f %.0f %d %.2f\n", sum / k, bytes / k / dt, k, max
+	}')
+	read -r MEASURED_CPU MEASURED_BPS i line <<<"$line"
+	local extra=""
+	[ "$copies" -gt 1 ] && extra="   ($copies copies, busiest $line %)"
+	printf "%-28s %8.2f %% %10.0f B/s%s\n" "$label" "$MEASURED_CPU" "$MEASURED_BPS" "$extra"
+}
+
+# median N...: the median of the numbers given.
+median() {
+	printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }

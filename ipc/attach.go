@@ -101,12 +101,23 @@ type ViewOptions struct {
 	// gathered in one write (Hello.BatchMs); 0 sends each frame as it is
 	// ready. A viewer that redraws every second sets about half that.
 	Batch time.Duration
+	// Gate, when set, reads the connection only when the gate opens (at
+	// the viewer's refreshes) once the hello is in; see Gate.
+	Gate *Gate
 }
 
 // DialView is Dial with the viewer's wishes in its hello.
 func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
 	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond)}
-	return a.dial(ctx, HelloTimeout())
+	conn, err := a.dial(ctx, HelloTimeout())
+	if err != nil || o.Gate == nil {
+		return conn, err
+	}
+	if err := conn.gate(o.Gate); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return conn, nil
 }
 
 // Probe attaches to the trainer at path and detaches at once; the error is
@@ -165,7 +176,7 @@ func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
 	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress, TypeStacks}, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)
 	}
-	conn := &Conn{c: c, r: NewReader(c)}
+	conn := newConn(c)
 	line, err := conn.r.ReadLine()
 	if err != nil {
 		return nil, a.readError(err, timeout)

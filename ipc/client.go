@@ -11,8 +11,39 @@ import (
 // Conn is the viewer side of one connection to a trainer.
 type Conn struct {
 	c     net.Conn
+	src   *connSource
 	r     *Reader
 	hello Hello
+}
+
+// connSource is what a Conn's Reader reads: the socket, waiting for data as
+// usual, or through a Gate once the hello is in.
+type connSource struct {
+	c     net.Conn
+	gated *gatedReader
+}
+
+func (s *connSource) Read(p []byte) (int, error) {
+	if s.gated != nil {
+		return s.gated.Read(p)
+	}
+	return s.c.Read(p)
+}
+
+// newConn wraps c for reading frames.
+func newConn(c net.Conn) *Conn {
+	src := &connSource{c: c}
+	return &Conn{c: c, src: src, r: NewReader(src)}
+}
+
+// gate makes every later read of c go through g.
+func (c *Conn) gate(g *Gate) error {
+	r, err := newGatedReader(g, c.c)
+	if err != nil {
+		return err
+	}
+	c.src.gated = r
+	return nil
 }
 
 // Hello is the trainer's greeting.
@@ -33,7 +64,12 @@ func (c *Conn) Next() (*Frame, error) {
 }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.c.Close() }
+func (c *Conn) Close() error {
+	if c.src.gated != nil {
+		c.src.gated.close()
+	}
+	return c.c.Close()
+}
 
 // Message is what Watch delivers: a frame, a new connection, a lost one,
 // or an attempt that failed.
@@ -131,11 +167,11 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOpt
 		return lookup.take(), true
 	default:
 		wait = failed.take()
-		return wait, send(ctx, out, Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)})
+		return wait, send(ctx, out, Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)}, o.Gate)
 	}
 	lookup.reset()
 	failed.reset()
-	err = pump(ctx, conn, ep, out)
+	err = pump(ctx, conn, ep, out, o.Gate)
 	if ctx.Err() != nil {
 		return 0, false
 	}
@@ -143,13 +179,13 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOpt
 	if errors.As(err, &ae) {
 		wait = failed.take()
 	}
-	return wait, send(ctx, out, Message{Endpoint: ep, Disconnected: err, RetryAt: time.Now().Add(wait)})
+	return wait, send(ctx, out, Message{Endpoint: ep, Disconnected: err, RetryAt: time.Now().Add(wait)}, o.Gate)
 }
 
-func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message) error {
+func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message, g *Gate) error {
 	defer conn.Close()
 	h := conn.Hello()
-	if !send(ctx, out, Message{Connected: &h, Endpoint: ep}) {
+	if !send(ctx, out, Message{Connected: &h, Endpoint: ep}, g) {
 		return ctx.Err()
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -162,15 +198,20 @@ func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message) erro
 			}
 			return streamError(ep, h, err, conn.r.Offset())
 		}
-		if !send(ctx, out, Message{Frame: f, Endpoint: ep}) {
+		if !send(ctx, out, Message{Frame: f, Endpoint: ep}, g) {
 			return ctx.Err()
 		}
 	}
 }
 
-func send(ctx context.Context, out chan<- Message, m Message) bool {
+// send delivers m unless ctx ends first; a gated watch's message is
+// counted until the viewer says it is applied (Gate.Applied).
+func send(ctx context.Context, out chan<- Message, m Message, g *Gate) bool {
 	select {
 	case out <- m:
+		if g != nil {
+			g.delivered()
+		}
 		return true
 	case <-ctx.Done():
 		return false

@@ -45,6 +45,9 @@ type Options struct {
 	// send them together (ipc.ViewOptions): fewer wake-ups for a viewer
 	// that redraws at a slower pace. 0 takes each frame as it comes.
 	Batch time.Duration
+	// Gated reads every trainer's socket only when a snapshot is taken
+	// (ipc.Gate): one wake-up per refresh instead of one per trainer batch.
+	Gated bool
 }
 
 // Monitor is one viewer: a feed attached to a trainer and the snapshotter
@@ -74,6 +77,9 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	}
 	f := feed.New(0)
 	view := ipc.ViewOptions{Batch: o.Batch}
+	if o.Gated {
+		view.Gate = ipc.NewGate()
+	}
 	f.SetView(view)
 	m := &Monitor{Feed: f, Pick: t.pick}
 	switch {
@@ -87,6 +93,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	}
 	m.Snapshotter = NewSnapshotter(f, o.Sources...)
 	m.Snapshotter.Group = m.Group
+	m.Snapshotter.Gate = view.Gate
 	return m, nil
 }
 

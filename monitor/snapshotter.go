@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/ring"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/feed"
@@ -15,6 +16,10 @@ import (
 
 // HistoryLen is how many refreshes the sparklines remember.
 const HistoryLen = 240
+
+// GateWait is how long a snapshot waits for the gated trainers' frames to
+// be read and applied; a slower read shows at the next refresh.
+const GateWait = 100 * time.Millisecond
 
 // Snapshotter builds one snapshot per refresh: the feed's trainer summary and
 // verdict, every registered source's reading, and the short histories
@@ -30,6 +35,9 @@ type Snapshotter struct {
 	// Sources are not sampled: they would read this machine.
 	Remote  Remote
 	Sources []source.Source
+	// Gate, when set, is opened at the start of each snapshot so that the
+	// trainers' frames are read in the same wake-up (ipc.Gate).
+	Gate *ipc.Gate
 
 	mu        sync.Mutex
 	lastSteps int64
@@ -64,6 +72,9 @@ func NewSnapshotter(f *feed.Feed, sources ...source.Source) *Snapshotter {
 func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.Gate != nil {
+		c.Gate.Open(GateWait)
+	}
 	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
 		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
 	if c.Remote != nil {

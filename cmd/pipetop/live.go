@@ -212,7 +212,7 @@ func oneThread() {
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
 	oneThread()
-	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval)})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true})
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func interactive(ctx context.Context, c config) error {
 		o.ChooseRank = v.SetRank
 	}
 	root := tui.New(o)
-	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate))
+	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithOutput(newTerminal(os.Stdout)))
 	_, err = prog.Run()
 	if err != nil && ctx.Err() != nil {
 		return nil

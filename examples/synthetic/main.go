@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,11 +43,13 @@ type options struct {
 	gpu    map[string]time.Duration
 	names  []string
 	quiet  bool
-	loader bool
-	socket string
-	rank   int // -1: single process
-	world  int
-	run    string
+	// threads is how many extra OS threads to keep (idlers).
+	threads int
+	loader  bool
+	socket  string
+	rank    int // -1: single process
+	world   int
+	run     string
 	// Multi-rank simulation: ranks sockets NAME-rankR; rank straggler (-1:
 	// none) spends straggle more in data_wait each step, and every rank
 	// waits in comm (base comm plus its gap to the slowest rank).
@@ -80,6 +83,7 @@ func parse(args []string) (options, error) {
 	fs.Float64Var(&o.loaderAmp, "loader-amp", 1.2, "the made-up loader's read amplification")
 	fs.StringVar(&o.socket, "socket", "", "exact socket path (default: the pipetop socket directory)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the socket path(s)")
+	fs.IntVar(&o.threads, "threads", 0, "also start this many OS threads that wake every 100 ms (a compute pool's idle threads)")
 	fs.IntVar(&o.rank, "rank", -1, "rank to announce in the hello (-1: a single-process trainer)")
 	fs.IntVar(&o.world, "world-size", 0, "world size to announce in the hello (0: none)")
 	fs.StringVar(&o.run, "run", "", "run identifier to announce in the hello (with -ranks: default synthetic-PID)")
@@ -202,6 +206,7 @@ func run(args []string) error {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	idlers(o.threads)
 	p := newPublisher(o, timer.Names())
 	if o.plant.paced {
 		return runPaced(o, p, srvs[0], sig)
@@ -364,4 +369,18 @@ func (p *publisher) loaderStats(now, last time.Time) stage.LoaderStats {
 	p.samples = 0
 	return stage.LoaderStats{TimeNs: now.UnixNano(), Workers: p.o.loaderWorkers, Batch: p.o.batch, SamplesPerSec: rate,
 		WorkerBusy: p.o.loaderBusy, QueueDepth: 2, QueueCap: 4, CacheHitRate: 0.9, ReadAmp: p.o.loaderAmp}
+}
+
+// idlers starts n goroutines, each locked to an OS thread of its own,
+// that wake every 100 ms: the process then has n more threads, as a
+// trainer with a compute pool has.
+func idlers(n int) {
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			for {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+	}
 }

@@ -134,6 +134,14 @@ func (s *Sampler) run(now time.Time, sample bool) error {
 			return s.lastErr
 		}
 	}
+	if s.failed != "" {
+		// NVML never loaded: nothing can get stuck, so no helper
+		// goroutine and timer (two wake-ups a refresh on a GPU-less box).
+		s.collect(now, sample, nil)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lastErr
+	}
 	done := make(chan struct{})
 	s.inflight = done
 	s.mu.Lock()

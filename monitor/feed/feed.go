@@ -125,6 +125,9 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 		for m := range out {
 			f.apply(gen, m, time.Now())
 			ipc.Recycle(m.Frame) // its steps are in the rings now
+			if view.Gate != nil {
+				view.Gate.Applied()
+			}
 		}
 	}()
 }
