@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -28,5 +30,24 @@ func TestRecordInProcess(t *testing.T) {
 	}
 	if r.Name != "rec-test" || r.Whole.Steps != 30 || r.Damage != "" {
 		t.Fatalf("recording holds %s (damage %q), want 30 steps of rec-test", r.Describe(), r.Damage)
+	}
+	// The threads part: the training thread named by the hello's tid.
+	_, entries, err := recording.ReadAll(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]bool{}
+	for _, e := range entries {
+		var th struct {
+			Threads []struct{ Role string } `json:"threads"`
+		}
+		if raw, ok := e.Host["threads"]; ok && json.Unmarshal(raw, &th) == nil {
+			for _, x := range th.Threads {
+				roles[x.Role] = true
+			}
+		}
+	}
+	if !roles["training"] {
+		t.Errorf("the recording's threads have roles %v, want a training thread", roles)
 	}
 }
