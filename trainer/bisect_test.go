@@ -134,3 +134,29 @@ func TestBisectPlantedSleepIsNamed(t *testing.T) {
 		t.Fatalf("json report: %s", b)
 	}
 }
+
+// TestBisectContentionOnAmplifiedChunksAdvisesRechunk plants the issue's
+// case: zarr's default chunks with a cache that holds part of the data,
+// loader workers and a network that compete for few cores. Whichever
+// finding the phases give — contention (each half fast enough alone) or
+// input-bound (the loader barely faster alone) — a loader that decodes
+// many times the bytes it uses must be told to rechunk first.
+func TestBisectContentionOnAmplifiedChunksAdvisesRechunk(t *testing.T) {
+	def, _ := bisectData(t)
+	cfg := bisectConfig(t, def, 2)
+	cfg.Train.CacheMB = 8
+	cfg.Train.Model = torch.Config{Preset: "small", Threads: 2, Device: "cpu"}
+	rep := bisect(t, cfg)
+	v := rep.Verdict
+	if !strings.Contains(v.Headline, "contention") && v.Kind != stage.InputBound {
+		t.Skipf("the phases gave %s on this machine: neither contention nor input-bound, nothing to check", v)
+	}
+	rechunk := strings.Index(v.Next, "pipetrain data rechunk "+def+" ")
+	if rechunk < 0 {
+		t.Fatalf("verdict %s: an amplified loader must be told to rechunk", v)
+	}
+	if w := strings.Index(v.Next, "--workers"); w >= 0 && w < rechunk && strings.Contains(v.Headline, "contention") {
+		t.Errorf("contention advice splits the cores before rechunking: %s", v.Next)
+	}
+	t.Logf("verdict: %s", v)
+}

@@ -102,3 +102,35 @@ func (e *tmuxEnv) startView(flags ...string) {
 	args = append(args, "env", "PIPETOP_SOCKET_DIR="+e.sockets, "TERM=xterm-256color", filepath.Join(e.bin, "pipetop"), "--interval", "250ms", "--no-gpu")
 	e.tmux(append(args, flags...)...)
 }
+
+// TestTmuxProcessThreads drives H in the real pipetop: the publisher's
+// threads appear under its row with their roles and run-queue waits, the
+// status line gives the usable cores, and H again hides them.
+func TestTmuxProcessThreads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	bin := t.TempDir()
+	testkit.Build(t, bin, "./cmd/pipetop")
+	testkit.Build(t, bin, "./examples/synthetic")
+	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-threads-%d", os.Getpid()), sockets: t.TempDir(), bin: bin}
+	defer e.kill()
+	pid := e.startPublisher()
+	row := fmt.Sprintf("*-    %7d", pid)
+	e.startView()
+	e.waitScreen("the publisher's row", func(s string) bool { return strings.Contains(s, row) })
+	e.tmux("send-keys", "-t", "e2e", "H")
+	// The synthetic publisher names no training thread: its first thread
+	// is main, the Go runtime's threads carry its name (intra-op).
+	e.waitScreen("the publisher's threads and the CPU line", func(s string) bool {
+		return strings.Contains(s, "main synthetic (wait") && strings.Contains(s, "intra-op synthetic (wait") &&
+			strings.Contains(s, "usable cores") && strings.Contains(s, "threads ·")
+	})
+	e.tmux("send-keys", "-t", "e2e", "H")
+	e.waitScreen("the threads hidden again", func(s string) bool {
+		return strings.Contains(s, row) && !strings.Contains(s, "main synthetic (wait")
+	})
+}

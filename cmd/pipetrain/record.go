@@ -12,6 +12,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources/cpu"
 	"github.com/pipetop/pipetop/monitor/sources/procs"
+	"github.com/pipetop/pipetop/monitor/sources/threads"
 )
 
 // recorder records the trainer in process: a viewer of its own socket
@@ -73,9 +74,10 @@ func (r *recorder) stop() {
 }
 
 // hostSources are what an in-process recording reads of the machine: its
-// CPU and the trainer's process tree. GPU device readings need NVML, which
+// CPU, the trainer's process tree and its threads (with the quota and the
+// CPU pressure). GPU device readings need NVML, which
 // pipetrain does not link: record with pipetop record for those (the
 // trainer's own CUDA-event stage times are in the steps either way).
 func hostSources() []source.Source {
-	return []source.Source{cpu.New(host.NewCPUSampler("")), procs.New(host.NewProcSampler(0, ""))}
+	return []source.Source{cpu.New(host.NewCPUSampler("")), procs.New(host.NewProcSampler(0, "")), threads.New(host.NewThreadSampler(""))}
 }

@@ -139,7 +139,11 @@ func pools(c *HostCPU) string {
 		case p.Role == "worker":
 			parts = append(parts, plural(p.Busy, "busy loader worker"))
 		case p.Processes > 1:
-			parts = append(parts, fmt.Sprintf("%d processes × %.3g %s threads", p.Processes, float64(p.Busy)/float64(p.Processes), p.Role))
+			each := "threads"
+			if p.Busy == p.Processes {
+				each = "thread"
+			}
+			parts = append(parts, fmt.Sprintf("%d processes × %.3g %s %s", p.Processes, float64(p.Busy)/float64(p.Processes), p.Role, each))
 		default:
 			parts = append(parts, plural(p.Busy, p.Role+" thread"))
 		}

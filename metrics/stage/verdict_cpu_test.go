@@ -26,7 +26,7 @@ func TestCPURules(t *testing.T) {
 	}{
 		{"oversubscribed: six compute threads on 2 cores", steady,
 			HostCPU{UsableCores: 2, Demand: 5.8, Used: 2, WaitShare: 0.65, Pools: six, Training: -1},
-			0, Oversubscribed, []string{"3 processes × 1 intra-op threads", "2 busy loader workers", "on 2 cores", "waited 65 %", "torch.set_num_threads", "OMP_NUM_THREADS=1", "--threads"}},
+			0, Oversubscribed, []string{"3 processes × 1 intra-op thread +", "2 busy loader workers", "on 2 cores", "waited 65 %", "torch.set_num_threads", "OMP_NUM_THREADS=1", "--threads"}},
 		{"throttled wins over oversubscribed", steady,
 			HostCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 3, Used: 0.5, WaitShare: 0.8, Pools: six, Training: -1},
 			0, Throttled, []string{"quota of 0.5 CPUs", "90 % of its periods", "want 3.0 CPUs", "raise the limit"}},

@@ -50,6 +50,9 @@ type Run struct {
 	// Code is the profile of the run's stack samples (the lowest rank's);
 	// absent without any.
 	Code *stage.CodeProfile `json:"code,omitempty"`
+	// CPU is the run's CPU use from the recorded threads part; absent
+	// without one.
+	CPU *CPUUse `json:"cpu,omitempty"`
 }
 
 // RankRun is one rank's part of a recorded run.
@@ -120,6 +123,7 @@ type builder struct {
 	edge    int64 // current bucket's end, ns
 	inBkt   []stage.Record
 	periods []Period
+	cpu     cpuSums
 }
 
 // track is the steps of one trainer process or rank.
@@ -193,6 +197,10 @@ func (b *builder) add(e recording.Entry) {
 	case e.Hello != nil:
 		t.name, t.pid = e.Hello.Name, e.Hello.PID
 		t.setNames(e.Hello.Stages)
+	case e.Host != nil:
+		if raw, ok := e.Host["threads"]; ok {
+			b.cpu.add(raw)
+		}
 	case e.Frame == nil:
 	case e.Frame.Type == ipc.TypeStages:
 		t.setNames(e.Frame.Stages)
@@ -287,6 +295,7 @@ func (b *builder) finish() Run {
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods
+	b.run.CPU = b.cpu.use()
 	if b.run.Throughput == nil {
 		b.run.Throughput = []Point{}
 	}

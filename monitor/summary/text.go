@@ -44,6 +44,7 @@ func WriteText(w io.Writer, r Run) error {
 	}
 	fmt.Fprintf(w, "\nverdict over the run: %s\n  next: %s\n", r.Verdict.Headline, r.Verdict.Next)
 	writeHotCode(w, r.Code)
+	writeCPU(w, r.CPU)
 	if len(r.Verdicts) > 0 {
 		fmt.Fprintf(w, "\nverdicts over time (each over the %s before):\n", VerdictWindow)
 		for _, p := range r.Verdicts {

@@ -36,7 +36,7 @@ func TestCPUVerdicts(t *testing.T) {
 		}
 	}
 	scs := []scenario{
-		{name: "pipetrain/4 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
+		{name: "pipetrain/8 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
 			after: 8 * time.Second, interval: 3 * time.Second, kind: stage.Oversubscribed,
 			headline: []string{"oversubscribed:", "intra-op threads", "waited"}, next: []string{"--threads and --workers"}},
 		{name: "torch/12 intra-op threads in main and 2 workers: oversubscribed",
@@ -70,8 +70,8 @@ func TestCPUVerdicts(t *testing.T) {
 	}
 }
 
-// pipetrainOversubscribed trains the small model with 4 libtorch threads
-// and 4 loader workers decoding 1-frame chunks: about 8 busy threads.
+// pipetrainOversubscribed trains the small model with 8 libtorch threads
+// and 4 loader workers decoding 1-frame chunks.
 func pipetrainOversubscribed(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error) {
 	shim, err := torch.FindShim()
 	if err != nil {
@@ -82,5 +82,5 @@ func pipetrainOversubscribed(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, 
 		return nil, nil, err
 	}
 	return launch(t, nil, filepath.Join(bins, "pipetrain"), "train", "--data", data, "--preset", "small", "--batch", "16",
-		"--threads", "4", "--workers", "4", "--shim", shim, "--name", "over")
+		"--threads", "8", "--workers", "4", "--shim", shim, "--name", "over")
 }

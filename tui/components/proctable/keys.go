@@ -8,21 +8,23 @@ import (
 // KeyMap is the process table's own keys; the root offers them to the
 // table and shows them in the help.
 type KeyMap struct {
-	Sort   key.Binding
-	Filter key.Binding
-	Kill   key.Binding
+	Sort    key.Binding
+	Filter  key.Binding
+	Kill    key.Binding
+	Threads key.Binding
 }
 
 // DefaultKeys are the process table's keys.
 var DefaultKeys = KeyMap{
-	Sort:   key.NewBinding(key.WithKeys("f6", ">"), key.WithHelp("F6/>", "sort processes by the next column")),
-	Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes")),
-	Kill:   key.NewBinding(key.WithKeys("f9"), key.WithHelp("F9", "SIGTERM the selected process (again within 5 s: SIGKILL)")),
+	Sort:    key.NewBinding(key.WithKeys("f6", ">"), key.WithHelp("F6/>", "sort processes by the next column")),
+	Filter:  key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes")),
+	Kill:    key.NewBinding(key.WithKeys("f9"), key.WithHelp("F9", "SIGTERM the selected process (again within 5 s: SIGKILL)")),
+	Threads: key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "show the trainer's threads by role under their processes, with the usable cores, quota and CPU pressure")),
 }
 
 // Keys lists the table's keys for the help.
 func (m *Model) Keys() []key.Binding {
-	return []key.Binding{DefaultKeys.Sort, DefaultKeys.Filter, DefaultKeys.Kill}
+	return []key.Binding{DefaultKeys.Sort, DefaultKeys.Filter, DefaultKeys.Kill, DefaultKeys.Threads}
 }
 
 // HandleKey acts on k: every key while Capturing (the filter text, the
@@ -38,6 +40,9 @@ func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
 		m.StartFilter()
 	case key.Matches(k, DefaultKeys.Kill):
 		m.Kill()
+	case key.Matches(k, DefaultKeys.Threads):
+		m.threads = !m.threads
+		m.refresh()
 	default:
 		return false, nil
 	}

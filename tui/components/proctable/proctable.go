@@ -55,6 +55,7 @@ type Model struct {
 	editing  bool // typing the filter
 	selected string
 	focused  bool
+	threads  bool // the trainer's threads under their processes (H)
 
 	confirm  *pending
 	termSent map[int]time.Time // SIGTERM times, for the SIGKILL window
@@ -179,6 +180,10 @@ func (m *Model) Kill() {
 		return
 	}
 	r := m.rows[i]
+	if r.thread {
+		m.say(fmt.Sprintf("%d is a thread: select its process to signal it", r.pid), true)
+		return
+	}
 	if r.sigPID <= 0 {
 		m.say(fmt.Sprintf("process %d is not visible here: cannot signal it", r.pid), true)
 		return
@@ -249,6 +254,9 @@ func (m *Model) refresh() {
 		}
 	}
 	sortRows(m.rows, m.sortCol)
+	if m.threads && m.Snap != nil {
+		m.rows = withThreads(m.rows, m.Snap.Threads)
+	}
 	if m.index() < 0 && len(m.rows) > 0 {
 		m.selected = m.rows[0].id()
 	}
@@ -298,6 +306,9 @@ func (m Model) status() []string {
 		return []string{st.Good.Render(m.msg)}
 	case m.editing:
 		return []string{st.Label.Render("filter: ") + st.Value.Render(m.filter+"▏") + st.Dim.Render("  enter keeps · esc clears")}
+	}
+	if m.threads && m.Snap != nil {
+		return []string{st.Dim.Render(cpuLine(m.Snap.Threads))}
 	}
 	if m.Snap != nil && len(m.Snap.GPUProcessNotes) > 0 {
 		return []string{st.Dim.Render(strings.Join(m.Snap.GPUProcessNotes, "; "))}

@@ -192,3 +192,40 @@ func TestSizes(t *testing.T) {
 		t.Errorf("Size = %d, %d; want 2 and header + 4 rows + note = 6", lo, pref)
 	}
 }
+
+// TestThreadsToggle: H (htop's key for threads; t is the root's trainer picker) puts the trainer's threads under their processes,
+// busiest first, with their roles and waits; the status line gives the
+// usable cores, the quota and the pressure; threads are not signalled.
+func TestThreadsToggle(t *testing.T) {
+	m, rec, _ := newTable(t)
+	s := snap()
+	s.Threads = &snapshot.Threads{UsableCores: 2, Quota: snapshot.Quota{Version: 1, CPUs: 0.5, ThrottledShare: 0.8},
+		Pressure: &snapshot.Pressure{SomeAvg10: 41},
+		Threads: []snapshot.Thread{{PID: 100, TID: 100, Name: "python", Role: "training", CPU: 60, Wait: 30},
+			{PID: 100, TID: 102, Name: "python", Role: "intra-op", CPU: 70, Wait: 29},
+			{PID: 101, TID: 101, Name: "loader-0", Role: "worker", CPU: 50, Wait: 41}}}
+	m.SetSnapshot(s)
+	m.SetSize(140, 12)
+	if done, _ := m.HandleKey(tea.KeyPressMsg{Code: 'H', Text: "H"}); !done {
+		t.Fatal("H is not the table's key")
+	}
+	if got := pids(m); !slices.Equal(got, []int{100, 102, 100, 7, 300, 101, 101}) {
+		t.Fatalf("rows with threads = %v, want each process followed by its threads, busiest first", got)
+	}
+	view := m.View()
+	for _, want := range []string{"├ intra-op python (wait 29 %)", "└ training python (wait 30 %)", "└ worker loader-0 (wait 41 %)",
+		"usable cores 2", "quota 0.5 CPUs, throttled 80 % of periods", "CPU pressure 41 %"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("view lacks %q:\n%s", want, view)
+		}
+	}
+	m.SelectLine(1) // the first thread row
+	m.Kill()
+	if len(rec.sent) != 0 || !strings.Contains(m.View(), "is a thread") {
+		t.Errorf("a thread row was signalled (%v) or not refused:\n%s", rec.sent, m.View())
+	}
+	m.HandleKey(tea.KeyPressMsg{Code: 'H', Text: "H"})
+	if got := pids(m); !slices.Equal(got, []int{100, 7, 300, 101}) {
+		t.Errorf("H again: rows %v, want the processes only", got)
+	}
+}

@@ -27,10 +27,70 @@ type row struct {
 	age     float64
 	command string
 	trainer bool
+	thread  bool // a thread of the row above (pid is its tid)
 }
 
 // id identifies a row across refreshes for the selection.
-func (r row) id() string { return r.gpu + "/" + strconv.Itoa(r.pid) }
+func (r row) id() string {
+	if r.thread {
+		return "t/" + strconv.Itoa(r.pid)
+	}
+	return r.gpu + "/" + strconv.Itoa(r.pid)
+}
+
+// withThreads puts each trainer process's threads under its row, busiest
+// first: "└ intra-op python3 (wait 41 %)". Thread rows carry no pid to
+// signal.
+func withThreads(rows []row, t *snapshot.Threads) []row {
+	if t == nil {
+		return rows
+	}
+	byPID := map[int][]snapshot.Thread{}
+	for _, th := range t.Threads {
+		byPID[th.PID] = append(byPID[th.PID], th)
+	}
+	out := make([]row, 0, len(rows)+len(t.Threads))
+	for _, r := range rows {
+		out = append(out, r)
+		ths := byPID[r.pid]
+		if !r.trainer || r.thread || len(ths) == 0 {
+			continue
+		}
+		delete(byPID, r.pid)
+		slices.SortStableFunc(ths, func(a, b snapshot.Thread) int { return cmp.Compare(b.CPU+b.Wait, a.CPU+a.Wait) })
+		for i, th := range ths {
+			branch := "├ "
+			if i == len(ths)-1 {
+				branch = "└ "
+			}
+			out = append(out, row{pid: th.TID, user: r.user, mem: math.NaN(), sm: math.NaN(), cpu: th.CPU, rss: math.NaN(), age: math.NaN(),
+				command: fmt.Sprintf("%s%s %s (wait %.0f %%)", branch, th.Role, th.Name, th.Wait), trainer: true, thread: true})
+		}
+	}
+	return out
+}
+
+// cpuLine says what CPU the run may use: usable cores, the quota and how
+// often it bites, the host's CPU pressure.
+func cpuLine(t *snapshot.Threads) string {
+	if t == nil {
+		return "threads: no trainer"
+	}
+	parts := []string{fmt.Sprintf("%d threads", len(t.Threads))}
+	if t.UsableCores > 0 {
+		parts = append(parts, fmt.Sprintf("usable cores %.3g", t.UsableCores))
+	}
+	switch {
+	case t.Quota.CPUs > 0:
+		parts = append(parts, fmt.Sprintf("quota %.3g CPUs, throttled %.0f %% of periods", t.Quota.CPUs, 100*t.Quota.ThrottledShare))
+	case t.Quota.Version != 0:
+		parts = append(parts, "no CPU quota")
+	}
+	if p := t.Pressure; p != nil {
+		parts = append(parts, fmt.Sprintf("CPU pressure %.0f %% (some, 10 s)", p.SomeAvg10))
+	}
+	return strings.Join(parts, " · ")
+}
 
 func val(r snapshot.Reading) float64 { return r.Or(math.NaN()) }
 
