@@ -126,6 +126,8 @@ for x, y in loader:
 wall = time.perf_counter() - t0
 cpu = time.process_time() - c0
 comm = max(0.0, backward - steps * own_backward)
-print(json.dumps({"rank": rank, "steps": steps, "wall_s": wall, "cpu_s": cpu, "comm_s": comm, "comm_share": comm / wall,
-                  "own_backward_ms": own_backward * 1e3, "pid": os.getpid()}), flush=True)
+line = json.dumps({"rank": rank, "steps": steps, "wall_s": wall, "cpu_s": cpu, "comm_s": comm, "comm_share": comm / wall,
+                   "own_backward_ms": own_backward * 1e3, "pid": os.getpid()})
+os.write(1, (line + "\n").encode())  # one write: the ranks share the launcher's output
+
 dist.destroy_process_group()

@@ -146,6 +146,7 @@ func TestDDPStragglerThroughPipetopRun(t *testing.T) {
 						comm = st.Share
 					}
 				}
+				t.Logf("rank %d: %d steps (script %d), comm %.1f %% (script %.1f %%)", i, r.Steps, self[i].Steps, 100*comm, 100*self[i].CommShare)
 				if d := comm - self[i].CommShare; d > 0.10 || d < -0.10 {
 					t.Errorf("rank %d: comm %.1f %%, the script measured %.1f %%", i, 100*comm, 100*self[i].CommShare)
 				}
