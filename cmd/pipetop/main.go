@@ -134,7 +134,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.readOnly, "readonly", false, "never send signals from the process table (F9 is refused)")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of this run to `file`")
 	fs.StringVar(&c.prometheus, "prometheus", "", "read the run from the Prometheus server at `URL` (every host's pipetop export) instead of local sockets: pipetop --prometheus URL [RUN]")
-	fs.IntVar(&c.rank, "rank", -1, "with --prometheus: the rank whose flame bar, trainer and host are shown (default: the lowest)")
+	fs.IntVar(&c.rank, "rank", -1, "with --prometheus: the rank whose flame bar, trainer and host are shown; -1 is the lowest")
 	cfgPath := fs.String("config", "", "settings `file` (default: $XDG_CONFIG_HOME or ~/.config, /pipetop/config.toml, when it exists)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage:
@@ -179,6 +179,8 @@ exit status: 0 ok; 1 error; 2 bad command line; 3 the trainer asked for
 (or the only live one) could not be attached: none matches, or it failed
 (wrong protocol version, bad frames, no hello, refused) — --once and --json
 still print their snapshot, with link.state "failed" and link.detail saying why;
+with --prometheus, the run could not be read (server unreachable, not
+Prometheus' API, no such run).
 4 pipetop compare --fail-if-slower: B regressed.
 `)
 		fs.PrintDefaults()
