@@ -27,7 +27,7 @@ const DefaultProcFS = "/proc"
 // procFS reads small files under a procfs root into one reusable buffer.
 // A file read once stays open and is read again from offset 0 (a /proc
 // file is regenerated on each read from its start), so a refresh costs
-// one or two system calls per file instead of four.
+// one system call per file instead of four.
 //
 // The calls are raw: they do not tell the Go scheduler that the thread is
 // in the kernel. A /proc read never waits for I/O, and a scheduler told of
@@ -129,6 +129,12 @@ func (p *procFS) readAll(fd int) ([]byte, error) {
 			return p.buf[:n], nil
 		}
 		n += m
+		if n < len(p.buf) {
+			// A short read is the end: a /proc file hands out as
+			// much as fits each read (and a plain file all it has
+			// left), so asking again would only read nothing.
+			return p.buf[:n], nil
+		}
 		if n == len(p.buf) {
 			if len(p.buf) >= 16<<20 {
 				return nil, errors.New("larger than 16 MiB")
