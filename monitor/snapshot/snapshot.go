@@ -59,9 +59,9 @@ type Snapshot struct {
 	// its pid is not visible from here.
 	Process *Process `json:"process"`
 	// Threads is every thread of the trainer's tree with the CPU the run
-	// may use (affinity, cgroup quota) and the host's CPU pressure; null
-	// without a trainer.
-	Threads *Threads `json:"threads"`
+	// may use (affinity, cgroup quota) and the host's CPU pressure; absent
+	// without a trainer (and in recordings made before the threads source).
+	Threads *Threads `json:"threads,omitempty"`
 	// Replay is set when the snapshot comes from a recording (pipetop
 	// replay): where in it, and how fast it plays.
 	Replay *Replay `json:"replay,omitempty"`

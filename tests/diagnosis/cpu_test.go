@@ -38,11 +38,11 @@ func TestCPUVerdicts(t *testing.T) {
 	scs := []scenario{
 		{name: "pipetrain/8 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
 			after: 8 * time.Second, interval: 3 * time.Second, kind: stage.Oversubscribed,
-			headline: []string{"oversubscribed:", "intra-op threads", "waited"}, next: []string{"--threads and --workers"}},
+			headline: []string{"oversubscribed:", "intra-op thread", "waited"}, next: []string{"--threads and --workers"}},
 		{name: "torch/12 intra-op threads in main and 2 workers: oversubscribed",
 			start: autoScript("threads.py", "--threads", "4", "--workers", "2"),
 			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.Oversubscribed,
-			headline: []string{"oversubscribed:", "intra-op threads", "busy loader worker", "waited"},
+			headline: []string{"oversubscribed:", "intra-op thread", "busy loader worker", "waited"},
 			next:     []string{"torch.set_num_threads", "OMP_NUM_THREADS=1"}},
 		{name: "torch/a 0.3-CPU quota under 4 threads: throttled",
 			start: quota(0.3, "threads.py", "--threads", "4"),
