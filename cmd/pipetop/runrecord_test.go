@@ -20,7 +20,7 @@ func TestRunRecordsEveryRank(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "run.pipetop")
 	script := example("loop.py")
 	rank := func(r string) string {
-		return "RANK=" + r + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 " + debPython + " " + script + " --steps 50"
+		return "RANK=" + r + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 " + debPython + " " + script + " --steps 100"
 	}
 	sh := rank("0") + " & " + rank("1") + "; wait"
 	cmd := e.command(t, nil, "--no-tui", "--record", rec, "--", "sh", "-c", sh)
@@ -40,8 +40,10 @@ func TestRunRecordsEveryRank(t *testing.T) {
 		t.Fatalf("the recording holds ranks %+v, want 0 and 1", r.Ranks)
 	}
 	for _, rr := range r.Ranks {
-		if rr.Whole.Steps < 40 {
-			t.Errorf("rank %d: %d steps recorded of 50", rr.Rank, rr.Whole.Steps)
+		// The recorder attaches once a rank publishes: the steps of
+		// the first moments before that are not in the recording.
+		if rr.Whole.Steps < 75 {
+			t.Errorf("rank %d: %d steps recorded of 100", rr.Rank, rr.Whole.Steps)
 		}
 	}
 	page := filepath.Join(t.TempDir(), "run.html")
