@@ -393,45 +393,24 @@ def _move_guess(t: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], torch: An
         return None
 
 
-def _backward_wrapper(orig: Callable) -> Callable:
-    """Tensor.backward: also keeps a scalar loss for the step record."""
-    timed = _timed(orig, BACKWARD, opens_work=True, cuda_events=True)
-
-    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        st = state
-        armed = None
-        if st.active and not st.depth and _ident() == st.thread:
-            try:
-                if self.dim() == 0:
-                    st.loss = self  # read (detached) when the step ends
-                if st.ddp_modules and st.grad_enabled():
-                    armed = _comm.arm(st, self)
-            except Exception:  # noqa: BLE001 - the loss and the split are optional
-                pass
-        try:
-            return timed(self, *args, **kwargs)
-        finally:
-            if armed is not None:
-                armed.remove()
-
-    backward.__wrapped__ = orig  # type: ignore[attr-defined]
-    backward.__doc__ = getattr(orig, "__doc__", None)
-    return backward
-
-
-def _autograd_backward_wrapper(orig: Callable) -> Callable:
-    """torch.autograd.backward: backward time; under DDP, split like
-    Tensor.backward (the first root tensor carries the split's hook)."""
+def _backward_wrapper(orig: Callable, keeps_loss: bool) -> Callable:
+    """Tensor.backward (keeps_loss: also keeps a scalar loss for the step
+    record) and torch.autograd.backward: backward time. Under DDP the root
+    tensor (the first of several) carries the hook that splits this rank's
+    own compute from the wait for the other ranks."""
     timed = _timed(orig, BACKWARD, opens_work=True, cuda_events=True)
 
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         st = state
         armed = None
-        if st.active and not st.depth and st.ddp_modules and _ident() == st.thread:
+        if st.active and not st.depth and _ident() == st.thread:
             try:
                 root = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
-                armed = _comm.arm(st, root) if st.grad_enabled() else None
-            except Exception:  # noqa: BLE001 - the split is optional
+                if keeps_loss and root.dim() == 0:
+                    st.loss = root  # read (detached) when the step ends
+                if st.ddp_modules and st.grad_enabled():
+                    armed = _comm.arm(st, root)
+            except Exception:  # noqa: BLE001 - the loss and the split are optional
                 pass
         try:
             return timed(tensors, *args, **kwargs)
@@ -521,8 +500,8 @@ def _patch_torch(torch: Any) -> None:
     p.set(dl._MultiProcessingDataLoaderIter, "__init__", lambda orig: _workers.mp_init_wrapper(orig, lambda: state.active))
     _workers.patch_fetchers(p)
     p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True))
-    p.set(torch.Tensor, "backward", _backward_wrapper)
-    p.set(torch.autograd, "backward", _autograd_backward_wrapper)
+    p.set(torch.Tensor, "backward", lambda o: _backward_wrapper(o, keeps_loss=True))
+    p.set(torch.autograd, "backward", lambda o: _backward_wrapper(o, keeps_loss=False))
     p.set(torch.Tensor, "to", _to_wrapper)
     p.set(torch.Tensor, "cuda", _to_wrapper)
     for meth in ("item", "cpu", "tolist"):
