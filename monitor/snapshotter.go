@@ -52,11 +52,22 @@ type Snapshotter struct {
 
 // Remote fills a snapshot's trainer parts (link, trainer, summary, ranks)
 // and whatever host parts it reads from somewhere other than this
-// machine's sockets. It returns the window summaries of the connected ranks
-// for the straggler rule and the shown trainer's step count (the steps/s
-// history).
+// machine's sockets, and says what the snapshot's verdict is judged on.
 type Remote interface {
-	Fill(s *snapshot.Snapshot) (ranks []stage.RankSummary, steps int64)
+	Fill(s *snapshot.Snapshot) RemoteReading
+}
+
+// RemoteReading is what a Remote read besides the snapshot's parts.
+type RemoteReading struct {
+	// Inputs are the shown rank's verdict inputs; Judged is false when no
+	// rank was read (no verdict then).
+	Inputs stage.Inputs
+	Judged bool
+	// Ranks are the window summaries of the connected ranks, for the
+	// straggler rule.
+	Ranks []stage.RankSummary
+	// Steps is the shown trainer's step count (the steps/s history).
+	Steps int64
 }
 
 // NewSnapshotter returns a Snapshotter over the feed and the sources, sampled
@@ -100,23 +111,17 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	return s
 }
 
-// remote builds s from c.Remote and judges it: the straggler rule over
-// its ranks, the other rules over the shown rank's summary.
+// remote builds s from c.Remote and judges it as a local run of ranks is
+// judged: the shown rank's inputs with every rank's summary.
 func (c *Snapshotter) remote(s *snapshot.Snapshot) {
-	ranks, steps := c.Remote.Fill(s)
-	if s.Trainer != nil {
-		in := stage.Inputs{NowNs: s.Time.UnixNano(), Live: s.Link.State == snapshot.LinkConnected, Ranks: ranks}
-		if s.Trainer.Started != nil {
-			in.StartNs = s.Trainer.Started.UnixNano()
-		}
-		if s.Summary != nil {
-			in.Summary = *s.Summary
-		}
-		if v := stage.Judge(in); v.Kind == stage.Straggler || s.Verdict == nil {
-			s.Verdict = &v
-		}
+	rd := c.Remote.Fill(s)
+	if rd.Judged {
+		in := rd.Inputs
+		in.Ranks = rd.Ranks
+		v := stage.Judge(in)
+		s.Verdict = &v
 	}
-	c.record(s, steps)
+	c.record(s, rd.Steps)
 }
 
 // fillTrainer sets the trainer parts of s from the feed, or from every

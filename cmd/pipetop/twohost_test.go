@@ -159,8 +159,8 @@ func TestTwoHosts(t *testing.T) {
 			t.Errorf("rank %d: host %q instance %q link %s; want %s, %s:9464, connected", r.Rank, r.Host, r.Instance, r.Link, h.hostname, h.addr)
 		}
 	}
-	if v := s.Verdict; v.Stage != "forward" {
-		t.Errorf("straggler verdict %+v, want rank 1's forward (its batch is 8x)", v)
+	if v := s.Verdict; v.Stage != "forward" || !strings.Contains(v.Headline, "rank 1 (pid ") || !strings.Contains(v.Headline, "on "+want[1].hostname+")") {
+		t.Errorf("straggler verdict %+v, want rank 1's forward (its batch is 8x) on host %s", v, want[1].hostname)
 	}
 	if s.Remote == nil || s.Remote.Host != hosts[0].hostname {
 		t.Errorf("remote %+v, want rank 0's host %s shown", s.Remote, hosts[0].hostname)

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"github.com/pipetop/pipetop/monitor"
 	"math"
 	"sort"
 	"strconv"
@@ -118,7 +119,7 @@ func (v *View) SetRank(r int) { v.rank.Store(int64(r)) }
 // s.Time over s.Window. It returns the window summaries of the connected
 // ranks with steps and the chosen rank's step count. A failed query leaves
 // s's link failed, saying why.
-func (v *View) Fill(s *snapshot.Snapshot) (ranks []stage.RankSummary, steps int64) {
+func (v *View) Fill(s *snapshot.Snapshot) monitor.RemoteReading {
 	ctx, cancel := context.WithTimeout(v.ctx, QueryTimeout)
 	defer cancel()
 	v.mu.Lock()
@@ -128,23 +129,25 @@ func (v *View) Fill(s *snapshot.Snapshot) (ranks []stage.RankSummary, steps int6
 	rs, err := v.read(ctx, s.Time, s.Window)
 	if err != nil {
 		s.Link = snapshot.Link{State: snapshot.LinkFailed, Detail: err.Error(), Socket: v.c.URL()}
-		return nil, 0
+		return monitor.RemoteReading{}
 	}
 	chosen := v.fillRanks(s, rs)
 	if chosen == nil {
 		s.Link = snapshot.Link{State: snapshot.LinkNone, Detail: fmt.Sprintf("no rank of run %s at prometheus %s", v.run, v.c.URL()), Socket: v.c.URL()}
-		return nil, 0
+		return monitor.RemoteReading{}
 	}
 	v.fillChosen(s, chosen)
 	if err := v.readHost(ctx, s, chosen); err != nil {
 		s.GPU.Status = "host readings: " + err.Error()
 	}
+	rd := monitor.RemoteReading{Inputs: chosen.inputs(s.Time), Judged: true, Steps: int64(chosen.stepsTotal)}
 	for _, r := range rs {
 		if r.connected && r.summary != nil {
-			ranks = append(ranks, stage.RankSummary{Rank: r.rank, Summary: *r.summary})
+			pid, _ := strconv.Atoi(r.pid)
+			rd.Ranks = append(rd.Ranks, stage.RankSummary{Rank: r.rank, PID: pid, Host: cmpOr(r.host, r.instance), Summary: *r.summary})
 		}
 	}
-	return ranks, int64(chosen.stepsTotal)
+	return rd
 }
 
 // fillRanks sets s.Ranks: the ranks read now and, as disconnected, those
@@ -185,13 +188,6 @@ func (v *View) fillChosen(s *snapshot.Snapshot, r *rankData) {
 	}
 	s.Trainer, s.Summary = r.trainer(s.Time), r.summary
 	s.Trainer.Run, s.Trainer.Socket = v.run, v.c.URL()
-	if s.Ranks != nil {
-		for _, sr := range s.Ranks {
-			if sr.Rank == r.rank {
-				s.Verdict = sr.Verdict
-			}
-		}
-	}
 	s.Remote.Rank, s.Remote.Host, s.Remote.Instance, s.Remote.RangeSec = r.rank, r.host, r.instance, r.rangeSec
 }
 
