@@ -47,7 +47,7 @@ const (
 	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
-	OtherThreadsIdle   = 0.50 // ... while the rest of the run uses at most this share of the training thread's CPU
+	OtherThreadsIdle   = 0.15 // ... while the rest of the run uses at most this share of the training thread's CPU
 )
 
 // throttledRule: the cgroup quota holds the run back.
@@ -99,7 +99,7 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	if name != "" {
 		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
 	}
-	next := "the step is one thread's host work (Python, op dispatch): a larger batch, fewer and larger ops, vectorised code instead of Python loops"
+	next := "the step is one thread's work while the other cores idle: more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads), else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
 	if g.known {
 		next = fmt.Sprintf("the GPU is busy only %s: the step is one thread's host work (Python, op dispatch, kernel launches): a larger batch, fewer small ops, CUDA graphs or torch.compile", units.Pct(g.busy))
 	}

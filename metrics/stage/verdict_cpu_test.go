@@ -47,6 +47,13 @@ func TestCPURules(t *testing.T) {
 		{"a quota that does not bite", healthy,
 			HostCPU{UsableCores: 4, QuotaCPUs: 4, ThrottledShare: 0.05, Demand: 2, Used: 2, Training: 0.99, TrainingCPU: 0.99, Others: 1},
 			0, ComputeBound, []string{"the input keeps up"}},
+		// pipetrain's demo on 2 cores, as pipetop read it: libtorch's forward
+		// runs on the training thread and one pool thread, the pool thread
+		// 40 % busy. The compute is parallel, only not perfectly: compute.
+		{"the demo: a busy training thread with a partly busy pool is compute", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 1.45, Used: 1.42, WaitShare: 0.02, Training: 1, TrainingCPU: 1, Others: 0.4,
+				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "intra-op", Processes: 1, Busy: 1}}},
+			0, ComputeBound, []string{"forward"}},
 		{"a busy training thread with busy intra-op threads is compute", pyLoop,
 			HostCPU{UsableCores: 4, Demand: 3.9, Used: 3.9, WaitShare: 0.01, Training: 0.99, TrainingCPU: 0.99, Others: 2.9},
 			0, ComputeBound, []string{"forward"}},
