@@ -8,13 +8,15 @@ import (
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
-// hostCPU sums the threads source's part for the CPU rules; nil without
-// it or before the threads' second reading.
-func hostCPU(t *snapshot.Threads) *stage.HostCPU {
+// hostCPU sums the threads source's part (and the host's per-core
+// readings, for its idle cores) for the CPU rules; nil without it or
+// before the threads' second reading.
+func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *stage.HostCPU {
 	if t == nil {
 		return nil
 	}
-	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare, Training: -1, TrainingCPU: -1}
+	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
+		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu)}
 	var run, wait float64
 	fresh := 0
 	for _, th := range t.Threads {
@@ -56,4 +58,20 @@ func busyProcesses(t *snapshot.Threads, role string) int {
 		}
 	}
 	return len(pids)
+}
+
+// idleCores is how many cores of the host were idle over the last
+// refresh (each core's idle share summed), -1 without per-core readings.
+func idleCores(cpu *snapshot.CPU) float64 {
+	idle, read := 0.0, false
+	for _, r := range cpu.Cores {
+		if r.Value != nil {
+			idle += max(0, 100-*r.Value) / 100
+			read = true
+		}
+	}
+	if !read {
+		return -1
+	}
+	return idle
 }

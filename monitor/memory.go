@@ -36,7 +36,7 @@ func (m *memHistory) host(s *snapshot.Snapshot, pid int) *stage.Host {
 		addCapped(&m.rss, now, s.Process.Self.RSS.Or(0))
 	}
 	h.RSS, h.GPUMem = m.rss, m.gpuMem
-	h.CPU = hostCPU(s.Threads)
+	h.CPU = hostCPU(s.Threads, &s.CPU)
 	return h
 }
 

@@ -65,7 +65,7 @@ var Kinds = []KindInfo{
 		{"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},
 	{GPUBound, SeverityGood, true, "gpu-bound", []Threshold{{"GPUBusyBound", GPUBusyBound}}},
 	{TrainingThreadBound, SeverityBad, false, "training-thread-bound", []Threshold{{"TrainingThreadBusy", TrainingThreadBusy},
-		{"OtherThreadsIdle", OtherThreadsIdle}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
+		{"OtherThreadsIdle", OtherThreadsIdle}, {"IdleCoresFree", IdleCoresFree}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{LaunchBound, SeverityBad, false, "launch-bound", []Threshold{{"NetworkShare", NetworkShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{SyncBound, SeverityBad, false, "sync-bound", []Threshold{{"SyncShare", SyncShare}}},
 	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},

@@ -31,6 +31,9 @@ type HostCPU struct {
 	// both -1 when the hello named none. Others is the cores the run's
 	// other threads used.
 	Training, TrainingCPU, Others float64
+	// IdleCores is how many of the host's cores were idle (whoever else
+	// uses them); -1 when unread.
+	IdleCores float64
 }
 
 // CPUPool is the busy threads of one role.
@@ -48,6 +51,7 @@ const (
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
 	OtherThreadsIdle   = 0.15 // ... while the rest of the run uses at most this share of the training thread's CPU
+	IdleCoresFree      = 0.25 // ... and at least this many of the host's cores are idle: other threads could help
 )
 
 // throttledRule: the cgroup quota holds the run back.
@@ -82,7 +86,8 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 // waits: the step is bound by one thread's host work.
 func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle*c.TrainingCPU {
+	if c == nil || c.Training < TrainingThreadBusy || c.UsableCores < 2 || c.Others > OtherThreadsIdle*c.TrainingCPU ||
+		c.IdleCores < IdleCoresFree {
 		return Verdict{}, false
 	}
 	s := in.Summary
@@ -94,12 +99,12 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	name, sh := largestStage(s)
-	head := fmt.Sprintf("training-thread-bound: the training thread wanted a CPU %s of the time (on one %s) while the other threads use %.1f of %s cores",
-		units.Pct(c.Training), units.Pct(c.TrainingCPU), c.Others, cores(c.UsableCores))
+	head := fmt.Sprintf("training-thread-bound: the training thread wanted a CPU %s of the time (on one %s) while the other threads use %.1f of %s cores and %.1f cores of the host idle",
+		units.Pct(c.Training), units.Pct(c.TrainingCPU), c.Others, cores(c.UsableCores), c.IdleCores)
 	if name != "" {
 		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
 	}
-	next := "the step is one thread's work while the other cores idle: more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads), else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
+	next := "the step is one thread's work while cores idle: more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads), else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
 	if g.known {
 		next = fmt.Sprintf("the GPU is busy only %s: the step is one thread's host work (Python, op dispatch, kernel launches): a larger batch, fewer small ops, CUDA graphs or torch.compile", units.Pct(g.busy))
 	}

@@ -31,11 +31,11 @@ func TestCPURules(t *testing.T) {
 			HostCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 3, Used: 0.5, WaitShare: 0.8, Pools: six, Training: -1},
 			0, Throttled, []string{"quota of 0.5 CPUs", "90 % of its periods", "want 3.0 CPUs", "raise the limit"}},
 		{"training-thread-bound on a CPU", pyLoop,
-			HostCPU{UsableCores: 2, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.98, TrainingCPU: 0.93,
+			HostCPU{UsableCores: 2, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.98, TrainingCPU: 0.93, IdleCores: 0.95,
 				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}}},
-			0, TrainingThreadBound, []string{"wanted a CPU 98 % of the time (on one 93 %)", "forward takes", "vectorised"}},
+			0, TrainingThreadBound, []string{"wanted a CPU 98 % of the time (on one 93 %)", "0.9 cores of the host idle", "forward takes", "vectorised"}},
 		{"training-thread-bound on an idle GPU", pyLoop,
-			HostCPU{UsableCores: 8, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.97, TrainingCPU: 0.97},
+			HostCPU{UsableCores: 8, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.97, TrainingCPU: 0.97, IdleCores: 6.8},
 			0.2, TrainingThreadBound, []string{"GPU is busy only 20 %", "CUDA graphs"}},
 		{"healthy: threads = cores, no waiting", healthy,
 			HostCPU{UsableCores: 2, Demand: 2, Used: 1.95, WaitShare: 0.02, Training: 0.98, TrainingCPU: 0.97, Others: 0.98,
@@ -47,11 +47,19 @@ func TestCPURules(t *testing.T) {
 		{"a quota that does not bite", healthy,
 			HostCPU{UsableCores: 4, QuotaCPUs: 4, ThrottledShare: 0.05, Demand: 2, Used: 2, Training: 0.99, TrainingCPU: 0.99, Others: 1},
 			0, ComputeBound, []string{"the input keeps up"}},
+		// Rank 0 of pipetrain --nproc 2 --threads 1 on 2 cores, as pipetop
+		// read it: one busy thread, but the other rank fills the other
+		// core, so no other thread could help: not the training thread's
+		// fault.
+		{"a busy training thread on a full host is compute", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 1, Used: 0.95, WaitShare: 0.05, Training: 0.95, TrainingCPU: 0.86, Others: 0.1, IdleCores: 0.02,
+				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}}},
+			0, ComputeBound, []string{"forward"}},
 		// pipetrain's demo on 2 cores, as pipetop read it: libtorch's forward
 		// runs on the training thread and one pool thread, the pool thread
 		// 40 % busy. The compute is parallel, only not perfectly: compute.
 		{"the demo: a busy training thread with a partly busy pool is compute", pyLoop,
-			HostCPU{UsableCores: 2, Demand: 1.45, Used: 1.42, WaitShare: 0.02, Training: 1, TrainingCPU: 1, Others: 0.4,
+			HostCPU{UsableCores: 2, Demand: 1.45, Used: 1.42, WaitShare: 0.02, Training: 1, TrainingCPU: 1, Others: 0.4, IdleCores: 0.56,
 				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "intra-op", Processes: 1, Busy: 1}}},
 			0, ComputeBound, []string{"forward"}},
 		{"a busy training thread with busy intra-op threads is compute", pyLoop,
