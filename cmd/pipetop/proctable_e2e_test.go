@@ -13,11 +13,10 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 )
 
-// TestTmuxProcessTable drives the process table of the real pipetop in a
-// real tmux session: the synthetic publisher (a real child of this test)
-// shows as the trainer's row; F6 and > sort, / filters, F9 y terminates
-// it, and under --readonly F9 is refused and the process lives on.
-func TestTmuxProcessTable(t *testing.T) {
+// newProcsEnv builds pipetop and the synthetic publisher for a tmux test
+// on tmux server pipetop-NAME-PID; it skips under -short or without tmux.
+func newProcsEnv(t *testing.T, name string) *tmuxEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
@@ -27,7 +26,15 @@ func TestTmuxProcessTable(t *testing.T) {
 	bin := t.TempDir()
 	testkit.Build(t, bin, "./cmd/pipetop")
 	testkit.Build(t, bin, "./examples/synthetic")
-	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-procs-%d", os.Getpid()), sockets: t.TempDir(), bin: bin}
+	return &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-%s-%d", name, os.Getpid()), sockets: t.TempDir(), bin: bin}
+}
+
+// TestTmuxProcessTable drives the process table of the real pipetop in a
+// real tmux session: the synthetic publisher (a real child of this test)
+// shows as the trainer's row; F6 and > sort, / filters, F9 y terminates
+// it, and under --readonly F9 is refused and the process lives on.
+func TestTmuxProcessTable(t *testing.T) {
+	e := newProcsEnv(t, "procs")
 	defer e.kill()
 
 	pid := e.startPublisher()
@@ -107,16 +114,7 @@ func (e *tmuxEnv) startView(flags ...string) {
 // threads appear under its row with their roles and run-queue waits, the
 // status line gives the usable cores, and H again hides them.
 func TestTmuxProcessThreads(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (apt-get install tmux)")
-	}
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./cmd/pipetop")
-	testkit.Build(t, bin, "./examples/synthetic")
-	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-threads-%d", os.Getpid()), sockets: t.TempDir(), bin: bin}
+	e := newProcsEnv(t, "threads")
 	defer e.kill()
 	pid := e.startPublisher()
 	row := fmt.Sprintf("*-    %7d", pid)

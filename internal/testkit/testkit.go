@@ -178,3 +178,15 @@ func Stop(cmd *exec.Cmd) {
 	}
 	cmd.Wait()
 }
+
+// FreePort is a TCP port on 127.0.0.1 that nobody listened on a moment
+// ago, for a test's rendezvous.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,22 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
-
-// freePort is a TCP port nobody listens on now, for a run's rendezvous.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
 
 // requireDebTorch skips unless Debian's Python imports torch.
 func requireDebTorch(t *testing.T) {
@@ -75,7 +64,7 @@ func runDDP(t *testing.T, args ...string) (ddpJob, []selfMeasured, string) {
 	t.Helper()
 	sum := t.TempDir()
 	cmd := exec.Command(filepath.Join(bins, "pipetop"), append([]string{"run", "--no-tui", "--json", "--", "sh", "../../examples/ddp/launch.sh", "2"}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHON="+python, "MASTER_PORT="+freePort(t), "PIPETOP_SUMMARY_DIR="+sum,
+	cmd.Env = append(os.Environ(), "PYTHON="+python, "MASTER_PORT="+strconv.Itoa(testkit.FreePort(t)), "PIPETOP_SUMMARY_DIR="+sum,
 		"PIPETOP_SOCKET_DIR="+t.TempDir(), "PIPETOP_CACHE_DIR="+t.TempDir(), "PIPETOP_STACKS_HZ=0")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -290,7 +279,7 @@ func startDDP(t *testing.T, args ...string) (string, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", append([]string{"../../examples/ddp/launch.sh", "2"}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHON="+python+" -m pipetop_publish.auto", "PYTHONPATH="+pub, "MASTER_PORT="+freePort(t),
+	cmd.Env = append(os.Environ(), "PYTHON="+python+" -m pipetop_publish.auto", "PYTHONPATH="+pub, "MASTER_PORT="+strconv.Itoa(testkit.FreePort(t)),
 		"PIPETOP_SOCKET_DIR="+dir, "PIPETOP_SUMMARY=0", "PIPETOP_STACKS_HZ=0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &bytes.Buffer{}

@@ -1,23 +1,13 @@
 package torch
 
 import (
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// freePort returns a TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+	"github.com/pipetop/pipetop/internal/testkit"
+)
 
 // TestDistGlooReplicas runs two ranks of a Gloo group in this process (two
 // goroutines, two policies with different seeds and different data): after
@@ -25,7 +15,7 @@ func freePort(t *testing.T) int {
 // bitwise identical, and the stop votes add up on every rank.
 func TestDistGlooReplicas(t *testing.T) {
 	lib := openLib(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	const world, steps = 2, 3
 	sums := make([][]uint64, world)
 	votes := make([][]int, world)
@@ -101,7 +91,7 @@ func TestDistGlooReplicas(t *testing.T) {
 func TestDistMissingRank(t *testing.T) {
 	lib := openLib(t)
 	start := time.Now()
-	_, err := lib.NewDist(DistOptions{MasterAddr: "127.0.0.1", MasterPort: freePort(t), Rank: 0, WorldSize: 2,
+	_, err := lib.NewDist(DistOptions{MasterAddr: "127.0.0.1", MasterPort: testkit.FreePort(t), Rank: 0, WorldSize: 2,
 		DeviceIndex: -1, Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "rank(s) 1 did not join") {
 		t.Fatalf("NewDist with a missing rank: %v", err)
@@ -121,7 +111,7 @@ func TestDistOptionErrors(t *testing.T) {
 		{DistOptions{MasterPort: 1, Rank: 0, WorldSize: 0}, "world_size 0"},
 		{DistOptions{MasterPort: 0, Rank: 0, WorldSize: 1}, "master_port 0"},
 		{DistOptions{Backend: "mpi", MasterPort: 1, WorldSize: 1}, "backend \"mpi\""},
-		{DistOptions{Backend: "nccl", MasterPort: freePort(t), WorldSize: 1, DeviceIndex: -1}, "nccl"},
+		{DistOptions{Backend: "nccl", MasterPort: testkit.FreePort(t), WorldSize: 1, DeviceIndex: -1}, "nccl"},
 	} {
 		if _, err := lib.NewDist(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewDist(%+v) = %v, want an error about %s", tc.o, err, tc.want)
