@@ -59,7 +59,7 @@ var Kinds = []KindInfo{
 	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
 	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", WaitFloor},
-		{"WaitOfStep", WaitOfStep}, {"BurstySpike", BurstySpike}, {"BurstyWaiting", BurstyWaiting}, {"BurstyShare", BurstyShare},
+		{"WaitOfStep", WaitOfStep}, {"BurstySpike", BurstySpike}, {"BurstyWaiting", BurstyWaiting}, {"TypicalRank", TypicalRank}, {"BurstyShare", BurstyShare},
 		{"MinPeriodWaits", MinPeriodWaits}, {"PeriodAgree", PeriodAgree}, {"BusyWorkers", BusyWorkers}}},
 	{InputBound, SeverityBad, false, "input-bound", []Threshold{{"InputShare", InputShare}, {"HighReadAmp", HighReadAmp}, {"BusyWorkers", BusyWorkers},
 		{"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},

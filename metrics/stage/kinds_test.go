@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func mentionsValue(row string, v float64) bool {
 func renderings(v float64) []string {
 	out := []string{fmt.Sprintf("%g", v), fmt.Sprintf("%g×", v), fmt.Sprintf("%gx", v)}
 	if v < 1 {
-		out = append(out, fmt.Sprintf("%g %%", 100*v))
+		out = append(out, fmt.Sprintf("%g %%", math.Round(1e6*v)/1e4))
 	}
 	if v >= 1e6 {
 		out = append(out, fmt.Sprintf("%g s", v/1e9), fmt.Sprintf("%g min", v/60e9), fmt.Sprintf("%g ms", v/1e6), fmt.Sprintf("%g MB", v/1e6))

@@ -247,7 +247,8 @@ func (w *StepRing) summarize(first, end int) Summary {
 	if s.Steps > 0 {
 		s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 		if k := slices.Index(w.names, DataWait); k >= 0 {
-			s.Waits = w.waits(first, end, k, s.WallP50, s.Stages[k].P50)
+			c := &w.cols
+			s.Waits = w.waits(first, end, k, s.WallP50, typical(c.wall), typical(c.cpu[k]))
 		}
 	}
 	return s
@@ -386,6 +387,17 @@ func quantiles(v []float64) (mean, p50, p99 float64) {
 	p99 = selectKth(v, k99)
 	p50 = selectKth(v[:k99+1], k50) // selection left v[:k99] <= v[k99]
 	return mean, p50, p99
+}
+
+// typical returns the TypicalRank quantile of v, which quantiles has
+// reordered: the values up to its median lie before it, so the selection
+// looks at those alone.
+func typical(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	k50 := rank(len(v), 0.50)
+	return selectKth(v[:k50+1], rank(len(v), TypicalRank))
 }
 
 // rank is the 0-based nearest-rank index of the q-quantile of n values.

@@ -13,10 +13,12 @@ type WaitPattern struct {
 	// ThresholdNs is what counted as a wait: the larger of WaitFloor and
 	// WaitOfStep of the median step wall time.
 	ThresholdNs float64 `json:"threshold_ns"`
-	// TypicalNs is the median data_wait over all steps.
+	// TypicalNs is the data_wait of a step that did not spike: its
+	// TypicalRank quantile over all steps.
 	TypicalNs float64 `json:"typical_ns"`
 	// Spikes is the share of steps (0..1) whose wait stands out: at or
-	// above ThresholdNs, BurstySpike times TypicalNs and the median step.
+	// above ThresholdNs, BurstySpike times TypicalNs and the TypicalRank
+	// quantile of the step wall time.
 	Spikes float64 `json:"spikes"`
 	// SpikeNs is the mean data_wait of those steps.
 	SpikeNs float64 `json:"spike_ns"`
@@ -30,13 +32,18 @@ type WaitPattern struct {
 
 // Thresholds of the wait pattern.
 const (
-	WaitFloor      = 2e6 // ns: a data_wait below this is never a wait
-	WaitOfStep     = 0.2 // a data_wait of this share of the median step is a wait
-	BurstySpike    = 4.0 // a wait this many times the median wait is a spike
-	BurstyWaiting  = 0.5 // spikes on at most this share of steps ...
-	BurstyShare    = 0.5 // ... holding at least this part of the wait time: bursty
-	MinPeriodWaits = 3   // waits needed to call them periodic
-	PeriodAgree    = 0.7 // share of gaps within one step of the median gap
+	WaitFloor      = 2e6  // ns: a data_wait below this is never a wait
+	WaitOfStep     = 0.2  // a data_wait of this share of the median step is a wait
+	BurstySpike    = 4.0  // a wait this many times the typical wait is a spike
+	BurstyWaiting  = 0.55 // spikes on at most this share of steps (every 2nd, and one more in an odd window) ...
+	BurstyShare    = 0.5  // ... holding at least this part of the wait time: bursty
+	MinPeriodWaits = 3    // waits needed to call them periodic
+	PeriodAgree    = 0.7  // share of gaps within one step of the median gap
+	// TypicalRank is the quantile that stands for a step that did not
+	// spike. It is below half, so that when every 2nd step spikes (two
+	// saturated workers in turn) the typical step is not one of them
+	// whichever way a window's odd step falls.
+	TypicalRank = 0.4
 )
 
 // Bursty reports whether the waits come in bursts: a minority of steps
@@ -46,14 +53,15 @@ func (p *WaitPattern) Bursty() bool {
 }
 
 // waits computes the wait pattern of stage k over records first..end-1,
-// whose median (typical) the caller has.
-func (w *StepRing) waits(first, end, k int, wallP50, typical float64) *WaitPattern {
+// given the median step wall time and the TypicalRank quantiles of the
+// wall time and of stage k.
+func (w *StepRing) waits(first, end, k int, wallP50, wallTypical, typical float64) *WaitPattern {
 	n := end - first
 	if n == 0 {
 		return nil
 	}
 	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50), TypicalNs: typical}
-	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallP50) // a spike costs at least a whole step
+	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallTypical) // a spike costs at least a whole step
 	var waiting, spikes int
 	var total, spike float64
 	for _, run := range w.runs(first, end) {

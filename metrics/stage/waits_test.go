@@ -1,0 +1,52 @@
+package stage
+
+import "testing"
+
+// waitsOf is the wait pattern of n steps of 4 ms forward whose data_wait
+// is spike ms on steps with i%every == phase and 0.2 ms on the others.
+func waitsOf(n, every, phase int, spike float64) *WaitPattern {
+	names := []string{DataWait, Forward}
+	w := NewStepRing(names, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), NumStages: len(names), Samples: 1}
+		r.ClearGPU()
+		wait := 0.2
+		if i%every == phase {
+			wait = spike
+		}
+		r.CPU[0], r.CPU[1] = int64(wait*1e6), 4e6
+		r.StartNs, r.EndNs = t0, t0+r.CPU[0]+r.CPU[1]
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0).Waits
+}
+
+// TestWaitsEverySecondStep: two saturated workers in turn make every 2nd
+// step wait. Whether a window is odd or even and starts on a spike or not,
+// the typical step is a quiet one and the pattern is bursty with period 2.
+// With the median as the typical step an odd window starting on a spike
+// held no spikes at all.
+func TestWaitsEverySecondStep(t *testing.T) {
+	for _, n := range []int{28, 29, 30, 31} {
+		for phase := range 2 {
+			p := waitsOf(n, 2, phase, 60)
+			if !p.Bursty() || p.Period != 2 || p.TypicalNs != 0.2e6 {
+				t.Errorf("%d steps, spikes from step %d: bursty %v, period %d, typical %.0f ns, spikes %.2f; want bursty, period 2, typical 0.2 ms",
+					n, phase, p.Bursty(), p.Period, p.TypicalNs, p.Spikes)
+			}
+		}
+	}
+}
+
+// TestWaitsSteadyAndRare: a wait on every step is steady, not bursty; one
+// in 20 is bursty with its period.
+func TestWaitsSteadyAndRare(t *testing.T) {
+	if p := waitsOf(40, 1, 0, 30); p.Bursty() {
+		t.Errorf("a 30 ms wait on every step: bursty (spikes %.2f), want steady", p.Spikes)
+	}
+	if p := waitsOf(100, 20, 3, 200); !p.Bursty() || p.Period != 20 {
+		t.Errorf("one 200 ms wait in 20: bursty %v, period %d; want bursty, period 20", p.Bursty(), p.Period)
+	}
+}
