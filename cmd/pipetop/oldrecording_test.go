@@ -11,7 +11,9 @@ import (
 // recorded by pipetop before sources owned their readings (host entries
 // then held typed cpu, gpu and process fields); testdata/before-sources.json
 // is what that pipetop's `replay --json --at 3.5s` printed. This pipetop
-// must print the same.
+// must print the same, but for one field whose meaning changed since on
+// purpose: summary.waits.typical_ns is the wait pattern's 40 % quantile
+// (stage.TypicalRank), no longer the median.
 func TestReplayOfARecordingMadeBefore(t *testing.T) {
 	want, err := os.ReadFile("testdata/before-sources.json")
 	if err != nil {

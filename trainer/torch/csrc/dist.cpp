@@ -3,9 +3,12 @@
 
 #include <c10/util/Exception.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #ifdef PIPETORCH_C10D
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -100,6 +103,24 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const std::string& master)
 }
 #endif
 
+// OpenStore serves (rank 0) or reaches the rendezvous store. A client's
+// connect can fail early with EINTR: the Go runtime that hosts the shim
+// signals its threads (preemption, profiling), and poll() is never
+// restarted. Such a try is repeated until the timeout is spent.
+c10::intrusive_ptr<c10d::TCPStore> OpenStore(const std::string& addr, c10d::TCPStoreOptions so) {
+  const auto deadline = std::chrono::steady_clock::now() + so.timeout;
+  for (;;) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(addr, so);
+    } catch (const std::exception& e) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (so.isServer || left.count() <= 100 || std::string(e.what()).find("Interrupted system call") == std::string::npos) throw;
+      so.timeout = left;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
 }  // namespace
 
 Dist::Dist(const DistOptions& opts) : opts_(opts), backend_(opts.backend), impl_(std::make_unique<Impl>()) {
@@ -111,7 +132,7 @@ Dist::Dist(const DistOptions& opts) : opts_(opts), backend_(opts.backend), impl_
   so.waitWorkers = false;  // joining is checked below, naming who is missing
   so.timeout = opts_.timeout;
   try {
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(opts_.master_addr, so);
+    impl_->store = OpenStore(opts_.master_addr, so);
   } catch (const std::exception& e) {
     throw std::runtime_error(
         (opts_.rank == 0 ? "rendezvous: rank 0 could not serve the store on " + where
