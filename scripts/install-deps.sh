@@ -45,6 +45,16 @@ export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "install-deps: Go not found (expected /usr/local/go)" >&2; exit 1; }
 go mod download
 
+# go-nvml's cgo wrappers call NVML functions the header marks deprecated, so
+# every go build, vet or test by hand (docs/ name many) warns unless
+# CGO_CFLAGS silences it. The Makefile exports the flag; this makes it the
+# Go default for this user too, once, only where the user's go env file does
+# not set CGO_CFLAGS already (the Makefile's export is left out of the test).
+if [ -z "$(env -u CGO_CFLAGS go env -changed CGO_CFLAGS)" ]; then
+  echo "install-deps: go env -w CGO_CFLAGS='-O2 -g -Wno-deprecated-declarations' (go-nvml's deprecated NVML calls)"
+  go env -w CGO_CFLAGS='-O2 -g -Wno-deprecated-declarations'
+fi
+
 # zarrita for the Zarr v3 interop tests, exactly as the lock file pins it.
 zarrita=trainer/zarr/testdata/zarrita
 cd "$(dirname "$0")/.."
