@@ -1,21 +1,31 @@
 package stage
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // waitsOf is the wait pattern of n steps of 4 ms forward whose data_wait
 // is spike ms on steps with i%every == phase and 0.2 ms on the others.
 func waitsOf(n, every, phase int, spike float64) *WaitPattern {
+	return waitsOfFunc(n, func(i int) float64 {
+		if i%every == phase {
+			return spike
+		}
+		return 0.2
+	})
+}
+
+// waitsOfFunc is the wait pattern of n steps of 4 ms forward whose
+// data_wait is wait(i) ms on step i.
+func waitsOfFunc(n int, wait func(i int) float64) *WaitPattern {
 	names := []string{DataWait, Forward}
 	w := NewStepRing(names, 1024)
 	var t0 int64
 	for i := 0; i < n; i++ {
 		r := Record{Step: int64(i), NumStages: len(names), Samples: 1}
 		r.ClearGPU()
-		wait := 0.2
-		if i%every == phase {
-			wait = spike
-		}
-		r.CPU[0], r.CPU[1] = int64(wait*1e6), 4e6
+		r.CPU[0], r.CPU[1] = int64(wait(i)*1e6), 4e6
 		r.StartNs, r.EndNs = t0, t0+r.CPU[0]+r.CPU[1]
 		t0 = r.EndNs
 		w.Add(&r)
@@ -40,11 +50,21 @@ func TestWaitsEverySecondStep(t *testing.T) {
 	}
 }
 
-// TestWaitsSteadyAndRare: a wait on every step is steady, not bursty; one
-// in 20 is bursty with its period.
+// TestWaitsSteadyAndRare: a wait on every step is steady, not bursty, and
+// so is a steadily slow loader whose waits spread exponentially (mean
+// 10 ms, in a scrambled order): a lower TypicalRank would call it bursty.
+// One wait in 20 is bursty with its period.
 func TestWaitsSteadyAndRare(t *testing.T) {
 	if p := waitsOf(40, 1, 0, 30); p.Bursty() {
 		t.Errorf("a 30 ms wait on every step: bursty (spikes %.2f), want steady", p.Spikes)
+	}
+	const n = 200
+	exp := func(i int) float64 { // the (j+0.5)/n quantile, j a permutation of i
+		j := (i * 73) % n
+		return -10 * math.Log(1-(float64(j)+0.5)/n)
+	}
+	if p := waitsOfFunc(n, exp); p.Bursty() {
+		t.Errorf("exponential waits, mean 10 ms: bursty (spikes %.2f holding %.2f of the wait), want steady", p.Spikes, p.SpikeShare)
 	}
 	if p := waitsOf(100, 20, 3, 200); !p.Bursty() || p.Period != 20 {
 		t.Errorf("one 200 ms wait in 20: bursty %v, period %d; want bursty, period 20", p.Bursty(), p.Period)
