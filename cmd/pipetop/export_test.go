@@ -177,3 +177,53 @@ func with(labels map[string]string, kv ...string) map[string]string {
 	}
 	return out
 }
+
+// TestExportWaitsForNamedRun: pipetop export NAME started before the run
+// says it is waiting and goes on looking; once the run appears it serves
+// the run's metrics, and a stop while waiting is a clean exit.
+func TestExportWaitsForNamedRun(t *testing.T) {
+	bin := t.TempDir()
+	testkit.Build(t, bin, "./examples/synthetic")
+	sockets := t.TempDir()
+	t.Setenv(ipc.DirEnv, sockets)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"export", "--no-gpu", "--listen", "127.0.0.1:0", "--interval", "100ms", "r"}, io.Discard, pw)
+		pw.Close()
+	}()
+	lines := bufio.NewReader(pr)
+	waiting, err := lines.ReadString('\n')
+	if err != nil || !strings.Contains(waiting, `pipetop export: waiting: no live trainer named or with pid "r" in `+sockets) {
+		t.Fatalf("first stderr line %q (%v), want the waiting line naming r and %s", waiting, err, sockets)
+	}
+	time.Sleep(3 * awaitEvery) // still waiting, not exited
+	select {
+	case err := <-done:
+		t.Fatalf("export returned while waiting: %v", err)
+	default:
+	}
+	startSynthetic(t, bin, sockets)
+	serving, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no serving line after the run appeared: %v", err)
+	}
+	go io.Copy(io.Discard, pr)
+	url, _ := strings.CutPrefix(strings.TrimSpace(serving), "pipetop: serving ")
+	scrapetest.Until(t, url, "the run that appeared", func(m scrapetest.Families) bool {
+		return m.Is("pipetop_trainer_connected", map[string]string{"trainer": "exp", "rank": "1", "run": "r"}, 1)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("export after cancel: %v", err)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 2*awaitEvery)
+	defer cancel()
+	if err := run(ctx, []string{"export", "--no-gpu", "--listen", "127.0.0.1:0", "nosuch"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("export stopped while waiting: %v, want a clean exit", err)
+	}
+}

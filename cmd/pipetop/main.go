@@ -154,7 +154,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
   pipetop export [flags] [PATH|PID|NAME]
                                        serve the same readings as Prometheus metrics at
                                        http://LISTEN/metrics (the only live trainer, or
-                                       host metrics until one appears)
+                                       host metrics until one appears; a NAME not there
+                                       yet is waited for)
   pipetop record [-o FILE] [--duration D] [PATH|PID|NAME]
                                        write everything the trainer (every rank of a run)
                                        sends, and the host readings, to a recording

@@ -107,8 +107,8 @@ func remoteJSON(t *testing.T, prefix []string, bin, url, run string, flags ...st
 
 // awaitStraggler polls the remote view until its verdict names a
 // straggler, for at most d, and fails on a straggler other than want: a
-// wrong culprit is worse than none.
-func awaitStraggler(t *testing.T, d time.Duration, want int, get func() snapshot.Snapshot) snapshot.Snapshot {
+// wrong culprit is worse than none. Its failure quotes *why, get's last error.
+func awaitStraggler(t *testing.T, d time.Duration, want int, get func() snapshot.Snapshot, why *string) snapshot.Snapshot {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	var s snapshot.Snapshot
@@ -123,7 +123,7 @@ func awaitStraggler(t *testing.T, d time.Duration, want int, get func() snapshot
 		time.Sleep(time.Second)
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
-	t.Fatalf("no straggler verdict within %s; last snapshot:\n%s", d, b)
+	t.Fatalf("no straggler verdict within %s; last error: %s\nlast snapshot:\n%s", d, *why, b)
 	return s
 }
 
@@ -140,21 +140,26 @@ func TestPrometheusView(t *testing.T) {
 	testkit.Build(t, filepath.Dir(syn), "./examples/synthetic")
 	sockets := testkit.SocketDir(t)
 	env := []string{ipc.DirEnv + "=" + sockets}
-	startCmd(t, nil, env, syn, "-ranks", "2", "-straggler", "1", "-rate", "50", "-run", "promview", "-quiet")
 	exporter := freeAddr(t)
 	var exportLog bytes.Buffer
 	startCmd(t, &exportLog, env, bin, "export", "--listen", exporter, "--interval", "1s", "--no-gpu", "promview")
+	// The exporter was started first, as a daemon often is: it waits for the run.
+	startCmd(t, nil, env, syn, "-ranks", "2", "-straggler", "1", "-rate", "50", "-run", "promview", "-quiet")
 	prom := freeAddr(t)
 	startProm(t, promBin, prom, []string{exporter})
 	url := "http://" + prom
 
+	var lastErr string
 	s := awaitStraggler(t, 40*time.Second, 1, func() snapshot.Snapshot {
 		s, stderr, code := remoteJSON(t, nil, bin, url, "promview")
 		if code != 0 && !strings.Contains(stderr, "has no run") {
 			t.Fatalf("pipetop --prometheus exited %d: %s", code, stderr)
 		}
+		if lastErr = stderr; lastErr != "" {
+			lastErr += "\npipetop export printed:\n" + exportLog.String()
+		}
 		return s
-	})
+	}, &lastErr)
 	host, _ := os.Hostname()
 	if len(s.Ranks) != 2 {
 		t.Fatalf("ranks %+v, want 2", s.Ranks)

@@ -145,10 +145,12 @@ func TestTwoHosts(t *testing.T) {
 	startProm(t, promBin, prom, targets, a...)
 	url := "http://" + prom
 
+	var lastErr string
 	s := awaitStraggler(t, 120*time.Second, 1, func() snapshot.Snapshot {
-		s, _, _ := remoteJSON(t, a, bin, url, "two-hosts", "--window", "30s")
+		s, stderr, _ := remoteJSON(t, a, bin, url, "two-hosts", "--window", "30s")
+		lastErr = stderr
 		return s
-	})
+	}, &lastErr)
 	want := map[int]netHost{0: hosts[0], 1: hosts[1]}
 	if len(s.Ranks) != 2 {
 		t.Fatalf("ranks %+v, want 2", s.Ranks)
