@@ -73,7 +73,12 @@ func bisect(t *testing.T, cfg BisectConfig) BisectReport {
 
 func TestBisectDefaultChunkingIsInputBound(t *testing.T) {
 	def, _ := bisectData(t)
-	rep := bisect(t, dwarfedCache(bisectConfig(t, def, 1)))
+	cfg := dwarfedCache(bisectConfig(t, def, 1))
+	// Two intra-op threads: the tiny model alone takes about twice the
+	// samples the one worker decodes (with one thread the two were within
+	// a few %, and a loaded machine could tip the verdict either way).
+	cfg.Train.Model.Threads = 2
+	rep := bisect(t, cfg)
 	v := rep.Verdict
 	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk "+def+" ") {
 		t.Fatalf("verdict %s, want input-bound with the rechunk advice", v)
