@@ -62,3 +62,18 @@ func TestSpareRowsUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestBandsHoldTwoPanes: a band draws at most two panes (side by side or
+// stacked); a third pane placed in one would never be drawn, so a new pane
+// needs a band with room or a band of its own.
+func TestBandsHoldTwoPanes(t *testing.T) {
+	per := map[band][]string{}
+	for _, r := range paneRows {
+		per[r.band] = append(per[r.band], r.name)
+	}
+	for b, names := range per {
+		if len(names) > 2 {
+			t.Errorf("band %d holds %d panes (%s): at most two are drawn", b, len(names), strings.Join(names, ", "))
+		}
+	}
+}

@@ -63,7 +63,8 @@ var bands = []bandSpec{
 // paneRow places one pane: its band and how to make it. Panes of a band
 // sit side by side on a wide screen, left first, and stack on a narrow
 // one; tab visits panes in this order. Adding a pane is its package plus
-// one row here.
+// one row here (a band draws at most two panes: a third needs a band of
+// its own, one more row in bands).
 type paneRow struct {
 	name string // for the settings file's hidden list
 	band band
