@@ -42,9 +42,12 @@
 #                event timings, a viewer attached; same checks
 #   pipetop-run  pipetop run on a plain PyTorch loop (when this      ~25 s   ~10 s
 #                pipetop has `run`)
+#   ddp          the same loop as one DDP rank under pipetop run     ~25 s   ~10 s
+#                (NCCL; --cpu: Gloo): comm in the table, with its
+#                GPU time from CUDA events on a GPU
 #   lightning    the Lightning callback (when lightning and the      ~35 s       -
 #                callback import)
-#   total (GPU): about 6 minutes planned, shim build included. No part starts
+#   total (GPU): about 6.5 minutes planned, shim build included. No part starts
 #   after GPU_CHECK_BUDGET (480 s); a part already running keeps its own limits,
 #   so give the run a wall-clock limit of about 9 minutes from outside.
 #
@@ -391,6 +394,22 @@ p_pipetop_run() {
   grep -vE '^\s*$' "$logs/pipetop-run.log" | tail -15 | tee -a "$summary"
 }
 
+p_ddp() {
+  if ! bin/pipetop run --help 2>&1 | grep 'usage: pipetop run' >/dev/null; then
+    say "skipped: this pipetop has no \`run\` command"
+    return $skipped_rc
+  fi
+  local need=(--need-stage comm) port
+  [[ $mode == gpu ]] && need+=(--need-gpu)
+  port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  env -C "$logs" RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+    "$repo/bin/pipetop" run --no-tui --name gpucheck-ddp -- "$py" "$repo/scripts/gpucheck/plain_loop.py" --ddp \
+    --device "$device" --seconds $((py_secs + 5)) "${plain[@]}" >"$logs/ddp.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  watch_python ddp gpucheck-ddp "$pid" "${need[@]}"
+}
+
 p_lightning() {
   if ! PYTHONPATH=clients/python timeout 120 "$py" -c \
     'import lightning.pytorch as L' 2>/dev/null &&
@@ -424,6 +443,7 @@ else
   part bisect p_bisect
   part python p_python
   part pipetop-run p_pipetop_run
+  part ddp p_ddp
   part lightning p_lightning
 fi
 

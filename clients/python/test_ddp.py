@@ -256,6 +256,93 @@ class TestDDP(unittest.TestCase):
             self.assertEqual(doc["ddp"]["buckets"], doc["ddp"]["reduced"])
             self.assertEqual(doc["ddp"]["buckets"], 8)
 
+    def test_gpu_side_split_with_events(self) -> None:
+        """The CUDA-event side of comm, over FAKE events (no GPU here): a
+        device that runs each kernel as it is launched, so an event
+        completes when recorded, at the CPU's clock. Then every stage's GPU
+        time must equal its CPU time: a collective inside forward carved out
+        of it, the DDP backward split at its gradients' event, an outermost
+        barrier a pair of its own. On a real GPU the same pairs sit on the
+        stream (scripts/gpu-check.sh)."""
+        script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "gpuside.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""
+                import json, time
+                import torch, torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from pipetop_publish import auto, gputimer
+
+                class FakeEvent:
+                    def record(self):
+                        self.at = time.perf_counter_ns()
+                    def query(self):
+                        return True
+                    def elapsed_time(self, end):
+                        return (end.at - self.at) / 1e6
+
+                dist.init_process_group("gloo")
+                rank = dist.get_rank()
+
+                class SlowGrad(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        return x.view_as(x)
+                    @staticmethod
+                    def backward(ctx, g):
+                        if rank == 1:
+                            time.sleep(0.015)
+                        return g
+
+                class Net(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.l = torch.nn.Linear(4, 1)
+                    def forward(self, x):
+                        if rank == 1:
+                            time.sleep(0.02)
+                        dist.all_reduce(torch.ones(1))  # rank 0 waits here: comm inside forward
+                        return SlowGrad.apply(self.l(x))
+
+                model = DDP(Net())
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                recs = []
+                for i in range(14):
+                    loss = model(torch.randn(2, 4)).sum()
+                    loss.backward()  # rank 0 waits for rank 1's slow gradient: comm
+                    opt.step()
+                    dist.barrier()
+                    if i == 1:  # the publisher exists from the first forward on
+                        pub = auto.state.pub
+                        pub._gpu = gputimer.GpuTimer(FakeEvent, 4)
+                        push = pub._push
+                        def keep(r, push=push):
+                            if isinstance(r[0], int) and r[6] is not None:
+                                recs.append(r)
+                            push(r)
+                        pub._push = keep
+                sums = {}
+                for r in recs:
+                    for name, c, g in zip(r[7], r[5], r[6]):
+                        if g >= 0:
+                            cg = sums.setdefault(name, [0, 0])
+                            cg[0] += c
+                            cg[1] += g
+                print(json.dumps({"rank": rank, "steps": len(recs), "cpu_gpu_ms": {n: [c / 1e6 / len(recs), g / 1e6 / len(recs)] for n, (c, g) in sums.items()}}))
+                """))
+        outs, _, _ = run_ranks(script, [])
+        for out in outs:
+            got = out["cpu_gpu_ms"]
+            self.assertGreaterEqual(out["steps"], 10, out)
+            for name in ("forward", "backward", "optim", "comm"):
+                self.assertIn(name, got, out)
+                cpu, gpu = got[name]
+                # Two clock readings apart (the event and the stage's own), per stage and step.
+                self.assertAlmostEqual(gpu, cpu, delta=0.3 + 0.05 * cpu, msg="rank %d %s: %s" % (out["rank"], name, got))
+        fast = outs[0]["cpu_gpu_ms"]
+        self.assertGreater(fast["comm"][1], 25, fast)  # ~20 ms in forward's all_reduce + ~15 ms at backward's end
+        self.assertLess(fast["forward"][1], 8, fast)
+        self.assertLess(fast["backward"][1], 8, fast)
+
     def test_inert_without_process_group(self) -> None:
         script = os.path.join(tempfile.mkdtemp(prefix="ptddp", dir="/tmp"), "plain.py")
         with open(script, "w") as f:

@@ -787,6 +787,37 @@ class TestGpuTimer(unittest.TestCase):
             self.timer.end_step(self.rec(step), None)
         self.assertLessEqual(len(self.events), 4)
 
+    def test_split_and_carve(self) -> None:
+        """A DDP backward split at its gradients' event (compute, then the
+        wait as comm) and a collective inside a forward carved out of it;
+        events shared by two pairs go back to the pool once."""
+        names = ("forward", "backward", "comm", "other")
+        fwd = self.timer.begin()  # clock 1
+        cs, ce = self.timer.begin(), self.timer.begin()  # 2, 3: a collective inside the forward
+        self.timer.end(fwd, 0)  # 4
+        self.timer.carve(cs, ce, 2, 0)
+        bwd = self.timer.begin()  # 5
+        ready = self.timer.begin()  # 6: every gradient launched
+        self.timer.split(bwd, ready, 1, 2)  # 7
+        lone_s, lone_e = self.timer.begin(), self.timer.begin()  # 8, 9: a collective with no stage around it
+        self.timer.carve(lone_s, lone_e, 2, -1)
+        for e in self.events:
+            e.done = True
+        out = self.timer.end_step((0, 0, 1, 1, None, (1, 1, 1, 1), None, names), None)
+        # forward 3 ticks less the collective's 1; comm 1 + 1 + 1; backward 1 (0.5 ms a tick)
+        self.assertEqual(out[0][6], (1000000, 500000, 1500000, -1))
+        free = self.timer._free
+        self.assertEqual(len(free), len(set(map(id, free))), "an event pooled twice")
+        self.assertEqual(len(free), len(self.events))
+
+    def test_split_waits_for_every_event(self) -> None:
+        bwd, ready = self.timer.begin(), self.timer.begin()
+        self.timer.split(bwd, ready, 1, 2)
+        bwd.done = ready.done = True  # the wait after the gradients has not finished
+        self.assertEqual(self.timer.end_step(self.rec(0), None), [])
+        out = self.timer.flush()
+        self.assertEqual(out[0][6], (-1, 500000, -1))  # the compute is known, the wait is not
+
     def test_loss_read_after_copy_finished(self) -> None:
         done = FakeEvent()
         released = []

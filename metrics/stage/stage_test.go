@@ -89,6 +89,30 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestCommGPUTimeIsNotBusy: a DDP rank's stream waiting for the others'
+// reductions (comm's GPU time) is shown as comm's, and is not GPU busy: a
+// rank that waits for a straggler is not gpu-bound.
+func TestCommGPUTimeIsNotBusy(t *testing.T) {
+	w := NewStepRing([]string{Forward, Backward, Comm, Other}, 10)
+	for i := range 10 {
+		r := RecordOf(int64(i), int64(i)*10e6, int64(i+1)*10e6, 1, []int64{2e6, 2e6, 6e6, 0}, []int64{2e6, 2e6, 6e6, -1})
+		w.Add(&r)
+	}
+	s := w.Summarize(0)
+	if got := s.Stage(Comm); !got.HasGPU || got.GPUMean != 6e6 {
+		t.Fatalf("comm %+v: want its GPU time, 6 ms", got)
+	}
+	if s.GPUBusyMean != 4e6 || s.GPUBusy != 0.4 {
+		t.Fatalf("GPU busy %v ns (%v): want forward and backward only, 4 ms of 10", s.GPUBusyMean, s.GPUBusy)
+	}
+	if !w.UpdateGPU(9, []int64{1e6, 1e6, 8e6, -1}) {
+		t.Fatal("UpdateGPU: step 9 not found")
+	}
+	if s = w.Summarize(0); s.GPUBusyMean != 3.8e6 {
+		t.Fatalf("GPU busy after an update %v ns, want 3.8 ms", s.GPUBusyMean)
+	}
+}
+
 func TestWindowRingAndDuration(t *testing.T) {
 	w := NewStepRing([]string{Forward, Other}, 10)
 	for i := 0; i < 25; i++ {

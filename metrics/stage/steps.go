@@ -60,21 +60,24 @@ func (s *Summary) Stage(name string) *StageStat {
 // one contiguous array costs a fraction of picking them out of whole
 // records, and with seven stages the ring takes about half the memory of
 // one of records. Times of stages beyond the ring's names are not kept
-// (their GPU time still counts toward the step's GPU busy time).
+// (their GPU time still counts toward the step's GPU busy time). The GPU
+// time of comm-class stages is the stream waiting for other ranks'
+// reductions: it is kept, but it is not GPU busy time.
 type StepRing struct {
-	names []string
-	steps []stepFields
-	cpu   [][]int64 // cpu[k][slot]: stage k's CPU time; absent (-1) when the record has no stage k
-	gpu   [][]int64 // gpu[k][slot]: stage k's GPU time; -1 when unknown or absent
-	next  int
-	full  bool
-	cols  columns
+	names    []string
+	rankWait []bool // rankWait[k]: stage k is comm-class, its GPU time not busy
+	steps    []stepFields
+	cpu      [][]int64 // cpu[k][slot]: stage k's CPU time; absent (-1) when the record has no stage k
+	gpu      [][]int64 // gpu[k][slot]: stage k's GPU time; -1 when unknown or absent
+	next     int
+	full     bool
+	cols     columns
 }
 
 // stepFields is what a ring slot keeps of a record besides its stage times.
 type stepFields struct {
 	step, startNs, endNs int64
-	busy                 int64 // summed known GPU time of all its stages; -1 when none is known
+	busy                 int64 // summed known GPU time of its stages but comm; -1 when none is known
 	samples              int32
 	loss                 float32
 	hasLoss              bool
@@ -89,13 +92,15 @@ const absent = -1
 func NewStepRing(names []string, capacity int) *StepRing {
 	capacity = max(capacity, 1)
 	w := &StepRing{
-		names: append([]string(nil), names...),
-		steps: make([]stepFields, capacity),
-		cpu:   make([][]int64, len(names)),
-		gpu:   make([][]int64, len(names)),
+		names:    append([]string(nil), names...),
+		rankWait: make([]bool, len(names)),
+		steps:    make([]stepFields, capacity),
+		cpu:      make([][]int64, len(names)),
+		gpu:      make([][]int64, len(names)),
 	}
-	for k := range names {
+	for k, n := range names {
 		w.cpu[k], w.gpu[k] = make([]int64, capacity), make([]int64, capacity)
+		w.rankWait[k] = ClassOf(n) == ClassComm
 	}
 	return w
 }
@@ -114,7 +119,7 @@ func (w *StepRing) Len() int {
 // Add copies r into the window, evicting the oldest record when full.
 func (w *StepRing) Add(r *Record) {
 	slot := w.next
-	w.steps[slot] = stepFields{step: r.Step, startNs: r.StartNs, endNs: r.EndNs, busy: busyOf(r.GPU[:r.NumStages]),
+	w.steps[slot] = stepFields{step: r.Step, startNs: r.StartNs, endNs: r.EndNs, busy: w.busyOf(r.GPU[:r.NumStages]),
 		samples: r.Samples, loss: r.Loss, hasLoss: r.HasLoss, numStages: uint8(r.NumStages)}
 	for k := range w.names {
 		c, g := int64(absent), int64(absent)
@@ -129,11 +134,12 @@ func (w *StepRing) Add(r *Record) {
 	}
 }
 
-// busyOf is the summed known GPU time of gpu, -1 when none is known.
-func busyOf(gpu []int64) int64 {
+// busyOf is the summed known GPU time of gpu's stages that are not waits
+// for other ranks, -1 when none is known.
+func (w *StepRing) busyOf(gpu []int64) int64 {
 	busy := int64(absent)
-	for _, g := range gpu {
-		if g >= 0 {
+	for k, g := range gpu {
+		if g >= 0 && (k >= len(w.rankWait) || !w.rankWait[k]) {
 			busy = max(busy, 0) + g
 		}
 	}
@@ -159,7 +165,7 @@ func (w *StepRing) UpdateGPU(step int64, gpu []int64) bool {
 		for k := range min(len(gpu), len(w.names)) {
 			w.gpu[k][slot] = gpu[k]
 		}
-		f.busy = busyOf(gpu)
+		f.busy = w.busyOf(gpu)
 		return true
 	}
 	return false

@@ -30,7 +30,9 @@ func (r *rankData) summarize() *stage.Summary {
 		if st.hasGPU {
 			stat.HasGPU, stat.GPUMean = true, st.gpu/r.rate*1e9
 			s.HasGPU = true
-			s.GPUBusyMean += stat.GPUMean
+			if stage.ClassOf(name) != stage.ClassComm { // the stream waiting for other ranks: not busy
+				s.GPUBusyMean += stat.GPUMean
+			}
 		}
 		s.Stages = append(s.Stages, stat)
 	}

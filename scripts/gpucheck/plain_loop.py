@@ -5,9 +5,13 @@ scripts/gpu-check.sh runs it under ``pipetop run`` (automatic
 instrumentation) and, with ``--lightning``, as a Lightning fit with
 pipetop's callback. A small convolutional classifier on procedural images,
 a DataLoader with worker processes, AdamW, bf16 autocast on CUDA; it trains
-for ``--seconds`` and prints the last loss.
+for ``--seconds`` and prints the last loss. With ``--ddp`` the model is
+wrapped in DistributedDataParallel over the process group the launcher's
+variables describe (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; NCCL on
+CUDA, Gloo on the CPU), and the loss is all-reduced after each step.
 
     python3 plain_loop.py --device cuda --seconds 10
+    RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 python3 plain_loop.py --ddp
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--width", type=int, default=64, help="convolution channels")
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--lightning", action="store_true", help="train with Lightning and pipetop's callback")
+    p.add_argument("--ddp", action="store_true", help="DistributedDataParallel over the launcher's process group")
     p.add_argument("--name", default="plain-loop", help="pipetop name (with --lightning)")
     return p.parse_args(argv)
 
@@ -72,9 +77,16 @@ def loader(args: argparse.Namespace) -> DataLoader:
 
 def train_plain(args: argparse.Namespace) -> float:
     dev = torch.device(args.device)
-    model = make_model(args.width).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     cuda = dev.type == "cuda"
+    model = make_model(args.width).to(dev)
+    dist = None
+    if args.ddp:
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        dist.init_process_group("nccl" if cuda else "gloo")
+        model = DistributedDataParallel(model, device_ids=[dev.index or 0] if cuda else None)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     deadline = time.monotonic() + args.seconds
     loss_value, step = float("nan"), 0
     data = loader(args)
@@ -86,12 +98,17 @@ def train_plain(args: argparse.Namespace) -> float:
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+            if dist is not None:
+                dist.all_reduce(loss.detach())  # an outermost collective: comm of its own
             step += 1
             if step % 20 == 0:
                 loss_value = loss.item()
             if time.monotonic() >= deadline:
                 break
-    return loss.item() if step else loss_value
+    last = loss.item() if step else loss_value
+    if dist is not None:
+        dist.destroy_process_group()
+    return last
 
 
 def train_lightning(args: argparse.Namespace) -> float:

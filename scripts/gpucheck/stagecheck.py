@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check one ``pipetop --json`` snapshot of a training run and print a digest.
 
-    stagecheck.py SNAPSHOT.json [--label L] [--need-gpu] [--goal 0.9]
+    stagecheck.py SNAPSHOT.json [--label L] [--need-gpu] [--need-stage NAME] [--goal 0.9]
 
 The checks (exit status 1 and one line per failure when any fails):
 
@@ -10,7 +10,9 @@ The checks (exit status 1 and one line per failure when any fails):
   the step: "other" is the remainder), and so is their sum;
 - with GPU times: the GPU busy time per step (summed CUDA-event stage times)
   is at most the step's wall time, and so is each stage's GPU time;
-- ``--need-gpu``: the run must carry GPU stage times at all.
+- ``--need-gpu``: the run must carry GPU stage times at all;
+- ``--need-stage NAME``: the stage must be in the table (with ``--need-gpu``,
+  with a GPU time: a DDP run's ``comm``).
 
 Sums may exceed the step by ``TOLERANCE`` (window edges: GPU times of a step
 arrive a few steps after it). The digest line gives throughput, the step,
@@ -26,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: Relative slack for sums compared with the mean step.
 TOLERANCE = 0.05
@@ -43,7 +45,7 @@ def _reading(r: Any) -> Optional[Tuple[float, str]]:
     return float(r["value"]), str(r.get("source", "?"))
 
 
-def check(snap: Dict[str, Any], need_gpu: bool = False) -> List[str]:
+def check(snap: Dict[str, Any], need_gpu: bool = False, need_stages: Sequence[str] = ()) -> List[str]:
     """Return the failed checks of one snapshot (empty when all hold)."""
     if not snap.get("trainer"):
         return ["no trainer in the snapshot (link %s)" % (snap.get("link") or {}).get("state")]
@@ -70,6 +72,13 @@ def check(snap: Dict[str, Any], need_gpu: bool = False) -> List[str]:
             fails.append("GPU busy %s ms per step > step %s ms" % (_ms(busy), _ms(wall)))
     elif need_gpu:
         fails.append("no GPU stage times (CUDA events) in the summary")
+    by_name = {st["name"]: st for st in stages}
+    for name in need_stages:
+        st = by_name.get(name)
+        if st is None:
+            fails.append("no stage %s in the table (it has %s)" % (name, ", ".join(by_name) or "none"))
+        elif need_gpu and not st.get("has_gpu"):
+            fails.append("stage %s has no GPU time (CUDA events)" % name)
     return fails
 
 
@@ -124,6 +133,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("snapshot", help="file with one pipetop --json snapshot")
     p.add_argument("--label", default="run", help="name printed at the start of the digest")
     p.add_argument("--need-gpu", action="store_true", help="fail when the run has no GPU stage times")
+    p.add_argument("--need-stage", action="append", default=[], metavar="NAME",
+                   help="fail when the table lacks this stage (with --need-gpu: or its GPU time); repeatable")
     p.add_argument("--goal", type=float, help="report whether GPU busy reached this share (0..1)")
     a = p.parse_args(argv)
     try:
@@ -135,7 +146,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not isinstance(snap, dict):
         print("%s: %s is not a JSON object" % (a.label, a.snapshot))
         return 1
-    fails = check(snap, a.need_gpu)
+    fails = check(snap, a.need_gpu, a.need_stage)
     if not fails:
         print(digest(snap, a.label, a.goal))
     for f in fails:

@@ -61,6 +61,12 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(stagecheck.check(s), [])
         self.assertEqual(stagecheck.check(s, need_gpu=True), ["no GPU stage times (CUDA events) in the summary"])
 
+    def test_needed_stage(self) -> None:
+        s = snapshot(stages=[("forward", 3, 2), ("comm", 4, None), ("other", 1, None)])
+        self.assertEqual(stagecheck.check(s, need_stages=["comm"]), [])
+        self.assertEqual(stagecheck.check(s, need_gpu=True, need_stages=["comm"]), ["stage comm has no GPU time (CUDA events)"])
+        self.assertEqual(stagecheck.check(s, need_stages=["sync"]), ["no stage sync in the table (it has forward, comm, other)"])
+
     def test_no_trainer_or_steps(self) -> None:
         self.assertIn("no trainer", stagecheck.check({"trainer": None, "link": {"state": "none"}})[0])
         s = snapshot()

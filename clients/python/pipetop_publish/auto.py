@@ -102,6 +102,11 @@ class _State:
         # When a DDP hook last handed a gradient bucket over: the rest of
         # the backward waits for the other ranks.
         self.ddp_ready = 0
+        # With CUDA event timing: the event recorded when this rank's
+        # gradients were all launched (the GPU side of ddp_ready), and the
+        # event pairs of collectives inside the open outermost call.
+        self.gpu_ready: Any = None
+        self.gpu_carves: List[Any] = []
         self.buckets = _comm.Buckets()
         self.ddp_modules: List[Any] = []  # weakrefs to the DDP modules seen in a forward
         self.warned: set = set()
@@ -119,6 +124,7 @@ class _State:
         pub = self.pub
         pub._where = (OTHER, now)
         carve = self.carve
+        ready = self.gpu_ready if name == BACKWARD and self.ddp_ready > t0 else None
         if name == BACKWARD and self.ddp_ready > t0:
             carve += now - self.ddp_ready
             self.buckets.backward_ended()
@@ -130,8 +136,23 @@ class _State:
             d -= carve
             self._add(COMM, carve)
         i = self._add(name, d)
-        if gpu is not None and i >= 0:
-            pub._gpu.end(gpu, i)
+        if pub._gpu is not None:
+            self._end_gpu(gpu if i >= 0 else None, i, ready)
+
+    def _end_gpu(self, start: Any, i: int, ready: Any) -> None:
+        """The GPU side of end: the outermost call's event pair (begun at
+        start, None: not timed) counts to stage i, the part after ready
+        (DDP's gradients launched) and the collectives inside it to comm."""
+        g, carves = self.pub._gpu, self.gpu_carves
+        self.gpu_ready, self.gpu_carves = None, []
+        comm = self._add(COMM, 0) if ready is not None or carves else -1
+        if start is not None and ready is not None and comm >= 0:
+            g.split(start, ready, i, comm)
+        elif start is not None:
+            g.end(start, i)
+        for s, e in carves:
+            if comm >= 0:
+                g.carve(s, e, comm, i if start is not None else -1)
 
     def _add(self, name: str, d: int) -> int:
         """Count d ns to stage name of the step; its index (-1: no room)."""

@@ -21,10 +21,13 @@ instrumentation: the time the training thread is blocked in
 Nothing happens without ``torch.distributed`` or a process group: the
 wrappers pass straight through unless the training thread calls them while
 the instrumentation is recording. The patches are the same for every backend
-(Gloo, NCCL). On CUDA, the autograd engine runs the hook on its device
-thread and NCCL works on its own stream, so the times are when the work was
-handed over and when the CPU learnt it was done; the GPU side is not split
-yet. FSDP, ``torch.distributed.pipeline`` and DDP's built-in hooks
+(Gloo, NCCL). On CUDA the CPU times are when the work was handed over and
+when the CPU learnt it was done (NCCL's waits block the stream, not the
+CPU), and the GPU side is split with CUDA events on the current stream: a
+collective's pair measures how long the stream waited for it (taken out
+of the stage around it), and an event recorded when a DDP backward's
+gradients were all launched splits that backward's GPU time into its own
+compute and the wait for the reductions, counted as comm. FSDP, ``torch.distributed.pipeline`` and DDP's built-in hooks
 (``_register_builtin_comm_hook``) are not split: their collectives called
 from Python are comm, the rest stays in the stage that runs them. A
 built-in hook must be registered before the module's first forward (after
@@ -82,8 +85,13 @@ def arm(st: Any, root: Any) -> Any:
 
     def computed() -> None:
         st.ddp_ready = _now()
-        if st.pub is not None:
-            st.pub._where = (COMM, st.ddp_ready)  # progress frames say comm from here
+        pub = st.pub
+        if pub is not None:
+            pub._where = (COMM, st.ddp_ready)  # progress frames say comm from here
+            if pub._gpu is not None:
+                # On the stream, after every gradient kernel and before
+                # DDP makes it wait for the reductions.
+                st.gpu_ready = pub._gpu.begin()
 
     def queue(grad: Any) -> None:
         engine.queue_callback(computed)
@@ -177,8 +185,15 @@ def collective_wrapper(st: Any, orig: Callable) -> Callable:
         if not st.active or st.pub is None or st.ident() != st.thread:
             return orig(*args, **kwargs)
         pub = st.pub
+        if st.depth and pub._where is not None and pub._where[0] == COMM:
+            # Inside a collective already (all_reduce waits on its Work):
+            # that one counts the time, once.
+            return orig(*args, **kwargs)
         try:
             outer = st.depth == 0
+            # CUDA events around it: the time the stream waits for the
+            # collective (NCCL runs it on a stream of its own).
+            gpu = pub._gpu.begin() if pub._gpu is not None else None
             t0 = _now()
             prev = pub._where
             st.depth += 1
@@ -193,12 +208,14 @@ def collective_wrapper(st: Any, orig: Callable) -> Callable:
         finally:
             try:
                 if outer:
-                    st.end(COMM, t0)
+                    st.end(COMM, t0, gpu)
                 else:
                     now = _now()
                     st.depth -= 1
                     st.carve += now - t0
                     pub._where = (prev[0] if prev is not None else OTHER, now)
+                    if gpu is not None:
+                        st.gpu_carves.append((gpu, pub._gpu.begin()))
             except Exception as e:  # noqa: BLE001
                 st.fail(e)
 
