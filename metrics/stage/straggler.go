@@ -57,7 +57,9 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 		if s.Steps < MinSteps || s.WallMean <= 0 {
 			continue
 		}
-		comm := classMean(s, ClassComm)
+		// On a GPU the wait is the stream's (NCCL's waits do not block
+		// the CPU): the larger of the two is the rank's wait.
+		comm := max(classMean(s, ClassComm), classGPUMean(s, ClassComm))
 		rs = append(rs, rankTime{RankSummary: r, comm: comm, work: s.WallMean - comm})
 	}
 	if len(rs) < 2 {
@@ -73,26 +75,29 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 }
 
 // stragglerVerdict explains why worst is slower than med: the non-comm
-// stage whose mean grew the most.
+// stage whose mean grew the most, on the CPU or, where both ranks have GPU
+// times for it, on the GPU (a slower kernel shows there, not in the CPU's
+// launch time).
 func stragglerVerdict(worst, med rankTime) Verdict {
 	ws, ms := worst.Summary, med.Summary
 	var name string
 	var grew float64
+	var onGPU bool
 	for _, st := range ws.Stages {
 		if ClassOf(st.Name) == ClassComm {
 			continue
 		}
-		base := 0.0
-		if m := ms.Stage(st.Name); m != nil {
-			base = m.Mean
-		}
-		if d := st.Mean - base; name == "" || d > grew {
-			name, grew = st.Name, d
+		d, g := stageGrowth(st, ms.Stage(st.Name))
+		if name == "" || d > grew {
+			name, grew, onGPU = st.Name, d, g
 		}
 	}
-	medShare := 0.0
+	share, medShare := ws.Stage(name).Share, 0.0
 	if m := ms.Stage(name); m != nil {
 		medShare = m.Share
+	}
+	if onGPU {
+		share, medShare = ws.Stage(name).GPUMean/ws.WallMean, ms.Stage(name).GPUMean/ms.WallMean
 	}
 	rank := worst.Rank
 	v := Verdict{Kind: Straggler, Stage: name, Rank: &rank}
@@ -100,12 +105,15 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 	if name == Backward {
 		label = "backward compute" // the comm inside backward is apart: this is the rank's own work
 	}
+	if onGPU {
+		label += "'s GPU time"
+	}
 	who := fmt.Sprintf("rank %d", rank)
 	if worst.PID > 0 || worst.Host != "" {
 		who += fmt.Sprintf(" (pid %d on %s)", worst.PID, orUnknown(worst.Host))
 	}
 	v.Headline = fmt.Sprintf("straggler: %s — its %s is %s vs %s on the median rank (+%s a step); the other ranks wait for it in comm %s a step (%s)",
-		who, label, units.Pct(ws.Stage(name).Share), units.Pct(medShare), units.Dur(grew), waitPerStep(med), units.Pct(med.comm/ms.WallMean))
+		who, label, units.Pct(share), units.Pct(medShare), units.Dur(grew), waitPerStep(med), units.Pct(med.comm/ms.WallMean))
 	switch ClassOf(name) {
 	case ClassInput:
 		v.Next = fmt.Sprintf("rank %d's input is slower: check its loader workers, its data shard and disk, and whether it shares CPU cores with another rank", rank)
@@ -115,6 +123,32 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 		v.Next = fmt.Sprintf("look at what rank %d does that the others do not (logging, checkpoints, evaluation) in %s", rank, name)
 	}
 	return v
+}
+
+// stageGrowth is how much longer a stage is on the slower rank than on
+// the median one (m nil: the median rank has no such stage), on the CPU or
+// on the GPU, whichever grew more; gpu says it was the GPU's.
+func stageGrowth(st StageStat, m *StageStat) (grew float64, gpu bool) {
+	if m == nil {
+		return st.Mean, false
+	}
+	grew = st.Mean - m.Mean
+	if st.HasGPU && m.HasGPU && st.GPUMean-m.GPUMean > grew {
+		return st.GPUMean - m.GPUMean, true
+	}
+	return grew, false
+}
+
+// classGPUMean is the summed mean GPU time of the stages of class c that
+// have one.
+func classGPUMean(s Summary, c Class) float64 {
+	var sum float64
+	for _, st := range s.Stages {
+		if st.HasGPU && ClassOf(st.Name) == c {
+			sum += st.GPUMean
+		}
+	}
+	return sum
 }
 
 // classMean is the summed mean time of the stages of class c.

@@ -33,6 +33,55 @@ func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
 	return w.Summarize(0)
 }
 
+// plantedGPURank is plantedRank with GPU times (ms) for the stages gpu
+// names: a CUDA run, whose CPU launches the kernels and waits where it
+// synchronizes.
+func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
+	w := NewStepRing(rankStages, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), NumStages: len(rankStages), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range rankStages {
+			r.CPU[k] = int64(cpu[name] * 1e6)
+			sum += r.CPU[k]
+			if g, ok := gpu[name]; ok {
+				r.GPU[k] = int64(g * 1e6)
+			}
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
+
+// TestDiagnoseRanksOnTheGPU: with NCCL the fast rank's wait is its
+// stream's (comm's GPU time) and the slow rank's extra time is a kernel's
+// (forward's GPU time); on the CPU both ranks launch alike and wait in
+// sync. The GPU times name the straggler and its stage; alike GPU ranks are
+// left alone.
+func TestDiagnoseRanksOnTheGPU(t *testing.T) {
+	cpu := map[string]float64{DataWait: 2, Forward: 5, Backward: 5, Comm: 1, Optim: 2, Sync: 40}
+	fast := map[string]float64{Forward: 20, Backward: 15, Comm: 20, Optim: 2}
+	slow := map[string]float64{Forward: 40, Backward: 15, Comm: 0.5, Optim: 2}
+	rs := []RankSummary{{Rank: 0, Summary: plantedGPURank(30, cpu, fast)}, {Rank: 1, Summary: plantedGPURank(30, cpu, slow)}}
+	v, ok := DiagnoseRanks(rs)
+	if !ok || v.Rank == nil || *v.Rank != 1 || v.Stage != Forward {
+		t.Fatalf("got %v (%s), want rank 1's forward", ok, v)
+	}
+	for _, c := range []string{"forward's GPU time is 73 % vs 36 % on the median rank", "+20.0 ms a step", "comm 20.0 ms a step"} {
+		if !strings.Contains(v.String(), c) {
+			t.Errorf("verdict %q lacks %q", v, c)
+		}
+	}
+	rs[1].Summary = plantedGPURank(30, cpu, fast)
+	if v, ok := DiagnoseRanks(rs); ok {
+		t.Fatalf("alike GPU ranks flagged: %s", v)
+	}
+}
+
 func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
 	fast := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 45, Optim: 3}
 	slowInput := map[string]float64{DataWait: 45, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
