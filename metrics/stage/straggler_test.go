@@ -8,10 +8,9 @@ import (
 // rankStages lists the stages of a data-parallel step.
 var rankStages = []string{DataWait, H2D, Forward, Backward, Comm, Optim, Sync, Other}
 
-// plantedRank is the summary of n steps of one rank with the given stage
-// times in ms; jitter adds k*jitter ms to forward on step k%3 so that
-// ranks are not exactly alike.
-func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
+// plantedSteps is the summary of n steps of one rank; times gives step
+// i's CPU and GPU time of a stage in ms (GPU < 0: none).
+func plantedSteps(n int, times func(i int, name string) (cpu, gpu float64)) Summary {
 	w := NewStepRing(rankStages, 1024)
 	var t0 int64
 	for i := 0; i < n; i++ {
@@ -19,34 +18,10 @@ func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
 		r.ClearGPU()
 		var sum int64
 		for k, name := range rankStages {
-			ms := stages[name]
-			if name == Forward {
-				ms += float64(i%3) * jitter
-			}
-			r.CPU[k] = int64(ms * 1e6)
+			c, g := times(i, name)
+			r.CPU[k] = int64(c * 1e6)
 			sum += r.CPU[k]
-		}
-		r.StartNs, r.EndNs = t0, t0+sum
-		t0 = r.EndNs
-		w.Add(&r)
-	}
-	return w.Summarize(0)
-}
-
-// plantedGPURank is plantedRank with GPU times (ms) for the stages gpu
-// names: a CUDA run, whose CPU launches the kernels and waits where it
-// synchronizes.
-func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
-	w := NewStepRing(rankStages, 1024)
-	var t0 int64
-	for i := 0; i < n; i++ {
-		r := Record{Step: int64(i), NumStages: len(rankStages), Samples: 64}
-		r.ClearGPU()
-		var sum int64
-		for k, name := range rankStages {
-			r.CPU[k] = int64(cpu[name] * 1e6)
-			sum += r.CPU[k]
-			if g, ok := gpu[name]; ok {
+			if g >= 0 {
 				r.GPU[k] = int64(g * 1e6)
 			}
 		}
@@ -55,6 +30,31 @@ func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
 		w.Add(&r)
 	}
 	return w.Summarize(0)
+}
+
+// plantedRank is the summary of n steps of one rank with the given stage
+// times in ms; jitter adds k*jitter ms to forward on step k%3 so that
+// ranks are not exactly alike.
+func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
+	return plantedSteps(n, func(i int, name string) (float64, float64) {
+		ms := stages[name]
+		if name == Forward {
+			ms += float64(i%3) * jitter
+		}
+		return ms, -1
+	})
+}
+
+// plantedGPURank is plantedRank with GPU times (ms) for the stages gpu
+// names: a CUDA run, whose CPU launches the kernels and waits where it
+// synchronizes.
+func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
+	return plantedSteps(n, func(_ int, name string) (float64, float64) {
+		if g, ok := gpu[name]; ok {
+			return cpu[name], g
+		}
+		return cpu[name], -1
+	})
 }
 
 // TestDiagnoseRanksOnTheGPU: with NCCL the fast rank's wait is its
