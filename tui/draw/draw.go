@@ -206,17 +206,24 @@ func Flow(items []string, sep string, w int) []string {
 
 // Split divides w cells among values in proportion to their share of
 // total, by largest remainder, so that the cells add up to w when the
-// values add up to total (fewer when they add up to less). Negative values
-// get no cells.
+// values add up to total (fewer when they add up to less). Values adding up
+// to more than total share the w cells by their own sum: a publisher's
+// stage times past its step's wall time never draw past the bar. Negative
+// values get no cells.
 func Split(values []float64, total float64, w int) []int {
 	cells := make([]int, len(values))
-	if w <= 0 || total <= 0 {
+	if w <= 0 || !(total > 0) {
 		return cells
 	}
+	var sum float64
+	for _, v := range values {
+		sum += positive(v)
+	}
+	total = max(total, sum)
 	rems := make([]float64, len(values))
 	used := 0
 	for i, v := range values {
-		exact := max(0, v) / total * float64(w)
+		exact := positive(v) / total * float64(w)
 		cells[i] = int(math.Floor(exact))
 		used += cells[i]
 		rems[i] = exact - float64(cells[i])
@@ -236,4 +243,12 @@ func Split(values []float64, total float64, w int) []int {
 		used++
 	}
 	return cells
+}
+
+// positive is v when it is a positive finite number, else 0 (NaN too).
+func positive(v float64) float64 {
+	if v > 0 && !math.IsInf(v, 1) {
+		return v
+	}
+	return 0
 }

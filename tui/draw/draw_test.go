@@ -3,6 +3,7 @@ package draw
 import (
 	"github.com/pipetop/pipetop/tui/styles"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +116,34 @@ func TestFlow(t *testing.T) {
 	for _, tt := range tests {
 		if got := strings.Join(Flow(tt.items, ", ", tt.w), "|"); got != tt.want {
 			t.Errorf("Flow(%q, %d) = %q, want %q", tt.items, tt.w, got, tt.want)
+		}
+	}
+}
+
+// TestSplitNeverPastTheWidth: values adding up to more than total (a
+// publisher's stage times past its step's wall time: the fuzzer sent a
+// stage of 6.2e18 ns in a 10 ms step, and the flame bar asked for 7e11
+// cells) share the width by their own sum; NaN and negative values get none.
+func TestSplitNeverPastTheWidth(t *testing.T) {
+	for _, tc := range []struct {
+		values []float64
+		total  float64
+		want   []int
+	}{
+		{[]float64{6, 3, 1}, 10, []int{12, 6, 2}},
+		{[]float64{3, 1}, 10, []int{6, 2}},                  // less than total: fewer cells
+		{[]float64{6.2e18, 1e6, 2e6}, 1e7, []int{20, 0, 0}}, // far more than total
+		{[]float64{30, 10}, 10, []int{15, 5}},
+		{[]float64{math.NaN(), -5, 10}, 10, []int{0, 0, 20}},
+		{[]float64{5, 5}, math.NaN(), []int{0, 0}},
+	} {
+		got := Split(tc.values, tc.total, 20)
+		sum := 0
+		for _, c := range got {
+			sum += c
+		}
+		if !slices.Equal(got, tc.want) || sum > 20 {
+			t.Errorf("Split(%v, %v, 20) = %v, want %v", tc.values, tc.total, got, tc.want)
 		}
 	}
 }
