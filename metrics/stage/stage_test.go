@@ -336,3 +336,20 @@ func TestMeansBetweenMatchesSummarizeBetween(t *testing.T) {
 		}
 	}
 }
+
+// MeansBetween adds times too large to sum as integers without overflow
+// as floats, and leaves unknown ones out.
+func TestMeansBetweenHugeTimes(t *testing.T) {
+	w := NewStepRing([]string{Forward}, 16)
+	at := int64(1e18)
+	for i, x := range []int64{1 << 62, 3, -1, 1 << 62, 5, 1 << 62} {
+		r := RecordOf(int64(i), at, at+10, 1, []int64{x}, nil)
+		w.Add(&r)
+		at += 10
+	}
+	got := w.MeansBetween(0, 0, at).Stages[0].Mean
+	want := (3*math.Pow(2, 62) + 8) / 5
+	if got != want {
+		t.Fatalf("mean %g, want %g", got, want)
+	}
+}

@@ -231,7 +231,97 @@ func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
 // means over a run's first minutes, needs no more.
 func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
 	first, end := w.between(skip, fromNs, toNs)
-	return w.aggregate(first, end, meanOnly)
+	if first >= end {
+		return Summary{}
+	}
+	var m sums
+	w.sum(first, end, &m)
+	s := w.head(first, end, m.samples)
+	s.WallMean = m.wall.mean()
+	s.Stages = make([]StageStat, len(w.names))
+	for k, name := range w.names {
+		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
+	}
+	s.finish(m.busy.mean())
+	return s
+}
+
+// total is a running sum of known values and their count.
+type total struct {
+	sum float64
+	n   int
+}
+
+// add adds v's known values (not absent or unknown). Integers add
+// exactly and without a chain of float additions; a time too large to
+// add 2^17 of them (a ring's most) without overflow is added as a float.
+func (t *total) add(v []int64) {
+	const big = 1 << 45
+	var isum int64
+	fsum, n := 0.0, 0
+	for _, x := range v {
+		switch {
+		case x < 0:
+			continue
+		case x < big:
+			isum += x
+		default:
+			fsum += float64(x)
+		}
+		n++
+	}
+	t.sum += float64(isum) + fsum
+	t.n += n
+}
+
+func (t total) mean() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return t.sum / float64(t.n)
+}
+
+// sums is a span of records reduced to the totals a means-only summary
+// needs.
+type sums struct {
+	wall, busy total
+	cpu, gpu   [MaxStages]total
+	samples    int64
+}
+
+// sum totals records first..end-1 straight from the ring's columns: the
+// drift baseline sums thousands of records per rank and needs no copy of
+// them to select from.
+func (w *StepRing) sum(first, end int, m *sums) {
+	for _, run := range w.runs(first, end) {
+		for _, f := range w.steps[run[0]:run[1]] {
+			m.wall.sum += float64(f.endNs - f.startNs)
+			m.wall.n++
+			if f.busy >= 0 {
+				m.busy.sum += float64(f.busy)
+				m.busy.n++
+			}
+			m.samples += int64(f.samples)
+		}
+		for k := range w.names {
+			m.cpu[k].add(w.cpu[k][run[0]:run[1]])
+			m.gpu[k].add(w.gpu[k][run[0]:run[1]])
+		}
+	}
+}
+
+// head is the part of a summary of records first..end-1 (first < end)
+// that needs no column: counts, last step, span and rates.
+func (w *StepRing) head(first, end int, samples int64) Summary {
+	n := end - first
+	last := w.fields(end - 1)
+	s := Summary{Steps: n, LastStep: last.step, LastEndNs: last.endNs, SpanNs: last.endNs - w.fields(first).startNs}
+	if s.SpanNs > 0 {
+		sec := float64(s.SpanNs) / 1e9
+		s.StepsPerSec = float64(n) / sec
+		s.SamplesPerSec = float64(samples) / sec
+	}
+	return s
 }
 
 // between is the index range of the records that ended in [fromNs, toNs],
@@ -249,7 +339,7 @@ func (w *StepRing) between(skip int, fromNs, toNs int64) (first, end int) {
 
 // summarize aggregates the records first..end-1 (oldest first).
 func (w *StepRing) summarize(first, end int) Summary {
-	s := w.aggregate(first, end, quantiles)
+	s := w.aggregate(first, end)
 	if s.Steps > 0 {
 		s.HasLoss, s.LastLoss = w.lastLoss(first, end)
 		if k := slices.Index(w.names, DataWait); k >= 0 {
@@ -260,63 +350,55 @@ func (w *StepRing) summarize(first, end int) Summary {
 	return s
 }
 
-// stats is how a summary reduces a column: mean, p50 and p99.
-type stats func(v []float64) (mean, p50, p99 float64)
-
-// meanOnly is the mean of v, with no quantiles.
-func meanOnly(v []float64) (mean, p50, p99 float64) {
+// mean is the mean of v, 0 when v is empty.
+func mean(v []float64) float64 {
 	if len(v) == 0 {
-		return 0, 0, 0
+		return 0
 	}
 	var sum float64
 	for _, x := range v {
 		sum += x
 	}
-	return sum / float64(len(v)), 0, 0
+	return sum / float64(len(v))
 }
 
-// aggregate is the summary of records first..end-1 with every column
-// reduced by q, without the loss and the wait pattern.
-func (w *StepRing) aggregate(first, end int, q stats) Summary {
-	n := end - first
-	s := Summary{Steps: n}
-	if n <= 0 {
+// aggregate is the summary of records first..end-1 with the mean, p50 and
+// p99 of every column, without the loss and the wait pattern.
+func (w *StepRing) aggregate(first, end int) Summary {
+	if end <= first {
 		return Summary{}
 	}
-	last := w.fields(end - 1)
-	s.LastStep, s.LastEndNs = last.step, last.endNs
-	s.SpanNs = last.endNs - w.fields(first).startNs
 	c := w.gather(first, end)
-	s.WallMean, s.WallP50, s.WallP99 = q(c.wall)
-	if s.SpanNs > 0 {
-		sec := float64(s.SpanNs) / 1e9
-		s.StepsPerSec = float64(n) / sec
-		s.SamplesPerSec = float64(c.samples) / sec
-	}
+	s := w.head(first, end, c.samples)
+	s.WallMean, s.WallP50, s.WallP99 = quantiles(c.wall)
 	s.Stages = make([]StageStat, len(w.names))
 	for k, name := range w.names {
-		s.Stages[k] = stageStat(name, c.cpu[k], c.gpu[k], s.WallMean, q)
-		s.HasGPU = s.HasGPU || s.Stages[k].HasGPU
+		st := StageStat{Name: name, HasGPU: len(c.gpu[k]) > 0}
+		st.Mean, st.P50, st.P99 = quantiles(c.cpu[k])
+		st.GPUMean, _, st.GPUP99 = quantiles(c.gpu[k])
+		s.Stages[k] = st
+	}
+	s.finish(mean(c.busy))
+	return s
+}
+
+// finish sets what follows from the wall and stage means: each stage's
+// share of the step and, when a stage has GPU times, how busy the GPU was
+// (busyMean: the mean summed GPU time of the records that have one).
+func (s *Summary) finish(busyMean float64) {
+	for k := range s.Stages {
+		st := &s.Stages[k]
+		if s.WallMean > 0 {
+			st.Share = st.Mean / s.WallMean
+		}
+		s.HasGPU = s.HasGPU || st.HasGPU
 	}
 	if s.HasGPU {
-		s.GPUBusyMean, _, _ = meanOnly(c.busy)
+		s.GPUBusyMean = busyMean
 		if s.WallMean > 0 {
 			s.GPUBusy = min(1, s.GPUBusyMean/s.WallMean)
 		}
 	}
-	return s
-}
-
-// stageStat aggregates one stage's CPU times and known GPU times with q.
-func stageStat(name string, cpu, gpu []float64, wallMean float64, q stats) StageStat {
-	st := StageStat{Name: name}
-	st.Mean, st.P50, st.P99 = q(cpu)
-	if wallMean > 0 {
-		st.Share = st.Mean / wallMean
-	}
-	st.HasGPU = len(gpu) > 0
-	st.GPUMean, _, st.GPUP99 = q(gpu)
-	return st
 }
 
 // columns is the values of a span of records that a summary selects
@@ -384,15 +466,15 @@ func (w *StepRing) runs(first, end int) [2][2]int {
 }
 
 // quantiles returns the mean, p50 and p99 of v, reordering v.
-func quantiles(v []float64) (mean, p50, p99 float64) {
+func quantiles(v []float64) (avg, p50, p99 float64) {
 	if len(v) == 0 {
 		return 0, 0, 0
 	}
-	mean, _, _ = meanOnly(v)
+	avg = mean(v) // before the selections reorder v
 	k99, k50 := rank(len(v), 0.99), rank(len(v), 0.50)
 	p99 = selectKth(v, k99)
 	p50 = selectKth(v[:k99+1], k50) // selection left v[:k99] <= v[k99]
-	return mean, p50, p99
+	return avg, p50, p99
 }
 
 // typical returns the TypicalRank quantile of v, which quantiles has
