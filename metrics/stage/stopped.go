@@ -44,7 +44,7 @@ func stateOf(r *RankSummary, nowNs int64, limit float64) rankState {
 		return rankSilent
 	}
 	p := r.Progress
-	if p == nil || p.StepStartNs == 0 || float64(nowNs-p.StepStartNs) < limit {
+	if flightAge(r) < limit {
 		return rankRunning
 	}
 	if ClassOf(p.Stage) == ClassComm {
@@ -112,7 +112,7 @@ func DiagnoseStopped(ranks []RankSummary, nowNs int64) (v Verdict, ok bool) {
 		culprit, cstate = hung, rankBlocked
 		waiting = slices.DeleteFunc(waiting, func(r *RankSummary) bool { return r == hung })
 	}
-	if len(waiting) == 0 || (cstate == rankMissing && oldest(waiting, nowNs) < RankSilentNs) {
+	if len(waiting) == 0 || (cstate == rankMissing && oldest(waiting) < RankSilentNs) {
 		// A missing rank may only be starting late: its peers must have
 		// waited as long as a silent rank's silence.
 		return Verdict{}, false
@@ -121,14 +121,29 @@ func DiagnoseStopped(ranks []RankSummary, nowNs int64) (v Verdict, ok bool) {
 }
 
 // oldest is the age of the oldest step in flight among ranks.
-func oldest(ranks []*RankSummary, nowNs int64) float64 {
+func oldest(ranks []*RankSummary) float64 {
 	var age float64
 	for _, r := range ranks {
-		if p := r.Progress; p != nil && p.StepStartNs > 0 {
-			age = max(age, float64(nowNs-p.StepStartNs))
-		}
+		age = max(age, flightAge(r))
 	}
 	return age
+}
+
+// flightAge is how long r's step in flight had run when its latest
+// progress sample was taken, by the rank's own clock; 0 when none is in
+// flight or the window already holds that step. The viewer's clock would
+// add the sample's travel: progress is sampled about once a second and
+// waits for the viewer's next refresh, so a healthy rank of 50 ms steps
+// could look a second or two into one step.
+func flightAge(r *RankSummary) float64 {
+	p := r.Progress
+	switch {
+	case p == nil || p.StepStartNs == 0 || p.TimeNs < p.StepStartNs:
+		return 0
+	case r.Summary.Steps > 0 && r.Summary.LastStep >= p.Step:
+		return 0 // it ended after the sample
+	}
+	return float64(p.TimeNs - p.StepStartNs)
 }
 
 // stoppedVerdict says which rank stopped, where, and who waits for it.

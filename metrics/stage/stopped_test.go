@@ -71,6 +71,16 @@ func TestDiagnoseStoppedLeavesRunningRanksAlone(t *testing.T) {
 		{"a missing rank while the other has waited only 1.5 s (a late start)", []RankSummary{liveRank(0, now-0.3e9, now-1.5e9, Comm, now-1.4e9), {Rank: 1, Missing: true}}},
 		{"a rank in a long comm, nobody stopped", []RankSummary{liveRank(0, now-0.1e9, now-0.2e9, Comm, now-0.15e9), running(1)}},
 		{"one rank", []RankSummary{liveRank(0, now-6e9, now-6e9, Forward, now-6e9)}},
+		// What a viewer saw of two healthy DDP ranks of 50 ms steps: each
+		// rank's latest progress sample is 1.5 s old (sampled once a second,
+		// held for the viewer's refresh), taken 20 ms into its step.
+		{"progress samples a refresh old, 20 ms into their steps", []RankSummary{liveRank(0, now-1.5e9, now-1.52e9, Comm, now-1.51e9),
+			liveRank(1, now-1.5e9, now-1.52e9, Forward, now-1.51e9)}},
+		{"the sampled step has ended since", []RankSummary{liveRank(0, now-0.3e9, now-6e9, Comm, now-5.8e9), func() RankSummary {
+			r := liveRank(1, now-0.2e9, now-6.1e9, Forward, now-6.05e9)
+			r.Progress.Step = r.Summary.LastStep
+			return r
+		}()}},
 		{"a recording: no clock", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
