@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -17,15 +15,20 @@ import (
 	"github.com/pipetop/pipetop/trainer/torch"
 )
 
-var (
-	bisectOnce                sync.Once
-	defaultChunked, rechunked string
-	bisectDataErr             error
+var lz4Data, gzipData onceDir
 
-	slowOnce    sync.Once
-	slowChunked string
-	slowDataErr error
-)
+// bisectData generates (once) a full-size (128x128) dataset with zarr's
+// default chunk guess, and the same data rechunked to one frame per chunk.
+func bisectData(t *testing.T) (string, string) {
+	dir := lz4Data.get(t, func(dir string) error {
+		def := filepath.Join(dir, "default.zarr")
+		if err := dataset.Generate(dataset.GenOptions{Out: def, Episodes: 8, Frames: 200, ChunkFrames: 0, Seed: 5}); err != nil {
+			return err
+		}
+		return dataset.Rechunk(def, filepath.Join(dir, "rechunked.zarr"), dataset.RechunkOptions{ChunkFrames: 1})
+	})
+	return filepath.Join(dir, "default.zarr"), filepath.Join(dir, "rechunked.zarr")
+}
 
 // slowData generates (once) the input-bound case: zarr's default chunk
 // guess and a slow codec (gzip), so one loader worker gives a fraction of
@@ -34,43 +37,10 @@ var (
 // cores) slowed the network 7x in a one-second phase and flipped the
 // verdict to compute-bound.
 func slowData(t *testing.T) string {
-	t.Helper()
-	slowOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pipetrain-bisect-slow")
-		if err != nil {
-			slowDataErr = err
-			return
-		}
-		slowChunked = filepath.Join(dir, "default.zarr")
-		slowDataErr = dataset.Generate(dataset.GenOptions{Out: slowChunked, Episodes: 8, Frames: 200, ChunkFrames: 0, Codec: "gzip", Seed: 5})
+	dir := gzipData.get(t, func(dir string) error {
+		return dataset.Generate(dataset.GenOptions{Out: filepath.Join(dir, "default.zarr"), Episodes: 8, Frames: 200, ChunkFrames: 0, Codec: "gzip", Seed: 5})
 	})
-	if slowDataErr != nil {
-		t.Fatal(slowDataErr)
-	}
-	return slowChunked
-}
-
-// bisectData generates (once) a full-size (128x128) dataset with zarr's
-// default chunk guess, and the same data rechunked to one frame per chunk.
-func bisectData(t *testing.T) (string, string) {
-	t.Helper()
-	bisectOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pipetrain-bisect")
-		if err != nil {
-			bisectDataErr = err
-			return
-		}
-		defaultChunked = filepath.Join(dir, "default.zarr")
-		rechunked = filepath.Join(dir, "rechunked.zarr")
-		if bisectDataErr = dataset.Generate(dataset.GenOptions{Out: defaultChunked, Episodes: 8, Frames: 200, ChunkFrames: 0, Seed: 5}); bisectDataErr != nil {
-			return
-		}
-		bisectDataErr = dataset.Rechunk(defaultChunked, rechunked, dataset.RechunkOptions{ChunkFrames: 1})
-	})
-	if bisectDataErr != nil {
-		t.Fatal(bisectDataErr)
-	}
-	return defaultChunked, rechunked
+	return filepath.Join(dir, "default.zarr")
 }
 
 func bisectConfig(t *testing.T, data string, workers int) BisectConfig {

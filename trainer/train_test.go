@@ -16,28 +16,35 @@ import (
 // These tests train the real tiny preset through the real libtorch shim on
 // a small generated dataset. `make test` builds the shim first.
 
-var (
-	dataOnce sync.Once
-	dataDir  string
-	dataErr  error
-)
+// onceDir is a dataset directory the tests generate once per process.
+type onceDir struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// get returns the directory, filling it with fill on the first call.
+func (d *onceDir) get(t *testing.T, fill func(dir string) error) string {
+	t.Helper()
+	d.once.Do(func() {
+		if d.dir, d.err = os.MkdirTemp("", "pipetrain-data"); d.err == nil {
+			d.err = fill(d.dir)
+		}
+	})
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	return d.dir
+}
+
+var smallData onceDir
 
 // testData generates (once) a small 4-camera dataset with 32x32 frames.
 func testData(t *testing.T) string {
-	t.Helper()
-	dataOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pipetrain-data")
-		if err != nil {
-			dataErr = err
-			return
-		}
-		dataDir = filepath.Join(dir, "demo.zarr")
-		dataErr = dataset.Generate(dataset.GenOptions{Out: dataDir, Episodes: 6, Frames: 60, ChunkFrames: 1, Size: 32, Seed: 3})
+	dir := smallData.get(t, func(dir string) error {
+		return dataset.Generate(dataset.GenOptions{Out: filepath.Join(dir, "demo.zarr"), Episodes: 6, Frames: 60, ChunkFrames: 1, Size: 32, Seed: 3})
 	})
-	if dataErr != nil {
-		t.Fatal(dataErr)
-	}
-	return dataDir
+	return filepath.Join(dir, "demo.zarr")
 }
 
 func shim(t *testing.T) string {
