@@ -2,9 +2,7 @@ package trainer
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/pipetop/pipetop/trainer/dataset"
@@ -12,28 +10,15 @@ import (
 	"github.com/pipetop/pipetop/trainer/torch"
 )
 
-var (
-	benchOnce    sync.Once
-	benchDataDir string
-	benchDataErr error
-)
+var benchSet onceDir
 
 // benchData generates (once) a full-size 128x128 dataset with 1-frame
 // chunks, as `make demo` uses.
 func benchData(b *testing.B) string {
-	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pipetrain-bench")
-		if err != nil {
-			benchDataErr = err
-			return
-		}
-		benchDataDir = filepath.Join(dir, "demo.zarr")
-		benchDataErr = dataset.Generate(dataset.GenOptions{Out: benchDataDir, Episodes: 8, Frames: 200, ChunkFrames: 1, Seed: 1})
+	dir := benchSet.get(b, func(dir string) error {
+		return dataset.Generate(dataset.GenOptions{Out: filepath.Join(dir, "demo.zarr"), Episodes: 8, Frames: 200, ChunkFrames: 1, Seed: 1})
 	})
-	if benchDataErr != nil {
-		b.Fatal(benchDataErr)
-	}
-	return benchDataDir
+	return filepath.Join(dir, "demo.zarr")
 }
 
 // BenchmarkSmallPreset trains the small preset at batch 8 on 2 cores (one

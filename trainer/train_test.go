@@ -16,7 +16,8 @@ import (
 // These tests train the real tiny preset through the real libtorch shim on
 // a small generated dataset. `make test` builds the shim first.
 
-// onceDir is a dataset directory the tests generate once per process.
+// onceDir is a dataset directory the tests generate once per process;
+// TestMain removes it (the bisect sets hold hundreds of MB).
 type onceDir struct {
 	once sync.Once
 	dir  string
@@ -24,7 +25,7 @@ type onceDir struct {
 }
 
 // get returns the directory, filling it with fill on the first call.
-func (d *onceDir) get(t *testing.T, fill func(dir string) error) string {
+func (d *onceDir) get(t testing.TB, fill func(dir string) error) string {
 	t.Helper()
 	d.once.Do(func() {
 		if d.dir, d.err = os.MkdirTemp("", "pipetrain-data"); d.err == nil {
@@ -38,6 +39,17 @@ func (d *onceDir) get(t *testing.T, fill func(dir string) error) string {
 }
 
 var smallData onceDir
+
+// TestMain runs the tests, then removes the datasets they generated.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range []*onceDir{&smallData, &lz4Data, &gzipData, &benchSet} {
+		if d.dir != "" {
+			os.RemoveAll(d.dir)
+		}
+	}
+	os.Exit(code)
+}
 
 // testData generates (once) a small 4-camera dataset with 32x32 frames.
 func testData(t *testing.T) string {

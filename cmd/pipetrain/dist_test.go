@@ -38,6 +38,15 @@ var (
 	distErr           error
 )
 
+// TestMain runs the tests, then removes distSetup's directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if distBin != "" {
+		os.RemoveAll(filepath.Dir(distBin))
+	}
+	os.Exit(code)
+}
+
 // distSetup builds the binary and a small dataset once for these tests.
 func distSetup(t *testing.T) (bin, data, shim string) {
 	t.Helper()
