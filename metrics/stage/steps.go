@@ -246,16 +246,18 @@ func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
 	return s
 }
 
-// total is a running sum of known values and their count.
-type total struct {
+// known is a running sum of known values and their count, for a mean
+// (not a run's Totals).
+type known struct {
 	sum float64
 	n   int
 }
 
 // add adds v's known values (not absent or unknown). Integers add
-// exactly and without a chain of float additions; a time too large to
-// add 2^17 of them (a ring's most) without overflow is added as a float.
-func (t *total) add(v []int64) {
+// exactly and without a chain of float additions; a time of 2^45 ns or
+// more (9.8 hours) is added as a float, so 2^18 of them, twice a feed
+// ring's most, cannot overflow.
+func (t *known) add(v []int64) {
 	const big = 1 << 45
 	var isum int64
 	fsum, n := 0.0, 0
@@ -274,7 +276,7 @@ func (t *total) add(v []int64) {
 	t.n += n
 }
 
-func (t total) mean() float64 {
+func (t known) mean() float64 {
 	if t.n == 0 {
 		return 0
 	}
@@ -284,8 +286,8 @@ func (t total) mean() float64 {
 // sums is a span of records reduced to the totals a means-only summary
 // needs.
 type sums struct {
-	wall, busy total
-	cpu, gpu   [MaxStages]total
+	wall, busy known
+	cpu, gpu   [MaxStages]known
 	samples    int64
 }
 
