@@ -6,10 +6,12 @@ Run with: /usr/bin/python3 -m unittest discover -s clients/python
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,7 @@ HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 def _sockdir() -> str:
     d = tempfile.mkdtemp(prefix="ptauto", dir="/tmp")
     os.chmod(d, 0o700)
+    atexit.register(shutil.rmtree, d, True)
     return d
 
 
@@ -99,6 +102,34 @@ class TestWorkerSlots(unittest.TestCase):
         finally:
             workers._slot = None
             os.unlink(path)
+
+    def test_files_of_killed_runs(self) -> None:
+        # A killed run leaves its slot file; a later process may get its
+        # pid. Before, creating ours then failed (O_EXCL on pid + serial)
+        # and the run silently had no worker statistics.
+        base = workers.shm_dir()
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        stale_dead = os.path.join(base, "pipetop-loader-%s-0" % dead.stdout.strip())
+        kept = [os.path.join(base, "pipetop-loader-%d-%d" % (os.getpid(), n)) for n in range(16)]
+        for p in [stale_dead] + kept:
+            with open(p, "wb"):
+                pass
+            os.utime(p, (time.time() - 3600, time.time() - 3600))
+        young = os.path.join(base, "pipetop-loader-%s-1" % dead.stdout.strip())
+        with open(young, "wb"):
+            pass
+        kept.append(young)
+        try:
+            shm, path = workers._new_shm(2)
+            shm.close()
+            os.unlink(path)
+            self.assertTrue(os.path.basename(path).startswith("pipetop-loader-%d-" % os.getpid()))
+            self.assertFalse(os.path.exists(stale_dead), "the file of a dead pid is swept")
+            self.assertTrue(all(os.path.exists(p) for p in kept), "a live pid's files and young ones are left alone")
+        finally:
+            for p in [stale_dead] + kept:
+                if os.path.exists(p):
+                    os.unlink(p)
 
 
 class TestSummary(unittest.TestCase):
