@@ -27,6 +27,7 @@ import (
 	"github.com/pipetop/pipetop/tui/components/ranks"
 	"github.com/pipetop/pipetop/tui/components/verdict"
 	"github.com/pipetop/pipetop/tui/draw"
+	"github.com/pipetop/pipetop/tui/screen"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -299,7 +300,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case m.opts.Replay != nil && m.replayKey(k):
 		cmd = m.refresh()
 	case key.Matches(k, m.keys.Redraw):
-		cmd = tea.ClearScreen
+		cmd = screen.Redraw
 	case key.Matches(k, m.keys.Focus):
 		m.focus = (m.focus + 1) % len(m.focusable())
 	case key.Matches(k, m.keys.FocusBack):

@@ -21,6 +21,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/tui/screen"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -192,12 +193,16 @@ func batchFor(interval time.Duration) time.Duration {
 	return min(interval, time.Second)
 }
 
-// frameRate is how many times a second the terminal renderer looks for a
-// changed view. Each look wakes the process whether or not anything
-// changed, and a wake-up costs about as much as a whole redraw on a small
-// virtual machine: 10 looks a second were a quarter of what pipetop cost
-// attached to a busy trainer. At 5 a key takes effect within 200 ms.
-const frameRate = 5
+// fullScreen runs root on the terminal until it quits or ctx ends (not an
+// error). Each update draws only the cells that changed, with no frame
+// ticker: a monitor that wakes only for a refresh or a key.
+func fullScreen(ctx context.Context, root tea.Model, prof colorprofile.Profile) error {
+	err := screen.Run(ctx, root, screen.Terminal{In: os.Stdin, Out: os.Stdout, Profile: prof, Title: "pipetop"})
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
 
 // oneThread runs the monitor's goroutines on one thread unless GOMAXPROCS
 // says otherwise. A refresh is a chain of steps that wait for each other
@@ -224,11 +229,5 @@ func interactive(ctx context.Context, c config) error {
 	if v, ok := m.Snapshotter.Remote.(*remote.View); ok {
 		o.ChooseRank = v.SetRank
 	}
-	root := tui.New(o)
-	prog := tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithOutput(newTerminal(os.Stdout)))
-	_, err = prog.Run()
-	if err != nil && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return fullScreen(ctx, tui.New(o), p)
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/pipetop/pipetop/export/flame"
@@ -195,11 +194,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	prof := colorprofile.Detect(os.Stdout, os.Environ())
 	root := tui.New(tui.Options{Snapshotter: p.Snapshotter(), Styles: styles.New(prof >= colorprofile.ANSI),
 		Window: wi, Context: ctx, Now: p.Now, Replay: p})
-	_, err = tea.NewProgram(root, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithOutput(newTerminal(os.Stdout))).Run()
-	if err != nil && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return fullScreen(ctx, root, prof)
 }
 
 // speedIndex is the index of speed in replay.Speeds.

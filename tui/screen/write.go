@@ -1,4 +1,4 @@
-package main
+package screen
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// terminal is the screen's output: os.Stdout, except that a write the
+// writer is the screen's output: the terminal's file, except that a write the
 // terminal can take at once goes out with a raw system call. The Go
 // scheduler is then not told that the thread entered the kernel; when it
 // is told so right after the process slept, it wakes its monitor thread,
@@ -14,20 +14,20 @@ import (
 // virtual machine those wake-ups cost more than drawing the screen.
 // Anything larger than rawWriteMax, or a terminal that is not ready for
 // output, takes the ordinary path, which may wait.
-type terminal struct {
+type writer struct {
 	*os.File
 	fd uintptr
 }
 
-// newTerminal wraps f (the screen).
-func newTerminal(f *os.File) terminal { return terminal{File: f, fd: f.Fd()} }
+// newWriter wraps f (the terminal).
+func newWriter(f *os.File) writer { return writer{File: f, fd: f.Fd()} }
 
 // rawWriteMax is the most a raw write sends: well under what a terminal
 // that polls ready takes without waiting.
 const rawWriteMax = 2048
 
 // Write writes b, raw when small and the terminal is ready.
-func (t terminal) Write(b []byte) (int, error) {
+func (t writer) Write(b []byte) (int, error) {
 	if len(b) > rawWriteMax || !t.ready() {
 		return t.File.Write(b)
 	}
@@ -47,7 +47,7 @@ func (t terminal) Write(b []byte) (int, error) {
 }
 
 // ready says whether the terminal takes output now (poll with no wait).
-func (t terminal) ready() bool {
+func (t writer) ready() bool {
 	type pollFd struct {
 		fd              int32
 		events, revents int16

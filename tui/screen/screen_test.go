@@ -1,0 +1,232 @@
+package screen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
+)
+
+// helperEnv makes the test binary run helperModel full screen (TestMain).
+const helperEnv = "PIPETOP_SCREEN_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		before, _ := term.GetState(os.Stdin.Fd())
+		err := Run(context.Background(), &helperModel{}, Terminal{In: os.Stdin, Out: os.Stdout, Profile: colorprofile.ANSI256, Title: "helper"})
+		after, _ := term.GetState(os.Stdin.Fd())
+		fmt.Printf("after: %v, restored %v\n", err, reflect.DeepEqual(before, after))
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// helperModel shows the keys typed so far, a click and the size.
+type helperModel struct {
+	typed string
+	click string
+	w, h  int
+}
+
+func (m *helperModel) Init() tea.Cmd { return nil }
+
+func (m *helperModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+	case tea.MouseClickMsg:
+		m.click = fmt.Sprintf("%d,%d", msg.X, msg.Y)
+	case tea.KeyPressMsg:
+		switch msg.String() {
+		case "q":
+			return m, tea.Quit
+		case "r":
+			return m, Redraw
+		}
+		m.typed += msg.String()
+	}
+	return m, nil
+}
+
+func (m *helperModel) View() tea.View {
+	return tea.NewView(fmt.Sprintf("\x1b[1msize %dx%d\x1b[0m\ntyped %q\nclick %s", m.w, m.h, m.typed, m.click))
+}
+
+// pane is a tmux session of its own, for one test.
+type pane struct {
+	t      *testing.T
+	server string
+}
+
+func newPane(t *testing.T, w, h int, cmd ...string) *pane {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed (apt-get install tmux)")
+	}
+	p := &pane{t: t, server: fmt.Sprintf("screen-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", p.server, "kill-server").Run() })
+	p.tmux(append([]string{"new-session", "-d", "-s", "s", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "env", "TERM=xterm-256color"}, cmd...)...)
+	return p
+}
+
+func (p *pane) tmux(args ...string) string {
+	p.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", p.server}, args...)...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// await polls what until ok accepts it, for at most 10 s.
+func (p *pane) await(what string, ok func(string) bool, get func() string) string {
+	p.t.Helper()
+	var s string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if s = get(); ok(s) {
+			return s
+		}
+	}
+	p.t.Fatalf("timed out waiting for %s; got:\n%s", what, s)
+	return ""
+}
+
+func (p *pane) text() string { return p.tmux("capture-pane", "-p", "-t", "s") }
+
+func (p *pane) awaitText(what string, ok func(string) bool) string { return p.await(what, ok, p.text) }
+
+// TestRunOnATerminal runs a model full screen in tmux: keys, a click and
+// a resize reach it, a redraw repaints, and q gives the terminal back as
+// it was (main screen, cursor shown, cooked mode).
+func TestRunOnATerminal(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPane(t, 60, 12, helperEnv+"=1", exe)
+	p.awaitText("the first frame", func(s string) bool { return strings.HasPrefix(s, "size 60x12\n") })
+	modes := "#{alternate_on} #{cursor_flag} #{mouse_button_flag} #{mouse_sgr_flag}"
+	if got := p.tmux("display-message", "-p", "-t", "s", modes+" #{pane_title}"); got != "1 0 1 1 helper\n" {
+		t.Errorf("alternate screen, cursor, mouse button and SGR modes, title = %q, want %q", got, "1 0 1 1 helper\n")
+	}
+	p.tmux("send-keys", "-t", "s", "a", "b", "Up")
+	p.awaitText("the keys", func(s string) bool { return strings.Contains(s, `typed "abup"`) })
+	p.tmux("send-keys", "-t", "s", "-l", "\x1b[<0;5;3M\x1b[<0;5;3m") // a left click at column 5, row 3 (SGR)
+	p.awaitText("the click", func(s string) bool { return strings.Contains(s, "click 4,2") })
+	p.tmux("resize-window", "-t", "s", "-x", "40", "-y", "8")
+	p.awaitText("the new size", func(s string) bool { return strings.HasPrefix(s, "size 40x8\n") })
+	p.tmux("send-keys", "-t", "s", "r")
+	p.awaitText("the screen after a redraw", func(s string) bool { return strings.Contains(s, `typed "abup"`) })
+	p.tmux("send-keys", "-t", "s", "q")
+	p.awaitText("the main screen after q", func(s string) bool { return strings.Contains(s, "after: <nil>, restored true") })
+	if got := p.tmux("display-message", "-p", "-t", "s", modes); got != "0 1 0 0\n" {
+		t.Errorf("after q: alternate screen, cursor, mouse modes = %q, want %q", got, "0 1 0 0\n")
+	}
+}
+
+// TestRunNeedsATerminal: without one, Run says so and draws nothing.
+func TestRunNeedsATerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	err = Run(context.Background(), &helperModel{}, Terminal{In: r, Out: w})
+	if err == nil || !strings.Contains(err.Error(), "needs a terminal") {
+		t.Fatalf("Run on a pipe: %v, want an error saying it needs a terminal", err)
+	}
+}
+
+// counting counts the bytes written through it.
+type counting struct {
+	w io.Writer
+	n int
+}
+
+func (c *counting) Write(b []byte) (int, error) {
+	c.n += len(b)
+	return c.w.Write(b)
+}
+
+// TestDrawWritesWhatChanged draws frames onto a real terminal (a tmux
+// pane's tty): each is shown exactly, an unchanged frame writes nothing,
+// a changed number writes a few bytes, and a shorter frame blanks the
+// rows it no longer covers.
+func TestDrawWritesWhatChanged(t *testing.T) {
+	p := newPane(t, 50, 6, "sleep", "600")
+	tty, err := os.OpenFile(strings.TrimSpace(p.tmux("display-message", "-p", "-t", "s", "#{pane_tty}")), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	out := &counting{w: tty}
+	s := New(out, []string{"TERM=xterm-256color"}, colorprofile.ANSI256, 50, 6)
+	if err := s.Open("t"); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(step int, rows int) string {
+		lines := []string{fmt.Sprintf("\x1b[1mstep %d\x1b[0m  \x1b[38;5;2m■ data_wait\x1b[0m", step)}
+		for i := 1; i < rows; i++ {
+			lines = append(lines, fmt.Sprintf("row %d: %s", i, strings.Repeat("█", 10+i)))
+		}
+		return strings.Join(lines, "\n")
+	}
+	shown := func(f string) func(string) bool {
+		want := strings.Split(ansi.Strip(f), "\n")
+		return func(s string) bool {
+			got := strings.Split(strings.TrimRight(s, "\n"), "\n")
+			for i := range 6 {
+				w, g := "", ""
+				if i < len(want) {
+					w = want[i]
+				}
+				if i < len(got) {
+					g = strings.TrimRight(got[i], " ")
+				}
+				if g != w {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	draw := func(f string) int {
+		t.Helper()
+		before := out.n
+		if err := s.Draw(f); err != nil {
+			t.Fatal(err)
+		}
+		return out.n - before
+	}
+	first := draw(frame(1, 6))
+	p.awaitText("the first frame", shown(frame(1, 6)))
+	if n := draw(frame(1, 6)); n != 0 {
+		t.Errorf("the same frame again wrote %d bytes, want 0", n)
+	}
+	if n := draw(frame(2, 6)); n == 0 || n > 20 {
+		t.Errorf("one digit changed: %d bytes written, want 1-20 (the first frame took %d)", n, first)
+	}
+	p.awaitText("the digit changed", shown(frame(2, 6)))
+	draw(frame(3, 3))
+	p.awaitText("the rows the shorter frame left blank", shown(frame(3, 3)))
+	s.Redraw()
+	if n := draw(frame(3, 3)); n < len(ansi.Strip(frame(3, 3))) {
+		t.Errorf("a redraw wrote %d bytes, less than the frame's text", n)
+	}
+	p.awaitText("the frame after a redraw", shown(frame(3, 3)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
