@@ -1,12 +1,14 @@
 # Shared by bench/pipetop_overhead.sh and bench/pipetop_ranks.sh: builds
 # the binaries and measures tools running in tmux windows of a fixed size.
-# CPU is utime+stime from /proc/PID/stat (in % of one core); terminal bytes
-# are what tmux's pipe-pane saw the tool write. Source it after setting
+# CPU is the time on a CPU of all the tool's threads from
+# /proc/PID/task/*/schedstat (in % of one core; exact to the nanosecond,
+# where utime+stime are 10 ms ticks charged to whoever runs when the tick
+# fires, which over- or under-counts a tool that wakes briefly on a timer);
+# terminal bytes are what tmux's pipe-pane saw the tool write. Source it after setting
 # WORK (a scratch directory), ROOT (the repository), SERVER (a tmux socket
 # name), COLS, ROWS, WARMUP and DURATION.
 
 export PATH="/usr/local/go/bin:$PATH"
-TICKS=$(getconf CLK_TCK)
 
 # bench_build: pipetop and the synthetic publisher into $WORK.
 bench_build() {
@@ -16,10 +18,11 @@ bench_build() {
 		go build -o "$WORK/synthetic" ./examples/synthetic)
 }
 
-# cputicks PID: utime+stime of PID in clock ticks (fields 14 and 15 of
-# /proc/PID/stat, counted after the parenthesised command name).
-cputicks() {
-	sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+# cpuns PID: the nanoseconds PID's threads have run (the first field of
+# each thread's schedstat; a thread that exited takes its share with it,
+# and neither pipetop nor btop ends threads while running).
+cpuns() {
+	cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # measure LABEL COPIES COMMAND: runs COPIES of COMMAND at once, each in its
@@ -39,19 +42,19 @@ measure() {
 	done
 	sleep "$WARMUP"
 	local t0=() b0=() s0 s1 row="" line
-	for i in "${!pids[@]}"; do t0+=("$(cputicks "${pids[$i]}")"); b0+=("$(stat -c %s "${outs[$i]}")"); done
+	for i in "${!pids[@]}"; do t0+=("$(cpuns "${pids[$i]}")"); b0+=("$(stat -c %s "${outs[$i]}")"); done
 	s0=$(date +%s.%N)
 	sleep "$DURATION"
 	for i in "${!pids[@]}"; do
-		row="$row $(($(cputicks "${pids[$i]}") - t0[i])) $(($(stat -c %s "${outs[$i]}") - b0[i]))"
+		row="$row $(($(cpuns "${pids[$i]}") - t0[i])) $(($(stat -c %s "${outs[$i]}") - b0[i]))"
 	done
 	s1=$(date +%s.%N)
 	for i in $(seq 1 "$copies"); do
 		tmux -L "$SERVER" capture-pane -p -t "$label-$i" >"$WORK/$label-$i.screen"
 		tmux -L "$SERVER" kill-session -t "$label-$i"
 	done
-	line=$(echo "$row" | awk -v dt="$(echo "$s1 - $s0" | bc -l)" -v hz="$TICKS" '{
-		for (i = 1; i < NF; i += 2) { c = 100 * $i / hz / dt; sum += c; if (c > max) max = c; bytes += $(i + 1) }
+	line=$(echo "$row" | awk -v dt="$(echo "$s1 - $s0" | bc -l)" '{
+		for (i = 1; i < NF; i += 2) { c = 100 * $i / 1e9 / dt; sum += c; if (c > max) max = c; bytes += $(i + 1) }
 		k = NF / 2
 		printf "%.3f %.0f %d %.2f\n", sum / k, bytes / k / dt, k, max
 	}')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures what pipetop costs attached to busy trainers, next to btop
-# measured the same way in the same rounds: CPU time (utime+stime from
-# /proc/PID/stat, in % of one core) and bytes written to the terminal (tmux
+# measured the same way in the same rounds: CPU time (every thread's
+# schedstat, in % of one core) and bytes written to the terminal (tmux
 # pipe-pane). Each case runs ROUNDS rounds; a round measures pipetop and
 # btop one after the other, alternating which goes first, so a noisy moment
 # cannot decide a case. The table at the end gives medians over the rounds.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures what pipetop costs attached to a simulated multi-process run of
-# 64 ranks, side by side with a run of 1 rank: CPU time (utime+stime from
-# /proc/PID/stat, in % of one core) and bytes written to the terminal. The
+# 64 ranks, side by side with a run of 1 rank: CPU time (every thread's
+# schedstat, in % of one core) and bytes written to the terminal. The
 # ranks are the SYNTHETIC publisher's (-ranks R: a socket per rank, one
 # process, rank 1 a planted straggler); the target is <= 2 % of a core at a
 # 1 s refresh with 64 ranks.
