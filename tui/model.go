@@ -451,14 +451,10 @@ func (m *Model) SetSnapshot(s *snapshot.Snapshot) {
 	m.render()
 }
 
-// View returns the screen drawn at the last refresh, key or resize.
-func (m *Model) View() tea.View {
-	v := tea.NewView(m.content)
-	v.AltScreen = true
-	v.MouseMode = tea.MouseModeCellMotion
-	v.WindowTitle = "pipetop"
-	return v
-}
+// View returns the screen drawn at the last refresh, key or resize. The
+// terminal's modes (alternate screen, mouse reports, title) are the
+// screen's to set (tui/screen).
+func (m *Model) View() tea.View { return tea.NewView(m.content) }
 
 // render recomputes the screen; it runs only on refreshes, keys and
 // resizes, never per frame.

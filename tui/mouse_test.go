@@ -65,9 +65,6 @@ func TestMouse(t *testing.T) {
 	if after := m.View().Content; strings.Contains(after, "*0   H100") {
 		t.Errorf("the wheel did not scroll the GPU pane:\n%s", after)
 	}
-	if m.View().MouseMode != tea.MouseModeCellMotion {
-		t.Error("mouse events are not asked for")
-	}
 }
 
 // nopReplayer is a FAKE recording player.
