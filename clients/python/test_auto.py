@@ -20,7 +20,7 @@ import time
 import unittest
 
 import pipetop_publish as pp
-from pipetop_publish import auto, integrations, summary, workers
+from pipetop_publish import auto, integrations, sockets, summary, workerlink, workers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -107,7 +107,7 @@ class TestWorkerSlots(unittest.TestCase):
         # A killed run leaves its slot file; a later process may get its
         # pid. Before, creating ours then failed (O_EXCL on pid + serial)
         # and the run silently had no worker statistics.
-        base = workers.shm_dir()
+        base = sockets.shm_dir()
         dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
         stale_dead = os.path.join(base, "pipetop-loader-%s-0" % dead.stdout.strip())
         kept = [os.path.join(base, "pipetop-loader-%d-%d" % (os.getpid(), n)) for n in range(16)]
@@ -115,6 +115,10 @@ class TestWorkerSlots(unittest.TestCase):
             with open(p, "wb"):
                 pass
             os.utime(p, (time.time() - 3600, time.time() - 3600))
+        stale_sock = os.path.join(base, "pipetop-workers-%s.sock" % dead.stdout.strip())
+        with open(stale_sock, "wb"):
+            pass
+        os.utime(stale_sock, (time.time() - 3600, time.time() - 3600))
         young = os.path.join(base, "pipetop-loader-%s-1" % dead.stdout.strip())
         with open(young, "wb"):
             pass
@@ -125,9 +129,11 @@ class TestWorkerSlots(unittest.TestCase):
             os.unlink(path)
             self.assertTrue(os.path.basename(path).startswith("pipetop-loader-%d-" % os.getpid()))
             self.assertFalse(os.path.exists(stale_dead), "the file of a dead pid is swept")
+            workerlink.Receiver().close()
+            self.assertFalse(os.path.exists(stale_sock), "the workers' socket of a dead pid is swept")
             self.assertTrue(all(os.path.exists(p) for p in kept), "a live pid's files and young ones are left alone")
         finally:
-            for p in [stale_dead] + kept:
+            for p in [stale_dead, stale_sock] + kept:
                 if os.path.exists(p):
                     os.unlink(p)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import tempfile
+import time
 from typing import Optional, Tuple
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -101,3 +103,51 @@ def listen(path: str) -> socket.socket:
         pass
     sock.setblocking(False)
     return sock
+
+
+# A file in /dev/shm is swept only this long after it was made: with a
+# /dev/shm shared across pid namespaces (docker --ipc=host), a pid we
+# cannot see may be alive, and by then its workers have opened the file
+# (a mapping or a bound socket outlives the name).
+SWEEP_AGE_S = 600
+
+
+def shm_dir() -> str:
+    """Where the DataLoader instrumentation's files go (slot files, the
+    workers' socket): /dev/shm, else the temporary directory."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def sweep_dead(base: str, prefix: str) -> None:
+    """Remove the files in base named prefix + PID + anything whose process
+    is gone and that are older than SWEEP_AGE_S (killed runs never remove
+    theirs)."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    old = time.time() - SWEEP_AGE_S
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        digits = name[len(prefix):]
+        digits = digits[:len(digits) - len(digits.lstrip("0123456789"))]
+        if not digits or _alive(int(digits)):
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.stat(path).st_mtime < old:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Report whether process pid exists (in our pid namespace)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

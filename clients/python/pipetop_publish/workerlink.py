@@ -20,17 +20,18 @@ import multiprocessing.util
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from . import sockets as _sockets
 from . import stacks as _stacks
 from . import zarrwatch as _zarrwatch
 
 SEND_INTERVAL = 1.0  # seconds between a worker's datagrams
 MAX_MESSAGE = 128 << 10  # largest datagram a worker sends
 
+_PREFIX = "pipetop-workers-"  # then the pid and .sock
 _receiver: Optional["Receiver"] = None  # this process's, once made
 _receiver_failed = False
 
@@ -63,8 +64,9 @@ class Receiver:
     """The main process's end: a bound, non-blocking datagram socket."""
 
     def __init__(self) -> None:
-        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-        self.path = os.path.join(base, "pipetop-workers-%d.sock" % os.getpid())
+        base = _sockets.shm_dir()
+        _sockets.sweep_dead(base, _PREFIX)
+        self.path = os.path.join(base, "%s%d.sock" % (_PREFIX, os.getpid()))
         self.pid = os.getpid()
         try:
             os.unlink(self.path)  # a stale one of a process with our pid

@@ -23,17 +23,13 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+from . import sockets as _sockets
 from . import stacks as _stacks
 from . import workerlink as _workerlink
 from . import zarrwatch as _zarrwatch
 
 _SLOT = struct.Struct("qqqq")  # busy_ns, start_ns of the fetch in progress, batches, first fetch start
 _SHM_PREFIX = "pipetop-loader-"
-# A slot file is swept only this long after it was made: with a /dev/shm
-# shared across pid namespaces (docker --ipc=host), a pid we cannot see
-# may be alive, and its workers have mapped their file by then (the
-# mappings outlive the name).
-_SWEEP_AGE_S = 600
 _now = time.perf_counter_ns
 
 # In a worker: (mmap, offset) of its slot and its running totals.
@@ -129,8 +125,8 @@ def _new_shm(workers: int) -> Any:
     """Create a zeroed shared file with one slot per worker; returns (mmap,
     path). The name carries our pid and a random part: a file left by a
     killed run whose pid we now have cannot make creating ours fail."""
-    base = shm_dir()
-    _sweep(base)
+    base = _sockets.shm_dir()
+    _sockets.sweep_dead(base, _SHM_PREFIX)
     fd, path = tempfile.mkstemp(prefix="%s%d-" % (_SHM_PREFIX, os.getpid()), dir=base)
     try:
         size = max(1, workers) * _SLOT.size
@@ -141,42 +137,6 @@ def _new_shm(workers: int) -> Any:
         raise
     finally:
         os.close(fd)
-
-
-def shm_dir() -> str:
-    """Where the slot files go: /dev/shm, else the temporary directory."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-
-
-def _sweep(base: str) -> None:
-    """Remove the old slot files of processes that are gone (killed runs
-    never remove theirs)."""
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return
-    old = time.time() - _SWEEP_AGE_S
-    for name in names:
-        pid = name[len(_SHM_PREFIX):].split("-", 1)[0]
-        if not name.startswith(_SHM_PREFIX) or not pid.isdigit() or _alive(int(pid)):
-            continue
-        path = os.path.join(base, name)
-        try:
-            if os.stat(path).st_mtime < old:
-                _remove(path)
-        except OSError:
-            pass
-
-
-def _alive(pid: int) -> bool:
-    """Report whether process pid exists (in our pid namespace)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _remove(path: str) -> None:
