@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -294,62 +293,5 @@ func TestWrappedRingSummarizesLikeAFreshOne(t *testing.T) {
 		if a.Steps == 0 || !a.HasGPU {
 			t.Fatalf("window %v: %d steps, GPU %v: the test data should have both", d, a.Steps, a.HasGPU)
 		}
-	}
-}
-
-// MeansBetween agrees with SummarizeBetween on everything it computes, for
-// records with and without GPU times and with fewer stages than the ring.
-func TestMeansBetweenMatchesSummarizeBetween(t *testing.T) {
-	names := []string{DataWait, Forward, Backward, Other}
-	w := NewStepRing(names, 300)
-	rng := rand.New(rand.NewPCG(3, 4))
-	at := int64(1e18)
-	for i := range int64(500) {
-		cpu := []int64{rng.Int64N(5e6), rng.Int64N(9e6), rng.Int64N(7e6), rng.Int64N(1e6)}
-		var gpu []int64
-		if i%3 != 0 {
-			gpu = []int64{-1, rng.Int64N(8e6), rng.Int64N(6e6), -1}
-		}
-		if i%7 == 0 {
-			cpu = cpu[:2]
-			if gpu != nil {
-				gpu = gpu[:2]
-			}
-		}
-		wall := int64(25e6)
-		r := RecordOf(i, at, at+wall, int32(8+i%3), cpu, gpu)
-		at += wall
-		w.Add(&r)
-	}
-	from, to := w.at(40).EndNs, w.at(250).EndNs
-	want, got := w.SummarizeBetween(BaselineSkip, from, to), w.MeansBetween(BaselineSkip, from, to)
-	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(a)) }
-	if got.Steps != want.Steps || got.SpanNs != want.SpanNs || got.LastStep != want.LastStep || got.LastEndNs != want.LastEndNs ||
-		!near(got.WallMean, want.WallMean) || !near(got.StepsPerSec, want.StepsPerSec) || !near(got.SamplesPerSec, want.SamplesPerSec) ||
-		got.HasGPU != want.HasGPU || !near(got.GPUBusyMean, want.GPUBusyMean) || !near(got.GPUBusy, want.GPUBusy) {
-		t.Fatalf("means %+v\nwant %+v", got, want)
-	}
-	for k := range names {
-		g, s := got.Stages[k], want.Stages[k]
-		if g.Name != s.Name || !near(g.Mean, s.Mean) || !near(g.Share, s.Share) || g.HasGPU != s.HasGPU || !near(g.GPUMean, s.GPUMean) {
-			t.Errorf("stage %s: %+v, want %+v", s.Name, g, s)
-		}
-	}
-}
-
-// MeansBetween adds times too large to sum as integers without overflow
-// as floats, and leaves unknown ones out.
-func TestMeansBetweenHugeTimes(t *testing.T) {
-	w := NewStepRing([]string{Forward}, 16)
-	at := int64(1e18)
-	for i, x := range []int64{1 << 62, 3, -1, 1 << 62, 5, 1 << 62} {
-		r := RecordOf(int64(i), at, at+10, 1, []int64{x}, nil)
-		w.Add(&r)
-		at += 10
-	}
-	got := w.MeansBetween(0, 0, at).Stages[0].Mean
-	want := (3*math.Pow(2, 62) + 8) / 5
-	if got != want {
-		t.Fatalf("mean %g, want %g", got, want)
 	}
 }

@@ -225,27 +225,6 @@ func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
 	return w.summarize(first, end)
 }
 
-// MeansBetween is SummarizeBetween without the quantiles (every P50 and P99
-// is zero), the wait pattern and the loss: counts, span, rates, means and
-// shares, with no selection. The drift rule's baseline, which compares
-// means over a run's first minutes, needs no more.
-func (w *StepRing) MeansBetween(skip int, fromNs, toNs int64) Summary {
-	first, end := w.between(skip, fromNs, toNs)
-	if first >= end {
-		return Summary{}
-	}
-	var m sums
-	w.sum(first, end, &m)
-	s := w.head(first, end, m.samples)
-	s.WallMean = m.wall.mean()
-	s.Stages = make([]StageStat, len(w.names))
-	for k, name := range w.names {
-		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
-	}
-	s.finish(m.busy.mean())
-	return s
-}
-
 // known is a running sum of known values and their count, for a mean
 // (not a run's Totals).
 type known struct {
@@ -253,28 +232,17 @@ type known struct {
 	n   int
 }
 
-// add adds v's known values (not absent or unknown). Integers add
-// exactly and without a chain of float additions; a time of 2^45 ns or
-// more (9.8 hours) is added as a float, so 2^18 of them, twice a feed
-// ring's most, cannot overflow.
-func (t *known) add(v []int64) {
-	const big = 1 << 45
-	var isum int64
-	fsum, n := 0.0, 0
-	for _, x := range v {
-		switch {
-		case x < 0:
-			continue
-		case x < big:
-			isum += x
-		default:
-			fsum += float64(x)
-		}
-		n++
+// addOne adds x when it is known. A sum of float64 adds integers
+// exactly while it stays below 2^53 ns (104 days).
+func (t *known) addOne(x int64) {
+	if x >= 0 {
+		t.sum += float64(x)
+		t.n++
 	}
-	t.sum += float64(isum) + fsum
-	t.n += n
 }
+
+// merge adds u's values.
+func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
 
 func (t known) mean() float64 {
 	if t.n == 0 {
@@ -291,25 +259,15 @@ type sums struct {
 	samples    int64
 }
 
-// sum totals records first..end-1 straight from the ring's columns: the
-// drift baseline sums thousands of records per rank and needs no copy of
-// them to select from.
-func (w *StepRing) sum(first, end int, m *sums) {
-	for _, run := range w.runs(first, end) {
-		for _, f := range w.steps[run[0]:run[1]] {
-			m.wall.sum += float64(f.endNs - f.startNs)
-			m.wall.n++
-			if f.busy >= 0 {
-				m.busy.sum += float64(f.busy)
-				m.busy.n++
-			}
-			m.samples += int64(f.samples)
-		}
-		for k := range w.names {
-			m.cpu[k].add(w.cpu[k][run[0]:run[1]])
-			m.gpu[k].add(w.gpu[k][run[0]:run[1]])
-		}
+// merge adds u's totals.
+func (m *sums) merge(u *sums) {
+	m.wall.merge(u.wall)
+	m.busy.merge(u.busy)
+	for k := range m.cpu {
+		m.cpu[k].merge(u.cpu[k])
+		m.gpu[k].merge(u.gpu[k])
 	}
+	m.samples += u.samples
 }
 
 // head is the part of a summary of records first..end-1 (first < end)

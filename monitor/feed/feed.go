@@ -37,8 +37,7 @@ type Feed struct {
 	loader   *stage.LoaderStats
 	progress *stage.Progress // the latest in-flight sample
 	heard    time.Time       // when the last hello or frame arrived
-	base     *stage.StepRing // the run's first minutes, for drift
-	baseEnd  int64           // steps ending after this (Unix ns) are not baseline
+	base     *stage.Baseline // the run's first minutes, for drift
 	baseKey  baselineKey     // what baseSum summarizes
 	baseSum  *stage.Summary  // the latest baseline summary (nil: too few steps)
 	event    *ipc.Event
@@ -58,8 +57,8 @@ func New(capacity int) *Feed {
 	if capacity < 1 {
 		capacity = DefaultCapacity
 	}
-	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), totals: stage.NewTotals(nil),
-		link: snapshot.Link{State: snapshot.LinkNone}}
+	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), base: stage.NewBaseline(nil),
+		totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
 // SetView sets what the next Attach asks of the trainer (frame batching).
@@ -294,7 +293,7 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		for i := range fr.Steps {
 			f.win.Add(&fr.Steps[i])
 			f.totals.Add(&fr.Steps[i])
-			f.addBaseline(&fr.Steps[i])
+			f.base.Add(&fr.Steps[i])
 		}
 		f.total += int64(len(fr.Steps))
 	case ipc.TypeStages:
@@ -327,47 +326,29 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	}
 }
 
-// baselineCapacity bounds the baseline window: at high step rates it keeps
-// the latest steps of the run's first minutes.
-const baselineCapacity = 8192
-
 func (f *Feed) reset(names []string) {
 	f.win = stage.NewStepRing(names, f.capacity)
-	f.base = stage.NewStepRing(names, baselineCapacity)
-	f.baseEnd = 0
-}
-
-// addBaseline keeps r when it ended within the run's first minutes.
-func (f *Feed) addBaseline(r *stage.Record) {
-	if f.baseEnd == 0 {
-		f.baseEnd = r.EndNs + int64(stage.BaselineNs)
-	}
-	if r.EndNs <= f.baseEnd {
-		f.base.Add(r)
-	}
+	f.base = stage.NewBaseline(names)
 }
 
 // baseline summarizes the run's first minutes, or at most the first third
 // of the time since the first step, so a short run still has one that does
 // not overlap its recent steps. Nil until it holds enough steps. The end
-// moves in whole seconds and the summary is kept until it moves (even as
-// a full ring drops its oldest records meanwhile), so a viewer summarizes
-// the baseline once per three seconds while it grows and never again once
-// it is complete, not on every refresh.
+// moves in whole seconds and the summary is kept until it moves, so a
+// viewer summarizes the baseline once per three seconds while it grows and
+// never again once it is complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
-	first, ok := f.base.First()
-	if !ok {
+	anchor := f.base.AnchorNs()
+	if anchor == 0 {
 		return nil
 	}
-	to := first.EndNs + (nowNs-first.EndNs)/3
-	to = first.EndNs + (to-first.EndNs)/1e9*1e9
-	to = min(f.baseEnd, to)
-	key := baselineKey{ring: f.base, to: to}
+	whole := int(min((nowNs-anchor)/3, int64(stage.BaselineNs)) / 1e9)
+	key := baselineKey{base: f.base, whole: whole}
 	if key == f.baseKey {
 		return f.baseSum
 	}
 	f.baseKey, f.baseSum = key, nil
-	b := f.base.MeansBetween(stage.BaselineSkip, 0, to) // drift compares means
+	b := f.base.Means(whole) // drift compares means
 	if b.Steps >= stage.MinSteps {
 		f.baseSum = &b
 	}
@@ -376,8 +357,8 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 
 // baselineKey names what a baseline summary was made of.
 type baselineKey struct {
-	ring *stage.StepRing
-	to   int64
+	base  *stage.Baseline
+	whole int // seconds since the first step
 }
 
 func (f *Feed) setLink(state, detail, socket string, now time.Time) {

@@ -1,0 +1,125 @@
+package stage
+
+// Baseline accumulates the means of a run's first minutes, for the drift
+// rule, without keeping its steps: it sums each whole second since the
+// first step on its own, so the means up to any whole second are the sum
+// of a few buckets. A viewer attached to 64 ranks once kept 8,192 steps of
+// every rank for this, 1.3 MiB a rank written a column at a time; a
+// second's bucket is one small struct that stays in the cache.
+//
+// The first BaselineSkip steps (warm-up) are left out, and steps that end
+// more than BaselineNs after the first one ends are not kept. It is not
+// safe for concurrent use.
+type Baseline struct {
+	names    []string
+	rankWait []bool // rankWait[k]: stage k is comm-class, its GPU time not busy
+	seen     int    // steps offered, the skipped ones included
+	anchorNs int64  // when the first step offered ended: second 0 starts here
+	startNs  int64  // when the first kept step started
+	secs     []baselineSecond
+}
+
+// baselineSecond sums the kept steps that ended in one second: bucket i
+// holds those that ended in (anchor + i s, anchor + (i+1) s], bucket 0
+// also the anchor itself.
+type baselineSecond struct {
+	sums
+	steps            int
+	lastStep, lastNs int64 // the newest step's number and end
+}
+
+// NewBaseline returns an empty Baseline for steps of the stage list names.
+func NewBaseline(names []string) *Baseline {
+	b := &Baseline{names: append([]string(nil), names...), rankWait: make([]bool, len(names))}
+	for k, n := range names {
+		b.rankWait[k] = ClassOf(n) == ClassComm
+	}
+	return b
+}
+
+// Add counts r when it belongs to the run's first minutes.
+func (b *Baseline) Add(r *Record) {
+	b.seen++
+	if b.seen == 1 {
+		b.anchorNs = r.EndNs
+	}
+	if b.seen <= BaselineSkip || r.EndNs > b.anchorNs+int64(BaselineNs) {
+		return
+	}
+	i := b.second(r.EndNs)
+	for len(b.secs) <= i {
+		b.secs = append(b.secs, baselineSecond{})
+	}
+	if b.startNs == 0 {
+		b.startNs = r.StartNs
+	}
+	s := &b.secs[i]
+	s.steps++
+	if r.EndNs >= s.lastNs {
+		s.lastStep, s.lastNs = r.Step, r.EndNs
+	}
+	s.wall.addOne(r.EndNs - r.StartNs)
+	s.samples += int64(r.Samples)
+	n := min(r.NumStages, len(b.names))
+	busy := int64(absent)
+	for k := range n {
+		s.cpu[k].addOne(r.CPU[k])
+		s.gpu[k].addOne(r.GPU[k])
+		if r.GPU[k] >= 0 && !b.rankWait[k] {
+			busy = max(busy, 0) + r.GPU[k]
+		}
+	}
+	for k := len(b.names); k < r.NumStages; k++ { // stages beyond the list: GPU busy time only
+		if r.GPU[k] >= 0 {
+			busy = max(busy, 0) + r.GPU[k]
+		}
+	}
+	s.busy.addOne(busy)
+}
+
+// second is the bucket of a step that ended at endNs (not before the
+// anchor).
+func (b *Baseline) second(endNs int64) int {
+	d := endNs - b.anchorNs
+	if d <= 0 {
+		return 0
+	}
+	return int((d - 1) / 1e9)
+}
+
+// AnchorNs is when the first step offered ended (Unix ns), 0 before any.
+func (b *Baseline) AnchorNs() int64 { return b.anchorNs }
+
+// Means summarizes the kept steps that ended at most whole seconds after
+// the anchor, as StepRing.MeansBetween would: counts, span, rates, means
+// and shares, every quantile zero.
+func (b *Baseline) Means(whole int) Summary {
+	var m sums
+	var n int
+	var last *baselineSecond
+	for i := range min(whole, len(b.secs)) {
+		s := &b.secs[i]
+		if s.steps == 0 {
+			continue
+		}
+		n += s.steps
+		m.merge(&s.sums)
+		last = s
+	}
+	if n == 0 {
+		return Summary{}
+	}
+	s := Summary{Steps: n, LastStep: last.lastStep, LastEndNs: last.lastNs, SpanNs: last.lastNs - b.startNs}
+	if s.SpanNs > 0 {
+		sec := float64(s.SpanNs) / 1e9
+		s.StepsPerSec = float64(n) / sec
+		s.SamplesPerSec = float64(m.samples) / sec
+	}
+	s.WallMean = m.wall.mean()
+	s.Stages = make([]StageStat, len(b.names))
+	for k, name := range b.names {
+		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
+	}
+	s.finish(m.busy.mean())
+	return s
+}
