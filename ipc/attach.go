@@ -77,7 +77,8 @@ type attempt struct {
 	version int
 	peerUID int // from SO_PEERCRED; -1 if unknown
 	peerPID int
-	batchMs int // what our hello asks (Hello.BatchMs)
+	batchMs int  // what our hello asks (Hello.BatchMs)
+	aggs    bool // our hello accepts agg frames
 }
 
 func (a *attempt) fail(problem, advice string, err error) *AttachError {
@@ -104,11 +105,15 @@ type ViewOptions struct {
 	// Gate, when set, reads the connection only when the gate opens (at
 	// the viewer's refreshes) once the hello is in; see Gate.
 	Gate *Gate
+	// Aggregates asks for agg frames instead of steps: about one frame a
+	// second whatever the step rate, for a viewer that summarizes windows
+	// and needs no single step (docs/protocol.md).
+	Aggregates bool
 }
 
 // DialView is Dial with the viewer's wishes in its hello.
 func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
-	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond)}
+	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates}
 	conn, err := a.dial(ctx, HelloTimeout())
 	if err != nil || o.Gate == nil {
 		return conn, err
@@ -173,7 +178,11 @@ func (a *attempt) dial(ctx context.Context, timeout time.Duration) (*Conn, error
 
 // greet sends our hello and reads the trainer's.
 func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
-	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: []string{TypeProgress, TypeStacks}, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
+	accepts := []string{TypeProgress, TypeStacks}
+	if a.aggs {
+		accepts = append(accepts, TypeAgg)
+	}
+	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: accepts, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)
 	}
 	conn := newConn(c)

@@ -3,7 +3,10 @@ package ipc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 func FuzzDecodeFrame(f *testing.F) {
@@ -19,6 +22,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"stacks","stacks":{"t":9,"interval_ns":1000000000,"hz":100,"frames":[{"name":"f","file":"a.py","line":3},{"name":"g","file":"zarr/core.py","line":9,"lib":"zarr"}],"rows":[{"role":"train","stage":"other","stack":[0,1],"n":4,"ns":40000000},{"role":"worker","worker":1,"stack":[1],"n":1,"ns":1}]}}`,
 		`{"type":"stacks","stacks":{"frames":[],"rows":[{"role":"train","stack":[0],"n":1,"ns":1}]}}`,
 		`{"type":"error","error":"no"}`,
+		`{"type":"agg","agg":{"steps":3,"first":1,"last":3,"t0":10,"t1":90,"n":24,"loss":{"step":3,"value":0.5},"wall":{"n":3,"sum":80,"bins":[20,1,30,2]},"busy":{"n":0,"sum":0},"cpu":[{"n":3,"sum":7000000,"bins":[1439,1,1500,2]},{"n":2,"sum":9,"bins":[4,1,5,1]}],"gpu":[{"n":0,"sum":0},{"n":1,"sum":5,"bins":[5,1]}],"waits":[2,3000000,3,3500000]}}`,
 		`{"type":"hello","v":2}`,
 		`not json`,
 	} {
@@ -44,6 +48,24 @@ func FuzzDecodeFrame(f *testing.F) {
 					_ = fr.Stacks.Frames[j] // every index is in range
 				}
 			}
+		}
+		if fr.Type == TypeAgg {
+			// An accepted aggregate summarizes without a panic, alone and
+			// as the stage list it names.
+			names := make([]string, len(fr.Agg.CPU))
+			for k := range names {
+				names[k] = fmt.Sprintf("s%d", k)
+			}
+			if len(names) > 0 {
+				names[0] = stage.DataWait
+			}
+			ring := stage.NewAggRing(names, 2)
+			ring.Add(*fr.Agg)
+			if s := ring.Summarize(0); s.Steps != int(fr.Agg.Steps) || s.WallP99 < s.WallP50 {
+				t.Fatalf("aggregate %q summarized as %+v", data, s)
+			}
+			tot := stage.NewTotals(names)
+			tot.AddAggregate(fr.Agg)
 		}
 		for i := range fr.Steps {
 			r := &fr.Steps[i]

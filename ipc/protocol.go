@@ -43,6 +43,11 @@ const (
 	// TypeStacks carries folded stack samples (the Python instrumentation's);
 	// sent only to viewers whose hello lists it in Accepts.
 	TypeStacks = "stacks"
+
+	// TypeAgg carries one interval's steps as a stage.Aggregate instead
+	// of one record each; sent only to viewers whose hello lists it in
+	// Accepts, and to those instead of steps frames.
+	TypeAgg = "agg"
 )
 
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where
@@ -143,6 +148,9 @@ type Frame struct {
 
 	// Stacks is set in stacks frames.
 	Stacks *stage.StackSamples `json:"stacks,omitempty"`
+
+	// Agg is set in agg frames.
+	Agg *stage.Aggregate `json:"agg,omitempty"`
 }
 
 // ErrVersion is wrapped by errors about a peer speaking another version.
@@ -204,6 +212,11 @@ func (f *Frame) validate() error {
 		return validateProgress(f.Progress)
 	case TypeStacks:
 		return f.Stacks.Validate()
+	case TypeAgg:
+		if f.Agg == nil {
+			return errors.New("agg frame without agg")
+		}
+		return f.Agg.Validate()
 	case TypeDrops, TypeError:
 	case "":
 		return errors.New("missing type")

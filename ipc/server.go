@@ -66,6 +66,11 @@ type Server struct {
 	refusals                                        refusalLog
 	progress                                        atomic.Pointer[func() stage.Progress]
 
+	// agg folds the flushed steps into the next aggregate and aggStart
+	// is when it began; the publisher goroutine's alone.
+	agg      *stage.Aggregator
+	aggStart time.Time
+
 	flushNow chan struct{}
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -251,6 +256,7 @@ func (s *Server) publishLoop() {
 		select {
 		case <-s.done:
 			s.flush(&batch)
+			s.sendAggregate()
 			return
 		case <-t.C:
 		case <-s.flushNow:
@@ -293,18 +299,102 @@ func (s *Server) flush(batch *[]stage.Record) {
 	stages, loader := s.stages, s.loader
 	fresh := s.fresh
 	s.stages, s.fresh = nil, false
+	names := s.hello.Hello.Stages
 	s.mu.Unlock()
 	if stages != nil {
+		s.sendAggregate() // of the steps of the old list
+		s.agg = nil
 		s.broadcast(stages)
 	}
-	for recs := *batch; len(recs) > 0; {
-		k := min(len(recs), maxStepsPerFrame)
-		// A frame is shared by every viewer queue, so each gets its own buffer.
-		s.broadcast(appendSteps(nil, recs[:k]))
-		recs = recs[k:]
-	}
+	s.sendSteps(*batch)
+	s.aggregate(*batch, names)
 	if fresh {
 		s.broadcast(loader)
+	}
+}
+
+// aggregateEvery is how long one aggregate stands for.
+const aggregateEvery = time.Second
+
+// sendSteps sends recs, in frames of at most maxStepsPerFrame, to the
+// viewers that take steps frames.
+func (s *Server) sendSteps(recs []stage.Record) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	raw := 0
+	for v := range s.viewers {
+		if !v.aggOn {
+			raw++
+		}
+	}
+	for raw > 0 && len(recs) > 0 {
+		k := min(len(recs), maxStepsPerFrame)
+		// A frame is shared by every viewer queue, so each gets its own buffer.
+		f := appendSteps(nil, recs[:k])
+		for v := range s.viewers {
+			if !v.aggOn && !v.offer(f) {
+				s.dropped.Add(1)
+			}
+		}
+		recs = recs[k:]
+	}
+}
+
+// aggregate folds recs into the current aggregate and sends it once it
+// stands for aggregateEvery or is full.
+func (s *Server) aggregate(recs []stage.Record, names []string) {
+	if s.agg == nil {
+		s.agg, s.aggStart = stage.NewAggregator(names), time.Now()
+	}
+	for i := range recs {
+		s.agg.Add(&recs[i])
+		if s.agg.Full() {
+			s.sendAggregate()
+		}
+	}
+	if time.Since(s.aggStart) >= aggregateEvery {
+		s.sendAggregate()
+	}
+}
+
+// sendAggregate sends the current aggregate, if it holds steps, to the
+// viewers that take agg frames, and starts the next one: viewers whose
+// hello accepted agg frames since take them from here on.
+func (s *Server) sendAggregate() {
+	if s.agg == nil {
+		return
+	}
+	s.aggStart = time.Now()
+	if s.agg.Steps() == 0 {
+		s.aggsOn(nil)
+		return
+	}
+	g := s.agg.Take()
+	s.vmu.Lock()
+	on := false
+	for v := range s.viewers {
+		on = on || v.aggOn
+	}
+	s.vmu.Unlock()
+	var f []byte
+	if on { // encoded only for a viewer that takes it
+		f = appendJSON(nil, Frame{Type: TypeAgg, Agg: &g})
+	}
+	s.aggsOn(f)
+}
+
+// aggsOn offers f (when not nil) to the viewers that take agg frames, then
+// turns agg frames on for the viewers whose hello accepted them.
+func (s *Server) aggsOn(f []byte) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	for v := range s.viewers {
+		if v.aggOn && f != nil && !v.offer(f) {
+			s.dropped.Add(1)
+		}
+		if v.aggs.Load() {
+			v.aggOn = true
+		}
 	}
 }
 

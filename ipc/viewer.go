@@ -13,10 +13,15 @@ import (
 // bounded queue; when it is full the frame is dropped and counted, and the
 // viewer is told how many it missed once it catches up.
 type viewer struct {
-	conn      *net.UnixConn
-	queue     chan []byte
-	dropped   atomic.Int64
-	progress  atomic.Bool  // its hello accepts progress frames
+	conn     *net.UnixConn
+	queue    chan []byte
+	dropped  atomic.Int64
+	progress atomic.Bool // its hello accepts progress frames
+	aggs     atomic.Bool // its hello accepts agg frames
+	// aggOn: it is sent agg frames instead of steps (guarded by the
+	// server's vmu). It turns on where an aggregate begins, after its
+	// hello accepted them, so that every step reaches it once.
+	aggOn     bool
 	batch     atomic.Int64 // ns its hello asks frames to be held (BatchMs)
 	writes    atomic.Int64 // writes made to it, for tests of batching
 	closeOnce sync.Once
@@ -171,6 +176,7 @@ func (v *viewer) readLoop() error {
 			return fmt.Errorf("viewer sent a %q frame; only hello is accepted", f.Type)
 		}
 		v.progress.Store(f.Hello.Accepting(TypeProgress))
+		v.aggs.Store(f.Hello.Accepting(TypeAgg))
 		v.batch.Store(int64(batchOf(f.Hello)))
 	}
 }

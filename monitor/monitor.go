@@ -48,6 +48,9 @@ type Options struct {
 	// Gated reads every trainer's socket only when a snapshot is taken
 	// (ipc.Gate): one wake-up per refresh instead of one per trainer batch.
 	Gated bool
+	// Aggregates asks every trainer for agg frames instead of steps
+	// (ipc.ViewOptions): about one frame a second whatever the step rate.
+	Aggregates bool
 }
 
 // Monitor is one viewer: a feed attached to a trainer and the snapshotter
@@ -76,7 +79,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		return nil, err
 	}
 	f := feed.New(0)
-	view := ipc.ViewOptions{Batch: o.Batch}
+	view := ipc.ViewOptions{Batch: o.Batch, Aggregates: o.Aggregates}
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}

@@ -93,9 +93,22 @@ func open(ctx context.Context, c config, o monitor.Options) (*monitor.Monitor, e
 	return monitor.OpenRemote(v), nil
 }
 
+// aggregates is whether to ask trainers for agg frames instead of steps:
+// $PIPETOP_AGGREGATES=1 always, 0 never, else when fallback says (the
+// full-screen monitor does; one-shot snapshots do not).
+func aggregates(fallback bool) bool {
+	switch os.Getenv("PIPETOP_AGGREGATES") {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	return fallback
+}
+
 // snapshotOnce implements --once and --json.
 func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
-	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true, Aggregates: aggregates(false)})
 	if err != nil {
 		return err
 	}
@@ -217,7 +230,8 @@ func oneThread() {
 // interactive runs the full-screen monitor.
 func interactive(ctx context.Context, c config) error {
 	oneThread()
-	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true,
+		Aggregates: aggregates(true)})
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,40 @@ func (b *Baseline) Add(r *Record) {
 	s.busy.addOne(busy)
 }
 
+// AddAggregate counts g's steps when they belong to the run's first
+// minutes. An aggregate counts whole, in the second in which its last step
+// ended; one that ends within the first BaselineSkip steps is left out.
+func (b *Baseline) AddAggregate(g *Aggregate) {
+	b.seen += int(g.Steps)
+	if b.anchorNs == 0 {
+		b.anchorNs = g.EndNs
+	}
+	if b.seen <= BaselineSkip || g.EndNs > b.anchorNs+int64(BaselineNs) {
+		return
+	}
+	i := b.second(g.EndNs)
+	for len(b.secs) <= i {
+		b.secs = append(b.secs, baselineSecond{})
+	}
+	if b.startNs == 0 {
+		b.startNs = g.StartNs
+	}
+	s := &b.secs[i]
+	s.steps += int(g.Steps)
+	if g.EndNs >= s.lastNs {
+		s.lastStep, s.lastNs = g.LastStep, g.EndNs
+	}
+	s.wall.mergeSketch(&g.Wall)
+	s.busy.mergeSketch(&g.Busy)
+	s.samples += g.Samples
+	for k := range min(len(g.CPU), len(b.names)) {
+		s.cpu[k].mergeSketch(&g.CPU[k])
+		if k < len(g.GPU) {
+			s.gpu[k].mergeSketch(&g.GPU[k])
+		}
+	}
+}
+
 // second is the bucket of a step that ended at endNs (not before the
 // anchor).
 func (b *Baseline) second(endNs int64) int {

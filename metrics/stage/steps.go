@@ -72,6 +72,7 @@ type StepRing struct {
 	next     int
 	full     bool
 	cols     columns
+	waitBuf  []int64 // scratch of waits: step, ns pairs
 }
 
 // stepFields is what a ring slot keeps of a record besides its stage times.
@@ -243,6 +244,9 @@ func (t *known) addOne(x int64) {
 
 // merge adds u's values.
 func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
+
+// mergeSketch adds the times s counts.
+func (t *known) mergeSketch(s *Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
 
 func (t known) mean() float64 {
 	if t.n == 0 {

@@ -103,6 +103,29 @@ func (t *Totals) Add(r *Record) {
 	}
 }
 
+// AddAggregate counts the steps of g, made with the current stage list.
+// Its sketches fill the histograms: each bin's count at its midpoint, so a
+// time within 1/128 of a bucket's bound may count in the next bucket.
+func (t *Totals) AddAggregate(g *Aggregate) {
+	t.Steps += g.Steps
+	t.Samples += g.Samples
+	if g.EndNs >= t.LastEndNs {
+		t.LastStep, t.LastEndNs = g.LastStep, g.EndNs
+	}
+	for i := range min(len(g.CPU), t.nIndex) {
+		st := &t.Stages[t.index[i]]
+		st.CPUNs += g.CPU[i].Sum
+		if i < len(g.GPU) && g.GPU[i].N > 0 {
+			st.GPUNs += g.GPU[i].Sum
+			st.HasGPU = true
+		}
+	}
+	t.Wall.observeSketch(&g.Wall)
+	if t.dataWait >= 0 && t.dataWait < len(g.CPU) {
+		t.DataWait.observeSketch(&g.CPU[t.dataWait])
+	}
+}
+
 // Clone returns a deep copy of t.
 func (t *Totals) Clone() *Totals {
 	c := *t
@@ -186,6 +209,22 @@ func (h *Histogram) Observe(ns int64) {
 		return
 	}
 	h.Native[NativeIndex(s)-NativeMinIndex]++
+}
+
+// observeSketch counts the times of s: the sum exactly, each bin's count
+// at the bin's midpoint.
+func (h *Histogram) observeSketch(s *Sketch) {
+	h.Count += uint64(s.N)
+	h.SumNs += s.Sum
+	for j := 0; j+1 < len(s.Bins); j += 2 {
+		ns, c := int64(SketchValue(int(s.Bins[j]))), uint64(s.Bins[j+1])
+		h.Classic[classicBucket(ns)] += c
+		if sec := float64(ns) / 1e9; sec <= NativeZeroThreshold {
+			h.Zero += c
+		} else {
+			h.Native[NativeIndex(sec)-NativeMinIndex] += c
+		}
+	}
 }
 
 // classicBucket returns the index of the classic bucket of ns.

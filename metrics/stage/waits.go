@@ -60,24 +60,40 @@ func (w *StepRing) waits(first, end, k int, wallP50, wallTypical, typical float6
 	if n == 0 {
 		return nil
 	}
-	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50), TypicalNs: typical}
-	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallTypical) // a spike costs at least a whole step
-	var waiting, spikes int
-	var total, spike float64
+	var total float64
+	big := w.waitBuf[:0]
 	for _, run := range w.runs(first, end) {
-		for _, x := range w.cpu[k][run[0]:run[1]] {
+		for j, x := range w.cpu[k][run[0]:run[1]] {
 			if x < 0 {
 				continue // the step has no such stage
 			}
-			v := float64(x)
-			total += v
-			if v >= p.ThresholdNs {
-				waiting++
+			total += float64(x)
+			if x >= WaitFloor {
+				big = append(big, w.steps[run[0]+j].step, x)
 			}
-			if v >= cut {
-				spikes++
-				spike += v
-			}
+		}
+	}
+	w.waitBuf = big
+	return waitPattern(n, total, big, wallP50, wallTypical, typical)
+}
+
+// waitPattern is the wait pattern of n steps whose data_wait adds up to
+// total, given as step, ns pairs (in step order) the waits that reached
+// WaitFloor: every wait the pattern counts is one of them, since its
+// threshold is never below the floor.
+func waitPattern(n int, total float64, waits []int64, wallP50, wallTypical, typical float64) *WaitPattern {
+	p := &WaitPattern{ThresholdNs: max(WaitFloor, WaitOfStep*wallP50), TypicalNs: typical}
+	cut := max(p.ThresholdNs, BurstySpike*p.TypicalNs, wallTypical) // a spike costs at least a whole step
+	var waiting, spikes int
+	var spike float64
+	for j := 1; j < len(waits); j += 2 {
+		v := float64(waits[j])
+		if v >= p.ThresholdNs {
+			waiting++
+		}
+		if v >= cut {
+			spikes++
+			spike += v
 		}
 	}
 	p.Waiting, p.Spikes = float64(waiting)/float64(n), float64(spikes)/float64(n)
@@ -85,11 +101,9 @@ func (w *StepRing) waits(first, end, k int, wallP50, wallTypical, typical float6
 		p.SpikeNs, p.SpikeShare = spike/float64(spikes), spike/total
 	}
 	var big []int64
-	for _, run := range w.runs(first, end) {
-		for j, x := range w.cpu[k][run[0]:run[1]] {
-			if x >= 0 && float64(x) >= max(cut, p.SpikeNs/2) {
-				big = append(big, w.steps[run[0]+j].step)
-			}
+	for j := 0; j < len(waits); j += 2 {
+		if float64(waits[j+1]) >= max(cut, p.SpikeNs/2) {
+			big = append(big, waits[j])
 		}
 	}
 	p.Period = period(big)

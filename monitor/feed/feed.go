@@ -24,13 +24,17 @@ import (
 // steps/s. Memory is touched only as steps arrive.
 const DefaultCapacity = 1 << 17
 
+// AggCapacity is how many aggregates a Feed holds: about four minutes.
+const AggCapacity = 256
+
 // Feed is the viewer's copy of one trainer's stream. It is safe for
 // concurrent use: frames arrive on the Watch goroutine while the UI reads.
 type Feed struct {
 	mu       sync.Mutex
 	capacity int
 	win      *stage.StepRing
-	totals   *stage.Totals // of the current trainer process
+	aggs     *stage.AggRing // the window as agg frames, from a trainer that sends them
+	totals   *stage.Totals  // of the current trainer process
 	hello    *ipc.Hello
 	ep       ipc.Endpoint
 	link     snapshot.Link
@@ -57,8 +61,8 @@ func New(capacity int) *Feed {
 	if capacity < 1 {
 		capacity = DefaultCapacity
 	}
-	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), base: stage.NewBaseline(nil),
-		totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
+	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), aggs: stage.NewAggRing(nil, AggCapacity),
+		base: stage.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
 // SetView sets what the next Attach asks of the trainer (frame batching).
@@ -296,6 +300,17 @@ func (f *Feed) frame(fr *ipc.Frame) {
 			f.base.Add(&fr.Steps[i])
 		}
 		f.total += int64(len(fr.Steps))
+	case ipc.TypeAgg:
+		if f.aggs.Len() == 0 && f.win.Len() > 0 {
+			// The steps that came raw before the viewer's hello was read
+			// join the window as one aggregate of their own.
+			f.aggs.Add(f.win.Aggregate())
+			f.win.Reset()
+		}
+		f.aggs.Add(*fr.Agg)
+		f.totals.AddAggregate(fr.Agg)
+		f.base.AddAggregate(fr.Agg)
+		f.total += fr.Agg.Steps
 	case ipc.TypeStages:
 		f.reset(fr.Stages)
 		f.totals.SetStages(fr.Stages)
@@ -328,6 +343,7 @@ func (f *Feed) frame(fr *ipc.Frame) {
 
 func (f *Feed) reset(names []string) {
 	f.win = stage.NewStepRing(names, f.capacity)
+	f.aggs = stage.NewAggRing(names, AggCapacity)
 	f.base = stage.NewBaseline(names)
 }
 
@@ -441,15 +457,28 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 		p := *f.progress
 		s.Progress = &p
 	}
-	if f.win.Len() == 0 {
+	sum, ok := f.summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
+	if !ok {
 		return
 	}
-	sum := f.win.Summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
 	s.Summary = &sum
 	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
 		left := n - (sum.LastStep+1)%n
 		s.Trainer.EpochETASec = float64(left) / sum.StepsPerSec
 	}
+}
+
+// summarize summarizes the window d: of the aggregates once the trainer
+// sends them (it sent the steps before them raw, the few that ended
+// before its viewer's hello was read), else of the steps.
+func (f *Feed) summarize(d time.Duration) (stage.Summary, bool) {
+	switch {
+	case f.aggs.Len() > 0:
+		return f.aggs.Summarize(d), true
+	case f.win.Len() > 0:
+		return f.win.Summarize(d), true
+	}
+	return stage.Summary{}, false
 }
 
 // Inputs gathers what the verdict rules read about this trainer from s

@@ -339,3 +339,58 @@ func TestProgressJudgesBeforeTheFirstStep(t *testing.T) {
 		t.Fatalf("verdict %+v, want stalled in comm", s.Verdict)
 	}
 }
+
+// aggOf is the agg frame of the steps of a steps frame.
+func aggOf(fr *ipc.Frame) *ipc.Frame {
+	a := stage.NewAggregator(names)
+	for i := range fr.Steps {
+		a.Add(&fr.Steps[i])
+	}
+	g := a.Take()
+	return &ipc.Frame{Type: ipc.TypeAgg, Agg: &g}
+}
+
+// A feed that takes agg frames (the steps before them raw) shows what a
+// feed of the same steps raw shows: steps, rate, means, totals, verdict.
+func TestAggregatesSummarizeAsSteps(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	hello := &ipc.Hello{Name: "run", PID: 42, StartNs: t0.Add(-time.Minute).UnixNano(), Stages: names}
+	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
+	raw, agg := New(10000), New(10000)
+	for _, f := range []*Feed{raw, agg} {
+		f.Apply(ipc.Message{Connected: hello, Endpoint: ep}, t0)
+	}
+	first := steps(0, 70, t0) // came raw, before the hello was read
+	raw.Apply(ipc.Message{Frame: first}, t0)
+	agg.Apply(ipc.Message{Frame: first}, t0)
+	for from := int64(70); from < 1000; from += 100 { // a second of steps each
+		fr := steps(from, 100, t0)
+		raw.Apply(ipc.Message{Frame: fr}, t0)
+		agg.Apply(ipc.Message{Frame: aggOf(fr)}, t0)
+	}
+	now := t0.Add(11 * time.Second)
+	r, a := fill(raw, now), fill(agg, now)
+	if r.Summary == nil || a.Summary == nil {
+		t.Fatalf("summaries %v, %v", r.Summary, a.Summary)
+	}
+	rs, as := r.Summary, a.Summary
+	if as.Steps != rs.Steps || as.LastStep != rs.LastStep || as.StepsPerSec != rs.StepsPerSec || as.WallMean != rs.WallMean {
+		t.Errorf("from aggregates %+v\nfrom steps %+v", as, rs)
+	}
+	for k := range rs.Stages {
+		if as.Stages[k].Mean != rs.Stages[k].Mean || as.Stages[k].Share != rs.Stages[k].Share {
+			t.Errorf("stage %+v, from steps %+v", as.Stages[k], rs.Stages[k])
+		}
+	}
+	if a.Totals.Steps != 1070 || a.Totals.Steps != r.Totals.Steps || agg.Steps() != raw.Steps() {
+		t.Errorf("totals %d steps, %d received; from steps %d, %d", a.Totals.Steps, agg.Steps(), r.Totals.Steps, raw.Steps())
+	}
+	if a.Verdict == nil || r.Verdict == nil || a.Verdict.Kind != r.Verdict.Kind || a.Verdict.Stage != r.Verdict.Stage {
+		t.Errorf("verdict %v, from steps %v", a.Verdict, r.Verdict)
+	}
+	// A new stage list starts both windows afresh.
+	agg.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStages, Stages: []string{"read", "step"}}}, now)
+	if s := fill(agg, now); s.Summary != nil {
+		t.Errorf("after a new stage list: %+v", s.Summary)
+	}
+}

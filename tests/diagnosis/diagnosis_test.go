@@ -90,6 +90,7 @@ type result struct {
 	out     []byte
 	err     error
 	logs    *bytes.Buffer
+	agg     *result // what a pipetop that asked for agg frames said at the same time
 }
 
 // TestPlantedBottlenecks runs every scenario at once (they mostly sleep;
@@ -115,6 +116,21 @@ func TestPlantedBottlenecks(t *testing.T) {
 	for i, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) { check(t, sc, results[i]) })
 	}
+}
+
+// observe runs two viewers on sc at once: one takes the steps, the other
+// agg frames (PIPETOP_AGGREGATES=1); check judges both.
+func observe(sc scenario, env []string) result {
+	var agg result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		agg = observeAs(sc, append(slices.Clone(env), "PIPETOP_AGGREGATES=1"))
+	}()
+	r := observeAs(sc, append(slices.Clone(env), "PIPETOP_AGGREGATES=0"))
+	<-done
+	r.agg = &agg
+	return r
 }
 
 func goScenarios() []scenario {
@@ -160,9 +176,9 @@ func goScenarios() []scenario {
 	}
 }
 
-// observe waits for the publisher's socket and then sc.after, and runs
+// observeAs waits for the publisher's socket and then sc.after, and runs
 // pipetop --json against the scenario's socket directory (in env).
-func observe(sc scenario, env []string) result {
+func observeAs(sc scenario, env []string) result {
 	if err := awaitSocket(env, 20*time.Second); err != nil {
 		return result{err: err}
 	}
@@ -203,8 +219,17 @@ func awaitSocket(env []string, d time.Duration) error {
 	return fmt.Errorf("no publisher socket in %s after %v", dir, d)
 }
 
-// check asserts the verdict of one scenario.
+// check asserts the verdicts of one scenario: both viewers' alike.
 func check(t *testing.T, sc scenario, r result) {
+	checkOne(t, sc, r)
+	if r.agg != nil {
+		r.agg.logs = r.logs
+		t.Run("agg", func(t *testing.T) { checkOne(t, sc, *r.agg) })
+	}
+}
+
+// checkOne asserts the verdict one viewer gave.
+func checkOne(t *testing.T, sc scenario, r result) {
 	if r.err != nil || r.verdict == nil {
 		t.Fatalf("%v\n%s\npublisher stderr:\n%s", r.err, r.out, r.logs)
 	}

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
+from .aggregate import AGG_INTERVAL, Aggregator
 from .record import Recording
 from .sockets import check_peer, listen, peer_cred
 from . import wire
@@ -26,7 +27,7 @@ class Viewer:
 
     __slots__ = (
         "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
-        "stacks", "batch", "next_write",
+        "stacks", "aggs", "agg_on", "batch", "next_write",
     )
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
@@ -42,6 +43,10 @@ class Viewer:
         self.want_write = False
         self.progress = False  # its hello accepts progress frames
         self.stacks = False  # its hello accepts stacks frames
+        self.aggs = False  # its hello accepts agg frames
+        # It is sent agg frames instead of steps: turned on where an
+        # aggregate begins, after its hello, so every step reaches it once.
+        self.agg_on = False
         self.batch = 0.0  # seconds its hello asks frames to be held (batch_ms)
         self.next_write = 0.0  # monotonic time before which frames are held
 
@@ -105,6 +110,8 @@ class Server:
         self._interval = flush_interval
         self._viewers: Dict[int, Viewer] = {}
         self._loader: Optional[bytes] = None  # the latest loader frame
+        self._agg: Optional[Aggregator] = None  # while a viewer accepts agg frames
+        self._agg_start = 0.0
         self._lock = threading.Lock()  # guards counters read by stats()
         self._accepted = self._refused = self._dropped = self._errors = 0
         self._stop = threading.Event()
@@ -175,6 +182,7 @@ class Server:
                     self._failed(e)
             self._poll(0)  # viewers that connected just before close
             self._flush()
+            self._send_aggregate()
             # Give viewers until the deadline to read what is left.
             while time.monotonic() < self._deadline and any(v.has_output() for v in self._viewers.values()):
                 self._poll(min(0.05, max(0.0, self._deadline - time.monotonic())))
@@ -268,6 +276,7 @@ class Server:
             accepts = hello.get("accepts")
             v.progress = isinstance(accepts, list) and "progress" in accepts
             v.stacks = isinstance(accepts, list) and "stacks" in accepts
+            v.aggs = isinstance(accepts, list) and "agg" in accepts
             v.batch = batch_seconds(hello.get("batch_ms"))
 
     def _write(self, v: Viewer) -> None:
@@ -340,16 +349,55 @@ class Server:
                 continue
             if item[7] is not self._names and item[7] != self._names:
                 self._broadcast_steps(batch)
+                self._send_aggregate()  # of the steps of the old list
                 self._names = item[7]
+                if self._agg is not None:
+                    self._agg = Aggregator(self._names)
                 self._broadcast(dumps({"type": "stages", "stages": list(self._names)}))
             batch.append(item)
+            self._aggregate(item)
             if len(batch) >= STEPS_PER_FRAME:
                 self._broadcast_steps(batch)
         self._broadcast_steps(batch)
         now = time.monotonic()
+        if self._agg is not None and now - self._agg_start >= AGG_INTERVAL:
+            self._send_aggregate()
+        elif self._agg is None and any(v.aggs for v in self._viewers.values()):
+            self._agg, self._agg_start = Aggregator(self._names), now
         for v in list(self._viewers.values()):
             if v.has_output() and not v.want_write:
                 self._write_due(v, now)
+
+    def _aggregate(self, item: Record) -> None:
+        agg = self._agg
+        if agg is not None:
+            agg.add(item)
+            if agg.full():
+                self._send_aggregate()
+
+    def _send_aggregate(self) -> None:
+        """Send the current aggregate to the viewers that take agg frames
+        and start the next one; viewers whose hello accepted agg frames
+        since take them from here on. Without such viewers, stop
+        aggregating."""
+        agg = self._agg
+        if agg is None:
+            return
+        frame = agg.take()
+        now = self._agg_start = time.monotonic()
+        dropped = 0
+        for v in self._viewers.values():
+            if v.agg_on and frame is not None:
+                if not v.offer(frame):
+                    dropped += 1
+                elif not v.want_write:
+                    self._write_due(v, now)
+            v.agg_on = v.aggs
+        if dropped:
+            with self._lock:
+                self._dropped += dropped
+        if not any(v.aggs for v in self._viewers.values()):
+            self._agg = None
 
     def _send_progress(self) -> None:
         """Once a second, tell the viewers that accept it where the loop is."""
@@ -377,9 +425,12 @@ class Server:
         self._write(v)
 
     def _broadcast_steps(self, batch: List[Record]) -> None:
-        if batch:
-            self._broadcast(encode_steps(batch))
-            batch.clear()
+        """Record batch and send it to the viewers that take steps frames."""
+        if not batch:
+            return
+        if self._record is not None or any(not v.agg_on for v in self._viewers.values()):
+            self._broadcast(encode_steps(batch), lambda v: not v.agg_on)
+        batch.clear()
 
     def _broadcast(self, frame: bytes, wants: Optional[Callable[[Viewer], bool]] = None) -> None:
         """Record frame and offer it to every viewer (those wants accepts)."""

@@ -16,7 +16,7 @@ MAX_FRAME = 1 << 20
 MAX_STAGES = 16
 STEPS_PER_FRAME = 512  # keeps a steps frame far below MAX_FRAME
 _MAX_CONFIG = 64 << 10  # largest encoded config carried in the hello
-_FLOAT32_MAX = 3.4028234663852886e38  # the wire loss is a float32
+FLOAT32_MAX = 3.4028234663852886e38  # the wire loss is a float32
 
 
 class ProtocolError(ValueError):
@@ -31,7 +31,7 @@ class ProtocolError(ValueError):
 
 
 
-_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "stacks", "drops", "error")
+_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "stacks", "agg", "drops", "error")
 
 
 def decode_viewer_line(line: bytes) -> Dict[str, Any]:
@@ -118,7 +118,7 @@ Record = Tuple[int, int, int, int, Optional[float], Tuple[int, ...], Optional[Tu
 def encode_step(r: Record) -> str:
     step, t0, t1, n, loss, cpu, gpu, _ = r
     parts = ['{"step":%d,"t0":%d,"t1":%d,"n":%d' % (step, t0, t1, n)]
-    if loss is not None and math.isfinite(loss) and abs(loss) <= _FLOAT32_MAX:
+    if loss is not None and math.isfinite(loss) and abs(loss) <= FLOAT32_MAX:
         parts.append(',"loss":%r' % loss)
     parts.append(',"cpu":[%s]' % ",".join(map(str, cpu)))
     if gpu is not None:
