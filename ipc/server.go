@@ -313,8 +313,10 @@ func (s *Server) flush(batch *[]stage.Record) {
 	}
 }
 
-// aggregateEvery is how long one aggregate stands for.
-const aggregateEvery = time.Second
+// AggregateEvery is how long one aggregate stands for: a viewer that
+// accepts agg frames hears of a step up to this much later than of a
+// steps frame.
+const AggregateEvery = time.Second
 
 // sendSteps sends recs, in frames of at most maxStepsPerFrame, to the
 // viewers that take steps frames.
@@ -341,7 +343,7 @@ func (s *Server) sendSteps(recs []stage.Record) {
 }
 
 // aggregate folds recs into the current aggregate and sends it once it
-// stands for aggregateEvery or is full.
+// stands for AggregateEvery or is full.
 func (s *Server) aggregate(recs []stage.Record, names []string) {
 	if s.agg == nil {
 		s.agg, s.aggStart = stage.NewAggregator(names), time.Now()
@@ -352,7 +354,7 @@ func (s *Server) aggregate(recs []stage.Record, names []string) {
 			s.sendAggregate()
 		}
 	}
-	if time.Since(s.aggStart) >= aggregateEvery {
+	if time.Since(s.aggStart) >= AggregateEvery {
 		s.sendAggregate()
 	}
 }

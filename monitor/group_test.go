@@ -125,35 +125,45 @@ func BenchmarkCollectRanks(b *testing.B) {
 	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
 	t0 := time.Unix(1_800_000_000, 0)
 	for _, n := range []int{1, 64} {
-		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
-			g := newGroup(b.TempDir(), "bench-rank0", "bench")
-			for r := range n {
-				f := newRankFeed(r, n, names, t0)
-				g.feeds[r] = f
-			}
-			c := NewSnapshotter(g.feeds[0])
-			c.Group = g
-			now := t0.Add(5 * time.Second)
-			b.ReportAllocs()
-			for b.Loop() {
-				c.Snapshot(now, Windows[0])
-			}
-		})
+		for _, aggs := range []bool{false, true} {
+			b.Run(fmt.Sprintf("ranks=%d/aggs=%v", n, aggs), func(b *testing.B) {
+				g := newGroup(b.TempDir(), "bench-rank0", "bench")
+				for r := range n {
+					g.feeds[r] = newRankFeed(r, n, names, t0, aggs)
+				}
+				c := NewSnapshotter(g.feeds[0])
+				c.Group = g
+				now := t0.Add(5 * time.Second)
+				b.ReportAllocs()
+				for b.Loop() {
+					c.Snapshot(now, Windows[0])
+				}
+			})
+		}
 	}
 }
 
 // newRankFeed is a feed holding 250 planted steps of rank r of n, one per
-// 20 ms ending at t0 + 5 s.
-func newRankFeed(r, n int, names []string, t0 time.Time) *feed.Feed {
+// 20 ms ending at t0 + 5 s: as steps frames, or with aggs as agg frames of
+// a second each.
+func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool) *feed.Feed {
 	f := feed.New(1 << 12)
 	rank := r
 	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: fmt.Sprintf("bench-rank%d", r), PID: 1000 + r, Stages: names, Rank: &rank, WorldSize: n, Run: "bench"}}, t0)
 	fr := &ipc.Frame{Type: ipc.TypeSteps}
+	a := stage.NewAggregator(names)
 	for j := range 250 {
 		end := t0.Add(time.Duration(j+1) * 20 * time.Millisecond).UnixNano()
-		fr.Steps = append(fr.Steps, stage.RecordOf(int64(j), end-19e6, end, 64,
-			[]int64{int64(1e6 + r%7*1000), 5e5, 6e6, 5e6, 6e6, 4e5, 1e5}, nil))
+		rec := stage.RecordOf(int64(j), end-19e6, end, 64, []int64{int64(1e6 + r%7*1000), 5e5, 6e6, 5e6, 6e6, 4e5, 1e5}, nil)
+		fr.Steps = append(fr.Steps, rec)
+		a.Add(&rec)
+		if aggs && j%50 == 49 {
+			g := a.Take()
+			f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeAgg, Agg: &g}}, t0)
+		}
 	}
-	f.Apply(ipc.Message{Frame: fr}, t0)
+	if !aggs {
+		f.Apply(ipc.Message{Frame: fr}, t0)
+	}
 	return f
 }

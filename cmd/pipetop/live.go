@@ -108,7 +108,8 @@ func aggregates(fallback bool) bool {
 
 // snapshotOnce implements --once and --json.
 func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
-	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true, Aggregates: aggregates(false)})
+	agg := aggregates(false)
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true, Aggregates: agg})
 	if err != nil {
 		return err
 	}
@@ -121,8 +122,14 @@ func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 	m.Snapshot(time.Now(), w) // first reading: rates need two
 	// A long --interval reads once a second meanwhile, so the histories
 	// the memory rules judge hold more than two points.
-	end := time.Now().Add(c.interval)
-	for left := c.interval; left > 0; left = time.Until(end) {
+	// With agg frames the steps since the trainer began the current
+	// aggregate arrive with the next one: collect one aggregate longer.
+	collect := c.interval
+	if agg {
+		collect += ipc.AggregateEvery
+	}
+	end := time.Now().Add(collect)
+	for left := collect; left > 0; left = time.Until(end) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -183,6 +183,12 @@ still print their snapshot, with link.state "failed" and link.detail saying why;
 with --prometheus, the run could not be read (server unreachable, not
 Prometheus' API, no such run).
 4 pipetop compare --fail-if-slower: B regressed.
+
+environment: PIPETOP_SOCKET_DIR (where trainers' sockets are),
+PIPETOP_HELLO_TIMEOUT (default 5s), PIPETOP_AGGREGATES (1: ask trainers for
+one aggregate a second instead of every step, 0: never; default: the
+full-screen view asks, --once and --json do not; with it they collect a
+second longer than --interval).
 `)
 		fs.PrintDefaults()
 	}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from .stages import CLASSES, DATA_WAIT
+from .stages import CLASSES, COMM, DATA_WAIT
 from .wire import FLOAT32_MAX, Record, dumps
 
 #: Seconds one aggregate stands for.
@@ -62,7 +62,7 @@ class Aggregator:
 
     def __init__(self, names: Tuple[str, ...]) -> None:
         self.names = names
-        self._comm = [CLASSES.get(n) == "comm" for n in names]
+        self._comm = [CLASSES.get(n) == CLASSES[COMM] for n in names]
         self._wait = names.index(DATA_WAIT) if DATA_WAIT in names else -1
         self._reset()
 
