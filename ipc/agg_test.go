@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -115,6 +116,9 @@ func TestAggFrameRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := decodeAggFast(bytes.TrimSuffix(line, []byte("\n"))); err != nil {
+		t.Errorf("the compact decoder refuses what the server writes: %v\n%s", err, line)
+	}
 	if f.Agg.Steps != 50 || len(f.Agg.Waits) != 2*33 || f.Agg.Wall.N != 50 || f.Agg.CPU[0].Sum != g.CPU[0].Sum {
 		t.Errorf("decoded %+v from %s", f.Agg, line)
 	}
@@ -127,5 +131,36 @@ func TestAggFrameRoundTrip(t *testing.T) {
 		if _, err := DecodeFrame([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// BenchmarkDecodeAgg is one agg frame of 1,000 steps of 7 stages with
+// GPU times: the compact decoder against encoding/json.
+func BenchmarkDecodeAgg(b *testing.B) {
+	a := stage.NewAggregator(stage.Canonical)
+	for i := range int64(1000) {
+		r := record(i)
+		for k := range r.NumStages {
+			r.CPU[k] = 1e6 + (i*7919+int64(k)*104729)%300_000
+			r.GPU[k] = r.CPU[k] / 2
+		}
+		a.Add(&r)
+	}
+	g := a.Take()
+	line := bytes.TrimSuffix(appendJSON(nil, Frame{Type: TypeAgg, Agg: &g}), []byte("\n"))
+	b.Logf("%d bytes", len(line))
+	for _, fast := range []bool{true, false} {
+		b.Run(map[bool]string{true: "compact", false: "encoding-json"}[fast], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if fast {
+					if _, err := decodeAggFast(line); err != nil {
+						b.Fatal(err)
+					}
+				} else if err := json.Unmarshal(line, &Frame{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -167,6 +167,9 @@ func DecodeFrame(line []byte) (*Frame, error) {
 	}
 	f, err := decodeStepsFast(line)
 	if err != nil {
+		f, err = decodeAggFast(line)
+	}
+	if err != nil {
 		f = &Frame{}
 		if err := json.Unmarshal(line, f); err != nil {
 			return nil, fmt.Errorf("decode frame %q: %w", clip(line), err)

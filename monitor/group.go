@@ -40,6 +40,10 @@ type Group struct {
 	ctx   context.Context
 	view  ipc.ViewOptions // what each rank's feed asks of its trainer
 	tap   Tap             // sees every rank's messages (recordings); may be nil
+	// dirTime is the socket directory's modification time at the last
+	// scan: the directory changes when a socket comes or goes.
+	dirTime time.Time
+	full    time.Time // when the directory was last read
 }
 
 // Tap sees a message that the feed of rank is about to apply.
@@ -122,6 +126,9 @@ func (g *Group) close() {
 // attaches a feed to every rank of the run not yet watched. Sockets whose
 // hello is known are not dialled again: the feeds notice a rank going away.
 func (g *Group) scan(ctx context.Context, now time.Time) {
+	if g.unchanged(now) {
+		return
+	}
 	paths := socketsIn(g.dir)
 	g.mu.Lock()
 	var ask []ipc.Endpoint
@@ -152,6 +159,37 @@ func (g *Group) scan(ctx context.Context, now time.Time) {
 		}
 	}
 }
+
+// unchanged reports whether a scan at now would find what the last one
+// found: the directory was not modified since (no socket came or went),
+// no socket waits to be asked again, and the last full read is younger
+// than fullScan. A viewer of 64 ranks read and parsed 64 names a second
+// for nothing; a stat is one system call. It records the directory's
+// time when a scan is due.
+func (g *Group) unchanged(now time.Time) bool {
+	st, err := os.Stat(g.dir)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		return false
+	}
+	// A time is trusted once a second old: the kernel stamps directories
+	// with a coarse clock, and a socket made in the same tick as the last
+	// change, after the last read, leaves the time as it was.
+	t := st.ModTime()
+	same := t.Equal(g.dirTime) && now.Sub(t) > time.Second && now.Sub(g.full) < fullScan
+	for _, p := range g.seen {
+		same = same && p.hello != nil
+	}
+	if !same {
+		g.dirTime, g.full = st.ModTime(), now
+	}
+	return same
+}
+
+// fullScan is how often a Group reads its directory even when it seems
+// unchanged (a file system with coarse modification times).
+const fullScan = 10 * time.Second
 
 // follow switches to the newest run under the group's trainer name when no
 // socket of the current run is left (the run was launched again).

@@ -167,3 +167,30 @@ func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool) *feed.Feed {
 	}
 	return f
 }
+
+// A scan reads the directory only when it changed, a socket waits to be
+// asked again, or fullScan passed.
+func TestGroupScanSkipsAnUnchangedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	g := newGroup(dir, "x", "run")
+	now := time.Now().Add(2 * time.Second) // the directory's time is a second old
+	if g.unchanged(now) {
+		t.Fatal("the first scan was skipped")
+	}
+	if !g.unchanged(now.Add(time.Second)) {
+		t.Fatal("an unchanged directory was read again")
+	}
+	if g.unchanged(now.Add(fullScan + time.Second)) {
+		t.Fatal("no full read after fullScan")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new.1.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if g.unchanged(time.Now().Add(fullScan + 2*time.Second)) {
+		t.Fatal("a new socket was not looked at")
+	}
+	g.seen["p"] = probe{} // did not answer: asked again
+	if g.unchanged(time.Now().Add(fullScan + 3*time.Second)) {
+		t.Fatal("a socket waiting to be asked again was not")
+	}
+}

@@ -87,9 +87,13 @@ sys.stdout.buffer.write(a.take())
 	if err != nil {
 		t.Fatalf("python aggregator: %v", err)
 	}
-	f, err := ipc.DecodeFrame([]byte(strings.TrimSpace(string(out))))
+	line := []byte(strings.TrimSpace(string(out)))
+	f, err := ipc.DecodeFrame(line)
 	if err != nil {
 		t.Fatalf("the Python agg frame: %v\n%s", err, out)
+	}
+	if !ipc.CompactAgg(line) {
+		t.Errorf("the Python agg frame is not in the compact form Go writes:\n%s", line)
 	}
 	got := *f.Agg
 	if got.Loss == nil || want.Loss == nil || math.Abs(float64(got.Loss.Value-want.Loss.Value)) > 1e-6 {
