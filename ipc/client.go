@@ -66,7 +66,8 @@ func (c *Conn) Next() (*Frame, error) {
 // Close closes the connection.
 func (c *Conn) Close() error {
 	if c.src.gated != nil {
-		c.src.gated.close()
+		c.src.gated.close() // c.c is closed already: the gate reads a copy
+		return nil
 	}
 	return c.c.Close()
 }
