@@ -28,14 +28,15 @@ const stepWork = 2500 // sha256 blocks per simulated step
 var sink byte
 
 // BenchmarkLoop measures a simulated training step that publishes its
-// record, with no viewer, 8 reading viewers, and one viewer that never
-// reads. Compare ns/op across the sub-benchmarks: the difference is the
+// record, with no viewer, 8 reading viewers (taking every step, or agg
+// frames as the full-screen view does), and one viewer that never reads. Compare ns/op across the sub-benchmarks: the difference is the
 // cost of the viewers to the trainer.
 func BenchmarkLoop(b *testing.B) {
 	for _, tc := range []struct {
 		name           string
 		readers, stuck int
-	}{{"viewers=0", 0, 0}, {"viewers=8", 8, 0}, {"never-reading=1", 0, 1}} {
+		aggs           bool
+	}{{"viewers=0", 0, 0, false}, {"viewers=8", 8, 0, false}, {"viewers=8/aggs", 8, 0, true}, {"never-reading=1", 0, 1, false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			s, err := Listen("bench", Hello{Stages: stage.Canonical}, ServerOptions{Dir: benchDir(b), Logf: b.Logf})
 			if err != nil {
@@ -45,7 +46,7 @@ func BenchmarkLoop(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			for i := 0; i < tc.readers; i++ {
-				c, err := Dial(ctx, s.Path())
+				c, err := DialView(ctx, s.Path(), ViewOptions{Aggregates: tc.aggs})
 				if err != nil {
 					b.Fatal(err)
 				}
