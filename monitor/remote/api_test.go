@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,12 +97,7 @@ func TestNewClientRefusesBadURLs(t *testing.T) {
 // URL and what is wrong. Real Prometheus answers are tested in
 // cmd/pipetop (TestPrometheusView).
 func TestQueryErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := "http://" + ln.Addr().String()
-	ln.Close()
+	gone := "http://" + refusingAddr(t)
 	fakeNotPrometheus := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		http.Error(w, "<html>404</html>", http.StatusNotFound)
@@ -122,4 +119,25 @@ func TestQueryErrors(t *testing.T) {
 			t.Errorf("Open(%s) = %v, want an error naming the URL", tc.url, err)
 		}
 	}
+}
+
+// refusingAddr returns a loopback address whose port stays bound for the
+// test but never listens, so connecting to it is refused. A port taken
+// by a listener and closed again can be handed straight to the next
+// server (another test's, or this one's own fake), which then answers.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
