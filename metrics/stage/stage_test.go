@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -266,8 +267,15 @@ func gpuMean(w *StepRing) float64 {
 }
 
 // A ring that has wrapped summarizes its records exactly as a ring that
-// holds the same records without wrapping.
+// holds the same records without wrapping, whether it was full at its
+// first growth (40) or grew several times before (1,000: 256, 512, 1,000).
 func TestWrappedRingSummarizesLikeAFreshOne(t *testing.T) {
+	for _, capacity := range []int{40, 1000} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) { testWrappedRing(t, capacity) })
+	}
+}
+
+func testWrappedRing(t *testing.T, capacity int) {
 	names := []string{DataWait, "forward", "other"}
 	rec := func(i int64) Record {
 		gpu := []int64{-1, 1000 + i*i%97, -1}
@@ -276,14 +284,18 @@ func TestWrappedRingSummarizesLikeAFreshOne(t *testing.T) {
 		}
 		return RecordOf(i, i*1e6, i*1e6+9e5, 8, []int64{i * 37 % 1000, 500 + i%7, 10}, gpu)
 	}
-	wrapped, fresh := NewStepRing(names, 40), NewStepRing(names, 40)
-	for i := range int64(137) {
+	wrapped, fresh := NewStepRing(names, capacity), NewStepRing(names, capacity)
+	total := int64(3*capacity + 17)
+	for i := range total {
 		r := rec(i)
 		wrapped.Add(&r)
 	}
-	for i := int64(97); i < 137; i++ {
+	for i := total - int64(capacity); i < total; i++ {
 		r := rec(i)
 		fresh.Add(&r)
+	}
+	if wrapped.Len() != capacity || wrapped.Cap() != capacity || len(wrapped.steps) != capacity {
+		t.Fatalf("wrapped ring holds %d of %d (%d slots)", wrapped.Len(), wrapped.Cap(), len(wrapped.steps))
 	}
 	for _, d := range []time.Duration{0, 15 * time.Millisecond, time.Hour} {
 		a, b := wrapped.Summarize(d), fresh.Summarize(d)

@@ -69,6 +69,7 @@ type StepRing struct {
 	steps    []stepFields
 	cpu      [][]int64 // cpu[k][slot]: stage k's CPU time; absent (-1) when the record has no stage k
 	gpu      [][]int64 // gpu[k][slot]: stage k's GPU time; -1 when unknown or absent
+	capacity int       // the most records held; the slices grow to it as records come
 	next     int
 	full     bool
 	cols     columns
@@ -89,21 +90,37 @@ type stepFields struct {
 const absent = -1
 
 // NewStepRing returns a StepRing that holds up to capacity records made with
-// the stage list names.
+// the stage list names. Its memory grows with the records it holds, up to
+// capacity: a viewer taking agg frames keeps few steps, and a heap of
+// rings never filled would only raise the garbage collector's goal, so
+// that every allocation lands on pages not touched before.
 func NewStepRing(names []string, capacity int) *StepRing {
-	capacity = max(capacity, 1)
 	w := &StepRing{
 		names:    append([]string(nil), names...),
 		rankWait: make([]bool, len(names)),
-		steps:    make([]stepFields, capacity),
+		capacity: max(capacity, 1),
 		cpu:      make([][]int64, len(names)),
 		gpu:      make([][]int64, len(names)),
 	}
 	for k, n := range names {
-		w.cpu[k], w.gpu[k] = make([]int64, capacity), make([]int64, capacity)
 		w.rankWait[k] = ClassOf(n) == ClassComm
 	}
 	return w
+}
+
+// minGrow is the fewest slots a ring grows to at first.
+const minGrow = 256
+
+// grow makes room for one more record before the ring is full: the slots
+// double, up to the capacity. Only an unfilled ring grows, so its records
+// stay in slots 0 to next-1.
+func (w *StepRing) grow() {
+	n := min(max(2*len(w.steps), minGrow), w.capacity)
+	w.steps = slices.Grow(w.steps, n-len(w.steps))[:n]
+	for k := range w.names {
+		w.cpu[k] = slices.Grow(w.cpu[k], n-len(w.cpu[k]))[:n]
+		w.gpu[k] = slices.Grow(w.gpu[k], n-len(w.gpu[k]))[:n]
+	}
 }
 
 // Names returns the stage list of the window.
@@ -119,6 +136,9 @@ func (w *StepRing) Len() int {
 
 // Add copies r into the window, evicting the oldest record when full.
 func (w *StepRing) Add(r *Record) {
+	if !w.full && w.next == len(w.steps) {
+		w.grow()
+	}
 	slot := w.next
 	w.steps[slot] = stepFields{step: r.Step, startNs: r.StartNs, endNs: r.EndNs, busy: w.busyOf(r.GPU[:r.NumStages]),
 		samples: r.Samples, loss: r.Loss, hasLoss: r.HasLoss, numStages: uint8(r.NumStages)}
@@ -130,7 +150,7 @@ func (w *StepRing) Add(r *Record) {
 		w.cpu[k][slot], w.gpu[k][slot] = c, g
 	}
 	w.next++
-	if w.next == len(w.steps) {
+	if w.next == w.capacity {
 		w.next, w.full = 0, true
 	}
 }
@@ -148,7 +168,7 @@ func (w *StepRing) busyOf(gpu []int64) int64 {
 }
 
 // Cap is how many records the ring holds at most.
-func (w *StepRing) Cap() int { return len(w.steps) }
+func (w *StepRing) Cap() int { return w.capacity }
 
 // Reset drops every record.
 func (w *StepRing) Reset() { w.next, w.full = 0, false }
