@@ -163,6 +163,7 @@ func newLoop(cfg LoopConfig) (*loop, error) {
 	}
 	l := &loop{cfg: cfg, timer: t, idx: map[string]int{}, window: stage.NewStepRing(t.Names(), cfg.Window),
 		timings: make([]GPUTiming, 64)}
+	l.window.Reserve()
 	for i, n := range t.Names() {
 		l.idx[n] = i
 	}

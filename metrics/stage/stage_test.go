@@ -307,3 +307,38 @@ func testWrappedRing(t *testing.T, capacity int) {
 		}
 	}
 }
+
+// A ring reserved part way through keeps its records, adds the rest
+// without allocating and summarizes as a ring that grew step by step.
+func TestReservedRingAddsWithoutAllocating(t *testing.T) {
+	names := []string{DataWait, "forward"}
+	rec := func(i int64) Record {
+		return RecordOf(i, i*1e6, i*1e6+9e5, 8, []int64{i * 37 % 1000, 500 + i%7}, []int64{-1, 1000 + i%97})
+	}
+	reserved, grown := NewStepRing(names, 1000), NewStepRing(names, 1000)
+	var i int64
+	add := func() {
+		r := rec(i)
+		reserved.Add(&r)
+		grown.Add(&r)
+		i++
+	}
+	for range 300 {
+		add()
+	}
+	reserved.Reserve()
+	if allocs := testing.AllocsPerRun(1500, func() {
+		r := rec(i)
+		reserved.Add(&r)
+		i++
+	}); allocs != 0 {
+		t.Fatalf("a reserved ring allocates %v times per record", allocs)
+	}
+	for j := i - 1000; j < i; j++ {
+		r := rec(j)
+		grown.Add(&r)
+	}
+	if a, b := reserved.Summarize(0), grown.Summarize(0); !reflect.DeepEqual(a, b) {
+		t.Fatalf("reserved ring summarizes as\n%+v\nnot as\n%+v", a, b)
+	}
+}

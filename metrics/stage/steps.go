@@ -115,11 +115,24 @@ const minGrow = 256
 // double, up to the capacity. Only an unfilled ring grows, so its records
 // stay in slots 0 to next-1.
 func (w *StepRing) grow() {
-	n := min(max(2*len(w.steps), minGrow), w.capacity)
+	w.growTo(min(max(2*len(w.steps), minGrow), w.capacity))
+}
+
+// growTo makes the ring's slots n long.
+func (w *StepRing) growTo(n int) {
 	w.steps = slices.Grow(w.steps, n-len(w.steps))[:n]
 	for k := range w.names {
 		w.cpu[k] = slices.Grow(w.cpu[k], n-len(w.cpu[k]))[:n]
 		w.gpu[k] = slices.Grow(w.gpu[k], n-len(w.gpu[k]))[:n]
+	}
+}
+
+// Reserve makes room for every record the ring can hold, so that
+// adding allocates nothing: a trainer's own window fills within seconds, and
+// its step path must not allocate while it does.
+func (w *StepRing) Reserve() {
+	if len(w.steps) < w.capacity {
+		w.growTo(w.capacity)
 	}
 }
 
