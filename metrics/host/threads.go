@@ -131,9 +131,13 @@ type watchedProc struct {
 }
 
 // ThreadSampler reads every thread of one process tree (the trainer, its
-// loader workers and their children): per thread two small files per
-// refresh (task/TID/schedstat: run time and run-queue wait; task/TID/status:
-// name and involuntary switches). The tree and its thread lists are walked
+// loader workers and their children): per thread one or two small files
+// per refresh (task/TID/schedstat: run time and run-queue wait;
+// task/TID/status: name and involuntary switches, read again only for a
+// thread that ran or waited to run since the last sample, for each
+// process's first thread and after a walk: a thread that slept throughout
+// cannot have been preempted, and the kernel spends more making one status
+// file than the schedstat of every thread of a small trainer). The tree and its thread lists are walked
 // again only when they change: a thread or process gone, a process whose
 // thread count moved (read for free from its first thread's status), or
 // every TreeEvery for new processes. It also reads the host's CPU pressure
@@ -146,6 +150,7 @@ type ThreadSampler struct {
 
 	procs    []watchedProc
 	walked   time.Time
+	rewalked bool // this Sample walked the tree: every status is read
 	prev     map[int]threadCounters
 	cur      map[int]threadCounters
 	prevTime time.Time
@@ -179,7 +184,8 @@ func (s *ThreadSampler) Sample(now time.Time) error {
 	defer s.mu.Unlock()
 	s.snap.Time = now
 	s.snap.PressureSome, s.snap.PressureFull, s.snap.PressureOK = s.pressure()
-	if s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked) {
+	s.rewalked = s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked)
+	if s.rewalked {
 		s.walk()
 		s.walked = now
 	}
@@ -286,14 +292,11 @@ func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
 		if err != nil {
 			continue
 		}
-		b, err = s.fs.readTask(p.pid, tid, "status")
-		if err != nil {
-			s.walked = time.Time{}
-			continue
-		}
-		st, err := parseThreadStatus(b)
-		if err != nil {
-			continue
+		st, ok := s.sleptStatus(p, tid, ss)
+		if !ok {
+			if st, ok = s.readStatus(p, tid); !ok {
+				continue
+			}
 		}
 		if tid == p.pid {
 			p.leader = append(p.leader[:0], st.name...)
@@ -307,6 +310,31 @@ func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
 		}
 		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, dt))
 	}
+}
+
+// sleptStatus is the status kept from the last sample for a thread that
+// has neither run nor waited to run since (its switches and, but for a
+// rename by another thread, its name are as they were); ok is false when
+// the file must be read: a new thread, one that ran, a process's first
+// thread (its thread count and affinity), or a Sample that walked.
+func (s *ThreadSampler) sleptStatus(p *watchedProc, tid int, ss schedStat) (threadStatus, bool) {
+	prev, ok := s.prev[tid]
+	if !ok || s.rewalked || tid == p.pid || prev.run != ss.runNs || prev.wait != ss.waitNs {
+		return threadStatus{}, false
+	}
+	return threadStatus{name: []byte(prev.name), nvcsw: prev.nvcsw}, true
+}
+
+// readStatus reads and parses one thread's status file; a thread gone
+// makes the next Sample walk again.
+func (s *ThreadSampler) readStatus(p *watchedProc, tid int) (threadStatus, bool) {
+	b, err := s.fs.readTask(p.pid, tid, "status")
+	if err != nil {
+		s.walked = time.Time{}
+		return threadStatus{}, false
+	}
+	st, err := parseThreadStatus(b)
+	return st, err == nil
 }
 
 // thread makes one ThreadInfo and keeps its counters for the next delta.
