@@ -75,6 +75,7 @@ type ProcSampler struct {
 	prevTime time.Time
 	kids     []int     // the descendants found by the last walk
 	walked   time.Time // when the tree was last walked; zero: walk next
+	rewalk   bool      // this Sample walks the tree (and reads every owner again)
 	dirBuf   []string
 	users    map[int]string
 
@@ -88,6 +89,7 @@ type procCounters struct {
 	cpuTicks uint64
 	io       procIO
 	ioOK     bool
+	uid      int // the owner, -1 when unknown
 }
 
 var _ metrics.Sampler = (*ProcSampler)(nil)
@@ -125,6 +127,7 @@ func (s *ProcSampler) Sample(now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap.Time = now
+	s.rewalk = s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked)
 	err := s.readOne(s.pid, dt, &s.snap.Process)
 	if err != nil {
 		s.snap.Alive = false
@@ -155,7 +158,7 @@ const TreeEvery = 5 * time.Second
 // sampleChildren reads the descendants, walking the tree first when it is
 // due; a child that exits mid-walk is skipped.
 func (s *ProcSampler) sampleChildren(now time.Time, dt float64) {
-	if s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked) {
+	if s.rewalk {
 		s.walk()
 		s.walked = now
 	}
@@ -244,13 +247,13 @@ func (s *ProcSampler) readOne(pid int, dt float64, p *ProcInfo) error {
 		p.Comm = string(st.comm)
 	}
 	p.PID, p.PPID = pid, int(st.ppid)
+	c := procCounters{start: st.startTicks, cpuTicks: st.cpuTicks, uid: s.owner(pid, st.startTicks)}
 	p.User = ""
-	if uid := owner(s.fs.root, pid); uid >= 0 {
-		p.User = userName(s.users, uid)
+	if c.uid >= 0 {
+		p.User = userName(s.users, c.uid)
 	}
 	p.RSS = metrics.Of(float64(st.rssPages)*s.page, SourceProcPIDStat)
 	p.Threads = metrics.Of(float64(st.threads), SourceProcPIDStat)
-	c := procCounters{start: st.startTicks, cpuTicks: st.cpuTicks}
 	if b, err := s.fs.readPID(pid, "io"); err == nil {
 		c.io, err = parseProcIO(b)
 		c.ioOK = err == nil
@@ -258,6 +261,16 @@ func (s *ProcSampler) readOne(pid int, dt float64, p *ProcInfo) error {
 	s.cur[pid] = c
 	s.fillRates(p, c, dt)
 	return nil
+}
+
+// owner is the uid of the process pid started at start: read from
+// /proc/PID when first seen and at each walk of the tree, kept in between
+// (a process changes its owner rarely, a trainer never).
+func (s *ProcSampler) owner(pid int, start uint64) int {
+	if prev, ok := s.prev[pid]; ok && prev.start == start && !s.rewalk {
+		return prev.uid
+	}
+	return owner(s.fs.root, pid)
 }
 
 // fillRates sets the delta-based values of p; they are Missing on the first

@@ -249,3 +249,28 @@ func burn(d time.Duration) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestProcSamplerOwnerReadAtWalks: a process's owner is read when it is
+// first seen and again at each walk of the tree, not every sample.
+func TestProcSamplerOwnerReadAtWalks(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "42/stat"), "42 (x) S 1 42 42 0 -1 4194304 100 0 0 0 1 1 0 0 20 0 7 0 500 1000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n")
+	writeFile(t, filepath.Join(root, "42/task/42/children"), "")
+	dir := filepath.Join(root, "42")
+	must(t, os.Chown(dir, 4242, 4242))
+	s := NewProcSampler(42, root)
+	t0 := time.Unix(10, 0)
+	must(t, s.Sample(t0))
+	if got := s.Snapshot().Process.User; got != "4242" {
+		t.Fatalf("user = %q, want 4242", got)
+	}
+	must(t, os.Chown(dir, 4343, 4343))
+	must(t, s.Sample(t0.Add(time.Second)))
+	if got := s.Snapshot().Process.User; got != "4242" {
+		t.Errorf("between walks, user = %q, want the one read before (4242)", got)
+	}
+	must(t, s.Sample(t0.Add(TreeEvery+time.Second)))
+	if got := s.Snapshot().Process.User; got != "4343" {
+		t.Errorf("after a walk, user = %q, want 4343", got)
+	}
+}
