@@ -14,6 +14,8 @@ type pane interface {
 	Title() string
 	Size(w int) (lo, pref int)
 	SetSize(w, h int)
+	// View is the body in exactly the w×h cells of the last SetSize:
+	// h lines, each cut or padded to w cells (draw.Block).
 	View() string
 }
 
@@ -230,7 +232,7 @@ func (m *Model) renderPane(p pane, w, h int, focused pane) string {
 		return title
 	}
 	p.SetSize(w, h-1)
-	return title + "\n" + draw.Block(p.View(), w, h-1)
+	return title + "\n" + p.View()
 }
 
 func nonEmpty(parts []string) []string {

@@ -99,3 +99,20 @@ func TestKeys(t *testing.T) {
 		t.Error("q did not quit")
 	}
 }
+
+// TestPaneViewsFillTheirArea: each pane's View is exactly the area it was
+// given, so that the layout can stack and join them without fitting each
+// again.
+func TestPaneViewsFillTheirArea(t *testing.T) {
+	for _, sc := range scenarios {
+		m := replay(t, sc)
+		for _, p := range m.panes {
+			for w := 1; w <= 130; w += 9 {
+				for h := 1; h <= 30; h += 5 {
+					p.p.SetSize(w, h)
+					checkSize(t, p.p.View(), w, h)
+				}
+			}
+		}
+	}
+}
