@@ -20,7 +20,7 @@ func Width(s string) int {
 }
 
 // narrowWidth counts the cells of s when every printed rune is a
-// one-cell rune of the ranges oneCell accepts and every escape sequence is
+// one-cell rune of the ranges OneCell accepts and every escape sequence is
 // a CSI (ESC [ ... final byte) sequence; ok is false otherwise.
 func narrowWidth(s string) (n int, ok bool) {
 	for i := 0; i < len(s); {
@@ -39,7 +39,7 @@ func narrowWidth(s string) (n int, ok bool) {
 			return 0, false // other control characters
 		default:
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !oneCell(r) {
+			if !OneCell(r) {
 				return 0, false
 			}
 			n++
@@ -70,12 +70,12 @@ func skipCSI(s string, i int) (int, bool) {
 	return 0, false
 }
 
-// oneCell reports whether r is in a range whose runes all take one cell
+// OneCell reports whether r is in a range whose runes all take one cell
 // and combine with nothing: Latin-1 without the soft hyphen, general
 // punctuation up to the line separator, arrows, box drawing, block
 // elements and geometric shapes but the two shown as emoji (U+25FD,
 // U+25FE: two cells).
-func oneCell(r rune) bool {
+func OneCell(r rune) bool {
 	switch {
 	case r >= 0xa0 && r <= 0xff:
 		return r != 0xad

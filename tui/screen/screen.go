@@ -14,10 +14,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/colorprofile"
 	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pipetop/pipetop/tui/draw"
 )
 
 // Screen is the terminal's full screen as last drawn.
@@ -25,15 +28,22 @@ type Screen struct {
 	out   *uv.TerminalRenderer
 	buf   uv.ScreenBuffer
 	lines []string // the text of each row as last drawn
+
+	profile colorprofile.Profile // the terminal's colours, which every cell's style is converted to
+	parser  *ansi.Parser         // reads the SGR sequences of plain lines
+	cell    uv.Cell              // the cell being set, kept to set cells without allocating
 }
 
 // New returns a screen of w x h cells that writes to out, for a terminal
 // with the environment env and the colour profile p.
 func New(out io.Writer, env []string, p colorprofile.Profile, w, h int) *Screen {
 	r := uv.NewTerminalRenderer(out, env)
-	r.SetColorProfile(p)
+	// The cells come converted to p (drawLine): the renderer, which
+	// would convert both its pen and the cell's style for every cell it
+	// writes, passes them through.
+	r.SetColorProfile(colorprofile.TrueColor)
 	r.SetScrollOptim(false)
-	s := &Screen{out: r, buf: uv.NewScreenBuffer(w, h)}
+	s := &Screen{out: r, buf: uv.NewScreenBuffer(w, h), profile: p}
 	s.lines = make([]string, h)
 	r.Resize(w, h)
 	return s
@@ -88,10 +98,83 @@ func (s *Screen) Draw(frame string) error {
 			continue
 		}
 		s.lines[y] = line
-		uv.NewStyledString(line).Draw(s.buf, uv.Rect(0, y, w, 1))
+		s.drawLine(line, y, w)
 	}
 	s.out.Render(s.buf.RenderBuffer)
 	return s.flush()
+}
+
+// drawLine puts line on row y, w cells wide, each cell's style converted
+// to the terminal's colours. A line of SGR sequences and one-cell runes
+// only (what pipetop's panes draw) is decoded here: each rune is a cell
+// whose text is a slice of the line, and only the SGR sequences go through
+// the ANSI parser, converted once each. Any other line takes
+// ultraviolet's decoder, which segments graphemes and measures each one,
+// and its cells are converted after; both give the same cells (tested).
+func (s *Screen) drawLine(line string, y, w int) {
+	if !plain(line) {
+		uv.NewStyledString(line).Draw(s.buf, uv.Rect(0, y, w, 1))
+		row := s.buf.Line(y)
+		for x := range row {
+			row[x].Style, row[x].Link = uv.ConvertStyle(row[x].Style, s.profile), uv.ConvertLink(row[x].Link, s.profile)
+		}
+		s.buf.TouchLine(0, y, w)
+		return
+	}
+	if s.parser == nil {
+		s.parser = ansi.NewParser()
+	}
+	var style, pen uv.Style // as the line sets it; converted
+	x := 0
+	for i := 0; i < len(line) && x < w; {
+		if line[i] == ansi.ESC {
+			_, _, n, _ := ansi.DecodeSequence(line[i:], ansi.NormalState, s.parser)
+			uv.ReadStyle(s.parser.Params(), &style)
+			pen = uv.ConvertStyle(style, s.profile)
+			i += n
+			continue
+		}
+		_, n := utf8.DecodeRuneInString(line[i:])
+		s.cell = uv.Cell{Content: line[i : i+n], Width: 1, Style: pen}
+		s.buf.SetCell(x, y, &s.cell)
+		x++
+		i += n
+	}
+	for ; x < w; x++ {
+		s.buf.SetCell(x, y, nil)
+	}
+}
+
+// plain reports whether every escape sequence of line is an SGR sequence
+// (ESC [ parameters m) and every other rune a printable one-cell rune.
+func plain(line string) bool {
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == ansi.ESC:
+			j := i + 1
+			if j >= len(line) || line[j] != '[' {
+				return false
+			}
+			for j++; j < len(line) && (line[j] >= '0' && line[j] <= '9' || line[j] == ';' || line[j] == ':'); j++ {
+			}
+			if j >= len(line) || line[j] != 'm' {
+				return false
+			}
+			i = j + 1
+		case c >= 0x20 && c < 0x7f:
+			i++
+		case c < 0x80:
+			return false
+		default:
+			r, n := utf8.DecodeRuneInString(line[i:])
+			if !draw.OneCell(r) {
+				return false
+			}
+			i += n
+		}
+	}
+	return true
 }
 
 // flush writes what the renderer has queued.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/term"
 )
@@ -230,3 +232,136 @@ func TestDrawWritesWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlainLinesDrawAsUltraviolet: a line drawn by the plain path has the
+// cells ultraviolet's decoder gives it, over a row that held other text;
+// the golden screens' lines take the plain path, and lines it cannot take
+// (wide, combining, emoji, links, other sequences) fall back.
+func TestPlainLinesDrawAsUltraviolet(t *testing.T) {
+	lines := []string{"", "abc", "\x1b[1;38;2;10;20;30mX\x1b[m y", "\x1b[38:2::1:2:3mz\x1b[0m", "\x1b[7m▶ ■ █▌ … ─│\x1b[27m end",
+		strings.Repeat("\x1b[31mlong\x1b[m", 40), "日本 wide", "e\u0301 combining", "emoji ▶\ufe0f", "\x1b]8;;http://x\x07link\x1b]8;;\x07",
+		"\x1b[2Kerase", "tab\there", "\x1b[1mbold\x1b[22m\x1b[4;58;5;3munder\x1b[m"}
+	files, _ := filepath.Glob("../testdata/golden/*.ansi")
+	if len(files) == 0 {
+		t.Fatal("no golden screens in ../testdata/golden")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(string(b), "\n")...)
+	}
+	const w = 120
+	fast := 0
+	for _, line := range lines {
+		if plain(line) {
+			fast++
+		}
+		for _, p := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.Ascii} {
+			got := New(io.Discard, nil, p, w, 1)
+			want := uv.NewScreenBuffer(w, 1)
+			uv.NewStyledString("\x1b[44m"+strings.Repeat("old", 50)).Draw(got.buf, uv.Rect(0, 0, w, 1))
+			got.drawLine(line, 0, w)
+			uv.NewStyledString(line).Draw(want, uv.Rect(0, 0, w, 1))
+			for x := range w {
+				g, e := got.buf.CellAt(x, 0), *want.CellAt(x, 0)
+				e.Style, e.Link = uv.ConvertStyle(e.Style, p), uv.ConvertLink(e.Link, p)
+				if !reflect.DeepEqual(*g, e) {
+					t.Errorf("%v, line %q, cell %d: %+v, ultraviolet has %+v", p, line, x, *g, e)
+					break
+				}
+			}
+		}
+	}
+	if fast < len(lines)/2 {
+		t.Errorf("%d of %d lines took the plain path", fast, len(lines))
+	}
+	for _, line := range lines[6:12] {
+		if plain(line) {
+			t.Errorf("%q took the plain path", line)
+		}
+	}
+}
+
+// BenchmarkDraw is one refresh after another of the golden 120x40 screen
+// and of the same screen with every digit moved on by one: the rows with
+// numbers differ, as between two refreshes, and are parsed and compared.
+func BenchmarkDraw(b *testing.B) {
+	data, err := os.ReadFile("../testdata/golden/input_bound_h100_120x40.ansi")
+	if err != nil {
+		b.Fatal(err)
+	}
+	next := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '0' + (r-'0'+1)%10
+		}
+		return r
+	}, string(data))
+	frames := []string{string(data), next}
+	s := New(io.Discard, nil, colorprofile.ANSI256, 120, 40) // TERM=xterm-256color
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Draw(frames[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestDrawWritesWhatUltravioletWrites: frame after frame, in each colour
+// profile, a Screen writes the bytes ultraviolet's renderer writes for the
+// same frames left to convert the colours itself. Without colours (Ascii)
+// the bytes differ: cells that only colour told apart are equal once
+// converted, and the Screen does not write them again (its cells are
+// tested against ultraviolet's, converted, in
+// TestPlainLinesDrawAsUltraviolet).
+func TestDrawWritesWhatUltravioletWrites(t *testing.T) {
+	data, err := os.ReadFile("../testdata/golden/input_bound_h100_120x40.ansi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '0' + (r-'0'+1)%10
+		}
+		return r
+	}, string(data))
+	frames := []string{string(data), shift, "日本 wide\n\x1b]8;;http://x\x07link\x1b]8;;\x07\n\x1b[38;2;200;10;10mred", string(data)}
+	for _, p := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.ANSI} {
+		var got, want strings.Builder
+		s := New(&got, nil, p, 120, 40)
+		ref := uv.NewTerminalRenderer(&want, nil)
+		ref.SetColorProfile(p)
+		ref.SetScrollOptim(false)
+		ref.Resize(120, 40)
+		buf := uv.NewScreenBuffer(120, 40)
+		for i, f := range frames {
+			got.Reset()
+			want.Reset()
+			if err := s.Draw(f); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(f, "\n")
+			for y := range 40 {
+				line := ""
+				if y < len(lines) {
+					line = lines[y]
+				}
+				uv.NewStyledString(line).Draw(buf, uv.Rect(0, y, 120, 1))
+			}
+			ref.Render(buf.RenderBuffer)
+			if err := ref.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if g, w := got.String(), want.String(); g != w {
+				at := 0
+				for at < min(len(g), len(w)) && g[at] == w[at] {
+					at++
+				}
+				t.Errorf("%v, frame %d: wrote %d bytes, ultraviolet %d; from byte %d: %q, ultraviolet %q", p, i, len(g), len(w), at, clip(g[max(0, at-40):]), clip(w[max(0, at-40):]))
+			}
+		}
+	}
+}
+
+func clip(s string) string { return s[:min(len(s), 200)] }
