@@ -120,7 +120,18 @@ const MaxThreads = 1024
 type threadCounters struct {
 	run, wait, nvcsw uint64
 	name             string // kept so that an unchanged name is not copied again
+	// readAt and readWait are when the status (nvcsw, name) was last read
+	// and the wait then; preempted is the rate between the last two reads.
+	readAt    time.Time
+	readWait  uint64
+	preempted float64
 }
+
+// statusWait is the run-queue wait, in ns, after which a thread's status
+// is read again: a thread preempted goes back to the run queue, so one
+// that waited less since its last read was preempted little or not at
+// all, and its switches are read at the next walk or the next wait.
+const statusWait = uint64(time.Millisecond)
 
 // watchedProc is one process of the walked tree with its threads.
 type watchedProc struct {
@@ -134,13 +145,13 @@ type watchedProc struct {
 // loader workers and their children): per thread one or two small files
 // per refresh (task/TID/schedstat: run time and run-queue wait;
 // task/TID/status: name and involuntary switches, read again only for a
-// thread that ran or waited to run since the last sample, for each
-// process's first thread and after a walk: a thread that slept throughout
-// cannot have been preempted, and the kernel spends more making one status
-// file than the schedstat of every thread of a small trainer). The tree and its thread lists are walked
-// again only when they change: a thread or process gone, a process whose
-// thread count moved (read for free from its first thread's status), or
-// every TreeEvery for new processes. It also reads the host's CPU pressure
+// thread that waited statusWait for a CPU since it was last read, for each
+// process's first thread and after a walk: a thread that was preempted
+// waited, and the kernel spends more making one status file than the
+// schedstat of every thread of a small trainer). The tree and its thread
+// lists are walked again only when they change: a thread or process gone,
+// a process whose thread count moved (read for free from its first
+// thread's status), or every TreeEvery for new processes. It also reads the host's CPU pressure
 // and the trainer's cgroup quota. Not safe for concurrent Sample calls.
 type ThreadSampler struct {
 	fs       *procFS
@@ -292,8 +303,9 @@ func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
 		if err != nil {
 			continue
 		}
-		st, ok := s.sleptStatus(p, tid, ss)
-		if !ok {
+		st, kept := s.keptStatus(p, tid, ss)
+		if !kept {
+			var ok bool
 			if st, ok = s.readStatus(p, tid); !ok {
 				continue
 			}
@@ -308,18 +320,18 @@ func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
 				s.snap.AffinityCPUs = st.cpus
 			}
 		}
-		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, dt))
+		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, !kept, dt))
 	}
 }
 
-// sleptStatus is the status kept from the last sample for a thread that
-// has neither run nor waited to run since (its switches and, but for a
-// rename by another thread, its name are as they were); ok is false when
-// the file must be read: a new thread, one that ran, a process's first
-// thread (its thread count and affinity), or a Sample that walked.
-func (s *ThreadSampler) sleptStatus(p *watchedProc, tid int, ss schedStat) (threadStatus, bool) {
+// keptStatus is the status last read for a thread that has waited for a
+// CPU less than statusWait since (see statusWait; a rename by another
+// thread shows at the next walk); ok is false when the file must be read:
+// a new thread, one that waited, a process's first thread (its thread
+// count and affinity), or a Sample that walked.
+func (s *ThreadSampler) keptStatus(p *watchedProc, tid int, ss schedStat) (threadStatus, bool) {
 	prev, ok := s.prev[tid]
-	if !ok || s.rewalked || tid == p.pid || prev.run != ss.runNs || prev.wait != ss.waitNs {
+	if !ok || s.rewalked || tid == p.pid || ss.waitNs < prev.readWait || ss.waitNs-prev.readWait >= statusWait {
 		return threadStatus{}, false
 	}
 	return threadStatus{name: []byte(prev.name), nvcsw: prev.nvcsw}, true
@@ -337,8 +349,10 @@ func (s *ThreadSampler) readStatus(p *watchedProc, tid int) (threadStatus, bool)
 	return st, err == nil
 }
 
-// thread makes one ThreadInfo and keeps its counters for the next delta.
-func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, dt float64) ThreadInfo {
+// thread makes one ThreadInfo and keeps its counters for the next delta;
+// read tells whether st was read now. Preempted is the rate between the
+// last two reads of the status.
+func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, read bool, dt float64) ThreadInfo {
 	prev, ok := s.prev[tid]
 	name := prev.name
 	if !ok || name != string(st.name) {
@@ -346,7 +360,16 @@ func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadS
 	}
 	t := ThreadInfo{PID: p.pid, TID: tid, Name: name,
 		Role: RoleOf(st.name, p.leader, tid, p.pid, s.training, p.pid == s.pid, p.directChild)}
-	c := threadCounters{run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, name: name}
+	now := s.snap.Time
+	c := threadCounters{run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, name: name,
+		readAt: prev.readAt, readWait: prev.readWait, preempted: prev.preempted}
+	if read {
+		c.preempted = 0
+		if ok && c.nvcsw >= prev.nvcsw && now.After(prev.readAt) {
+			c.preempted = float64(c.nvcsw-prev.nvcsw) / now.Sub(prev.readAt).Seconds()
+		}
+		c.readAt, c.readWait = now, ss.waitNs
+	}
 	s.cur[tid] = c
 	if !ok || dt <= 0 || c.run < prev.run || c.wait < prev.wait || c.nvcsw < prev.nvcsw {
 		t.Fresh = true
@@ -354,7 +377,7 @@ func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadS
 	}
 	t.CPU = 100 * float64(c.run-prev.run) / 1e9 / dt
 	t.Wait = 100 * float64(c.wait-prev.wait) / 1e9 / dt
-	t.Preempted = float64(c.nvcsw-prev.nvcsw) / dt
+	t.Preempted = c.preempted
 	return t
 }
 

@@ -212,11 +212,12 @@ func TestThreadSamplerQuota(t *testing.T) {
 	}
 }
 
-// TestThreadSamplerSkipsSleptStatus: a thread that neither ran nor waited
-// since the last sample keeps its status without a read (a rename shows
-// at the next walk), one that ran is read again, and the first thread is
-// read every time (its thread count).
-func TestThreadSamplerSkipsSleptStatus(t *testing.T) {
+// TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait: a thread that
+// waited less than statusWait for a CPU since its status was read keeps
+// that status without a read (a rename shows at the next walk), even if it
+// ran; one that waited is read again, its preemptions a rate over the time
+// since the last read; the first thread is read every time (its count).
+func TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait(t *testing.T) {
 	f := newFakeProc(t)
 	f.process(100, 1)
 	f.thread(100, 100, "python3", 1e8, 0, 0, 3)
@@ -226,24 +227,25 @@ func TestThreadSamplerSkipsSleptStatus(t *testing.T) {
 	s.SetPID(100, 0)
 	t0 := time.Unix(1000, 0)
 	must(t, s.Sample(t0))
-	// 101 sleeps (its schedstat stays) but its status says otherwise;
-	// 102 runs; the leader sleeps too, and its count moves to 4.
-	f.thread(100, 101, "renamed", 5e8, 0, 50, 3)
-	f.thread(100, 102, "worker", 8e8, 0, 19, 3)
+	// 101 runs but waits under statusWait, and its status says otherwise;
+	// 102 waits 5 ms; the leader sleeps, and its count moves to 4.
+	f.thread(100, 101, "renamed", 6e8, 5e5, 50, 3)
+	f.thread(100, 102, "worker", 8e8, 5e6, 19, 3)
 	f.thread(100, 100, "python3", 1e8, 0, 0, 4)
 	must(t, s.Sample(t0.Add(time.Second)))
 	got := byTID(s.Snapshot())
-	if th := got[101]; th.Name != "python3" || th.Preempted != 0 || th.CPU != 0 {
-		t.Errorf("slept thread 101 = %+v, want its name and switches as they were", th)
+	if th := got[101]; th.Name != "python3" || th.Preempted != 0 || th.CPU != 10 {
+		t.Errorf("thread 101 (no wait) = %+v, want 10 %% CPU, its name and switches as they were", th)
 	}
 	if th := got[102]; th.Name != "worker" || th.Preempted != 10 || th.CPU != 10 {
-		t.Errorf("running thread 102 = %+v, want status read again", th)
+		t.Errorf("thread 102 (waited) = %+v, want its status read again", th)
 	}
 	if !s.walked.IsZero() {
 		t.Error("the first thread's count moved and no walk was asked for")
 	}
+	// The walk reads every status: 101's 46 switches since its read at t0.
 	must(t, s.Sample(t0.Add(2*time.Second)))
-	if th := byTID(s.Snapshot())[101]; th.Name != "renamed" {
-		t.Errorf("after a walk, thread 101 = %+v, want its new name read", th)
+	if th := byTID(s.Snapshot())[101]; th.Name != "renamed" || th.Preempted != 23 {
+		t.Errorf("after a walk, thread 101 = %+v, want its new name and 46 switches over 2 s", th)
 	}
 }
