@@ -284,21 +284,28 @@ func TestPlainLinesDrawAsUltraviolet(t *testing.T) {
 	}
 }
 
-// BenchmarkDraw is one refresh after another of the golden 120x40 screen
-// and of the same screen with every digit moved on by one: the rows with
-// numbers differ, as between two refreshes, and are parsed and compared.
-func BenchmarkDraw(b *testing.B) {
+// goldenRefreshes is the golden 120x40 screen and the same screen with
+// every digit moved on by one: the rows with numbers differ, as between
+// two refreshes.
+func goldenRefreshes(tb testing.TB) (frame, next string) {
 	data, err := os.ReadFile("../testdata/golden/input_bound_h100_120x40.ansi")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	next := strings.Map(func(r rune) rune {
+	next = strings.Map(func(r rune) rune {
 		if r >= '0' && r <= '9' {
 			return '0' + (r-'0'+1)%10
 		}
 		return r
 	}, string(data))
-	frames := []string{string(data), next}
+	return string(data), next
+}
+
+// BenchmarkDraw is one refresh after another of goldenRefreshes' two
+// screens: the rows that differ are parsed and compared.
+func BenchmarkDraw(b *testing.B) {
+	frame, next := goldenRefreshes(b)
+	frames := []string{frame, next}
 	s := New(io.Discard, nil, colorprofile.ANSI256, 120, 40) // TERM=xterm-256color
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -316,17 +323,8 @@ func BenchmarkDraw(b *testing.B) {
 // tested against ultraviolet's, converted, in
 // TestPlainLinesDrawAsUltraviolet).
 func TestDrawWritesWhatUltravioletWrites(t *testing.T) {
-	data, err := os.ReadFile("../testdata/golden/input_bound_h100_120x40.ansi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shift := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return '0' + (r-'0'+1)%10
-		}
-		return r
-	}, string(data))
-	frames := []string{string(data), shift, "日本 wide\n\x1b]8;;http://x\x07link\x1b]8;;\x07\n\x1b[38;2;200;10;10mred", string(data)}
+	frame, next := goldenRefreshes(t)
+	frames := []string{frame, next, "日本 wide\n\x1b]8;;http://x\x07link\x1b]8;;\x07\n\x1b[38;2;200;10;10mred", frame}
 	for _, p := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.ANSI} {
 		var got, want strings.Builder
 		s := New(&got, nil, p, 120, 40)
