@@ -20,14 +20,28 @@ func Width(s string) int {
 }
 
 // narrowWidth counts the cells of s when every printed rune is a
-// one-cell rune of the ranges OneCell accepts and every escape sequence is
+// one-cell rune of the ranges oneCell accepts and every escape sequence is
 // a CSI (ESC [ ... final byte) sequence; ok is false otherwise.
-func narrowWidth(s string) (n int, ok bool) {
+func narrowWidth(s string) (n int, ok bool) { return scanNarrow(s, skipCSI) }
+
+// Plain reports whether every escape sequence of s is an SGR sequence (ESC
+// [, digits, ';' or ':', m) and every other rune a printable rune of the
+// ranges oneCell accepts: text that a screen can put in cells one rune a
+// cell, reading only the styles.
+func Plain(s string) bool {
+	_, ok := scanNarrow(s, skipSGR)
+	return ok
+}
+
+// scanNarrow counts the cells of s when every printed rune is a one-cell
+// rune and every escape sequence is one that skip accepts (it returns the
+// index after the sequence starting at s[i]).
+func scanNarrow(s string, skip func(s string, i int) (int, bool)) (n int, ok bool) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == 0x1b:
-			j, ok := skipCSI(s, i)
+			j, ok := skip(s, i)
 			if !ok {
 				return 0, false
 			}
@@ -39,7 +53,7 @@ func narrowWidth(s string) (n int, ok bool) {
 			return 0, false // other control characters
 		default:
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !OneCell(r) {
+			if !oneCell(r) {
 				return 0, false
 			}
 			n++
@@ -70,12 +84,28 @@ func skipCSI(s string, i int) (int, bool) {
 	return 0, false
 }
 
-// OneCell reports whether r is in a range whose runes all take one cell
+// skipSGR returns the index after the SGR sequence starting at s[i] (an
+// ESC): ESC [, digits, ';' or ':', m; ok is false for anything else.
+func skipSGR(s string, i int) (int, bool) {
+	if i+1 >= len(s) || s[i+1] != '[' {
+		return 0, false
+	}
+	j := i + 2
+	for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';' || s[j] == ':') {
+		j++
+	}
+	if j < len(s) && s[j] == 'm' {
+		return j + 1, true
+	}
+	return 0, false
+}
+
+// oneCell reports whether r is in a range whose runes all take one cell
 // and combine with nothing: Latin-1 without the soft hyphen, general
 // punctuation up to the line separator, arrows, box drawing, block
 // elements and geometric shapes but the two shown as emoji (U+25FD,
 // U+25FE: two cells).
-func OneCell(r rune) bool {
+func oneCell(r rune) bool {
 	switch {
 	case r >= 0xa0 && r <= 0xff:
 		return r != 0xad

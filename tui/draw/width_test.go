@@ -55,3 +55,23 @@ func BenchmarkWidth(b *testing.B) {
 		})
 	}
 }
+
+func TestPlain(t *testing.T) {
+	for s, want := range map[string]bool{
+		"":                          true,
+		"ab █▌ … ─│ ■":              true,
+		"\x1b[1;38;2;1;2;3mx\x1b[m": true,
+		"\x1b[38:2::1:2:3mx":        true,
+		"\x1b[2Kx":                  false, // CSI, not SGR
+		"\x1b[?1mx":                 false, // private marker
+		"\x1b]8;;u\x07x":            false, // OSC
+		"日本":                        false, // two cells each
+		"e\u0301":                   false, // combining
+		"a\tb":                      false,
+		"\x1b[1":                    false, // cut short
+	} {
+		if got := Plain(s); got != want {
+			t.Errorf("Plain(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

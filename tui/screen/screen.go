@@ -112,7 +112,7 @@ func (s *Screen) Draw(frame string) error {
 // ultraviolet's decoder, which segments graphemes and measures each one,
 // and its cells are converted after; both give the same cells (tested).
 func (s *Screen) drawLine(line string, y, w int) {
-	if !plain(line) {
+	if !draw.Plain(line) {
 		uv.NewStyledString(line).Draw(s.buf, uv.Rect(0, y, w, 1))
 		row := s.buf.Line(y)
 		for x := range row {
@@ -143,38 +143,6 @@ func (s *Screen) drawLine(line string, y, w int) {
 	for ; x < w; x++ {
 		s.buf.SetCell(x, y, nil)
 	}
-}
-
-// plain reports whether every escape sequence of line is an SGR sequence
-// (ESC [ parameters m) and every other rune a printable one-cell rune.
-func plain(line string) bool {
-	for i := 0; i < len(line); {
-		c := line[i]
-		switch {
-		case c == ansi.ESC:
-			j := i + 1
-			if j >= len(line) || line[j] != '[' {
-				return false
-			}
-			for j++; j < len(line) && (line[j] >= '0' && line[j] <= '9' || line[j] == ';' || line[j] == ':'); j++ {
-			}
-			if j >= len(line) || line[j] != 'm' {
-				return false
-			}
-			i = j + 1
-		case c >= 0x20 && c < 0x7f:
-			i++
-		case c < 0x80:
-			return false
-		default:
-			r, n := utf8.DecodeRuneInString(line[i:])
-			if !draw.OneCell(r) {
-				return false
-			}
-			i += n
-		}
-	}
-	return true
 }
 
 // flush writes what the renderer has queued.

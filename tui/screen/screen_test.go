@@ -17,6 +17,8 @@ import (
 	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/term"
+
+	"github.com/pipetop/pipetop/tui/draw"
 )
 
 // helperEnv makes the test binary run helperModel full screen (TestMain).
@@ -255,7 +257,7 @@ func TestPlainLinesDrawAsUltraviolet(t *testing.T) {
 	const w = 120
 	fast := 0
 	for _, line := range lines {
-		if plain(line) {
+		if draw.Plain(line) {
 			fast++
 		}
 		for _, p := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.Ascii} {
@@ -278,7 +280,7 @@ func TestPlainLinesDrawAsUltraviolet(t *testing.T) {
 		t.Errorf("%d of %d lines took the plain path", fast, len(lines))
 	}
 	for _, line := range lines[6:12] {
-		if plain(line) {
+		if draw.Plain(line) {
 			t.Errorf("%q took the plain path", line)
 		}
 	}
