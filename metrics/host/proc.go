@@ -127,7 +127,7 @@ func (s *ProcSampler) Sample(now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap.Time = now
-	s.rewalk = s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked)
+	s.rewalk = walkDue(s.walked, now)
 	err := s.readOne(s.pid, dt, &s.snap.Process)
 	if err != nil {
 		s.snap.Alive = false
@@ -154,6 +154,13 @@ var errGone = errors.New("process exited")
 // loader workers have dozens), the sampling itself two per process. A
 // descendant that exits makes the next sample walk again.
 const TreeEvery = 5 * time.Second
+
+// walkDue reports whether a tree last walked at walked (zero: never, or
+// asked again) is to be walked at now: TreeEvery has passed, or the clock
+// went back.
+func walkDue(walked, now time.Time) bool {
+	return walked.IsZero() || now.Sub(walked) >= TreeEvery || now.Before(walked)
+}
 
 // sampleChildren reads the descendants, walking the tree first when it is
 // due; a child that exits mid-walk is skipped.

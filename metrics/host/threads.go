@@ -151,8 +151,9 @@ type watchedProc struct {
 // schedstat of every thread of a small trainer). The tree and its thread
 // lists are walked again only when they change: a thread or process gone,
 // a process whose thread count moved (read for free from its first
-// thread's status), or every TreeEvery for new processes. It also reads the host's CPU pressure
-// and the trainer's cgroup quota. Not safe for concurrent Sample calls.
+// thread's status), or every TreeEvery for new processes. It also reads
+// the host's CPU pressure and the trainer's cgroup quota. Not safe for
+// concurrent Sample calls.
 type ThreadSampler struct {
 	fs       *procFS
 	cg       cgroupReader
@@ -195,7 +196,7 @@ func (s *ThreadSampler) Sample(now time.Time) error {
 	defer s.mu.Unlock()
 	s.snap.Time = now
 	s.snap.PressureSome, s.snap.PressureFull, s.snap.PressureOK = s.pressure()
-	s.rewalked = s.walked.IsZero() || now.Sub(s.walked) >= TreeEvery || now.Before(s.walked)
+	s.rewalked = walkDue(s.walked, now)
 	if s.rewalked {
 		s.walk()
 		s.walked = now
