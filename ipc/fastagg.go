@@ -62,13 +62,6 @@ func decodeAggFast(line []byte) (*Frame, error) {
 	return &Frame{Type: TypeAgg, Agg: a}, p.end()
 }
 
-// CompactAgg reports whether line is an agg frame in the compact form
-// that viewers decode without encoding/json (a test of publishers).
-func CompactAgg(line []byte) bool {
-	_, err := decodeAggFast(line)
-	return err == nil
-}
-
 // loss reads {"step":S,"value":V}.
 func (p *fastParser) loss() (*stage.Loss, error) {
 	l := &stage.Loss{}

@@ -165,10 +165,7 @@ func DecodeFrame(line []byte) (*Frame, error) {
 	if len(line) > MaxFrame {
 		return nil, fmt.Errorf("frame of %d bytes exceeds the %s (%d-byte) limit", len(line), capText, MaxFrame)
 	}
-	f, err := decodeStepsFast(line)
-	if err != nil {
-		f, err = decodeAggFast(line)
-	}
+	f, err := decodeFast(line)
 	if err != nil {
 		f = &Frame{}
 		if err := json.Unmarshal(line, f); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -119,34 +120,37 @@ func waitSnapshot(t *testing.T, m *Monitor, what string, ok func(snapshot.Snapsh
 
 // BenchmarkCollectRanks is one refresh of a run of n ranks, each holding
 // 5 s of steps at 50 steps/s (the 5s window): every rank's summary and
-// verdict, the straggler rule, and the trainer parts of the snapshot. One
-// rank beside 64 is what the ranks cost.
+// verdict (brief: the shown rank's alone, as the screen has it), the
+// straggler rule, and the trainer parts of the snapshot. One rank beside
+// 64 is what the ranks cost.
 func BenchmarkCollectRanks(b *testing.B) {
 	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
 	t0 := time.Unix(1_800_000_000, 0)
 	for _, n := range []int{1, 64} {
 		for _, aggs := range []bool{false, true} {
-			b.Run(fmt.Sprintf("ranks=%d/aggs=%v", n, aggs), func(b *testing.B) {
-				g := newGroup(b.TempDir(), "bench-rank0", "bench")
-				for r := range n {
-					g.feeds[r] = newRankFeed(r, n, names, t0, aggs)
-				}
-				c := NewSnapshotter(g.feeds[0])
-				c.Group = g
-				now := t0.Add(5 * time.Second)
-				b.ReportAllocs()
-				for b.Loop() {
-					c.Snapshot(now, Windows[0])
-				}
-			})
+			for _, brief := range []bool{false, true} {
+				b.Run(fmt.Sprintf("ranks=%d/aggs=%v/brief=%v", n, aggs, brief), func(b *testing.B) {
+					g := newGroup(b.TempDir(), "bench-rank0", "bench")
+					for r := range n {
+						g.feeds[r] = newRankFeed(r, n, names, t0, aggs, int64(1e6+r%7*1000))
+					}
+					c := NewSnapshotter(g.feeds[0])
+					c.Group, c.BriefRanks = g, brief
+					now := t0.Add(5 * time.Second)
+					b.ReportAllocs()
+					for b.Loop() {
+						c.Snapshot(now, Windows[0])
+					}
+				})
+			}
 		}
 	}
 }
 
 // newRankFeed is a feed holding 250 planted steps of rank r of n, one per
-// 20 ms ending at t0 + 5 s: as steps frames, or with aggs as agg frames of
-// a second each.
-func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool) *feed.Feed {
+// 20 ms ending at t0 + 5 s, each waiting dw ns for data and 7 ms - dw in
+// comm: as steps frames, or with aggs as agg frames of a second each.
+func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool, dw int64) *feed.Feed {
 	f := feed.New(1 << 12)
 	rank := r
 	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: fmt.Sprintf("bench-rank%d", r), PID: 1000 + r, Stages: names, Rank: &rank, WorldSize: n, Run: "bench"}}, t0)
@@ -154,18 +158,60 @@ func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool) *feed.Feed {
 	a := stage.NewAggregator(names)
 	for j := range 250 {
 		end := t0.Add(time.Duration(j+1) * 20 * time.Millisecond).UnixNano()
-		rec := stage.RecordOf(int64(j), end-19e6, end, 64, []int64{int64(1e6 + r%7*1000), 5e5, 6e6, 5e6, 6e6, 4e5, 1e5}, nil)
+		rec := stage.RecordOf(int64(j), end-19e6, end, 64, []int64{dw, 5e5, 6e6, 5e6, 7e6 - dw, 4e5, 1e5}, nil)
 		fr.Steps = append(fr.Steps, rec)
 		a.Add(&rec)
 		if aggs && j%50 == 49 {
 			g := a.Take()
-			f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeAgg, Agg: &g}}, t0)
+			f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeAgg, Agg: &g}}, time.Unix(0, end))
 		}
 	}
 	if !aggs {
-		f.Apply(ipc.Message{Frame: fr}, t0)
+		f.Apply(ipc.Message{Frame: fr}, t0.Add(5*time.Second))
 	}
 	return f
+}
+
+// A snapshot with BriefRanks has every rank's link, pid and summary and
+// the run's verdict of a full one (a straggler planted in data_wait),
+// and nothing else of the ranks but the shown one.
+func TestBriefRanks(t *testing.T) {
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, aggs := range []bool{false, true} {
+		g := newGroup(t.TempDir(), "bench-rank0", "bench")
+		for r := range 8 {
+			dw := int64(1e6)
+			if r == 5 {
+				dw = 6e6
+			}
+			g.feeds[r] = newRankFeed(r, 8, names, t0, aggs, dw)
+		}
+		c := NewSnapshotter(g.feeds[0])
+		c.Group = g
+		now := t0.Add(5 * time.Second)
+		full := c.Snapshot(now, Windows[0])
+		c.BriefRanks = true
+		brief := c.Snapshot(now, Windows[0])
+		if full.Verdict == nil || full.Verdict.Kind != stage.Straggler || full.Verdict.Rank == nil || *full.Verdict.Rank != 5 {
+			t.Fatalf("aggs %v: the planted straggler was not found: %+v", aggs, full.Verdict)
+		}
+		if !reflect.DeepEqual(full.Verdict, brief.Verdict) || !reflect.DeepEqual(full.Summary, brief.Summary) || full.Trainer.PID != brief.Trainer.PID {
+			t.Errorf("aggs %v: the shown rank's parts differ:\nfull  %+v\nbrief %+v", aggs, full.Verdict, brief.Verdict)
+		}
+		for i, f := range full.Ranks {
+			b := brief.Ranks[i]
+			if f.Rank != b.Rank || f.PID != b.PID || f.Link != b.Link || f.Host != b.Host || !reflect.DeepEqual(f.Summary, b.Summary) {
+				t.Errorf("aggs %v: rank %d differs:\nfull  %+v\nbrief %+v", aggs, f.Rank, f, b)
+			}
+			if f.Verdict == nil || f.Totals == nil || f.Trainer == nil {
+				t.Errorf("aggs %v: full rank %d lacks its verdict, totals or trainer", aggs, f.Rank)
+			}
+			if i > 0 && (b.Verdict != nil || b.Totals != nil || b.Trainer != nil || b.Loader != nil) {
+				t.Errorf("aggs %v: brief rank %d carries more than its summary: %+v", aggs, b.Rank, b)
+			}
+		}
+	}
 }
 
 // A scan reads the directory only when it changed, a socket waits to be

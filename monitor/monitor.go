@@ -51,6 +51,10 @@ type Options struct {
 	// Aggregates asks every trainer for agg frames instead of steps
 	// (ipc.ViewOptions): about one frame a second whatever the step rate.
 	Aggregates bool
+	// BriefRanks keeps each rank of a run but the shown one in brief in
+	// the snapshots (Snapshotter.BriefRanks): for a view that shows only
+	// their summaries.
+	BriefRanks bool
 }
 
 // Monitor is one viewer: a feed attached to a trainer and the snapshotter
@@ -97,6 +101,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	m.Snapshotter = NewSnapshotter(f, o.Sources...)
 	m.Snapshotter.Group = m.Group
 	m.Snapshotter.Gate = view.Gate
+	m.Snapshotter.BriefRanks = o.BriefRanks
 	return m, nil
 }
 

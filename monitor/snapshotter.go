@@ -38,6 +38,11 @@ type Snapshotter struct {
 	// Gate, when set, is opened at the start of each snapshot so that the
 	// trainers' frames are read in the same wake-up (ipc.Gate).
 	Gate *ipc.Gate
+	// BriefRanks gives every rank of a Group but the lowest its link, pid
+	// and summary only (feed.Brief): no verdict of its own, trainer,
+	// loader or totals. The screen shows nothing else of them; the JSON
+	// snapshot and the exporter want it all.
+	BriefRanks bool
 
 	mu        sync.Mutex
 	lastSteps int64
@@ -125,7 +130,8 @@ func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 }
 
 // fillTrainer sets the trainer parts of s from the feed, or from every
-// rank of the group (each rank judged on its own), and returns the feed
+// rank of the group (each rank judged on its own, or in brief: BriefRanks),
+// and returns the feed
 // they come from and the window summaries of the connected ranks.
 func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
 	if c.Group == nil {
@@ -144,46 +150,58 @@ func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.Ran
 	s.Ranks = make([]snapshot.Rank, len(feeds))
 	var sums []stage.RankSummary
 	for i, rf := range feeds {
-		rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
-		rf.Feed.Fill(&rs)
-		if in, ok := rf.Feed.Inputs(&rs, nil); ok {
-			v := stage.Judge(in)
-			rs.Verdict = &v
+		var b feed.Brief
+		if i == 0 || !c.BriefRanks {
+			s.Ranks[i], b = c.fullRank(s, rf, i == 0)
+		} else {
+			b = rf.Feed.Brief(s.Time, s.Window)
+			s.Ranks[i] = snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: b.Link.State, PID: b.PID, Summary: b.Summary}
 		}
-		if i == 0 {
-			s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
-			s.Code = rs.Code
-		}
-		r := snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: rs.Link.State, Summary: rs.Summary, Verdict: rs.Verdict,
-			Trainer: rs.Trainer, Loader: rs.Loader, Totals: rs.Totals}
-		if rs.Trainer != nil {
-			r.PID = rs.Trainer.PID
-		}
-		s.Ranks[i] = r
-		if sum, ok := rankSummary(&r, &rs, rf.Feed); ok {
+		if sum, ok := rankSummary(&s.Ranks[i], b); ok {
 			sums = append(sums, sum)
 		}
 	}
 	return feeds[0].Feed, append(sums, missingRanks(feeds, c.Group.WorldSize())...)
 }
 
+// fullRank is every part of the rank rf, judged on its own, and its
+// brief; shown sets the trainer parts of s from it.
+func (c *Snapshotter) fullRank(s *snapshot.Snapshot, rf RankFeed, shown bool) (snapshot.Rank, feed.Brief) {
+	rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
+	rf.Feed.Fill(&rs)
+	if in, ok := rf.Feed.Inputs(&rs, nil); ok {
+		v := stage.Judge(in)
+		rs.Verdict = &v
+	}
+	if shown {
+		s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
+		s.Code = rs.Code
+	}
+	r := snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: rs.Link.State, Summary: rs.Summary, Verdict: rs.Verdict,
+		Trainer: rs.Trainer, Loader: rs.Loader, Totals: rs.Totals}
+	if rs.Trainer != nil {
+		r.PID = rs.Trainer.PID
+	}
+	return r, feed.Brief{Link: rs.Link, PID: r.PID, Summary: rs.Summary, Progress: rs.Progress, Heard: rf.Feed.Heard()}
+}
+
 // rankSummary is what the run's rules read of one rank: its window, where
 // it runs, its latest progress and when it was last heard from; ok is
 // false for a rank never connected.
-func rankSummary(r *snapshot.Rank, rs *snapshot.Snapshot, f *feed.Feed) (stage.RankSummary, bool) {
-	sum := stage.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: rs.Progress}
-	switch rs.Link.State {
+func rankSummary(r *snapshot.Rank, b feed.Brief) (stage.RankSummary, bool) {
+	sum := stage.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: b.Progress}
+	switch r.Link {
 	case snapshot.LinkConnected:
-		if h := f.Heard(); !h.IsZero() {
-			sum.HeardNs = h.UnixNano()
+		if !b.Heard.IsZero() {
+			sum.HeardNs = b.Heard.UnixNano()
 		}
 	case snapshot.LinkDisconnected:
 		sum.Gone = true
 	default:
 		return sum, false
 	}
-	if rs.Summary != nil {
-		sum.Summary = *rs.Summary
+	if r.Summary != nil {
+		sum.Summary = *r.Summary
 	}
 	return sum, true
 }

@@ -92,7 +92,7 @@ sys.stdout.buffer.write(a.take())
 	if err != nil {
 		t.Fatalf("the Python agg frame: %v\n%s", err, out)
 	}
-	if !ipc.CompactAgg(line) {
+	if !ipc.Compact(line) {
 		t.Errorf("the Python agg frame is not in the compact form Go writes:\n%s", line)
 	}
 	got := *f.Agg

@@ -238,7 +238,7 @@ func oneThread() {
 func interactive(ctx context.Context, c config) error {
 	oneThread()
 	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true,
-		Aggregates: aggregates(true)})
+		Aggregates: aggregates(true), BriefRanks: true})
 	if err != nil {
 		return err
 	}

@@ -468,6 +468,38 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 	}
 }
 
+// Brief is a rank's part of a run's view when nothing but its link, pid,
+// window summary and latest progress is wanted (the screen's ranks pane
+// and the run's rules read nothing else of a rank it does not show).
+type Brief struct {
+	Link     snapshot.Link
+	PID      int             // 0 before the rank's hello
+	Summary  *stage.Summary  // nil without steps or before the hello
+	Progress *stage.Progress // nil when none came
+	Heard    time.Time       // when the last hello or frame arrived
+}
+
+// Brief returns the rank's brief for window w at now: what Fill would
+// set of Link, Trainer.PID, Summary and Progress, without the copies of
+// the trainer, loader, totals and stack samples it makes.
+func (f *Feed) Brief(now time.Time, w snapshot.Window) Brief {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := Brief{Link: f.linkAt(now), Heard: f.heard}
+	if f.hello == nil {
+		return b
+	}
+	b.PID = f.hello.PID
+	if f.progress != nil {
+		p := *f.progress
+		b.Progress = &p
+	}
+	if sum, ok := f.summarize(time.Duration(w.Seconds * float64(time.Second))); ok {
+		b.Summary = &sum
+	}
+	return b
+}
+
 // summarize summarizes the window d: of the aggregates once the trainer
 // sends them (it sent the steps before them raw, the few that ended
 // before its viewer's hello was read), else of the steps.

@@ -1,0 +1,87 @@
+package pypublish_test
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
+)
+
+// compactScript steps for four seconds with the DataLoader statistics
+// sampler publishing every 0.2 s, as pipetop run's does (its iterator and
+// workers stood in for: two workers a quarter and half busy).
+const compactScript = `
+import sys, time, types
+sys.path.insert(0, sys.argv[1])
+from pipetop_publish import Publisher, workers
+pub = Publisher("py-compact", stages=["data_wait", "forward"])
+info = workers.IterInfo(types.SimpleNamespace(num_workers=2, batch_size=64, prefetch_factor=2, pin_memory=True))
+info.busy = lambda now: [(now - info.created) // 4, (now - info.created) // 2]
+sampler = workers.Sampler(pub, lambda: (object(), info), interval=0.2)
+sampler.start()
+end = time.time() + 4
+i = 0
+while time.time() < end:
+    with pub.stage("data_wait"):
+        time.sleep(0.002)
+    with pub.stage("forward"):
+        time.sleep(0.003)
+    info.batches += 1
+    pub.step(samples=64)
+    i += 1
+sampler.stop()
+pub.close()
+`
+
+// TestPythonFramesDecodeFast: the loader and progress frames the Python
+// publisher sends are in the form viewers decode without encoding/json
+// (ipc.Compact), as the Go server's are (ipc's TestFastFlatFrames).
+func TestPythonFramesDecodeFast(t *testing.T) {
+	dir := testkit.SocketDir(t)
+	cmd := exec.Command(python, "-c", compactScript, filepath.Join(testkit.Root(t), "clients", "python"))
+	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
+	l := &loop{cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = &l.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { l.err = cmd.Wait(); close(l.done) }()
+	defer func() { cmd.Process.Kill(); <-l.done }()
+	ep := l.endpoint(t, dir, "py-compact")
+	c, err := net.Dial("unix", ep.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(`{"type":"hello","v":1,"hello":{"role":"viewer","accepts":["progress","agg"]}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	seen := map[string]int{}
+	sc := bufio.NewScanner(c)
+	sc.Buffer(nil, ipc.MaxFrame)
+	for sc.Scan() {
+		line := sc.Bytes()
+		f, err := ipc.DecodeFrame(line)
+		if err != nil {
+			t.Fatalf("frame %q: %v", line, err)
+		}
+		seen[f.Type]++
+		if (f.Type == ipc.TypeLoader || f.Type == ipc.TypeProgress || f.Type == ipc.TypeAgg) && !ipc.Compact(line) {
+			t.Errorf("the Python %s frame is not in the compact form:\n%s", f.Type, line)
+		}
+		if f.Type == ipc.TypeLoader && !bytes.Contains(line, []byte(`"worker_busy_each":[0.`)) {
+			t.Errorf("a loader frame without the workers' busy shares: %s", line)
+		}
+	}
+	if seen[ipc.TypeLoader] == 0 || seen[ipc.TypeProgress] == 0 {
+		t.Fatalf("frames by type %v: want loader and progress frames\n%s", seen, &l.stderr)
+	}
+}
