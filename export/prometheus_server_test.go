@@ -203,26 +203,22 @@ type stepLog struct {
 func watchSteps(ctx context.Context, t *testing.T, name string) *stepLog {
 	t.Helper()
 	l := &stepLog{}
-	out := make(chan ipc.Message, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	go ipc.Watch(ctx, ipc.ResolveSpec(name), out, ipc.ViewOptions{})
-	go func() {
-		for m := range out {
-			if m.Disconnected != nil {
-				cancel()
-			}
-			if m.Frame == nil || m.Frame.Type != ipc.TypeSteps {
-				continue
-			}
-			l.mu.Lock()
-			for i := range m.Frame.Steps {
-				r := &m.Frame.Steps[i]
-				l.end, l.wall = append(l.end, r.EndNs), append(l.wall, r.WallNs())
-			}
-			l.mu.Unlock()
+	go ipc.Watch(ctx, ipc.ResolveSpec(name), func(m ipc.Message) {
+		if m.Disconnected != nil {
+			cancel()
 		}
-	}()
+		if m.Frame == nil || m.Frame.Type != ipc.TypeSteps {
+			return
+		}
+		l.mu.Lock()
+		for i := range m.Frame.Steps {
+			r := &m.Frame.Steps[i]
+			l.end, l.wall = append(l.end, r.EndNs), append(l.wall, r.WallNs())
+		}
+		l.mu.Unlock()
+	}, ipc.ViewOptions{})
 	return l
 }
 

@@ -153,7 +153,7 @@ func TestWatchReportsFailureAndBacksOff(t *testing.T) {
 	defer cancel()
 	out := make(chan Message, 4)
 	start := time.Now()
-	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: path, Name: "future", PID: 1}, nil }, out, ViewOptions{})
+	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: path, Name: "future", PID: 1}, nil }, into(ctx, out), ViewOptions{})
 	m := <-out
 	if m.Failed == nil || !errors.Is(m.Failed, ErrVersion) || m.Endpoint.Path != path {
 		t.Fatalf("first message %+v, want a version failure", m)
@@ -183,7 +183,7 @@ func TestMidStreamBadFrameNamesOffset(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan Message, 4)
-	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: path, Name: "midway"}, nil }, out, ViewOptions{})
+	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: path, Name: "midway"}, nil }, into(ctx, out), ViewOptions{})
 	if m := <-out; m.Connected == nil {
 		t.Fatalf("first message %+v, want connected", m)
 	}
@@ -210,7 +210,7 @@ func TestWatchLooksAgainQuicklyForAGoneSocket(t *testing.T) {
 		looks++
 		mu.Unlock()
 		return Endpoint{Path: path, Name: "gone", PID: 1}, nil
-	}, out, ViewOptions{})
+	}, into(ctx, out), ViewOptions{})
 	select {
 	case m := <-out:
 		t.Fatalf("got %+v for a socket that does not exist", m)

@@ -128,16 +128,16 @@ func (b *backoff) take() time.Duration {
 
 func (b *backoff) reset() { b.next = b.lo }
 
-// Watch connects through resolve and sends every frame to out until ctx is
-// done, reconnecting when the trainer goes away. A failed attempt is sent
-// as a Failed message with the time of the next try. It closes out when it
-// returns.
-func Watch(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOptions) {
-	defer close(out)
+// Watch connects through resolve and hands every frame to deliver until
+// ctx is done, reconnecting when the trainer goes away. A failed attempt
+// is delivered as a Failed message with the time of the next try.
+// deliver runs on Watch's goroutine, one message at a time: a gated
+// connection's messages are applied by the time it parks at the gate.
+func Watch(ctx context.Context, resolve Resolver, deliver func(Message), o ViewOptions) {
 	lookup := backoff{lo: lookupMin, hi: lookupMax}
 	failed := backoff{lo: RetryMin, hi: RetryMax}
 	for ctx.Err() == nil {
-		wait, ok := attach(ctx, resolve, out, o, &lookup, &failed)
+		wait, ok := attach(ctx, resolve, deliver, o, &lookup, &failed)
 		if !ok {
 			return
 		}
@@ -151,7 +151,7 @@ func Watch(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOpti
 
 // attach makes one attempt and says how long to wait before the next; ok
 // is false when ctx ended.
-func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOptions, lookup, failed *backoff) (wait time.Duration, ok bool) {
+func attach(ctx context.Context, resolve Resolver, deliver func(Message), o ViewOptions, lookup, failed *backoff) (wait time.Duration, ok bool) {
 	ep, err := resolve()
 	if err != nil {
 		return lookup.take(), true
@@ -168,11 +168,12 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOpt
 		return lookup.take(), true
 	default:
 		wait = failed.take()
-		return wait, send(ctx, out, Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)}, o.Gate)
+		deliver(Message{Endpoint: ep, Failed: err, RetryAt: time.Now().Add(wait)})
+		return wait, true
 	}
 	lookup.reset()
 	failed.reset()
-	err = pump(ctx, conn, ep, out, o.Gate)
+	err = pump(ctx, conn, ep, deliver)
 	if ctx.Err() != nil {
 		return 0, false
 	}
@@ -180,15 +181,14 @@ func attach(ctx context.Context, resolve Resolver, out chan<- Message, o ViewOpt
 	if errors.As(err, &ae) {
 		wait = failed.take()
 	}
-	return wait, send(ctx, out, Message{Endpoint: ep, Disconnected: err, RetryAt: time.Now().Add(wait)}, o.Gate)
+	deliver(Message{Endpoint: ep, Disconnected: err, RetryAt: time.Now().Add(wait)})
+	return wait, true
 }
 
-func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message, g *Gate) error {
+func pump(ctx context.Context, conn *Conn, ep Endpoint, deliver func(Message)) error {
 	defer conn.Close()
 	h := conn.Hello()
-	if !send(ctx, out, Message{Connected: &h, Endpoint: ep}, g) {
-		return ctx.Err()
-	}
+	deliver(Message{Connected: &h, Endpoint: ep})
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	for {
@@ -199,22 +199,6 @@ func pump(ctx context.Context, conn *Conn, ep Endpoint, out chan<- Message, g *G
 			}
 			return streamError(ep, h, err, conn.r.Offset())
 		}
-		if !send(ctx, out, Message{Frame: f, Endpoint: ep}, g) {
-			return ctx.Err()
-		}
-	}
-}
-
-// send delivers m unless ctx ends first; a gated watch's message is
-// counted until the viewer says it is applied (Gate.Applied).
-func send(ctx context.Context, out chan<- Message, m Message, g *Gate) bool {
-	select {
-	case out <- m:
-		if g != nil {
-			g.delivered()
-		}
-		return true
-	case <-ctx.Done():
-		return false
+		deliver(Message{Frame: f, Endpoint: ep})
 	}
 }

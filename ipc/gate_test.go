@@ -7,21 +7,24 @@ import (
 )
 
 // gatedWatch watches the server's socket through g; every message goes to
-// the returned channel after the gate is told it was applied.
+// the returned channel.
 func gatedWatch(t *testing.T, s *Server, g *Gate) <-chan Message {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	raw := make(chan Message, 64)
-	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: s.Path()}, nil }, raw, ViewOptions{Gate: g})
 	out := make(chan Message, 4096)
-	go func() {
-		for m := range raw {
-			out <- m
-			g.Applied()
-		}
-	}()
+	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: s.Path()}, nil }, into(ctx, out), ViewOptions{Gate: g})
 	return out
+}
+
+// into delivers a Watch's messages to ch until ctx ends.
+func into(ctx context.Context, ch chan<- Message) func(Message) {
+	return func(m Message) {
+		select {
+		case ch <- m:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // stepsIn counts the steps of the messages waiting in ch now.
@@ -115,16 +118,16 @@ func TestGateSeesDisconnectsAndCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	raw := make(chan Message, 64)
 	g2 := NewGate()
-	go Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: s2.Path()}, nil }, raw, ViewOptions{Gate: g2})
-	<-raw // hello
-	g2.Applied()
+	ended := make(chan struct{})
+	go func() {
+		Watch(ctx, func() (Endpoint, error) { return Endpoint{Path: s2.Path()}, nil }, into(ctx, raw), ViewOptions{Gate: g2})
+		close(ended)
+	}()
+	<-raw                             // hello
 	time.Sleep(50 * time.Millisecond) // parked at the gate
 	cancel()
 	select {
-	case _, open := <-raw:
-		for open {
-			_, open = <-raw
-		}
+	case <-ended:
 	case <-time.After(time.Second):
 		t.Fatal("a watch parked at the gate did not end within 1 s of its cancel")
 	}

@@ -333,7 +333,7 @@ func TestReconnectAfterTrainerRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan Message, 64)
-	go Watch(ctx, ResolveSpec("test"), out, ViewOptions{})
+	go Watch(ctx, ResolveSpec("test"), into(ctx, out), ViewOptions{})
 	expect := func(what string, ok func(Message) bool) {
 		t.Helper()
 		timeout := time.After(10 * time.Second)

@@ -39,9 +39,10 @@ type Snapshotter struct {
 	// trainers' frames are read in the same wake-up (ipc.Gate).
 	Gate *ipc.Gate
 	// BriefRanks gives every rank of a Group but the lowest its link, pid
-	// and summary only (feed.Brief): no verdict of its own, trainer,
-	// loader or totals. The screen shows nothing else of them; the JSON
-	// snapshot and the exporter want it all.
+	// and summary only (feed.Brief), a summary without the stages'
+	// quantiles and wait pattern: no verdict of its own, trainer, loader
+	// or totals. The screen shows nothing else of them; the JSON snapshot
+	// and the exporter want it all.
 	BriefRanks bool
 
 	mu        sync.Mutex

@@ -3,6 +3,7 @@ package stage
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -125,6 +126,29 @@ func TestAggRingMatchesStepRing(t *testing.T) {
 	}
 }
 
+// A brief summary is the full one without the stages' quantiles and the
+// wait pattern, for every window.
+func TestAggRingBrief(t *testing.T) {
+	ring := aggregated(plant(3000, 7))
+	for _, d := range []time.Duration{0, 5 * time.Second, time.Nanosecond} {
+		full, brief := ring.Summarize(d), ring.Brief(d)
+		if brief.Waits != nil {
+			t.Errorf("window %v: a brief summary with a wait pattern %+v", d, brief.Waits)
+		}
+		for k := range full.Stages {
+			st := &full.Stages[k]
+			if st.Mean <= 0 || st.P99 <= 0 || brief.Stages[k].P50 != 0 || brief.Stages[k].P99 != 0 || brief.Stages[k].GPUP99 != 0 {
+				t.Errorf("window %v: stage %s full %+v, brief %+v", d, st.Name, *st, brief.Stages[k])
+			}
+			st.P50, st.P99, st.GPUP99 = 0, 0, 0
+		}
+		full.Waits = nil
+		if !reflect.DeepEqual(full, brief) {
+			t.Errorf("window %v:\nfull  %+v\nbrief %+v", d, full, brief)
+		}
+	}
+}
+
 func TestAggregateTotalsAndBaseline(t *testing.T) {
 	recs := plant(2000, 5)
 	raw, agg := NewTotals(plantNames), NewTotals(plantNames)
@@ -201,12 +225,21 @@ func BenchmarkAggregatorAdd(b *testing.B) {
 }
 
 // BenchmarkAggRingSummarize is a 10 s window at 1,000 steps/s as
-// aggregates; BenchmarkSummarize's raw window is its peer.
+// aggregates, in full and in brief; BenchmarkSummarize's raw window is
+// the full one's peer.
 func BenchmarkAggRingSummarize(b *testing.B) {
 	recs := plant(10000, 7)
 	ring := aggregated(recs)
-	b.ReportAllocs()
-	for b.Loop() {
-		ring.Summarize(0)
-	}
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ring.Summarize(0)
+		}
+	})
+	b.Run("brief", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ring.Brief(0)
+		}
+	})
 }

@@ -59,7 +59,15 @@ func (a *AggRing) at(i int) *Aggregate {
 
 // Summarize aggregates the aggregates that ended within d of the newest
 // one (all when d <= 0; at least the newest).
-func (a *AggRing) Summarize(d time.Duration) Summary {
+func (a *AggRing) Summarize(d time.Duration) Summary { return a.summarize(d, true) }
+
+// Brief is Summarize without the stages' quantiles and the wait pattern:
+// counts, rates, the wall time's mean and quantiles, every stage's means
+// and share. It is what a run's view reads of the ranks it does not show
+// (the ranks pane and the run's rules), for a tenth of the merging.
+func (a *AggRing) Brief(d time.Duration) Summary { return a.summarize(d, false) }
+
+func (a *AggRing) summarize(d time.Duration, full bool) Summary {
 	n := a.Len()
 	if n == 0 {
 		return Summary{}
@@ -71,7 +79,46 @@ func (a *AggRing) Summarize(d time.Duration) Summary {
 	for cut := a.at(n-1).EndNs - int64(d); first > 0 && a.at(first-1).EndNs > cut; {
 		first--
 	}
-	return a.summarize(a.window(first, n))
+	w := a.window(first, n)
+	s := a.head(w)
+	a.column(w, func(g *Aggregate) *Sketch { return &g.Wall })
+	s.WallMean, s.WallP50, s.WallP99 = a.m.mean(), a.m.quantile(0.5), a.m.quantile(0.99)
+	wallTypical := a.m.quantile(TypicalRank)
+	s.Stages = make([]StageStat, len(a.names))
+	dataWait := slices.Index(a.names, DataWait)
+	var waitTypical, waitTotal float64
+	for k, name := range a.names {
+		cpu := func(g *Aggregate) *Sketch { return sketchAt(g.CPU, k) }
+		gpu := func(g *Aggregate) *Sketch { return sketchAt(g.GPU, k) }
+		st := StageStat{Name: name}
+		if !full {
+			st.Mean, _ = columnMean(w, cpu)
+			var gn int64
+			st.GPUMean, gn = columnMean(w, gpu)
+			st.HasGPU = gn > 0
+			s.Stages[k] = st
+			continue
+		}
+		a.column(w, cpu)
+		st.Mean, st.P50, st.P99 = a.m.mean(), a.m.quantile(0.5), a.m.quantile(0.99)
+		if k == dataWait {
+			waitTypical, waitTotal = a.m.quantile(TypicalRank), float64(a.m.sum)
+		}
+		a.column(w, gpu)
+		st.HasGPU = a.m.n > 0
+		st.GPUMean, st.GPUP99 = a.m.mean(), a.m.quantile(0.99)
+		s.Stages[k] = st
+	}
+	busy, _ := columnMean(w, func(g *Aggregate) *Sketch { return &g.Busy })
+	s.finish(busy)
+	if full && dataWait >= 0 {
+		a.waits = a.waits[:0]
+		for _, g := range w {
+			a.waits = append(a.waits, g.Waits...)
+		}
+		s.Waits = waitPattern(s.Steps, waitTotal, a.waits, s.WallP50, wallTypical, waitTypical)
+	}
+	return s
 }
 
 // window is the aggregates first..end-1.
@@ -83,7 +130,9 @@ func (a *AggRing) window(first, end int) []*Aggregate {
 	return w
 }
 
-func (a *AggRing) summarize(w []*Aggregate) Summary {
+// head is the summary's counts, span, rates and newest loss of the
+// window w.
+func (a *AggRing) head(w []*Aggregate) Summary {
 	var steps, samples int64
 	for _, g := range w {
 		steps += g.Steps
@@ -96,40 +145,30 @@ func (a *AggRing) summarize(w []*Aggregate) Summary {
 		s.StepsPerSec = float64(steps) / sec
 		s.SamplesPerSec = float64(samples) / sec
 	}
-	a.column(w, func(g *Aggregate) *Sketch { return &g.Wall })
-	s.WallMean, s.WallP50, s.WallP99 = a.m.mean(), a.m.quantile(0.5), a.m.quantile(0.99)
-	wallTypical := a.m.quantile(TypicalRank)
-	s.Stages = make([]StageStat, len(a.names))
-	dataWait := slices.Index(a.names, DataWait)
-	var waitTypical, waitTotal float64
-	for k, name := range a.names {
-		st := StageStat{Name: name}
-		a.column(w, func(g *Aggregate) *Sketch { return sketchAt(g.CPU, k) })
-		st.Mean, st.P50, st.P99 = a.m.mean(), a.m.quantile(0.5), a.m.quantile(0.99)
-		if k == dataWait {
-			waitTypical, waitTotal = a.m.quantile(TypicalRank), float64(a.m.sum)
-		}
-		a.column(w, func(g *Aggregate) *Sketch { return sketchAt(g.GPU, k) })
-		st.HasGPU = a.m.n > 0
-		st.GPUMean, st.GPUP99 = a.m.mean(), a.m.quantile(0.99)
-		s.Stages[k] = st
-	}
-	a.column(w, func(g *Aggregate) *Sketch { return &g.Busy })
-	s.finish(a.m.mean())
 	for i := len(w) - 1; i >= 0; i-- {
 		if l := w[i].Loss; l != nil {
 			s.HasLoss, s.LastLoss = true, l.Value
 			break
 		}
 	}
-	if dataWait >= 0 {
-		a.waits = a.waits[:0]
-		for _, g := range w {
-			a.waits = append(a.waits, g.Waits...)
-		}
-		s.Waits = waitPattern(s.Steps, waitTotal, a.waits, s.WallP50, wallTypical, waitTypical)
-	}
 	return s
+}
+
+// columnMean is the mean of the times of the sketch that col picks from
+// each aggregate of w, from their counts and sums (no bins), and how many
+// there are.
+func columnMean(w []*Aggregate, col func(*Aggregate) *Sketch) (float64, int64) {
+	var n, sum int64
+	for _, g := range w {
+		if s := col(g); s != nil {
+			n += s.N
+			sum += s.Sum
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(sum) / float64(n), n
 }
 
 // column merges the sketch that col picks from each aggregate of w into

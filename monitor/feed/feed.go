@@ -122,17 +122,10 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
 	view := f.view
 	f.mu.Unlock()
-	out := make(chan ipc.Message, 64)
-	go ipc.Watch(ctx, resolver(gen), out, view)
-	go func() {
-		for m := range out {
-			f.apply(gen, m, time.Now())
-			ipc.Recycle(m.Frame) // its steps are in the rings now
-			if view.Gate != nil {
-				view.Gate.Applied()
-			}
-		}
-	}()
+	go ipc.Watch(ctx, resolver(gen), func(m ipc.Message) {
+		f.apply(gen, m, time.Now())
+		ipc.Recycle(m.Frame) // its steps are in the rings now
+	}, view)
 }
 
 func describe(spec string) string {
@@ -480,8 +473,10 @@ type Brief struct {
 }
 
 // Brief returns the rank's brief for window w at now: what Fill would
-// set of Link, Trainer.PID, Summary and Progress, without the copies of
-// the trainer, loader, totals and stack samples it makes.
+// set of Link, Trainer.PID and Progress, without the copies of the
+// trainer, loader, totals and stack samples it makes, and the window's
+// summary in brief (stage.AggRing.Brief) when the trainer sends agg
+// frames (in full from steps).
 func (f *Feed) Brief(now time.Time, w snapshot.Window) Brief {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -494,7 +489,13 @@ func (f *Feed) Brief(now time.Time, w snapshot.Window) Brief {
 		p := *f.progress
 		b.Progress = &p
 	}
-	if sum, ok := f.summarize(time.Duration(w.Seconds * float64(time.Second))); ok {
+	d := time.Duration(w.Seconds * float64(time.Second))
+	switch {
+	case f.aggs.Len() > 0:
+		sum := f.aggs.Brief(d)
+		b.Summary = &sum
+	case f.win.Len() > 0:
+		sum := f.win.Summarize(d)
 		b.Summary = &sum
 	}
 	return b
