@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type Group struct {
 	ctx   context.Context
 	view  ipc.ViewOptions // what each rank's feed asks of its trainer
 	tap   Tap             // sees every rank's messages (recordings); may be nil
+	// brief: a rank attached above the lowest one seen gets a brief feed
+	// (feed.NewBrief), for a view that shows only the lowest in full.
+	brief bool
 	// dirTime is the socket directory's modification time at the last
 	// scan: the directory changes when a socket comes or goes.
 	dirTime time.Time
@@ -153,7 +157,8 @@ func (g *Group) scan(ctx context.Context, now time.Time) {
 	defer g.mu.Unlock()
 	g.follow()
 	g.eps = g.members()
-	for r := range g.eps {
+	// In rank order: the lowest rank is attached first, in full.
+	for _, r := range slices.Sorted(maps.Keys(g.eps)) {
 		if _, ok := g.feeds[r]; !ok {
 			g.attach(r)
 		}
@@ -287,9 +292,15 @@ func (g *Group) capacity() int {
 	return feed.DefaultCapacity
 }
 
-// attach starts the feed of rank r.
+// attach starts the feed of rank r: a brief one when the group attaches
+// in brief and a lower rank has a feed (a rank below every other one is
+// the one a view shows in full; one that comes later than a higher one
+// is attached in full too).
 func (g *Group) attach(r int) {
 	f := feed.New(g.capacity())
+	if g.brief && len(g.feeds) > 0 && r > slices.Min(slices.Collect(maps.Keys(g.feeds))) {
+		f = feed.NewBrief(g.capacity())
+	}
 	f.SetView(g.view)
 	if g.tap != nil {
 		tapFeed(f, r, g.tap)

@@ -133,9 +133,9 @@ func BenchmarkCollectRanks(b *testing.B) {
 				b.Run(fmt.Sprintf("ranks=%d/aggs=%v/brief=%v", n, aggs, brief), func(b *testing.B) {
 					g := newGroup(b.TempDir(), "bench-rank0", "bench")
 					for r := range n {
-						g.feeds[r] = newRankFeed(r, n, names, t0, aggs, int64(1e6+r%7*1000))
+						g.feeds[r] = newRankFeed(r, n, names, t0, aggs, int64(1e6+r%7*1000), brief && r > 0)
 					}
-					c := NewSnapshotter(g.feeds[0])
+					c := NewSnapshotter(nil)
 					c.Group, c.BriefRanks = g, brief
 					now := t0.Add(5 * time.Second)
 					b.ReportAllocs()
@@ -150,9 +150,13 @@ func BenchmarkCollectRanks(b *testing.B) {
 
 // newRankFeed is a feed holding 250 planted steps of rank r of n, one per
 // 20 ms ending at t0 + 5 s, each waiting dw ns for data and 7 ms - dw in
-// comm: as steps frames, or with aggs as agg frames of a second each.
-func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool, dw int64) *feed.Feed {
+// comm: as steps frames, or with aggs as agg frames of a second each; a
+// brief feed with brief.
+func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool, dw int64, brief bool) *feed.Feed {
 	f := feed.New(1 << 12)
+	if brief {
+		f = feed.NewBrief(1 << 12)
+	}
 	rank := r
 	f.Apply(ipc.Message{Connected: &ipc.Hello{Name: fmt.Sprintf("bench-rank%d", r), PID: 1000 + r, Stages: names, Rank: &rank, WorldSize: n, Run: "bench"}}, t0)
 	fr := &ipc.Frame{Type: ipc.TypeSteps}
@@ -173,27 +177,30 @@ func newRankFeed(r, n int, names []string, t0 time.Time, aggs bool, dw int64) *f
 	return f
 }
 
-// A snapshot with BriefRanks has every rank's link, pid and summary (from
-// agg frames, without the stages' quantiles) and the run's verdict of a
-// full one (a straggler planted in data_wait), and nothing else of the
-// ranks but the shown one.
+// A snapshot with BriefRanks, of ranks but the lowest in brief feeds, has
+// every rank's link, pid and summary (from agg frames, without the stages'
+// quantiles) and the run's verdict of a full one (a straggler planted in
+// data_wait), and nothing else of the ranks but the shown one.
 func TestBriefRanks(t *testing.T) {
 	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
 	t0 := time.Unix(1_800_000_000, 0)
 	for _, aggs := range []bool{false, true} {
-		g := newGroup(t.TempDir(), "bench-rank0", "bench")
-		for r := range 8 {
-			dw := int64(1e6)
-			if r == 5 {
-				dw = 6e6
+		group := func(brief bool) *Group {
+			g := newGroup(t.TempDir(), "bench-rank0", "bench")
+			for r := range 8 {
+				dw := int64(1e6)
+				if r == 5 {
+					dw = 6e6
+				}
+				g.feeds[r] = newRankFeed(r, 8, names, t0, aggs, dw, brief && r > 0)
 			}
-			g.feeds[r] = newRankFeed(r, 8, names, t0, aggs, dw)
+			return g
 		}
-		c := NewSnapshotter(g.feeds[0])
-		c.Group = g
 		now := t0.Add(5 * time.Second)
+		c := NewSnapshotter(nil)
+		c.Group = group(false)
 		full := c.Snapshot(now, Windows[0])
-		c.BriefRanks = true
+		c.Group, c.BriefRanks = group(true), true
 		brief := c.Snapshot(now, Windows[0])
 		if full.Verdict == nil || full.Verdict.Kind != stage.Straggler || full.Verdict.Rank == nil || *full.Verdict.Rank != 5 {
 			t.Fatalf("aggs %v: the planted straggler was not found: %+v", aggs, full.Verdict)
@@ -216,6 +223,26 @@ func TestBriefRanks(t *testing.T) {
 			if i > 0 && (b.Verdict != nil || b.Totals != nil || b.Trainer != nil || b.Loader != nil) {
 				t.Errorf("aggs %v: brief rank %d carries more than its summary: %+v", aggs, b.Rank, b)
 			}
+		}
+	}
+}
+
+// A group attaching in brief gives a rank a brief feed when a lower rank
+// has a feed: the lowest rank, whenever it comes, is attached in full.
+func TestGroupAttachesHigherRanksInBrief(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := newGroup(t.TempDir(), "x-rank0", "run")
+	g.ctx, g.brief = ctx, true
+	for _, r := range []int{3, 5, 1, 4} {
+		g.attach(r)
+	}
+	for r, want := range map[int]bool{3: false, 5: true, 1: false, 4: true} {
+		f := g.feeds[r]
+		rank := r
+		f.Apply(ipc.Message{Connected: &ipc.Hello{Name: "x", PID: 100 + r, Stages: []string{stage.Other}, Rank: &rank, WorldSize: 6, Run: "run"}}, time.Now())
+		if _, _, _, full := f.Totals(); full == want {
+			t.Errorf("rank %d: brief %v, want %v", r, !full, want)
 		}
 	}
 }

@@ -51,9 +51,9 @@ type Options struct {
 	// Aggregates asks every trainer for agg frames instead of steps
 	// (ipc.ViewOptions): about one frame a second whatever the step rate.
 	Aggregates bool
-	// BriefRanks keeps each rank of a run but the shown one in brief in
-	// the snapshots (Snapshotter.BriefRanks): for a view that shows only
-	// their summaries.
+	// BriefRanks keeps each rank of a run but the shown one in brief: in
+	// the snapshots (Snapshotter.BriefRanks) and in what the viewer holds
+	// of it (feed.NewBrief), for a view that shows only their summaries.
 	BriefRanks bool
 }
 
@@ -92,6 +92,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	switch {
 	case t.run != "":
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
+		m.Group.brief = o.BriefRanks
 		m.Group.start(ctx, view)
 		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):

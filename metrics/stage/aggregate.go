@@ -30,6 +30,35 @@ type Aggregate struct {
 	Waits []int64 `json:"waits,omitempty"`
 }
 
+// Brief is a copy of a with what a brief summary reads (AggRing.Brief):
+// its counts, times, loss and wall sketch, every other column's count and
+// sum without bins, and no waits. It shares no slice with a, so a ring of
+// brief copies keeps a small part of what the aggregates held (a run's
+// view keeps minutes of them for every rank it shows in brief).
+func (a *Aggregate) Brief() Aggregate {
+	b := *a
+	b.Wall.Bins = slices.Clone(a.Wall.Bins)
+	b.Busy = Sketch{N: a.Busy.N, Sum: a.Busy.Sum}
+	b.CPU, b.GPU, b.Waits = counts(a.CPU), counts(a.GPU), nil
+	if a.Loss != nil {
+		l := *a.Loss
+		b.Loss = &l
+	}
+	return b
+}
+
+// counts is v's sketches without their bins (nil for nil).
+func counts(v []Sketch) []Sketch {
+	if v == nil {
+		return nil
+	}
+	out := make([]Sketch, len(v))
+	for k := range v {
+		out[k] = Sketch{N: v[k].N, Sum: v[k].Sum}
+	}
+	return out
+}
+
 // Loss is a loss value and the step that read it back.
 type Loss struct {
 	Step  int64   `json:"step"`

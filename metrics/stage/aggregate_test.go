@@ -149,6 +149,30 @@ func TestAggRingBrief(t *testing.T) {
 	}
 }
 
+// A ring of brief copies summarizes in brief as the aggregates do, and a
+// copy shares no memory with its aggregate.
+func TestAggregateBrief(t *testing.T) {
+	ring := aggregated(plant(3000, 7))
+	briefs := NewAggRing(plantNames, 256)
+	ring.Each(func(g *Aggregate) { briefs.Add(g.Brief()) })
+	for _, d := range []time.Duration{0, 5 * time.Second} {
+		if a, b := ring.Brief(d), briefs.Brief(d); !reflect.DeepEqual(a, b) {
+			t.Errorf("window %v: from the aggregates\n%+v\nfrom brief copies\n%+v", d, a, b)
+		}
+	}
+	g := ring.at(0)
+	b := g.Brief()
+	if b.Waits != nil || b.Busy.Bins != nil || b.CPU[0].Bins != nil || b.CPU[0].N != g.CPU[0].N || len(b.Wall.Bins) == 0 {
+		t.Fatalf("brief copy %+v", b)
+	}
+	b.Wall.Bins[0]++
+	b.CPU[0].N++
+	b.Loss.Value++
+	if b.Wall.Bins[0] == g.Wall.Bins[0] || b.CPU[0].N == g.CPU[0].N || b.Loss.Value == g.Loss.Value {
+		t.Error("a brief copy shares memory with its aggregate")
+	}
+}
+
 func TestAggregateTotalsAndBaseline(t *testing.T) {
 	recs := plant(2000, 5)
 	raw, agg := NewTotals(plantNames), NewTotals(plantNames)

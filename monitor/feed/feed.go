@@ -54,6 +54,8 @@ type Feed struct {
 	cancel   context.CancelFunc
 	tap      func(m ipc.Message, now time.Time)
 	view     ipc.ViewOptions // what the next attach asks of the trainer
+	// brief: the feed of a rank a run's view shows in brief (NewBrief).
+	brief bool
 }
 
 // New returns a Feed holding up to capacity steps (DefaultCapacity if < 1).
@@ -63,6 +65,18 @@ func New(capacity int) *Feed {
 	}
 	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), aggs: stage.NewAggRing(nil, AggCapacity),
 		base: stage.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
+}
+
+// NewBrief returns a Feed for a rank that a run's view shows in brief
+// (monitor.Snapshotter.BriefRanks): it keeps the link, hello, progress and
+// the window, its aggregates as brief copies (stage.Aggregate.Brief), and
+// no totals, drift baseline, loader statistics or stack samples, which
+// nothing reads of such a rank. Its summaries are brief ones, and Fill
+// leaves the parts it does not keep nil.
+func NewBrief(capacity int) *Feed {
+	f := New(capacity)
+	f.brief = true
+	return f
 }
 
 // SetView sets what the next Attach asks of the trainer (frame batching).
@@ -289,21 +303,14 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	case ipc.TypeSteps:
 		for i := range fr.Steps {
 			f.win.Add(&fr.Steps[i])
-			f.totals.Add(&fr.Steps[i])
-			f.base.Add(&fr.Steps[i])
+			if !f.brief {
+				f.totals.Add(&fr.Steps[i])
+				f.base.Add(&fr.Steps[i])
+			}
 		}
 		f.total += int64(len(fr.Steps))
 	case ipc.TypeAgg:
-		if f.aggs.Len() == 0 && f.win.Len() > 0 {
-			// The steps that came raw before the viewer's hello was read
-			// join the window as one aggregate of their own.
-			f.aggs.Add(f.win.Aggregate())
-			f.win.Reset()
-		}
-		f.aggs.Add(*fr.Agg)
-		f.totals.AddAggregate(fr.Agg)
-		f.base.AddAggregate(fr.Agg)
-		f.total += fr.Agg.Steps
+		f.aggregate(fr.Agg)
 	case ipc.TypeStages:
 		f.reset(fr.Stages)
 		f.totals.SetStages(fr.Stages)
@@ -311,8 +318,10 @@ func (f *Feed) frame(fr *ipc.Frame) {
 			f.hello.Stages = append([]string(nil), fr.Stages...)
 		}
 	case ipc.TypeLoader:
-		l := *fr.Loader
-		f.loader = &l
+		if !f.brief {
+			l := *fr.Loader
+			f.loader = &l
+		}
 	case ipc.TypeEvent:
 		e := *fr.Event
 		f.event = &e
@@ -330,8 +339,34 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		p := *fr.Progress
 		f.progress = &p
 	case ipc.TypeStacks:
-		f.code.add(fr.Stacks)
+		if !f.brief {
+			f.code.add(fr.Stacks)
+		}
 	}
+}
+
+// aggregate keeps an agg frame's aggregate (a brief copy in a brief feed).
+func (f *Feed) aggregate(g *stage.Aggregate) {
+	if f.aggs.Len() == 0 && f.win.Len() > 0 {
+		// The steps that came raw before the viewer's hello was read
+		// join the window as one aggregate of their own.
+		f.keep(f.win.Aggregate())
+		f.win.Reset()
+	}
+	f.keep(*g)
+	if !f.brief {
+		f.totals.AddAggregate(g)
+		f.base.AddAggregate(g)
+	}
+	f.total += g.Steps
+}
+
+// keep adds g to the window, as a brief copy in a brief feed.
+func (f *Feed) keep(g stage.Aggregate) {
+	if f.brief {
+		g = g.Brief()
+	}
+	f.aggs.Add(g)
 }
 
 func (f *Feed) reset(names []string) {
@@ -390,12 +425,13 @@ func (f *Feed) Steps() int64 {
 
 // Totals returns a copy of the current trainer process's totals and that
 // process's pid and start time (as in its hello); ok is false before any
-// hello. The exporter reads it at each scrape, so counters are as fresh as
-// the scrape, whatever the sampling interval.
+// hello, and in a brief feed, which keeps none. The exporter reads it at
+// each scrape, so counters are as fresh as the scrape, whatever the
+// sampling interval.
 func (f *Feed) Totals() (t *stage.Totals, pid int, startNs int64, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.hello == nil {
+	if f.hello == nil || f.brief {
 		return nil, 0, 0, false
 	}
 	return f.totals.Clone(), f.hello.PID, f.hello.StartNs, true
@@ -440,8 +476,10 @@ func (f *Feed) Fill(s *snapshot.Snapshot) {
 		return
 	}
 	s.Trainer = f.trainer(s.Time)
-	s.Code = f.code.profile(s.Window.Seconds)
-	s.Totals = f.totals.Clone()
+	if !f.brief {
+		s.Code = f.code.profile(s.Window.Seconds)
+		s.Totals = f.totals.Clone()
+	}
 	if f.loader != nil {
 		l := *f.loader
 		s.Loader = &l
@@ -506,6 +544,8 @@ func (f *Feed) Brief(now time.Time, w snapshot.Window) Brief {
 // before its viewer's hello was read), else of the steps.
 func (f *Feed) summarize(d time.Duration) (stage.Summary, bool) {
 	switch {
+	case f.aggs.Len() > 0 && f.brief:
+		return f.aggs.Brief(d), true
 	case f.aggs.Len() > 0:
 		return f.aggs.Summarize(d), true
 	case f.win.Len() > 0:

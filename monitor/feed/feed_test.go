@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -392,5 +393,51 @@ func TestAggregatesSummarizeAsSteps(t *testing.T) {
 	agg.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStages, Stages: []string{"read", "step"}}}, now)
 	if s := fill(agg, now); s.Summary != nil {
 		t.Errorf("after a new stage list: %+v", s.Summary)
+	}
+}
+
+// A brief feed given the same frames as a full one has the same brief
+// summary, link and progress, and keeps no totals, baseline, loader or
+// stack samples.
+func TestBriefFeed(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	hello := &ipc.Hello{Name: "run", PID: 42, StartNs: t0.Add(-time.Minute).UnixNano(), Stages: names}
+	ep := ipc.Endpoint{Path: "/tmp/run.42.sock", Name: "run", PID: 42}
+	full, brief := New(10000), NewBrief(10000)
+	apply := func(m ipc.Message) {
+		full.Apply(m, t0)
+		brief.Apply(m, t0)
+	}
+	apply(ipc.Message{Connected: hello, Endpoint: ep})
+	apply(ipc.Message{Frame: steps(0, 70, t0)}) // came raw, before the hello was read
+	for from := int64(70); from < 1000; from += 100 {
+		apply(ipc.Message{Frame: aggOf(steps(from, 100, t0))})
+	}
+	apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeLoader, Loader: &stage.LoaderStats{Workers: 3}}})
+	apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeProgress, Progress: &stage.Progress{Step: 1000, Done: 1000}}})
+	apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStacks, Stacks: &stage.StackSamples{Frames: []stage.CodeFrame{{Name: "f"}},
+		Rows: []stage.StackRow{{Role: "train", Stage: stage.Forward, Stack: []int{0}, N: 1, Ns: 1}}}}})
+	now := t0.Add(11 * time.Second)
+	for _, w := range []snapshot.Window{{Label: "5s", Seconds: 5}, {Label: "all"}} {
+		fb, bb := full.Brief(now, w), brief.Brief(now, w)
+		if !reflect.DeepEqual(fb, bb) {
+			t.Errorf("window %s: brief of the full feed\n%+v\nof the brief one\n%+v", w.Label, fb, bb)
+		}
+		if bb.Summary == nil || bb.Summary.Steps == 0 || bb.Progress == nil || bb.PID != 42 {
+			t.Errorf("window %s: brief %+v", w.Label, bb)
+		}
+	}
+	s := fill(brief, now)
+	if s.Totals != nil || s.Loader != nil || s.Code != nil || s.Summary == nil || s.Summary.Waits != nil {
+		t.Errorf("a brief feed's parts: totals %v loader %v code %v summary %+v", s.Totals, s.Loader, s.Code, s.Summary)
+	}
+	if _, _, _, ok := brief.Totals(); ok {
+		t.Error("a brief feed offers totals")
+	}
+	if f := fill(full, now); f.Totals == nil || f.Loader == nil || f.Code == nil {
+		t.Errorf("the full feed lacks a part: totals %v loader %v code %v", f.Totals, f.Loader, f.Code)
+	}
+	if brief.Steps() != full.Steps() {
+		t.Errorf("a brief feed received %d steps, the full one %d", brief.Steps(), full.Steps())
 	}
 }
