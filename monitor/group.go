@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,9 +20,14 @@ import (
 // ranks in the socket directory.
 const ScanInterval = time.Second
 
-// reprobe is how long a socket that did not answer is left alone before it
-// is asked for its hello again.
-const reprobe = 5 * time.Second
+// A socket that did not answer is asked again for its hello firstReprobe
+// later, then twice as long after each silence, at most reprobe. A socket
+// is seen the moment its trainer binds it, before it listens: the first
+// try may come too early.
+const (
+	firstReprobe = 100 * time.Millisecond
+	reprobe      = 5 * time.Second
+)
 
 // Group is the trainer link to every rank of one run: one feed.Feed per
 // rank, each re-resolved to that rank's socket on reconnection, so a
@@ -58,7 +64,11 @@ type probe struct {
 	ep    ipc.Endpoint
 	hello *ipc.Hello // nil when it did not answer
 	at    time.Time
+	wait  time.Duration // when it did not answer: how long after at it is asked again
 }
+
+// due reports whether the socket is to be asked (again) at now.
+func (p probe) due(now time.Time) bool { return p.hello == nil && !now.Before(p.at.Add(p.wait)) }
 
 // RankFeed is the feed of one rank.
 type RankFeed struct {
@@ -72,25 +82,55 @@ func newGroup(dir, name, run string) *Group {
 	return &Group{dir: dir, name: name, run: run, seen: map[string]probe{}, eps: map[int]ipc.Endpoint{}, feeds: map[int]*feed.Feed{}}
 }
 
-// start scans once, attaches a feed to every rank found, and rescans every
-// ScanInterval until ctx ends.
+// start scans once, attaches a feed to every rank found, and scans again
+// until ctx ends: when a socket comes or goes in the directory (watchDir)
+// and when a socket that did not answer is due to be asked again, or
+// every ScanInterval where the directory cannot be watched.
 func (g *Group) start(ctx context.Context, view ipc.ViewOptions) {
 	g.mu.Lock()
 	g.ctx, g.view = ctx, view
 	g.mu.Unlock()
+	changed, err := watchDir(ctx, g.dir)
+	if err != nil {
+		changed = nil // look every ScanInterval
+	}
 	g.scan(ctx, time.Now())
 	go func() {
-		t := time.NewTicker(ScanInterval)
+		t := time.NewTimer(g.nextScan(changed != nil))
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
-				g.scan(ctx, now)
+			case _, ok := <-changed:
+				if !ok {
+					changed = nil // the directory went: look on our own
+				}
+				g.read(ctx, time.Now())
+			case <-t.C:
+				g.scan(ctx, time.Now())
 			}
+			t.Reset(g.nextScan(changed != nil))
 		}
 	}()
+}
+
+// nextScan is how long a group waits for its next scan: ScanInterval when
+// it cannot watch its directory; when it can, until the first socket that
+// did not answer is due to be asked again (a long time when none).
+func (g *Group) nextScan(watched bool) time.Duration {
+	if !watched {
+		return ScanInterval
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	wait := time.Duration(math.MaxInt64)
+	for _, p := range g.seen {
+		if p.hello == nil {
+			wait = min(wait, max(0, time.Until(p.at.Add(p.wait))))
+		}
+	}
+	return wait
 }
 
 // Run is the identifier of the run the group follows.
@@ -133,11 +173,17 @@ func (g *Group) scan(ctx context.Context, now time.Time) {
 	if g.unchanged(now) {
 		return
 	}
+	g.read(ctx, now)
+}
+
+// read is scan without the look at the directory's time: the directory
+// changed.
+func (g *Group) read(ctx context.Context, now time.Time) {
 	paths := socketsIn(g.dir)
 	g.mu.Lock()
 	var ask []ipc.Endpoint
 	for path, ep := range paths {
-		if p, ok := g.seen[path]; !ok || (p.hello == nil && now.Sub(p.at) >= reprobe) {
+		if p, ok := g.seen[path]; !ok || p.due(now) {
 			ask = append(ask, ep)
 		}
 	}
@@ -150,7 +196,11 @@ func (g *Group) scan(ctx context.Context, now time.Time) {
 	for _, ep := range ask { // dial without the lock: a slow socket must not stall Feeds
 		h, _ := Hello(ctx, ep.Path)
 		g.mu.Lock()
-		g.seen[ep.Path] = probe{ep: ep, hello: h, at: now}
+		p := probe{ep: ep, hello: h, at: now, wait: firstReprobe}
+		if old, ok := g.seen[ep.Path]; ok && h == nil {
+			p.wait = min(2*old.wait, reprobe)
+		}
+		g.seen[ep.Path] = p
 		g.mu.Unlock()
 	}
 	g.mu.Lock()
