@@ -98,21 +98,7 @@ func FuzzReader(f *testing.F) {
 func FuzzFastAgg(f *testing.F) {
 	f.Add([]byte(`{"type":"agg","agg":{"steps":3,"first":1,"last":3,"t0":10,"t1":90,"n":24,"loss":{"step":3,"value":0.5},"wall":{"n":3,"sum":80,"bins":[20,1,30,2]},"busy":{"n":0,"sum":0},"cpu":[{"n":3,"sum":7000000,"bins":[1439,1,1500,2]}],"gpu":[{"n":1,"sum":5,"bins":[5,1]}],"waits":[2,3000000]}}`))
 	f.Add([]byte(`{"type":"agg","agg":{"steps":1,"first":1,"last":1,"t0":1,"t1":2,"n":0,"wall":{"n":1,"sum":1,"bins":[1,1]},"busy":{"n":0,"sum":0},"cpu":[]}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, err := decodeAggFast(data)
-		if err != nil {
-			return
-		}
-		var slow Frame
-		if err := json.Unmarshal(data, &slow); err != nil {
-			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", data, err)
-		}
-		a, _ := json.Marshal(fast)
-		b, _ := json.Marshal(&slow)
-		if string(a) != string(b) {
-			t.Fatalf("decoders disagree on %q:\nfast %s\nslow %s", data, a, b)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { agreeWithJSON(t, data, decodeAggFast) })
 }
 
 // FuzzFastSteps checks the compact steps decoder against encoding/json:
@@ -121,19 +107,24 @@ func FuzzFastSteps(f *testing.F) {
 	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"loss":0.5,"cpu":[1,2],"gpu":[-1,4]}]}`))
 	f.Add([]byte(`{"type":"steps","steps":[]}`))
 	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"cpu":[]},{"step":2,"t0":1,"t1":2,"n":3,"cpu":[9]}]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, err := decodeStepsFast(data)
-		if err != nil {
-			return
-		}
-		var slow Frame
-		if err := json.Unmarshal(data, &slow); err != nil {
-			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", data, err)
-		}
-		a, _ := json.Marshal(fast)
-		b, _ := json.Marshal(&slow)
-		if string(a) != string(b) {
-			t.Fatalf("decoders disagree on %q:\nfast %s\nslow %s", data, a, b)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { agreeWithJSON(t, data, decodeStepsFast) })
+}
+
+// agreeWithJSON fails t when dec, a fast decoder, accepts data and
+// encoding/json refuses it or decodes it to another frame.
+func agreeWithJSON(t *testing.T, data []byte, dec func([]byte) (*Frame, error)) {
+	t.Helper()
+	fast, err := dec(data)
+	if err != nil {
+		return
+	}
+	var slow Frame
+	if err := json.Unmarshal(data, &slow); err != nil {
+		t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", data, err)
+	}
+	a, _ := json.Marshal(fast)
+	b, _ := json.Marshal(&slow)
+	if string(a) != string(b) {
+		t.Fatalf("decoders disagree on %q:\nfast %s\nslow %s", data, a, b)
+	}
 }

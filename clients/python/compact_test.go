@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,15 +42,7 @@ pub.close()
 // (ipc.Compact), as the Go server's are (ipc's TestFastFlatFrames).
 func TestPythonFramesDecodeFast(t *testing.T) {
 	dir := testkit.SocketDir(t)
-	cmd := exec.Command(python, "-c", compactScript, filepath.Join(testkit.Root(t), "clients", "python"))
-	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
-	l := &loop{cmd: cmd, done: make(chan struct{})}
-	cmd.Stderr = &l.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { l.err = cmd.Wait(); close(l.done) }()
-	defer func() { cmd.Process.Kill(); <-l.done }()
+	l := startScript(t, dir, compactScript)
 	ep := l.endpoint(t, dir, "py-compact")
 	c, err := net.Dial("unix", ep.Path)
 	if err != nil {

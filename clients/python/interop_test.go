@@ -53,8 +53,22 @@ type loop struct {
 
 func startLoop(t *testing.T, dir string, args ...string) *loop {
 	t.Helper()
+	return start(t, dir, append([]string{filepath.Join(testkit.Root(t), "examples", "pytorch_loop.py")}, args...)...)
+}
+
+// startScript runs a Python script that finds the publisher at
+// sys.argv[1], its sockets in dir.
+func startScript(t *testing.T, dir, script string) *loop {
+	t.Helper()
+	return start(t, dir, "-c", script, filepath.Join(testkit.Root(t), "clients", "python"))
+}
+
+// start runs Debian's python3 with args, its sockets in dir, until it
+// exits or the test ends.
+func start(t *testing.T, dir string, args ...string) *loop {
+	t.Helper()
 	l := &loop{done: make(chan struct{})}
-	l.cmd = exec.Command(python, append([]string{filepath.Join(testkit.Root(t), "examples", "pytorch_loop.py")}, args...)...)
+	l.cmd = exec.Command(python, args...)
 	l.cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	if err := l.cmd.Start(); err != nil {
@@ -432,16 +446,8 @@ pub.close()
 
 func TestEdgeValuesDecodeInGo(t *testing.T) {
 	dir := testkit.SocketDir(t)
-	cmd := exec.Command(python, "-c", edgeScript, filepath.Join(testkit.Root(t), "clients", "python"))
-	cmd.Env = append(os.Environ(), ipc.DirEnv+"="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	l := &loop{cmd: cmd, done: make(chan struct{})}
-	go func() { l.err = cmd.Wait(); close(l.done) }()
-	defer func() { cmd.Process.Kill(); <-l.done }()
+	l := startScript(t, dir, edgeScript)
+	stderr := &l.stderr
 	ep := l.endpoint(t, dir, "edge_ü")
 	conn := dial(t, ep.Path)
 	names := conn.Hello().Stages
@@ -456,7 +462,7 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("the Go decoder refused a frame after %d steps: %v\n%s", len(steps), err, &stderr)
+			t.Fatalf("the Go decoder refused a frame after %d steps: %v\n%s", len(steps), err, stderr)
 		}
 		switch f.Type {
 		case ipc.TypeStages:
@@ -474,7 +480,7 @@ func TestEdgeValuesDecodeInGo(t *testing.T) {
 	}
 	<-l.done
 	if l.err != nil {
-		t.Fatalf("edge script: %v\n%s", l.err, &stderr)
+		t.Fatalf("edge script: %v\n%s", l.err, stderr)
 	}
 	if len(steps) != 7 || events < 6 || len(names) != stage.MaxStages || names[len(names)-1] != stage.Other {
 		t.Fatalf("%d steps, %d events, final stages %v", len(steps), events, names)
