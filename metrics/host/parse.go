@@ -142,6 +142,20 @@ func parseLoadavg(b []byte) ([3]float64, error) {
 	return l, nil
 }
 
+// parseLastPID reads /proc/loadavg's fifth field: the pid the kernel
+// handed out last, to a process or a thread.
+func parseLastPID(b []byte) (int, error) {
+	var f []byte
+	for range 5 {
+		f, b = nextField(b)
+	}
+	v, ok := parseUint(f)
+	if !ok || v == 0 || v >= 1<<31 {
+		return 0, fmt.Errorf("/proc/loadavg field 5: bad pid %q", f)
+	}
+	return int(v), nil
+}
+
 // procStat holds the fields of /proc/PID/stat pipetop uses.
 type procStat struct {
 	comm       []byte // aliases the input

@@ -67,6 +67,26 @@ func TestParseLoadavgAndDecimal(t *testing.T) {
 	}
 }
 
+func TestParseLastPID(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"0.00 1.50 12.25 1/2 3\n", 3},
+		{"0.00 0.01 0.05 3/812 2147483647\n", 1<<31 - 1},
+		{"0.00 0.01 0.05 3/812 2147483648\n", 0},
+		{"0.00 0.01 0.05 3/812 0\n", 0},
+		{"0.00 0.01 0.05 3/812\n", 0},
+		{"0.00 0.01 0.05 3/812 x\n", 0},
+	}
+	for _, tt := range tests {
+		got, err := parseLastPID([]byte(tt.in))
+		if got != tt.want || (err != nil) != (tt.want == 0) {
+			t.Errorf("parseLastPID(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+}
+
 func TestParseUint(t *testing.T) {
 	tests := []struct {
 		in   string
@@ -128,6 +148,17 @@ func FuzzParseProcStat(f *testing.F) {
 		s, err := parseProcStat(b)
 		if err == nil && len(s.comm) > len(b) {
 			t.Fatal("comm longer than input")
+		}
+	})
+}
+
+func FuzzParseLastPID(f *testing.F) {
+	f.Add([]byte("0.00 0.01 0.05 3/812 4242\n"))
+	f.Add([]byte("1 2 3 4"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pid, err := parseLastPID(b)
+		if (err == nil) != (pid > 0) {
+			t.Fatalf("pid %d, err %v", pid, err)
 		}
 	})
 }

@@ -76,6 +76,7 @@ type ProcSampler struct {
 	kids     []int     // the descendants found by the last walk
 	walked   time.Time // when the tree was last walked; zero: walk next
 	rewalk   bool      // this Sample walks the tree (and reads every owner again)
+	forks    forkWatch
 	dirBuf   []string
 	users    map[int]string
 
@@ -97,8 +98,10 @@ var _ metrics.Sampler = (*ProcSampler)(nil)
 // NewProcSampler returns a sampler watching pid through the procfs mounted
 // at procRoot ("" means DefaultProcFS).
 func NewProcSampler(pid int, procRoot string) *ProcSampler {
+	fs := newProcFS(procRoot)
 	return &ProcSampler{
-		fs:    newProcFS(procRoot),
+		fs:    fs,
+		forks: forkWatch{fs: fs},
 		ticks: clockTicks(),
 		page:  float64(os.Getpagesize()),
 		pid:   pid,
@@ -127,7 +130,7 @@ func (s *ProcSampler) Sample(now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap.Time = now
-	s.rewalk = walkDue(s.walked, now)
+	s.rewalk = walkDue(s.walked, now, s.forks.forked())
 	err := s.readOne(s.pid, dt, &s.snap.Process)
 	if err != nil {
 		s.snap.Alive = false
@@ -148,24 +151,62 @@ func (s *ProcSampler) Sample(now time.Time) error {
 // errGone marks a process that exited between listing and reading.
 var errGone = errors.New("process exited")
 
-// TreeEvery is how often Sample walks the process tree for new
-// descendants; in between it reads the ones it knows. A walk reads a file
-// per thread of every process in the tree (a PyTorch trainer and its
-// loader workers have dozens), the sampling itself two per process. A
-// descendant that exits makes the next sample walk again.
+// TreeEvery is the shortest time between two walks of the process tree
+// for new descendants; in between a sampler reads the ones it knows. A
+// walk reads a file per thread of every process in the tree (a PyTorch
+// trainer and its loader workers have dozens), the sampling itself two per
+// process. A descendant that exits makes the next sample walk again.
 const TreeEvery = 5 * time.Second
 
+// TreeQuiet is the longest: after TreeEvery a tree is walked again only
+// when the kernel has handed out a pid since the last walk (a process or a
+// thread was created somewhere on the host; forkWatch), and after
+// TreeQuiet whatever happened, for what no new pid announces: a process
+// whose owner changed, one moved to another cgroup, a thread renamed by
+// another.
+const TreeQuiet = time.Minute
+
 // walkDue reports whether a tree last walked at walked (zero: never, or
-// asked again) is to be walked at now: TreeEvery has passed, or the clock
-// went back.
-func walkDue(walked, now time.Time) bool {
-	return walked.IsZero() || now.Sub(walked) >= TreeEvery || now.Before(walked)
+// asked again) is to be walked at now: TreeEvery has passed and a pid was
+// handed out since (forked), TreeQuiet has passed, or the clock went back.
+func walkDue(walked, now time.Time, forked bool) bool {
+	if walked.IsZero() || now.Before(walked) {
+		return true
+	}
+	age := now.Sub(walked)
+	return age >= TreeQuiet || forked && age >= TreeEvery
 }
+
+// forkWatch tells whether a process or a thread may have been created
+// since the last walk, from /proc/loadavg's last field (the pid the kernel
+// handed out last: every fork and every new thread moves it, in the pid
+// namespace of the reader and every one above). One small read a sample,
+// where a walk reads a file per thread of the tree.
+type forkWatch struct {
+	fs     *procFS
+	walked int // the last pid at the last walk; 0: unknown
+	now    int // the last pid read by the latest forked
+}
+
+// forked reads the last pid; true when it moved since the last walk or
+// cannot be read.
+func (w *forkWatch) forked() bool {
+	w.now = 0
+	if b, err := w.fs.read("loadavg"); err == nil {
+		w.now, _ = parseLastPID(b)
+	}
+	return w.now == 0 || w.now != w.walked
+}
+
+// walking records the last pid read as the one at this walk: a pid handed
+// out during the walk moved it already, so the next forked says so.
+func (w *forkWatch) walking() { w.walked = w.now }
 
 // sampleChildren reads the descendants, walking the tree first when it is
 // due; a child that exits mid-walk is skipped.
 func (s *ProcSampler) sampleChildren(now time.Time, dt float64) {
 	if s.rewalk {
+		s.forks.walking()
 		s.walk()
 		s.walked = now
 	}

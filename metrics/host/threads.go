@@ -116,22 +116,50 @@ type ThreadsReading struct {
 // MaxThreads bounds the threads one reading lists.
 const MaxThreads = 1024
 
-// threadCounters are one thread's cumulative counters at one sample.
+// threadCounters are one thread's cumulative counters at its last read,
+// and what that read showed. Times are Unix nanoseconds: the struct stays
+// under the 128 bytes a map keeps in place, so keeping it allocates
+// nothing.
 type threadCounters struct {
+	at               int64 // when its schedstat was read
 	run, wait, nvcsw uint64
 	name             string // kept so that an unchanged name is not copied again
 	// readAt and readWait are when the status (nvcsw, name) was last read
 	// and the wait then; preempted is the rate between the last two reads.
-	readAt    time.Time
+	readAt    int64
 	readWait  uint64
 	preempted float64
+	seen      int64 // when the thread was first read
+	// cpu, waited and role are what the last read showed; quiet says
+	// the thread ran and waited under quietShare of a core since the read
+	// before.
+	cpu, waited float64
+	role        uint8 // an index in Roles
+	quiet       bool
+}
+
+// shown is the ThreadInfo of the thread's last read.
+func (c *threadCounters) shown(pid, tid int) ThreadInfo {
+	return ThreadInfo{PID: pid, TID: tid, Name: c.name, Role: Roles[c.role], CPU: c.cpu, Wait: c.waited, Preempted: c.preempted}
 }
 
 // statusWait is the run-queue wait, in ns, after which a thread's status
-// is read again: a thread preempted goes back to the run queue, so one
-// that waited less since its last read was preempted little or not at
-// all, and its switches are read at the next walk or the next wait.
+// is read again, once that wait is also quietShare of the time since the
+// last read: a thread preempted goes back to the run queue, so one that
+// waited less since its last read was preempted little or not at all, and
+// its switches are read at the next walk or the next wait.
 const statusWait = uint64(time.Millisecond)
+
+// A thread that ran and waited for a CPU under quietShare of a core since
+// its previous read is quiet: it is read again in the next quietEvery
+// window (windows staggered by tid), and until then shows that reading,
+// its mean over the last seconds. A trainer's idle pool threads are most
+// of its threads, and each read costs the kernel as much for an idle
+// thread as for a busy one.
+const (
+	quietShare = 0.01
+	quietEvery = 4 * time.Second
+)
 
 // watchedProc is one process of the walked tree with its threads.
 type watchedProc struct {
@@ -145,7 +173,7 @@ type watchedProc struct {
 // loader workers and their children): per thread one or two small files
 // per refresh (task/TID/schedstat: run time and run-queue wait;
 // task/TID/status: name and involuntary switches, read again only for a
-// thread that waited statusWait for a CPU since it was last read, for each
+// thread that waited for a CPU since it was last read (statusWait), for each
 // process's first thread and after a walk: a thread that was preempted
 // waited, and the kernel spends more making one status file than the
 // schedstat of every thread of a small trainer). The tree and its thread
@@ -163,9 +191,9 @@ type ThreadSampler struct {
 	procs    []watchedProc
 	walked   time.Time
 	rewalked bool // this Sample walked the tree: every status is read
+	forks    forkWatch
 	prev     map[int]threadCounters
 	cur      map[int]threadCounters
-	prevTime time.Time
 	tree     *ProcSampler // borrows its walk of the descendants
 
 	mu   sync.Mutex
@@ -176,7 +204,7 @@ type ThreadSampler struct {
 // means DefaultProcFS); it watches nothing until SetPID.
 func NewThreadSampler(procRoot string) *ThreadSampler {
 	fs := newProcFS(procRoot)
-	return &ThreadSampler{fs: fs, cg: cgroupReader{fs: newProcFS(procRoot)},
+	return &ThreadSampler{fs: fs, cg: cgroupReader{fs: newProcFS(procRoot)}, forks: forkWatch{fs: fs},
 		prev: map[int]threadCounters{}, cur: map[int]threadCounters{}, tree: NewProcSampler(0, procRoot)}
 }
 
@@ -191,13 +219,13 @@ func (s *ThreadSampler) SetPID(pid, training int) {
 
 // Sample reads every thread at now.
 func (s *ThreadSampler) Sample(now time.Time) error {
-	dt := now.Sub(s.prevTime).Seconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap.Time = now
 	s.snap.PressureSome, s.snap.PressureFull, s.snap.PressureOK = s.pressure()
-	s.rewalked = walkDue(s.walked, now)
+	s.rewalked = walkDue(s.walked, now, s.forks.forked())
 	if s.rewalked {
+		s.forks.walking()
 		s.walk()
 		s.walked = now
 	}
@@ -205,10 +233,9 @@ func (s *ThreadSampler) Sample(now time.Time) error {
 	s.snap.Threads = s.snap.Threads[:0]
 	s.snap.Alive = false
 	for i := range s.procs {
-		s.readProc(&s.procs[i], dt)
+		s.readProc(&s.procs[i])
 	}
 	s.prev, s.cur = s.cur, s.prev
-	s.prevTime = now
 	if !s.snap.Alive {
 		s.walked = time.Time{}
 		return fmt.Errorf("threads of process %d: gone", s.pid)
@@ -288,12 +315,18 @@ func (s *ThreadSampler) appendProc(dst []watchedProc, pid int, directChild bool)
 	return append(dst, p)
 }
 
-// readProc reads every thread of p; a thread gone or a thread count that
-// moved makes the next Sample walk again.
-func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
+// readProc reads every thread of p but the quiet ones not yet due; a
+// thread gone or a thread count that moved makes the next Sample walk
+// again.
+func (s *ThreadSampler) readProc(p *watchedProc) {
 	for _, tid := range p.tids {
 		if len(s.snap.Threads) >= MaxThreads {
 			return
+		}
+		if prev, ok := s.held(p, tid); ok {
+			s.cur[tid] = prev
+			s.snap.Threads = append(s.snap.Threads, prev.shown(p.pid, tid))
+			continue
 		}
 		b, err := s.fs.readTask(p.pid, tid, "schedstat")
 		if err != nil {
@@ -321,18 +354,43 @@ func (s *ThreadSampler) readProc(p *watchedProc, dt float64) {
 				s.snap.AffinityCPUs = st.cpus
 			}
 		}
-		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, !kept, dt))
+		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, !kept))
 	}
 }
 
-// keptStatus is the status last read for a thread that has waited for a
-// CPU less than statusWait since (see statusWait; a rename by another
-// thread shows at the next walk); ok is false when the file must be read:
-// a new thread, one that waited, a process's first thread (its thread
-// count and affinity), or a Sample that walked.
+// held is a quiet thread's last read when it is not due for another: it
+// is not a process's first thread (its count is read every time), this
+// Sample did not walk, and it was read in the current quietEvery window.
+func (s *ThreadSampler) held(p *watchedProc, tid int) (threadCounters, bool) {
+	prev, ok := s.prev[tid]
+	now := s.snap.Time.UnixNano()
+	if !ok || !prev.quiet || s.rewalked || tid == p.pid || quietWindow(now, tid) != quietWindow(prev.at, tid) || now < prev.at {
+		return threadCounters{}, false
+	}
+	return prev, true
+}
+
+// quietWindow numbers the quietEvery window t falls in for thread tid;
+// the windows of different threads start a quarter apart, so the quiet
+// threads' reads spread over the refreshes.
+func quietWindow(unixNano int64, tid int) int64 {
+	return (unixNano + int64(tid%4)*int64(quietEvery/4)) / int64(quietEvery)
+}
+
+// keptStatus is the status last read for a thread that has not waited for
+// a CPU since (see statusWait; a rename by another thread shows at the
+// next walk); ok is false when the file must be read: a thread seen first
+// less than TreeEvery ago (one that names itself after it starts), one
+// that waited, a process's first thread (its thread count and affinity),
+// or a Sample that walked.
 func (s *ThreadSampler) keptStatus(p *watchedProc, tid int, ss schedStat) (threadStatus, bool) {
 	prev, ok := s.prev[tid]
-	if !ok || s.rewalked || tid == p.pid || ss.waitNs < prev.readWait || ss.waitNs-prev.readWait >= statusWait {
+	now := s.snap.Time.UnixNano()
+	if !ok || s.rewalked || tid == p.pid || now-prev.seen < int64(TreeEvery) || ss.waitNs < prev.readWait {
+		return threadStatus{}, false
+	}
+	waited := ss.waitNs - prev.readWait
+	if waited >= statusWait && float64(waited) >= quietShare*float64(now-prev.readAt) {
 		return threadStatus{}, false
 	}
 	return threadStatus{name: []byte(prev.name), nvcsw: prev.nvcsw}, true
@@ -351,34 +409,42 @@ func (s *ThreadSampler) readStatus(p *watchedProc, tid int) (threadStatus, bool)
 }
 
 // thread makes one ThreadInfo and keeps its counters for the next delta;
-// read tells whether st was read now. Preempted is the rate between the
-// last two reads of the status.
-func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, read bool, dt float64) ThreadInfo {
+// read tells whether st was read now. CPU and Wait are rates since the
+// thread's previous read, Preempted the rate between the last two reads of
+// its status.
+func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, read bool) ThreadInfo {
 	prev, ok := s.prev[tid]
 	name := prev.name
 	if !ok || name != string(st.name) {
 		name = string(st.name)
 	}
-	t := ThreadInfo{PID: p.pid, TID: tid, Name: name,
-		Role: RoleOf(st.name, p.leader, tid, p.pid, s.training, p.pid == s.pid, p.directChild)}
-	now := s.snap.Time
-	c := threadCounters{run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, name: name,
-		readAt: prev.readAt, readWait: prev.readWait, preempted: prev.preempted}
+	role := RoleOf(st.name, p.leader, tid, p.pid, s.training, p.pid == s.pid, p.directChild)
+	now := s.snap.Time.UnixNano()
+	c := threadCounters{at: now, run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, name: name,
+		readAt: prev.readAt, readWait: prev.readWait, preempted: prev.preempted, seen: prev.seen,
+		role: uint8(slices.Index(Roles, role))}
+	if !ok {
+		c.seen = now
+	}
 	if read {
 		c.preempted = 0
-		if ok && c.nvcsw >= prev.nvcsw && now.After(prev.readAt) {
-			c.preempted = float64(c.nvcsw-prev.nvcsw) / now.Sub(prev.readAt).Seconds()
+		if ok && c.nvcsw >= prev.nvcsw && now > prev.readAt {
+			c.preempted = float64(c.nvcsw-prev.nvcsw) / (float64(now-prev.readAt) / 1e9)
 		}
 		c.readAt, c.readWait = now, ss.waitNs
 	}
-	s.cur[tid] = c
+	t := c.shown(p.pid, tid)
+	dt := float64(now-prev.at) / 1e9
 	if !ok || dt <= 0 || c.run < prev.run || c.wait < prev.wait || c.nvcsw < prev.nvcsw {
 		t.Fresh = true
-		return t
+		c.preempted, t.Preempted = 0, 0
+	} else {
+		c.cpu = 100 * float64(c.run-prev.run) / 1e9 / dt
+		c.waited = 100 * float64(c.wait-prev.wait) / 1e9 / dt
+		t.CPU, t.Wait = c.cpu, c.waited
+		c.quiet = c.cpu+c.waited < 100*quietShare
 	}
-	t.CPU = 100 * float64(c.run-prev.run) / 1e9 / dt
-	t.Wait = 100 * float64(c.wait-prev.wait) / 1e9 / dt
-	t.Preempted = c.preempted
+	s.cur[tid] = c
 	return t
 }
 

@@ -28,7 +28,14 @@ func newFakeProc(t *testing.T) *fakeProc {
 	must(t, os.MkdirAll(filepath.Join(root, "pressure"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "pressure", "cpu"),
 		[]byte("some avg10=41.50 avg60=30.00 avg300=10.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"), 0o644))
-	return &fakeProc{t: t, root: root}
+	f := &fakeProc{t: t, root: root}
+	f.lastPID(300)
+	return f
+}
+
+// lastPID writes /proc/loadavg with pid as the last pid handed out.
+func (f *fakeProc) lastPID(pid int) {
+	must(f.t, os.WriteFile(filepath.Join(f.root, "loadavg"), fmt.Appendf(nil, "0.10 0.20 0.30 1/99 %d\n", pid), 0o644))
 }
 
 func must(t *testing.T, err error) {
@@ -213,10 +220,12 @@ func TestThreadSamplerQuota(t *testing.T) {
 }
 
 // TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait: a thread that
-// waited less than statusWait for a CPU since its status was read keeps
-// that status without a read (a rename shows at the next walk), even if it
-// ran; one that waited is read again, its preemptions a rate over the time
-// since the last read; the first thread is read every time (its count).
+// waited for a CPU less than statusWait, or less than 1 % of the time,
+// since its status was read keeps that status without a read (a rename
+// shows at the next walk), even if it ran, once it has been seen for
+// TreeEvery (a thread names itself when it starts); one that waited is
+// read again, its preemptions a rate over the time since the last read;
+// the first thread is read every time (its count).
 func TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait(t *testing.T) {
 	f := newFakeProc(t)
 	f.process(100, 1)
@@ -227,25 +236,112 @@ func TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait(t *testing.T) {
 	s.SetPID(100, 0)
 	t0 := time.Unix(1000, 0)
 	must(t, s.Sample(t0))
-	// 101 runs but waits under statusWait, and its status says otherwise;
-	// 102 waits 5 ms; the leader sleeps, and its count moves to 4.
-	f.thread(100, 101, "renamed", 6e8, 5e5, 50, 3)
-	f.thread(100, 102, "worker", 8e8, 5e6, 19, 3)
-	f.thread(100, 100, "python3", 1e8, 0, 0, 4)
+	// A second later 101 names itself: it is new, so its status is read.
+	f.thread(100, 101, "pt_pool", 5e8, 0, 4, 3)
 	must(t, s.Sample(t0.Add(time.Second)))
-	got := byTID(s.Snapshot())
-	if th := got[101]; th.Name != "python3" || th.Preempted != 0 || th.CPU != 10 {
-		t.Errorf("thread 101 (no wait) = %+v, want 10 %% CPU, its name and switches as they were", th)
+	if th := byTID(s.Snapshot())[101]; th.Name != "pt_pool" {
+		t.Errorf("thread 101 (new, renamed) = %+v, want its new name", th)
 	}
-	if th := got[102]; th.Name != "worker" || th.Preempted != 10 || th.CPU != 10 {
-		t.Errorf("thread 102 (waited) = %+v, want its status read again", th)
+	// After TreeEvery, no pid handed out, no walk: 101 runs but waits 2
+	// ms in 5 s, and its status says otherwise; 102 waits 60 ms; the
+	// leader sleeps, and its count moves to 4.
+	at := t0.Add(TreeEvery + time.Second)
+	f.thread(100, 101, "renamed", 6e8, 2e6, 50, 3)
+	f.thread(100, 102, "worker", 8e8, 6e7, 19, 3)
+	f.thread(100, 100, "python3", 1e8, 0, 0, 4)
+	must(t, s.Sample(at))
+	got := byTID(s.Snapshot())
+	if th := got[101]; th.Name != "pt_pool" || th.Preempted != 0 || th.CPU != 2 {
+		t.Errorf("thread 101 (no wait) = %+v, want 2 %% CPU, its name and switches as they were", th)
+	}
+	if th := got[102]; th.Name != "worker" || th.Preempted != 2 || th.CPU != 2 {
+		t.Errorf("thread 102 (waited) = %+v, want its status read again: 10 switches over 5 s", th)
 	}
 	if !s.walked.IsZero() {
 		t.Error("the first thread's count moved and no walk was asked for")
 	}
-	// The walk reads every status: 101's 46 switches since its read at t0.
-	must(t, s.Sample(t0.Add(2*time.Second)))
-	if th := byTID(s.Snapshot())[101]; th.Name != "renamed" || th.Preempted != 23 {
-		t.Errorf("after a walk, thread 101 = %+v, want its new name and 46 switches over 2 s", th)
+	// The walk reads every status: 101's 46 switches since its read at t0+1s.
+	must(t, s.Sample(at.Add(time.Second)))
+	if th := byTID(s.Snapshot())[101]; th.Name != "renamed" || th.Preempted != 46.0/6 {
+		t.Errorf("after a walk, thread 101 = %+v, want its new name and 46 switches over 6 s", th)
+	}
+}
+
+// TestThreadSamplerWalksWhenAPIDWasHandedOut: after TreeEvery the tree is
+// walked again only if /proc/loadavg's last pid moved, and after TreeQuiet
+// in any case; a new process shows at that walk.
+func TestThreadSamplerWalksWhenAPIDWasHandedOut(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(100, 1)
+	s := NewThreadSampler(f.root)
+	s.SetPID(100, 0)
+	t0 := time.Unix(1000, 0)
+	listed := func(at time.Duration, tid int) bool {
+		t.Helper()
+		must(t, s.Sample(t0.Add(at)))
+		_, ok := byTID(s.Snapshot())[tid]
+		return ok
+	}
+	listed(0, 100)
+	f.process(100, 1, 200)
+	f.process(200, 100)
+	if listed(TreeEvery+time.Second, 200) {
+		t.Error("walked after TreeEvery though no pid was handed out")
+	}
+	f.lastPID(301)
+	if !listed(TreeEvery+2*time.Second, 200) {
+		t.Error("a pid was handed out and the new process is not listed after TreeEvery")
+	}
+	f.process(100, 1, 200, 201)
+	f.process(201, 100)
+	if listed(TreeQuiet, 201) {
+		t.Error("walked again though no pid was handed out")
+	}
+	if !listed(TreeEvery+2*time.Second+TreeQuiet, 201) {
+		t.Error("not walked after TreeQuiet")
+	}
+}
+
+// TestThreadSamplerReadsQuietThreadsOnceAWindow: a thread that ran and
+// waited under 1 % of a core is read once in each quietEvery window and
+// shows its last reading in between; its next reading is the mean since;
+// a busy thread is read every time.
+func TestThreadSamplerReadsQuietThreadsOnceAWindow(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(100, 1)
+	f.thread(100, 100, "python3", 0, 0, 0, 3)
+	f.thread(100, 101, "python3", 0, 0, 0, 3)
+	f.thread(100, 104, "python3", 0, 0, 0, 3)
+	s := NewThreadSampler(f.root)
+	s.SetPID(100, 0)
+	t0 := time.Unix(1000, 0) // thread 104's window: 1000 to 1004 s
+	at := func(sec int, run101, run104 uint64) map[int]ThreadInfo {
+		t.Helper()
+		f.thread(100, 101, "python3", run101, 0, 0, 3)
+		f.thread(100, 104, "python3", run104, run104/2, 0, 3)
+		must(t, s.Sample(t0.Add(time.Duration(sec)*time.Second)))
+		return byTID(s.Snapshot())
+	}
+	at(0, 0, 0)
+	got := at(1, 5e8, 4e6) // 104: 0.4 % on a CPU, 0.2 % waiting: quiet
+	if th := got[104]; th.CPU != 0.4 || th.Wait != 0.2 || th.Fresh {
+		t.Fatalf("thread 104 = %+v, want 0.4 %% CPU, 0.2 %% wait", th)
+	}
+	for sec, run := range map[int]uint64{2: 2e7, 3: 2.4e7} {
+		got = at(sec, 5e8*uint64(sec), run)
+		if th := got[104]; th.CPU != 0.4 || th.Wait != 0.2 {
+			t.Errorf("at %d s, quiet thread 104 = %+v, want the reading of 1 s (held)", sec, th)
+		}
+		if th := got[101]; th.CPU != 50 {
+			t.Errorf("at %d s, busy thread 101 = %+v, want 50 %% CPU (read)", sec, th)
+		}
+	}
+	got = at(4, 2e9, 3.4e7) // a new window: 30 ms over 3 s, no longer quiet
+	if th := got[104]; th.CPU != 1 || th.Wait != 0.5 {
+		t.Errorf("at 4 s, thread 104 = %+v, want 1 %% CPU and 0.5 %% wait since 1 s", th)
+	}
+	got = at(5, 2.5e9, 4.4e7)
+	if th := got[104]; th.CPU != 1 {
+		t.Errorf("at 5 s, thread 104 = %+v, want 1 %% CPU: read again, not quiet", th)
 	}
 }
