@@ -171,17 +171,17 @@ type watchedProc struct {
 
 // ThreadSampler reads every thread of one process tree (the trainer, its
 // loader workers and their children): per thread one or two small files
-// per refresh (task/TID/schedstat: run time and run-queue wait;
-// task/TID/status: name and involuntary switches, read again only for a
-// thread that waited for a CPU since it was last read (statusWait), for each
-// process's first thread and after a walk: a thread that was preempted
-// waited, and the kernel spends more making one status file than the
-// schedstat of every thread of a small trainer). The tree and its thread
-// lists are walked again only when they change: a thread or process gone,
-// a process whose thread count moved (read for free from its first
-// thread's status), or every TreeEvery for new processes. It also reads
-// the host's CPU pressure and the trainer's cgroup quota. Not safe for
-// concurrent Sample calls.
+// per refresh (task/TID/schedstat: run time and run-queue wait; a quiet
+// thread's only once every quietEvery; task/TID/status: name and
+// involuntary switches, read again only for a thread that waited for a CPU
+// since it was last read (statusWait), for each process's first thread and
+// after a walk: a thread that was preempted waited, and the kernel spends
+// more making one status file than the schedstat of every thread of a
+// small trainer). The tree and its thread lists are walked again only when
+// they change: a thread or process gone, a process whose thread count
+// moved (read for free from its first thread's status), or for new
+// processes when walkDue says so. It also reads the host's CPU pressure
+// and the trainer's cgroup quota. Not safe for concurrent Sample calls.
 type ThreadSampler struct {
 	fs       *procFS
 	cg       cgroupReader
