@@ -323,7 +323,8 @@ func (s *ThreadSampler) readProc(p *watchedProc) {
 		if len(s.snap.Threads) >= MaxThreads {
 			return
 		}
-		if prev, ok := s.held(p, tid); ok {
+		prev, known := s.prev[tid]
+		if known && s.held(p, tid, &prev) {
 			s.cur[tid] = prev
 			s.snap.Threads = append(s.snap.Threads, prev.shown(p.pid, tid))
 			continue
@@ -337,7 +338,7 @@ func (s *ThreadSampler) readProc(p *watchedProc) {
 		if err != nil {
 			continue
 		}
-		st, kept := s.keptStatus(p, tid, ss)
+		st, kept := s.keptStatus(p, tid, ss, prev, known)
 		if !kept {
 			var ok bool
 			if st, ok = s.readStatus(p, tid); !ok {
@@ -354,20 +355,17 @@ func (s *ThreadSampler) readProc(p *watchedProc) {
 				s.snap.AffinityCPUs = st.cpus
 			}
 		}
-		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, !kept))
+		s.snap.Threads = append(s.snap.Threads, s.thread(p, tid, ss, st, !kept, prev, known))
 	}
 }
 
-// held is a quiet thread's last read when it is not due for another: it
-// is not a process's first thread (its count is read every time), this
-// Sample did not walk, and it was read in the current quietEvery window.
-func (s *ThreadSampler) held(p *watchedProc, tid int) (threadCounters, bool) {
-	prev, ok := s.prev[tid]
+// held reports whether a thread's last read, prev, stands for this Sample:
+// the thread was quiet, is not a process's first thread (its count is read
+// every time), this Sample did not walk, and prev is in the current
+// quietEvery window.
+func (s *ThreadSampler) held(p *watchedProc, tid int, prev *threadCounters) bool {
 	now := s.snap.Time.UnixNano()
-	if !ok || !prev.quiet || s.rewalked || tid == p.pid || quietWindow(now, tid) != quietWindow(prev.at, tid) || now < prev.at {
-		return threadCounters{}, false
-	}
-	return prev, true
+	return prev.quiet && !s.rewalked && tid != p.pid && now >= prev.at && quietWindow(now, tid) == quietWindow(prev.at, tid)
 }
 
 // quietWindow numbers the quietEvery window t falls in for thread tid;
@@ -377,16 +375,16 @@ func quietWindow(unixNano int64, tid int) int64 {
 	return (unixNano + int64(tid%4)*int64(quietEvery/4)) / int64(quietEvery)
 }
 
-// keptStatus is the status last read for a thread that has not waited for
-// a CPU since (see statusWait; a rename by another thread shows at the
-// next walk); ok is false when the file must be read: a thread seen first
-// less than TreeEvery ago (one that names itself after it starts), one
-// that waited, a process's first thread (its thread count and affinity),
-// or a Sample that walked.
-func (s *ThreadSampler) keptStatus(p *watchedProc, tid int, ss schedStat) (threadStatus, bool) {
-	prev, ok := s.prev[tid]
+// keptStatus is the status last read (prev; known is false for a thread
+// not read before) for a thread that has not waited for a CPU since (see
+// statusWait; a rename by another thread shows at the next walk); ok is
+// false when the file must be read: a new thread, one seen first less
+// than TreeEvery ago (one that names itself after it starts), one that
+// waited, a process's first thread (its thread count and affinity), or a
+// Sample that walked.
+func (s *ThreadSampler) keptStatus(p *watchedProc, tid int, ss schedStat, prev threadCounters, known bool) (threadStatus, bool) {
 	now := s.snap.Time.UnixNano()
-	if !ok || s.rewalked || tid == p.pid || now-prev.seen < int64(TreeEvery) || ss.waitNs < prev.readWait {
+	if !known || s.rewalked || tid == p.pid || now-prev.seen < int64(TreeEvery) || ss.waitNs < prev.readWait {
 		return threadStatus{}, false
 	}
 	waited := ss.waitNs - prev.readWait
@@ -409,11 +407,10 @@ func (s *ThreadSampler) readStatus(p *watchedProc, tid int) (threadStatus, bool)
 }
 
 // thread makes one ThreadInfo and keeps its counters for the next delta;
-// read tells whether st was read now. CPU and Wait are rates since the
-// thread's previous read, Preempted the rate between the last two reads of
-// its status.
-func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, read bool) ThreadInfo {
-	prev, ok := s.prev[tid]
+// read tells whether st was read now, prev is the thread's previous read
+// (ok false: none). CPU and Wait are rates since that read, Preempted the
+// rate between the last two reads of its status.
+func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadStatus, read bool, prev threadCounters, ok bool) ThreadInfo {
 	name := prev.name
 	if !ok || name != string(st.name) {
 		name = string(st.name)

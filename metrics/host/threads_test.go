@@ -69,6 +69,14 @@ func (f *fakeProc) thread(pid, tid int, name string, runNs, waitNs, nvcsw uint64
 	must(f.t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
 }
 
+// sampler is a ThreadSampler over the tree, watching pid; training is
+// the training thread's tid (0: unknown).
+func (f *fakeProc) sampler(pid, training int) *ThreadSampler {
+	s := NewThreadSampler(f.root)
+	s.SetPID(pid, training)
+	return s
+}
+
 func (f *fakeProc) exit(pid, tid int) {
 	must(f.t, os.RemoveAll(filepath.Join(f.root, strconv.Itoa(pid), "task", strconv.Itoa(tid))))
 }
@@ -90,8 +98,7 @@ func TestThreadSamplerFakeTree(t *testing.T) {
 	f.thread(100, 101, "python3", 0, 0, 0, 3)
 	f.thread(100, 102, "pt_main_thread", 0, 0, 0, 3)
 	f.process(200, 100)
-	s := NewThreadSampler(f.root)
-	s.SetPID(100, 102)
+	s := f.sampler(100, 102)
 	t0 := time.Unix(1000, 0)
 	must(t, s.Sample(t0))
 	r := s.Snapshot()
@@ -232,8 +239,7 @@ func TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait(t *testing.T) {
 	f.thread(100, 100, "python3", 1e8, 0, 0, 3)
 	f.thread(100, 101, "python3", 5e8, 0, 4, 3)
 	f.thread(100, 102, "python3", 7e8, 0, 9, 3)
-	s := NewThreadSampler(f.root)
-	s.SetPID(100, 0)
+	s := f.sampler(100, 0)
 	t0 := time.Unix(1000, 0)
 	must(t, s.Sample(t0))
 	// A second later 101 names itself: it is new, so its status is read.
@@ -273,8 +279,7 @@ func TestThreadSamplerKeepsStatusOfThreadsThatDidNotWait(t *testing.T) {
 func TestThreadSamplerWalksWhenAPIDWasHandedOut(t *testing.T) {
 	f := newFakeProc(t)
 	f.process(100, 1)
-	s := NewThreadSampler(f.root)
-	s.SetPID(100, 0)
+	s := f.sampler(100, 0)
 	t0 := time.Unix(1000, 0)
 	listed := func(at time.Duration, tid int) bool {
 		t.Helper()
@@ -312,8 +317,7 @@ func TestThreadSamplerReadsQuietThreadsOnceAWindow(t *testing.T) {
 	f.thread(100, 100, "python3", 0, 0, 0, 3)
 	f.thread(100, 101, "python3", 0, 0, 0, 3)
 	f.thread(100, 104, "python3", 0, 0, 0, 3)
-	s := NewThreadSampler(f.root)
-	s.SetPID(100, 0)
+	s := f.sampler(100, 0)
 	t0 := time.Unix(1000, 0) // thread 104's window: 1000 to 1004 s
 	at := func(sec int, run101, run104 uint64) map[int]ThreadInfo {
 		t.Helper()
