@@ -331,8 +331,12 @@ func TestThreadSamplerReadsQuietThreadsOnceAWindow(t *testing.T) {
 	if th := got[104]; th.CPU != 0.4 || th.Wait != 0.2 || th.Fresh {
 		t.Fatalf("thread 104 = %+v, want 0.4 %% CPU, 0.2 %% wait", th)
 	}
-	for sec, run := range map[int]uint64{2: 2e7, 3: 2.4e7} {
-		got = at(sec, 5e8*uint64(sec), run)
+	for _, step := range []struct {
+		sec int
+		run uint64
+	}{{2, 2e7}, {3, 2.4e7}} {
+		sec := step.sec
+		got = at(sec, 5e8*uint64(sec), step.run)
 		if th := got[104]; th.CPU != 0.4 || th.Wait != 0.2 {
 			t.Errorf("at %d s, quiet thread 104 = %+v, want the reading of 1 s (held)", sec, th)
 		}
