@@ -361,16 +361,16 @@ func (s *ThreadSampler) readProc(p *watchedProc) {
 
 // held reports whether a thread's last read, prev, stands for this Sample:
 // the thread was quiet, is not a process's first thread (its count is read
-// every time), this Sample did not walk, and prev is in the current
-// quietEvery window.
+// every time), this Sample did not walk (a walk reads every thread), and
+// prev is in the current quietEvery window.
 func (s *ThreadSampler) held(p *watchedProc, tid int, prev *threadCounters) bool {
 	now := s.snap.Time.UnixNano()
-	return prev.quiet && !s.rewalked && tid != p.pid && now >= prev.at && quietWindow(now, tid) == quietWindow(prev.at, tid)
+	return prev.quiet && !s.rewalked && tid != p.pid && quietWindow(now, tid) == quietWindow(prev.at, tid)
 }
 
-// quietWindow numbers the quietEvery window t falls in for thread tid;
-// the windows of different threads start a quarter apart, so the quiet
-// threads' reads spread over the refreshes.
+// quietWindow numbers the quietEvery window a time in Unix nanoseconds
+// falls in for thread tid; the windows of different threads start a
+// quarter apart, so the quiet threads' reads spread over the refreshes.
 func quietWindow(unixNano int64, tid int) int64 {
 	return (unixNano + int64(tid%4)*int64(quietEvery/4)) / int64(quietEvery)
 }

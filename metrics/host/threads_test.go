@@ -353,3 +353,35 @@ func TestThreadSamplerReadsQuietThreadsOnceAWindow(t *testing.T) {
 		t.Errorf("at 5 s, thread 104 = %+v, want 1 %% CPU: read again, not quiet", th)
 	}
 }
+
+// TestThreadSamplerWalkReadsQuietThreads: a walk reads every thread, a
+// quiet one in the middle of its window too: its rename and its mean since
+// its last read show at once.
+func TestThreadSamplerWalkReadsQuietThreads(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(100, 1)
+	f.thread(100, 100, "python3", 0, 0, 0, 2)
+	f.thread(100, 104, "python3", 0, 0, 0, 2)
+	s := f.sampler(100, 0)
+	t0 := time.Unix(1000, 0) // thread 104's window: 1000 to 1004 s
+	must(t, s.Sample(t0))
+	f.thread(100, 104, "python3", 4e6, 2e6, 0, 2)
+	must(t, s.Sample(t0.Add(time.Second)))
+	// At 2 s the quiet 104 renames itself and a thread starts: the
+	// leader's count moves, so the next Sample walks.
+	f.thread(100, 104, "pt_pool", 1e7, 5e6, 0, 2)
+	f.thread(100, 100, "python3", 0, 0, 0, 3)
+	f.thread(100, 108, "python3", 0, 0, 0, 3)
+	must(t, s.Sample(t0.Add(2*time.Second)))
+	if th := byTID(s.Snapshot())[104]; th.Name != "python3" || th.CPU != 0.4 {
+		t.Fatalf("at 2 s, quiet thread 104 = %+v, want its reading of 1 s (held)", th)
+	}
+	must(t, s.Sample(t0.Add(3*time.Second)))
+	got := byTID(s.Snapshot())
+	if th := got[104]; th.Name != "pt_pool" || th.CPU != 0.3 || th.Wait != 0.15 {
+		t.Errorf("after a walk at 3 s, thread 104 = %+v, want pt_pool at 0.3 %% CPU and 0.15 %% wait since 1 s", th)
+	}
+	if th, ok := got[108]; !ok || !th.Fresh {
+		t.Errorf("after the walk, new thread 108 = %+v (listed %v), want it fresh", th, ok)
+	}
+}
