@@ -17,12 +17,23 @@ type SourceMetrics interface {
 	Emit(s *snapshot.Snapshot, e Emitter)
 }
 
-// sourceMetrics are the metrics of the sources that serve some, by source
-// name (source.Part.Name); a source without an entry is on screen, in
-// --json and in recordings only (the process tree).
+// sourceMetrics are the metrics of every monitor source, by source name
+// (source.Part.Name): each source of the table (monitor/sources) has an
+// entry, noMetrics when it serves none, and no entry names another source
+// (TestEverySourceHasItsMetrics).
 var sourceMetrics = map[string]SourceMetrics{
 	"cpu":           cpuMetrics{},
+	"process":       noMetrics{}, // on screen, in --json and in recordings only
+	"threads":       threadMetrics{},
 	"gpu":           gpuMetrics{},
 	"gpu_processes": gpuProcMetrics{},
-	"threads":       threadMetrics{},
 }
+
+// noMetrics is the entry of a source that serves no metrics.
+type noMetrics struct{}
+
+// Describe implements SourceMetrics: nothing.
+func (noMetrics) Describe(chan<- *prometheus.Desc) {}
+
+// Emit implements SourceMetrics: nothing.
+func (noMetrics) Emit(*snapshot.Snapshot, Emitter) {}

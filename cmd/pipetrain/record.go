@@ -6,13 +6,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/source"
-	"github.com/pipetop/pipetop/monitor/sources/cpu"
-	"github.com/pipetop/pipetop/monitor/sources/procs"
-	"github.com/pipetop/pipetop/monitor/sources/threads"
+	"github.com/pipetop/pipetop/monitor/sources/host"
 )
 
 // recorder records the trainer in process: a viewer of its own socket
@@ -73,11 +70,12 @@ func (r *recorder) stop() {
 	fmt.Fprintf(os.Stderr, "pipetrain: recorded to %s\n", r.path)
 }
 
-// hostSources are what an in-process recording reads of the machine: its
-// CPU, the trainer's process tree and its threads (with the quota and the
-// CPU pressure). GPU device readings need NVML, which
-// pipetrain does not link: record with pipetop record for those (the
-// trainer's own CUDA-event stage times are in the steps either way).
+// hostSources are what an in-process recording reads of the machine:
+// every source that needs no NVML (monitor/sources/host: its CPU, the
+// trainer's process tree and its threads, with the quota and the CPU
+// pressure). GPU device readings need NVML, which pipetrain does not
+// link: record with pipetop record for those (the trainer's own
+// CUDA-event stage times are in the steps either way).
 func hostSources() []source.Source {
-	return []source.Source{cpu.New(host.NewCPUSampler("")), procs.New(host.NewProcSampler(0, "")), threads.New(host.NewThreadSampler(""))}
+	return host.Open()
 }

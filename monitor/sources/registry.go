@@ -1,7 +1,9 @@
 // Package sources is the registry of the monitor's host sources: every
 // source pipetop samples, in sampling order, and the snapshot part of each
-// for reading recordings back. It links NVML (through the gpu sources);
-// pipetrain, which must not, builds the host sources it records itself.
+// for reading recordings back. Its table is the sources that need no NVML
+// (package host, which pipetrain records too) followed by those that do
+// (gpuTable below). It links NVML; add a source that needs none to package
+// host instead.
 package sources
 
 import (
@@ -10,35 +12,51 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
-	"github.com/pipetop/pipetop/metrics/host"
+	mhost "github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/source"
-	"github.com/pipetop/pipetop/monitor/sources/cpu"
 	"github.com/pipetop/pipetop/monitor/sources/gpu"
 	"github.com/pipetop/pipetop/monitor/sources/gpuprocs"
-	"github.com/pipetop/pipetop/monitor/sources/procs"
-	"github.com/pipetop/pipetop/monitor/sources/threads"
+	"github.com/pipetop/pipetop/monitor/sources/host"
 )
 
+// gpuRow is one source that needs NVML: its part of the snapshot and how
+// to open it over the GPU sampler the rows share.
+type gpuRow struct {
+	part source.Part
+	open func(gpus *mgpu.Sampler) source.Source
+}
+
+// gpuTable is the sources that need NVML, in sampling order, after those
+// of package host. They share one GPU sampler, so NVML is initialised
+// once; the gpu source samples and closes it, the ones after it read it.
+var gpuTable = []gpuRow{
+	{gpu.Part, func(g *mgpu.Sampler) source.Source { return gpu.New(g, g.Close) }},
+	{gpuprocs.Part, func(g *mgpu.Sampler) source.Source {
+		return gpuprocs.New(g, mhost.NewPIDReader(""), os.Geteuid() == 0)
+	}},
+}
+
 // Registered returns the registered sources over the real samplers, in
-// sampling order. Adding a source is one line here and one in Parts (and
-// its package under sources/, and its field in monitor/snapshot). noGPU
-// leaves NVML unloaded.
+// sampling order. noGPU leaves NVML unloaded: the sources of package host
+// only.
 func Registered(noGPU bool) []source.Source {
-	srcs := []source.Source{
-		cpu.New(host.NewCPUSampler("")),
-		procs.New(host.NewProcSampler(0, "")),
-		threads.New(host.NewThreadSampler("")),
+	srcs := host.Open()
+	if noGPU {
+		return srcs
 	}
-	if !noGPU {
-		s := mgpu.Open(nvml.New(), mgpu.Options{AllProcesses: true})
-		srcs = append(srcs, gpu.New(s, s.Close))
-		srcs = append(srcs, gpuprocs.New(s, host.NewPIDReader(""), os.Geteuid() == 0))
+	g := mgpu.Open(nvml.New(), mgpu.Options{AllProcesses: true})
+	for _, r := range gpuTable {
+		srcs = append(srcs, r.open(g))
 	}
 	return srcs
 }
 
-// Parts are the snapshot parts of every source Registered can return, for
-// reading recordings back without opening any sampler.
+// Parts are the snapshot parts of every source Registered can return, in
+// sampling order, for reading recordings back without opening any sampler.
 func Parts() []source.Part {
-	return []source.Part{cpu.Part, procs.Part, threads.Part, gpu.Part, gpuprocs.Part}
+	parts := host.Parts()
+	for _, r := range gpuTable {
+		parts = append(parts, r.part)
+	}
+	return parts
 }

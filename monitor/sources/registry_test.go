@@ -8,7 +8,65 @@ import (
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources/host"
 )
+
+// names are the names of parts, in their order.
+func names[P source.Part](parts []P) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.Name()
+	}
+	return out
+}
+
+// closeAll closes srcs.
+func closeAll(srcs []source.Source) {
+	for _, src := range srcs {
+		src.Close()
+	}
+}
+
+// TestSamplingOrder: the table samples today's sources under today's
+// names in today's order, those that need no NVML first; a new source
+// joins it without changing this test. Parts lists the same sources in the
+// same order as Registered.
+func TestSamplingOrder(t *testing.T) {
+	today := []string{"cpu", "process", "threads", "gpu", "gpu_processes"}
+	known := map[string]bool{}
+	for _, n := range today {
+		known[n] = true
+	}
+	var got []string
+	for _, n := range names(Parts()) {
+		if known[n] {
+			got = append(got, n)
+		}
+	}
+	if !reflect.DeepEqual(got, today) {
+		t.Errorf("today's sources sample in the order %v, want %v", got, today)
+	}
+	srcs := Registered(false)
+	defer closeAll(srcs)
+	if !reflect.DeepEqual(names(srcs), names(Parts())) {
+		t.Errorf("Registered samples %v, Parts lists %v", names(srcs), names(Parts()))
+	}
+	if hn := names(host.Parts()); !reflect.DeepEqual(names(Parts())[:len(hn)], hn) {
+		t.Errorf("the table %v does not start with the sources that need no NVML %v", names(Parts()), hn)
+	}
+}
+
+// TestPipetrainRecordsEverySourceWithoutNVML: every source Registered
+// opens without NVML is one pipetrain --record samples (package host).
+func TestPipetrainRecordsEverySourceWithoutNVML(t *testing.T) {
+	srcs, hosts := Registered(true), host.Open()
+	defer closeAll(srcs)
+	defer closeAll(hosts)
+	if !reflect.DeepEqual(names(srcs), names(hosts)) {
+		t.Errorf("without NVML pipetop samples %v, pipetrain records %v", names(srcs), names(hosts))
+	}
+}
 
 // TestEverySourceHasAPart: a registered source whose part replay cannot
 // load would be recorded and never shown again.
