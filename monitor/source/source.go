@@ -3,8 +3,10 @@
 // A source samples at each refresh and owns its part of the snapshot: it
 // writes it (Fill), and saves and loads it by its name (Part), so that
 // recordings keep it and replay restores it without knowing what it is.
-// Adding one touches its own package and the registry in package monitor
-// (and, for metrics, a table in package export).
+// A source is added to the table it belongs to: monitor/sources/host for
+// one that needs no NVML (pipetrain records those too), monitor/sources
+// for one that does; its metrics, if any, are an entry of package export
+// under its name (docs/architecture.md, "Add a source").
 package source
 
 import (

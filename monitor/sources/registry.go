@@ -29,6 +29,8 @@ type gpuRow struct {
 // gpuTable is the sources that need NVML, in sampling order, after those
 // of package host. They share one GPU sampler, so NVML is initialised
 // once; the gpu source samples and closes it, the ones after it read it.
+// A source of its own package is a row here; one written as a file of
+// this package appends its row from that file's init.
 var gpuTable = []gpuRow{
 	{gpu.Part, func(g *mgpu.Sampler) source.Source { return gpu.New(g, g.Close) }},
 	{gpuprocs.Part, func(g *mgpu.Sampler) source.Source {
