@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -124,5 +125,21 @@ func TestRunTakesRawArgs(t *testing.T) {
 	c, err := parseRun([]string{"--no-tui", "--", "python3", "-u", "train.py", "--json", "x"}, io.Discard)
 	if err != nil || strings.Join(c.argv, " ") != "python3 -u train.py --json x" || c.asJSON {
 		t.Errorf("parseRun = %+v, %v", c, err)
+	}
+}
+
+// TestHelpInDocs: docs/pipetop.md lists the commands as pipetop -h does
+// (paste the entries of pipetop -h there when the table changes).
+func TestHelpInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/pipetop.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries strings.Builder
+	for _, c := range commands() {
+		entries.WriteString(helpEntry(c))
+	}
+	if !strings.Contains(string(doc), "```\n"+entries.String()+"```\n") {
+		t.Errorf("docs/pipetop.md's list of commands is not pipetop -h's; it should read:\n%s", entries.String())
 	}
 }
