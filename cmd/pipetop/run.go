@@ -255,12 +255,8 @@ func awaitSocket(pid int, done <-chan error) (path string, exited bool, err erro
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if eps, err := ipc.List(); err == nil {
-			for _, ep := range eps {
-				if host.Descends(ep.PID, pid) {
-					return ep.Path, false, nil
-				}
-			}
+		if path, ok := socketOf(pid); ok {
+			return path, false, nil
 		}
 		select {
 		case err := <-done:
@@ -268,6 +264,20 @@ func awaitSocket(pid int, done <-chan error) (path string, exited bool, err erro
 		case <-tick.C:
 		}
 	}
+}
+
+// socketOf is the socket of pid or one of its descendants, if one is live.
+func socketOf(pid int) (string, bool) {
+	eps, err := ipc.List()
+	if err != nil {
+		return "", false
+	}
+	for _, ep := range eps {
+		if host.Descends(ep.PID, pid) {
+			return ep.Path, true
+		}
+	}
+	return "", false
 }
 
 // heldWriter passes the command's output through, or keeps it (the last

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/sources"
 )
@@ -67,12 +65,8 @@ func childSocket(ctx context.Context, pid int) (string, bool) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if eps, err := ipc.List(); err == nil {
-			for _, ep := range eps {
-				if host.Descends(ep.PID, pid) {
-					return ep.Path, true
-				}
-			}
+		if path, ok := socketOf(pid); ok {
+			return path, true
 		}
 		select {
 		case <-ctx.Done():
