@@ -16,11 +16,11 @@ import (
 	"github.com/pipetop/pipetop/monitor/sources"
 )
 
-// serveMetrics implements pipetop export: the collector the terminal view
+// showExport is pipetop export: the collector the terminal view
 // uses, sampled every --interval and served as Prometheus metrics. The
 // address is bound first, so a bad --listen is told at once, not once the
 // trainer appears.
-func serveMetrics(ctx context.Context, c config, stderr io.Writer) error {
+func showExport(ctx context.Context, c config, _, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)

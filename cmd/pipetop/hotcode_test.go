@@ -17,6 +17,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/summary"
 )
 
 // requireZarr fails unless Debian's Python imports zarr-python.
@@ -123,7 +124,7 @@ func TestRunZarrDefaultChunks(t *testing.T) {
 
 // checkSampledShares compares the training thread's sampled time per
 // stage with the timed shares: the stack samples' bias, measured.
-func checkSampledShares(t *testing.T, s *scriptSummary) {
+func checkSampledShares(t *testing.T, s *summary.Script) {
 	t.Helper()
 	if s.Stacks == nil {
 		t.Fatal("no stack samples in the run summary")

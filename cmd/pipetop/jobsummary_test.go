@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipetop/pipetop/monitor/summary"
 )
 
 // rankDocJSON is a summary file of rank r of run "job1" with 40 steps of
@@ -66,12 +68,12 @@ func TestJobSummary(t *testing.T) {
 	if n := strings.Count(text, "pipetop: "); n != 1 {
 		t.Errorf("%d summaries printed, want the one job summary:\n%s", n, text)
 	}
-	var j jobSummary
+	var j summary.Job
 	b, err := os.ReadFile(filepath.Join(dir, "pipetop-job-slurm_77.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &j)
 	}
-	if err != nil || j.Schema != jobSchema || len(j.Ranks) != 2 || j.Straggler == nil || *j.Straggler.Rank != 1 || len(j.OverTime) != 2 {
+	if err != nil || j.Schema != summary.JobSchema || len(j.Ranks) != 2 || j.Straggler == nil || *j.Straggler.Rank != 1 || len(j.OverTime) != 2 {
 		t.Fatalf("job file: %v %+v", err, j)
 	}
 	if j.Ranks[1].Summary != filepath.Join(dir, "pipetop-summary-train-11.json") || j.Ranks[1].Verdict == nil {
@@ -89,7 +91,7 @@ func TestJobSummary(t *testing.T) {
 	if err := report(dir2, start, true, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	var docs []jobSummary
+	var docs []summary.Job
 	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil || len(docs) != 1 {
 		t.Fatalf("--json: %v, %d documents\n%s", err, len(docs), stdout.String())
 	}
@@ -112,22 +114,22 @@ func FuzzJobSummary(f *testing.F) {
 	f.Add([]byte(`{"timeline":[{"t":1,"steps":5,"wall_ns":5,"stages":{"x":9}},{"t":2,"steps":1,"wall_ns":1,"stages":{}}]}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var docs []rankDoc
+		var docs []summary.ScriptFile
 		for r := range 2 {
-			var s scriptSummary
+			var s summary.Script
 			if json.Unmarshal(b, &s) != nil {
 				return
 			}
-			s.RankOf = &rankOf{Rank: r, WorldSize: 2, Run: "f"}
-			docs = append(docs, rankDoc{s: &s, path: fmt.Sprint(r)})
+			s.RankOf = &summary.RankOf{Rank: r, WorldSize: 2, Run: "f"}
+			docs = append(docs, summary.ScriptFile{Script: &s, Path: fmt.Sprint(r)})
 		}
-		j, err := buildJob(dir, "f", docs)
+		j, err := summary.BuildJob(dir, "f", docs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(j.Ranks) != 2 {
 			t.Fatalf("%d ranks", len(j.Ranks))
 		}
-		printJob(&bytes.Buffer{}, j)
+		summary.WriteJobText(&bytes.Buffer{}, j)
 	})
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
-	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/sources"
 )
 
@@ -41,6 +38,7 @@ func (r *runRecorder) stop() error {
 	return <-r.done
 }
 
+// recordChild records the child's run, once it publishes, until ctx ends.
 func recordChild(ctx context.Context, path string, pid int, what string, noGPU bool, stderr io.Writer) error {
 	sock, ok := childSocket(ctx, pid)
 	if !ok {
@@ -50,18 +48,12 @@ func recordChild(ctx context.Context, path string, pid int, what string, noGPU b
 	if err != nil {
 		return fmt.Errorf("record %s: %w", path, err)
 	}
-	defer m.Close()
-	host, _ := os.Hostname()
-	w, err := recording.Create(path, recording.Header{StartNs: time.Now().UnixNano(), Host: host, Source: "pipetop run -- " + what})
+	rec, err := monitor.StartRecorder(ctx, m, monitor.RecordOptions{Path: path, Source: "pipetop run -- " + what, Interval: time.Second})
 	if err != nil {
 		return fmt.Errorf("record %s: %w", path, err)
 	}
 	fmt.Fprintf(stderr, "pipetop: recording the run to %s\n", path)
-	err = m.Record(ctx, w, time.Second)
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := rec.Wait(); err != nil {
 		return fmt.Errorf("record %s: %w", path, err)
 	}
 	return nil
@@ -73,12 +65,8 @@ func childSocket(ctx context.Context, pid int) (string, bool) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if eps, err := ipc.List(); err == nil {
-			for _, ep := range eps {
-				if descends(ep.PID, pid) {
-					return ep.Path, true
-				}
-			}
+		if path, ok := socketOf(pid); ok {
+			return path, true
 		}
 		select {
 		case <-ctx.Done():

@@ -14,11 +14,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipetop/pipetop/monitor/summary"
 )
 
 // debPython is Debian's Python, with torch; the python3 first on PATH may
 // be another one without it.
 const debPython = "/usr/bin/python3"
+
+// parseRun parses the arguments after "run" as run does, without running
+// the command.
+func parseRun(args []string, stderr io.Writer) (runConfig, error) {
+	cmd, args := lookup(append([]string{"run"}, args...))
+	fs := cmd.flagSet(stderr)
+	var c runConfig
+	c.declare(fs)
+	argv, err := cmd.parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	err = c.check(argv)
+	return c, err
+}
 
 func TestParseRun(t *testing.T) {
 	c, err := parseRun([]string{"--name", "exp1", "--no-tui", "--", "python3", "train.py", "--lr", "1"}, io.Discard)
@@ -91,7 +108,7 @@ func (e *runEnvFor) command(t *testing.T, env []string, args ...string) *exec.Cm
 
 // run runs pipetop run --no-tui --json ARGS and returns the summaries, the
 // command's stderr and its exit status.
-func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]scriptSummary, string, int) {
+func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]summary.Script, string, int) {
 	t.Helper()
 	// Each run has its own summary directory (pipetop run reports every
 	// summary written there since it started).
@@ -106,7 +123,7 @@ func (e *runEnvFor) run(t *testing.T, env []string, args ...string) ([]scriptSum
 	} else if err != nil {
 		t.Fatalf("pipetop run %q: %v", args, err)
 	}
-	var docs []scriptSummary
+	var docs []summary.Script
 	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil {
 		t.Fatalf("pipetop run --json %q: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
 	}
@@ -172,7 +189,7 @@ func TestRunExamples(t *testing.T) {
 
 // shareErrors names the stages whose steady share is more than 10 points
 // from the planted one.
-func shareErrors(t *testing.T, s *scriptSummary, planted map[string]float64) []string {
+func shareErrors(t *testing.T, s *summary.Script, planted map[string]float64) []string {
 	t.Helper()
 	var off []string
 	for name, want := range planted {
@@ -195,7 +212,7 @@ func loadavg() string {
 // steadyShare is a stage's share of the run without its first step, whose
 // start-up (loader workers forking, lazy initialization) the scripts do not
 // plant; -1 when the stage is missing.
-func steadyShare(t *testing.T, s *scriptSummary, name string) float64 {
+func steadyShare(t *testing.T, s *summary.Script, name string) float64 {
 	t.Helper()
 	if s.FirstStep == nil {
 		t.Fatalf("summary without first_step: %+v", s)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/monitor"
-	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources/host"
 )
@@ -17,53 +16,43 @@ import (
 type recorder struct {
 	path   string
 	m      *monitor.Monitor
+	rec    *monitor.Recorder
 	cancel context.CancelFunc
-	done   chan error
+	err    error // of the start
 }
 
 // start attaches to socket and records until stop; it returns once the
 // link is up (at most 2 s), so the first steps are recorded.
 func (r *recorder) start(socket string) {
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan error, 1)
+	r.cancel = cancel
 	m, err := monitor.Open(ctx, socket, monitor.Options{OneRank: true, Sources: hostSources()})
 	if err != nil {
-		r.done <- err
+		r.err = err
+		return
+	}
+	r.rec, r.err = monitor.StartRecorder(ctx, m, monitor.RecordOptions{Path: r.path, Source: "in-process", Interval: time.Second})
+	if r.err != nil {
 		return
 	}
 	r.m = m
-	host, _ := os.Hostname()
-	w, err := recording.Create(r.path, recording.Header{StartNs: time.Now().UnixNano(), Host: host, Source: "in-process"})
-	if err != nil {
-		m.Close()
-		r.done <- err
-		return
-	}
-	go func() {
-		err := m.Record(ctx, w, time.Second)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		m.Close()
-		r.done <- err
-	}()
 	m.AwaitLink(ctx, 2*time.Second)
 }
 
 // stop ends the recording and reports a failure on stderr.
 func (r *recorder) stop() {
-	if r.done == nil {
+	if r.cancel == nil {
 		return
 	}
-	if r.m != nil {
+	err := r.err
+	if r.rec != nil {
 		// The trainer has closed its socket: take the frames still in
 		// flight, up to the end of the link.
 		r.m.AwaitDown(2 * time.Second)
+		err = r.rec.Stop()
 	}
-	if r.cancel != nil {
-		r.cancel()
-	}
-	if err := <-r.done; err != nil {
+	r.cancel()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "pipetrain: --record: %v\n", err)
 		return
 	}

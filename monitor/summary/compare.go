@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/monitor/recording"
 )
@@ -22,8 +21,11 @@ func Load(path string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("read run: %w", err)
 	}
-	if r, ok, err := fromPython(b, path); ok {
-		return r, err
+	if s, ok, err := DecodeScript(b, path); ok {
+		if err != nil {
+			return Run{}, err
+		}
+		return s.Run(path), nil
 	}
 	var r Run
 	if json.Unmarshal(b, &r) == nil && r.Version > 0 {
@@ -304,50 +306,4 @@ func moreOrFewer(delta float64) string {
 		return "fewer"
 	}
 	return "more"
-}
-
-// pythonSummary is the end-of-run summary the Python publisher writes
-// (pipetop-summary-NAME-PID.json, docs/python.md).
-type pythonSummary struct {
-	Schema        string  `json:"schema"`
-	Name          string  `json:"name"`
-	PID           int     `json:"pid"`
-	EndNs         int64   `json:"end_ns"`
-	Steps         int     `json:"steps"`
-	WallNs        int64   `json:"wall_ns"`
-	StepMeanNs    float64 `json:"step_mean_ns"`
-	StepsPerSec   float64 `json:"steps_per_sec"`
-	SamplesPerSec float64 `json:"samples_per_sec"`
-	Stages        []struct {
-		Name   string  `json:"name"`
-		MeanNs float64 `json:"mean_ns"`
-		Share  float64 `json:"share"`
-	} `json:"stages"`
-	Verdict *stage.Verdict `json:"verdict"`
-}
-
-// PythonSchema is the schema of the Python publisher's summary file.
-const PythonSchema = "pipetop-summary/1"
-
-// fromPython reads a Python end-of-run summary; ok is false for anything
-// else. It has no buckets, so comparisons with it use DefaultSpread.
-func fromPython(b []byte, path string) (r Run, ok bool, err error) {
-	var p pythonSummary
-	if json.Unmarshal(b, &p) != nil || !strings.HasPrefix(p.Schema, "pipetop-summary/") {
-		return Run{}, false, nil
-	}
-	if p.Schema != PythonSchema {
-		return Run{}, true, fmt.Errorf("%s: summary schema %q, this pipetop reads %q", path, p.Schema, PythonSchema)
-	}
-	r = Run{Version: Version, Name: p.Name, PID: p.PID, Source: path, DurationSec: float64(p.WallNs) / 1e9,
-		StartNs: p.EndNs - p.WallNs, Throughput: []Point{}, Verdicts: []Period{}}
-	r.Whole = stage.Summary{Steps: p.Steps, SpanNs: p.WallNs, WallMean: p.StepMeanNs,
-		StepsPerSec: p.StepsPerSec, SamplesPerSec: p.SamplesPerSec}
-	for _, st := range p.Stages {
-		r.Whole.Stages = append(r.Whole.Stages, stage.StageStat{Name: st.Name, Mean: st.MeanNs, Share: st.Share})
-	}
-	if p.Verdict != nil {
-		r.Verdict = *p.Verdict
-	}
-	return r, true, nil
 }

@@ -2,6 +2,11 @@
 // (throughput over time, the stage table, the verdicts the run went
 // through and for how long), and compares two runs. The JSON form is
 // documented in docs/recording.md and is what `pipetop compare` reads.
+//
+// It also holds the end-of-run files of pipetop run, each one struct with
+// its reader and writer: a Python process's pipetop-summary/1 (Script,
+// script.go) and the pipetop-job/1 of a run of several ranks (Job,
+// job.go), with their text (scripttext.go).
 package summary
 
 import (

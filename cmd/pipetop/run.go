@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,13 +18,8 @@ import (
 
 	pypublish "github.com/pipetop/pipetop/clients/python"
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/host"
 )
-
-// exitStatus is the exit status of the command pipetop run started; main
-// exits with it.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", int(e)) }
 
 // runConfig is the command line of pipetop run.
 type runConfig struct {
@@ -37,9 +31,8 @@ type runConfig struct {
 	argv   []string
 }
 
-const runUsage = `usage: pipetop run [--name N] [--no-tui] [--json] [--record FILE] -- CMD ARGS...
-
-Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTorch
+// runLong is what pipetop run -h says it does.
+const runLong = `Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTorch
 instrumentation: every Python process it starts publishes its training
 steps with no change to the script. With a terminal, the monitor opens
 attached to it (q closes the monitor, the run goes on); without one, or with
@@ -56,47 +49,44 @@ PIPETOP_STACKS_HZ sets the stack samples of the training thread and the
 DataLoader workers (default 100 a second, 0 off), from which the verdict
 names the code the time goes to. --record FILE records the run (every
 rank, and the host's readings each second) for pipetop replay, summary,
-compare and report.
+compare and report.`
 
-flags:
-`
-
-// parseRun parses the arguments after "run".
-func parseRun(args []string, stderr io.Writer) (runConfig, error) {
+// runFlags is pipetop run.
+func runFlags(fs *flag.FlagSet) runFunc {
 	var c runConfig
-	fs := flag.NewFlagSet("pipetop run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c.declare(fs)
+	return func(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
+		if err := c.check(argv); err != nil {
+			return err
+		}
+		return runCommand(ctx, c, stdout, stderr)
+	}
+}
+
+// declare declares the flags of pipetop run on fs.
+func (c *runConfig) declare(fs *flag.FlagSet) {
 	fs.StringVar(&c.name, "name", "", "trainer name (default: the script's name)")
 	fs.BoolVar(&c.noTUI, "no-tui", false, "do not open the monitor; only run the command and print the summary")
 	fs.BoolVar(&c.asJSON, "json", false, "print the end-of-run summary as JSON on stdout instead of the table")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "monitor: do not load NVML")
 	fs.StringVar(&c.record, "record", "", "record the run (every rank, and the host's readings) to this `file`, as pipetop record does")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usageError{err}
-	}
-	c.argv = fs.Args()
-	if len(c.argv) == 0 {
-		return c, usageError{errors.New("run needs a command: pipetop run -- python3 train.py")}
-	}
-	if strings.ContainsAny(c.name, "/\x00\n") {
-		return c, usageError{fmt.Errorf("--name %q: no slashes or control characters", c.name)}
-	}
-	return c, nil
 }
 
-// runCommand implements pipetop run.
-func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseRun(args, stderr)
-	if err != nil {
-		return err
+// check takes the command to run, argv, and checks the command line.
+func (c *runConfig) check(argv []string) error {
+	c.argv = argv
+	if len(c.argv) == 0 {
+		return usageError{errors.New("run needs a command: pipetop run -- python3 train.py")}
 	}
+	if strings.ContainsAny(c.name, "/\x00\n") {
+		return usageError{fmt.Errorf("--name %q: no slashes or control characters", c.name)}
+	}
+	return nil
+}
+
+// runCommand runs the command c names, instrumented, and prints the
+// summary of its run.
+func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
 	env, err := runEnv(c)
 	if err != nil {
 		return err
@@ -265,12 +255,8 @@ func awaitSocket(pid int, done <-chan error) (path string, exited bool, err erro
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if eps, err := ipc.List(); err == nil {
-			for _, ep := range eps {
-				if descends(ep.PID, pid) {
-					return ep.Path, false, nil
-				}
-			}
+		if path, ok := socketOf(pid); ok {
+			return path, false, nil
 		}
 		select {
 		case err := <-done:
@@ -280,35 +266,18 @@ func awaitSocket(pid int, done <-chan error) (path string, exited bool, err erro
 	}
 }
 
-// descends reports whether pid is root or one of its descendants, from the
-// parent links in /proc.
-func descends(pid, root int) bool {
-	for i := 0; i < 64 && pid > 1; i++ {
-		if pid == root {
-			return true
-		}
-		pid = parentOf(pid)
-	}
-	return false
-}
-
-// parentOf reads the parent pid of pid from /proc; 0 when unknown.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "stat"))
+// socketOf is the socket of pid or one of its descendants, if one is live.
+func socketOf(pid int) (string, bool) {
+	eps, err := ipc.List()
 	if err != nil {
-		return 0
+		return "", false
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
+	for _, ep := range eps {
+		if host.Descends(ep.PID, pid) {
+			return ep.Path, true
+		}
 	}
-	var state string
-	var ppid int
-	if _, err := fmt.Sscan(s[i+1:], &state, &ppid); err != nil {
-		return 0
-	}
-	return ppid
+	return "", false
 }
 
 // heldWriter passes the command's output through, or keeps it (the last

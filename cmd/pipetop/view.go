@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -24,47 +23,6 @@ import (
 	"github.com/pipetop/pipetop/tui/screen"
 	"github.com/pipetop/pipetop/tui/styles"
 )
-
-// lsEntry is one line of pipetop ls: a live socket, whether pipetop could
-// talk to it, and its run and rank.
-type lsEntry = monitor.Listed
-
-// maxProbe bounds how long ls waits for each trainer's hello (all in parallel).
-const maxProbe = 2 * time.Second
-
-// list prints the live trainers, the ranks of each run together, marking
-// those pipetop cannot talk to.
-func list(ctx context.Context, w io.Writer, asJSON bool) error {
-	entries, err := monitor.List(ctx, min(ipc.HelloTimeout(), maxProbe))
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		if entries == nil {
-			entries = []lsEntry{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
-	}
-	if len(entries) == 0 {
-		fmt.Fprintf(w, "no live trainer in %s\n", ipc.Dir())
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPID\tRUN\tRANK\tSOCKET\tSTATUS")
-	for _, e := range entries {
-		status, run, rank := "ok", "-", "-"
-		if !e.OK {
-			status = "✗ cannot attach: " + e.Error
-		}
-		if e.Run != "" {
-			run, rank = e.Run, fmt.Sprintf("%d/%d", *e.Rank, e.WorldSize)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Name, e.PID, run, rank, e.Path, status)
-	}
-	return tw.Flush()
-}
 
 // severalTrainers is the error of a command that needs one trainer when
 // several are live; cmd is how to name one (attach or export).
@@ -232,6 +190,15 @@ func oneThread() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+}
+
+// showView is the view: --once and --json print a snapshot, else the
+// full-screen monitor runs.
+func showView(ctx context.Context, c config, stdout, _ io.Writer) error {
+	if c.once || c.json {
+		return snapshotOnce(ctx, c, stdout)
+	}
+	return interactive(ctx, c)
 }
 
 // interactive runs the full-screen monitor.

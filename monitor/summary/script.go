@@ -1,0 +1,249 @@
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// ScriptSchema tags the end-of-run summary the Python publisher writes at
+// the end of a process under pipetop run (pipetop-summary-NAME-PID.json,
+// docs/python.md).
+const ScriptSchema = "pipetop-summary/1"
+
+// Script is a pipetop-summary/1 document: one Python process's whole run.
+// pipetop run adds the verdict to it (Judge, AddVerdict).
+type Script struct {
+	Schema        string             `json:"schema"`
+	Name          string             `json:"name"`
+	PID           int                `json:"pid"`
+	EndNs         int64              `json:"end_ns"`
+	Steps         int64              `json:"steps"`
+	Samples       int64              `json:"samples"`
+	WallNs        int64              `json:"wall_ns"`
+	StepMeanNs    float64            `json:"step_mean_ns"`
+	StepsPerSec   float64            `json:"steps_per_sec"`
+	SamplesPerSec float64            `json:"samples_per_sec"`
+	Stages        []ScriptStage      `json:"stages"`
+	FirstStep     *FirstStep         `json:"first_step"`
+	Loader        *stage.LoaderStats `json:"loader"`
+	// Stacks are the run's stack samples (a stacks frame's body), null
+	// without any.
+	Stacks  *stage.StackSamples `json:"stacks"`
+	Verdict *stage.Verdict      `json:"verdict,omitempty"`
+	// RankOf is the launcher's rank of the process, null for a single one;
+	// Host is where it ran.
+	RankOf *RankOf `json:"rank_of,omitempty"`
+	Host   string  `json:"host,omitempty"`
+	// DDP is the DDP gradient buckets' detail, null without DDP.
+	DDP *DDP `json:"ddp,omitempty"`
+	// Timeline is the run's totals at fixed instants (for the job
+	// summary over time).
+	Timeline []TimePoint `json:"timeline,omitempty"`
+	// code is the profile of Stacks, set by Judge.
+	code *stage.CodeProfile
+}
+
+// ScriptStage is one stage's whole-run total.
+type ScriptStage struct {
+	Name    string  `json:"name"`
+	TotalNs int64   `json:"total_ns"`
+	MeanNs  float64 `json:"mean_ns"`
+	Share   float64 `json:"share"`
+}
+
+// FirstStep is the first step alone, which carries the start-up.
+type FirstStep struct {
+	WallNs int64 `json:"wall_ns"`
+	Stages []struct {
+		Name  string `json:"name"`
+		CPUNs int64  `json:"cpu_ns"`
+	} `json:"stages"`
+}
+
+// RankOf is who wrote a run summary: the launcher's rank, world size and
+// run id (the summary's rank_of; absent for a single process).
+type RankOf struct {
+	Launcher  string `json:"launcher"`
+	Rank      int    `json:"rank"`
+	WorldSize int    `json:"world_size"`
+	LocalRank *int   `json:"local_rank,omitempty"`
+	Run       string `json:"run"`
+}
+
+// DDP is a rank's DDP gradient buckets over the run (the summary's ddp
+// section, written by the Python instrumentation's comm hook).
+type DDP struct {
+	Hooks             []string `json:"hooks"`
+	Buckets           int64    `json:"buckets"`
+	BucketsPerStep    float64  `json:"buckets_per_step"`
+	Bytes             int64    `json:"bytes"`
+	BytesPerStep      float64  `json:"bytes_per_step"`
+	Reduced           int64    `json:"reduced"`
+	ReadyToDoneMeanNs float64  `json:"ready_to_done_mean_ns"`
+	ReadyToDoneMaxNs  int64    `json:"ready_to_done_max_ns"`
+	// Without pipetop's hook: DDP's own bucket sizes and its sampled
+	// times of one backward (comm from the first bucket's reduction
+	// started to the last one's done).
+	BucketBytes  []int64 `json:"bucket_bytes,omitempty"`
+	DDPCommNs    float64 `json:"ddp_backward_comm_ns,omitempty"`
+	DDPComputeNs float64 `json:"ddp_backward_compute_ns,omitempty"`
+}
+
+// TimePoint is a rank's run totals at one instant of its timeline.
+type TimePoint struct {
+	T      int64            `json:"t"`
+	Steps  int64            `json:"steps"`
+	WallNs int64            `json:"wall_ns"`
+	Stages map[string]int64 `json:"stages"`
+}
+
+// ReadScript reads the pipetop-summary/1 file at path; its stack samples,
+// if any, are checked.
+func ReadScript(path string) (Script, error) {
+	var s Script
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read run summary: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("run summary %s: %w", path, err)
+	}
+	if s.Schema != ScriptSchema {
+		return s, fmt.Errorf("run summary %s: schema %q, want %q", path, s.Schema, ScriptSchema)
+	}
+	if s.Stacks != nil {
+		if err := s.Stacks.Validate(); err != nil {
+			return s, fmt.Errorf("run summary %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// DecodeScript decodes b, the bytes of the file at path, as a run
+// summary; ok is false for anything that is not one (no pipetop-summary
+// schema), and err names path for one of another version.
+func DecodeScript(b []byte, path string) (s Script, ok bool, err error) {
+	if json.Unmarshal(b, &s) != nil || !strings.HasPrefix(s.Schema, "pipetop-summary/") {
+		return Script{}, false, nil
+	}
+	if s.Schema != ScriptSchema {
+		return Script{}, true, fmt.Errorf("%s: summary schema %q, this pipetop reads %q", path, s.Schema, ScriptSchema)
+	}
+	return s, true, nil
+}
+
+// Whole turns the whole-run totals into the window summary the verdict
+// rules read (means only: no percentiles over a whole run).
+func (s *Script) Whole() stage.Summary {
+	out := stage.Summary{
+		Steps:         int(s.Steps),
+		SpanNs:        s.WallNs,
+		WallMean:      s.StepMeanNs,
+		StepsPerSec:   s.StepsPerSec,
+		SamplesPerSec: s.SamplesPerSec,
+		LastStep:      s.Steps - 1,
+	}
+	for _, st := range s.Stages {
+		out.Stages = append(out.Stages, stage.StageStat{Name: st.Name, Mean: st.MeanNs, Share: st.Share})
+	}
+	return out
+}
+
+// Judge sets the verdict of the whole run (and the profile of its stack
+// samples, which the text names the hot code of).
+func (s *Script) Judge() stage.Verdict {
+	s.code = stage.ProfileOf(s.Stacks)
+	v := stage.Judge(stage.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code})
+	s.Verdict = &v
+	return v
+}
+
+// Run is the summary as a Run read from path (what pipetop compare and
+// report read). It has no buckets, so comparisons with it use
+// DefaultSpread.
+func (s *Script) Run(path string) Run {
+	r := Run{Version: Version, Name: s.Name, PID: s.PID, Source: path, DurationSec: float64(s.WallNs) / 1e9,
+		StartNs: s.EndNs - s.WallNs, Throughput: []Point{}, Verdicts: []Period{}}
+	r.Whole = s.Whole()
+	r.Whole.LastStep = 0 // a Run read from a summary file never held the last step's number
+	if s.Verdict != nil {
+		r.Verdict = *s.Verdict
+	}
+	return r
+}
+
+// AddVerdict writes the verdict v into the summary file at path,
+// atomically; every other field of the file stays as it is.
+func AddVerdict(path string, v stage.Verdict) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("add the verdict to %s: %w", path, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("add the verdict to %s: %w", path, err)
+	}
+	doc["verdict"] = v
+	if err := writeJSON(path, doc); err != nil {
+		return fmt.Errorf("add the verdict to %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to path as indented JSON, atomically.
+func writeJSON(path string, v any) error {
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// ScriptFile is a run summary and the file it was read from.
+type ScriptFile struct {
+	*Script
+	Path string
+}
+
+// ReadScripts reads the run summaries (pipetop-summary-*.json) written
+// in dir since start, in the order of their names, and judges each one,
+// adding its verdict to its file. A file that cannot be read or updated is
+// an error of errs, the others are read.
+func ReadScripts(dir string, start time.Time) (files []ScriptFile, errs []error, err error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "pipetop-summary-*.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("find run summaries in %s: %w", dir, err)
+	}
+	sort.Strings(paths)
+	files = []ScriptFile{}
+	for _, p := range paths {
+		s, err := ReadScript(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s.EndNs < start.UnixNano() {
+			continue // an earlier run's
+		}
+		if err := AddVerdict(p, s.Judge()); err != nil {
+			errs = append(errs, err)
+		}
+		files = append(files, ScriptFile{Script: &s, Path: p})
+	}
+	return files, errs, nil
+}
