@@ -104,3 +104,66 @@ func (o hostOf) host(s *snapshot.Snapshot, pid int) *stage.Host {
 	o.m.add(pid, h)
 	return h
 }
+
+// countJudge makes c count its Judge calls into n.
+func countJudge(c *Snapshotter, n *int) {
+	c.Judge = func(in stage.Inputs) stage.Verdict {
+		*n++
+		return stage.Judge(in)
+	}
+}
+
+// A refresh judges the run once: a single trainer, and a run of ranks
+// shown with its ranks in brief (the screen), make one Judge call a
+// refresh; a full view of a run (--once, --json, the exporter) makes one
+// more for each rank's own verdict (Rank.Verdict), as docs/architecture.md
+// says. Three refreshes in a row, as --once takes a first reading and
+// then its snapshot, count the same each.
+func TestJudgeCallsPerRefresh(t *testing.T) {
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0.Add(5 * time.Second)
+	const ranks = 4
+	group := func(brief bool) *Group {
+		g := newGroup(t.TempDir(), "bench-rank0", "bench")
+		for r := range ranks {
+			g.feeds[r] = newRankFeed(r, ranks, names, t0, false, 1e6, brief && r > 0)
+		}
+		return g
+	}
+	for _, tt := range []struct {
+		name string
+		make func() *Snapshotter
+		want int
+	}{
+		{"single trainer", func() *Snapshotter { return NewSnapshotter(newRankFeed(0, 1, names, t0, false, 1e6, false)) }, 1},
+		{"no trainer yet", func() *Snapshotter { return NewSnapshotter(feed.New(0)) }, 0},
+		{"ranks in brief", func() *Snapshotter {
+			c := NewSnapshotter(nil)
+			c.Group, c.BriefRanks = group(true), true
+			return c
+		}, 1},
+		{"ranks in full", func() *Snapshotter {
+			c := NewSnapshotter(nil)
+			c.Group = group(false)
+			return c
+		}, 1 + ranks},
+	} {
+		c := tt.make()
+		var n int
+		countJudge(c, &n)
+		for i := range 3 {
+			n = 0
+			s := c.Snapshot(now.Add(time.Duration(i)*time.Second), Windows[0])
+			if n != tt.want {
+				t.Errorf("%s, refresh %d: %d Judge calls, want %d", tt.name, i, n, tt.want)
+			}
+			if tt.want > 0 && s.Verdict == nil {
+				t.Errorf("%s: no verdict", tt.name)
+			}
+			if s.Verdict != nil && tt.want == 0 {
+				t.Errorf("%s: a verdict without a trainer", tt.name)
+			}
+		}
+	}
+}
