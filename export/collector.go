@@ -1,7 +1,9 @@
 // Package export serves pipetop's snapshot as Prometheus metrics. The
 // snapshot comes from the same collector, feed and samplers as the terminal
 // view (package monitor), sampled at its own interval; a scrape reads the latest
-// one, so scrapers neither pay for sampling nor change the rates.
+// one, so scrapers neither pay for sampling nor change the rates, with its
+// counters brought up to the scrape (monitor.Snapshotter.Fresh). The
+// exporter reads nothing but snapshots.
 //
 // Trainer metrics are counters and histograms over the life of the trainer
 // process (steps, samples, stage seconds, step wall and data_wait times),

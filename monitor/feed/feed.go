@@ -1,8 +1,10 @@
 // Package feed receives a trainer's frames off the UI loop: it runs
-// ipc.Watch, keeps the step records in a stage.StepRing and remembers the
+// ipc.Watch, keeps each step record once, in a stage.StepRing (the totals
+// and the drift baseline count it without keeping it), and remembers the
 // trainer's hello, loader statistics, last event and link state, so that a
-// refresh only has to summarize what is already there. A lost trainer keeps
-// its last state; a restarted one is found again by name.
+// refresh only has to summarize what is already there and hand it over in
+// one View. A lost trainer keeps its last state; a restarted one is found
+// again by name.
 package feed
 
 import (
@@ -301,14 +303,7 @@ func (f *Feed) linkAt(now time.Time) snapshot.Link {
 func (f *Feed) frame(fr *ipc.Frame) {
 	switch fr.Type {
 	case ipc.TypeSteps:
-		for i := range fr.Steps {
-			f.win.Add(&fr.Steps[i])
-			if !f.brief {
-				f.totals.Add(&fr.Steps[i])
-				f.base.Add(&fr.Steps[i])
-			}
-		}
-		f.total += int64(len(fr.Steps))
+		f.steps(fr.Steps)
 	case ipc.TypeAgg:
 		f.aggregate(fr.Agg)
 	case ipc.TypeStages:
@@ -345,7 +340,25 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	}
 }
 
-// aggregate keeps an agg frame's aggregate (a brief copy in a brief feed).
+// steps takes in a steps frame's records. The window (the step ring) is
+// the one place a record is kept; the process's totals (the exporter's
+// counters and histograms) and the run's baseline (per-second sums of its
+// first minutes, for drift) add it to their counts without keeping it, and
+// a brief feed keeps neither.
+func (f *Feed) steps(rs []stage.Record) {
+	for i := range rs {
+		f.win.Add(&rs[i])
+		if !f.brief {
+			f.totals.Add(&rs[i])
+			f.base.Add(&rs[i])
+		}
+	}
+	f.total += int64(len(rs))
+}
+
+// aggregate keeps an agg frame's aggregate (a brief copy in a brief feed)
+// in the window and adds it to the totals and the baseline, as steps does
+// a record.
 func (f *Feed) aggregate(g *stage.Aggregate) {
 	if f.aggs.Len() == 0 && f.win.Len() > 0 {
 		// The steps that came raw before the viewer's hello was read
