@@ -61,6 +61,7 @@ type Snapshotter struct {
 	buf       []float64
 	host      string
 	mem       memHistory
+	views     []rankView // the ranks' views, kept for the next refresh's
 }
 
 // Remote fills a snapshot's trainer parts (link, trainer, summary, ranks)
@@ -221,8 +222,8 @@ func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 	if c.host == "" {
 		c.host, _ = os.Hostname()
 	}
-	side := trainerSide{run: true, brief: c.BriefRanks, ranks: make([]rankView, len(feeds)),
-		absent: missingRanks(feeds, c.Group.WorldSize())}
+	c.views = slices.Grow(c.views[:0], len(feeds))[:len(feeds)]
+	side := trainerSide{run: true, brief: c.BriefRanks, ranks: c.views, absent: missingRanks(feeds, c.Group.WorldSize())}
 	for i, rf := range feeds {
 		side.ranks[i] = rankView{rank: rf.Rank, host: c.host, view: rf.Feed.View(now, w, i > 0 && c.BriefRanks)}
 	}
@@ -244,6 +245,7 @@ func (t *trainerSide) inputs(nowNs int64, h *stage.Host) (run *stage.Inputs, own
 		return run, nil
 	}
 	var sums []stage.RankSummary
+	var ins []stage.Inputs
 	for i := range t.ranks {
 		r := &t.ranks[i]
 		if sum, ok := r.summary(); ok {
@@ -254,9 +256,10 @@ func (t *trainerSide) inputs(nowNs int64, h *stage.Host) (run *stage.Inputs, own
 		}
 		if in, ok := r.view.Inputs(nowNs); ok {
 			if own == nil {
-				own = make([]*stage.Inputs, len(t.ranks))
+				own, ins = make([]*stage.Inputs, len(t.ranks)), make([]stage.Inputs, len(t.ranks))
 			}
-			own[i] = &in
+			ins[i] = in
+			own[i] = &ins[i]
 		}
 	}
 	if run != nil {
