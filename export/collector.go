@@ -100,7 +100,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
-	if len(s.Ranks) == 0 {
+	if len(s.Ranks) == 0 { // the single trainer, served as a run's rank is
 		e.trainer(&snapshot.Rank{Link: s.Link.State, Trainer: s.Trainer, Summary: s.Summary, Verdict: s.Verdict,
 			Loader: s.Loader, Totals: s.Totals}, c.host)
 		return

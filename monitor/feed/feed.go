@@ -445,7 +445,7 @@ func (f *Feed) Totals() (t *stage.Totals, pid int, startNs int64, ok bool) {
 // View is a trainer's side of one refresh, read under the feed's lock in
 // one go: what the snapshot shows of the trainer and what its verdict
 // reads. A brief one (View's brief, for a rank a run's view shows in
-// brief) holds only Link, PID, Progress, Summary and Heard.
+// brief) holds only Link, PID, Progress, Summary, Heard and Steps.
 type View struct {
 	Link snapshot.Link
 	// Trainer is nil before the hello and in a brief view.
@@ -482,9 +482,9 @@ type View struct {
 
 // View returns the trainer's side at now over the window w: the steps
 // that ended within w of the newest one are summarized; now is the clock
-// of the uptime and the baseline. brief gives a rank's brief view (Link,
-// PID, Progress, Summary and Heard), without the copies of the trainer,
-// loader, totals and stack samples that a full view makes.
+// of the uptime and the baseline. brief gives a rank's brief view, without
+// the copies of the trainer, loader, totals and stack samples that a full
+// view makes.
 func (f *Feed) View(now time.Time, w snapshot.Window, brief bool) View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
