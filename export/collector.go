@@ -1,7 +1,9 @@
 // Package export serves pipetop's snapshot as Prometheus metrics. The
 // snapshot comes from the same collector, feed and samplers as the terminal
 // view (package monitor), sampled at its own interval; a scrape reads the latest
-// one, so scrapers neither pay for sampling nor change the rates.
+// one, so scrapers neither pay for sampling nor change the rates, with its
+// counters brought up to the scrape (monitor.Snapshotter.Fresh). The
+// exporter reads nothing but snapshots.
 //
 // Trainer metrics are counters and histograms over the life of the trainer
 // process (steps, samples, stage seconds, step wall and data_wait times),
@@ -17,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -28,34 +29,19 @@ import (
 type Collector struct {
 	sources []SourceMetrics // of the monitor's sources that serve metrics
 	latest  atomic.Pointer[snapshot.Snapshot]
-	live    LiveTotals
-	ranks   RankTotals
+	fresh   func(*snapshot.Snapshot) *snapshot.Snapshot
 	host    string
 }
-
-// RankTotals returns the current totals of one rank of the run the
-// monitor follows, as LiveTotals does for a single trainer.
-type RankTotals func(rank int) (t *stage.Totals, pid int, startNs int64, ok bool)
-
-// SetRankLive makes scrapes read each rank's counters from live rather
-// than from the latest snapshot (see SetLive), so that a rank's counters
-// and last step time are as fresh as the scrape.
-func (c *Collector) SetRankLive(live RankTotals) { c.ranks = live }
 
 // SetHost sets the host label of pipetop_trainer_info: the name of the
 // machine the exporter runs on, which a remote view shows for each rank.
 func (c *Collector) SetHost(host string) { c.host = host }
 
-// LiveTotals returns the current totals of the trainer process the feed is
-// attached to, with that process's pid and start time (Unix ns); ok is
-// false when there is none. feed.Feed.Totals is one.
-type LiveTotals func() (t *stage.Totals, pid int, startNs int64, ok bool)
-
-// SetLive makes scrapes read the trainer's counters and histograms from
-// live rather than from the latest snapshot, so that they are as fresh as
-// the scrape whatever the sampling interval. Counts of another process
-// than the snapshot's (a restart between two samples) are not used.
-func (c *Collector) SetLive(live LiveTotals) { c.live = live }
+// SetFresh makes each scrape read fresh(latest) rather than the latest
+// snapshot itself: the same snapshot with its counters brought up to the
+// scrape (monitor.Snapshotter.Fresh), so that they are as fresh as the
+// scrape whatever the sampling interval.
+func (c *Collector) SetFresh(fresh func(*snapshot.Snapshot) *snapshot.Snapshot) { c.fresh = fresh }
 
 // NewCollector returns a Collector over the metrics of the named monitor
 // sources (source.Part.Name; sources without metrics are skipped) with no
@@ -99,6 +85,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if s == nil {
 		return
 	}
+	if c.fresh != nil {
+		s = c.fresh(s)
+	}
 	e := Emitter{Ch: ch}
 	for _, src := range c.sources {
 		src.Emit(s, e)
@@ -111,47 +100,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		e.Gauge(samplerSuccessDesc, ok, st.Name)
 	}
-	if len(s.Ranks) == 0 {
-		e.trainer(s, freshest(s, c.live), c.host)
+	if len(s.Ranks) == 0 { // the single trainer, served as a run's rank is
+		e.trainer(&snapshot.Rank{Link: s.Link.State, Trainer: s.Trainer, Summary: s.Summary, Verdict: s.Verdict,
+			Loader: s.Loader, Totals: s.Totals}, c.host)
 		return
 	}
-	for i := range s.Ranks {
-		rs := rankSnapshot(s, &s.Ranks[i])
-		var live LiveTotals
-		if c.ranks != nil {
-			rank := s.Ranks[i].Rank
-			live = func() (*stage.Totals, int, int64, bool) { return c.ranks(rank) }
+	for _, r := range s.Ranks {
+		if v := s.Verdict; v != nil && v.Rank != nil && *v.Rank == r.Rank {
+			r.Verdict = v // the run's verdict names this rank
 		}
-		e.trainer(&rs, freshest(&rs, live), c.host)
+		e.trainer(&r, c.host)
 	}
-}
-
-// rankSnapshot is the part of s one rank of a run exports: its trainer,
-// link, summary, loader and totals, and the run's verdict when it names
-// this rank (its own otherwise).
-func rankSnapshot(s *snapshot.Snapshot, r *snapshot.Rank) snapshot.Snapshot {
-	rs := snapshot.Snapshot{Link: snapshot.Link{State: r.Link}, Trainer: r.Trainer, Summary: r.Summary,
-		Verdict: r.Verdict, Loader: r.Loader, Totals: r.Totals}
-	if v := s.Verdict; v != nil && v.Rank != nil && *v.Rank == r.Rank {
-		rs.Verdict = v
-	}
-	return rs
-}
-
-// freshest returns the freshest totals of the snapshot's trainer process:
-// live's when they are that process's (live may be nil).
-func freshest(s *snapshot.Snapshot, live LiveTotals) *stage.Totals {
-	t := s.Trainer
-	if live == nil || t == nil {
-		return s.Totals
-	}
-	counts, pid, startNs, ok := live()
-	var want int64
-	if t.Started != nil {
-		want = t.Started.UnixNano()
-	}
-	if !ok || pid != t.PID || startNs != want {
-		return s.Totals
-	}
-	return counts
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -41,18 +40,7 @@ type Exporter struct {
 // New returns an Exporter over src. Interval must be positive.
 func New(src *monitor.Snapshotter, opts Options) *Exporter {
 	c := NewCollector(src.SourceNames())
-	if g := src.Group; g == nil {
-		c.SetLive(src.Feed.Totals)
-	} else {
-		c.SetRankLive(func(rank int) (*stage.Totals, int, int64, bool) {
-			for _, rf := range g.Feeds() {
-				if rf.Rank == rank {
-					return rf.Feed.Totals()
-				}
-			}
-			return nil, 0, 0, false
-		})
-	}
+	c.SetFresh(src.Fresh)
 	c.SetHost(opts.Host)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)

@@ -65,18 +65,18 @@ func trainerID(t *snapshot.Trainer) []string {
 	return []string{t.Name, t.Run, rank}
 }
 
-// trainer sends the trainer's link state (host: the info metric's host
-// label) and, while it is connected, its
-// totals, verdict and loader statistics. A disconnected trainer's last
-// state is history, not a reading: only connected 0 remains. totals are
-// the freshest counts of the snapshot's trainer process.
-func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals, host string) {
-	t := s.Trainer
+// trainer sends the link state of one trainer process (the snapshot's
+// single trainer or one rank of its run; host: the info metric's host
+// label) and, while it is connected, its totals, verdict and loader
+// statistics. A disconnected trainer's last state is history, not a
+// reading: only connected 0 remains.
+func (e Emitter) trainer(r *snapshot.Rank, host string) {
+	t := r.Trainer
 	if t == nil {
 		return
 	}
 	id := trainerID(t)
-	if s.Link.State != snapshot.LinkConnected {
+	if r.Link != snapshot.LinkConnected {
 		e.Gauge(connectedDesc, 0, id...)
 		return
 	}
@@ -90,20 +90,20 @@ func (e Emitter) trainer(s *snapshot.Snapshot, totals *stage.Totals, host string
 	if t.Started != nil {
 		e.Gauge(startDesc, float64(t.Started.Unix())+Seconds(float64(t.Started.Nanosecond())), id...)
 	}
-	if totals != nil {
-		e.totals(totals, id)
+	if r.Totals != nil {
+		e.totals(r.Totals, id)
 	}
-	if sum := s.Summary; sum != nil {
+	if sum := r.Summary; sum != nil {
 		e.Gauge(lastStepDesc, float64(sum.LastStep), id...)
 		if sum.HasLoss {
 			e.Gauge(lossDesc, float64(sum.LastLoss), id...)
 		}
 	}
-	if v := s.Verdict; v != nil {
+	if v := r.Verdict; v != nil {
 		e.Gauge(verdictDesc, 1, append(id, string(v.Kind), v.Stage)...)
 	}
-	if s.Loader != nil {
-		e.loader(s.Loader, id)
+	if r.Loader != nil {
+		e.loader(r.Loader, id)
 	}
 }
 

@@ -3,6 +3,7 @@ package monitor
 import (
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,10 +22,13 @@ const HistoryLen = 240
 // be read and applied; a slower read shows at the next refresh.
 const GateWait = 100 * time.Millisecond
 
-// Snapshotter builds one snapshot per refresh: the feed's trainer summary and
-// verdict, every registered source's reading, and the short histories
-// behind the sparklines. Snapshot may be called from any goroutine; one
-// call at a time is enforced.
+// Snapshotter builds one snapshot per refresh, one way: it takes each
+// feed's view of its trainer (feed.View) once, samples every registered
+// source, gathers the host readings from their parts, builds each rank's
+// verdict inputs once, judges them (judge), and only then fills the
+// snapshot's trainer parts; it keeps the short histories behind the
+// sparklines and the memory-creep rule. Snapshot may be called from any
+// goroutine; one call at a time is enforced.
 type Snapshotter struct {
 	Feed *feed.Feed
 	// Group, when set, replaces Feed: the snapshot shows every rank of a
@@ -39,11 +43,14 @@ type Snapshotter struct {
 	// trainers' frames are read in the same wake-up (ipc.Gate).
 	Gate *ipc.Gate
 	// BriefRanks gives every rank of a Group but the lowest its link, pid
-	// and summary only (feed.Brief), a summary without the stages'
+	// and summary only (a brief feed.View), a summary without the stages'
 	// quantiles and wait pattern: no verdict of its own, trainer, loader
-	// or totals. The screen shows nothing else of them; the JSON snapshot
-	// and the exporter want it all.
+	// or totals. The lowest rank has no verdict of its own either: the
+	// run's is the one shown. The screen shows nothing else of them; the
+	// JSON snapshot and the exporter want it all.
 	BriefRanks bool
+	// Judge is the verdict (stage.Judge when nil); tests count its calls.
+	Judge func(stage.Inputs) stage.Verdict
 
 	mu        sync.Mutex
 	lastSteps int64
@@ -54,16 +61,18 @@ type Snapshotter struct {
 	buf       []float64
 	host      string
 	mem       memHistory
+	views     []rankView // the ranks' views, kept for the next refresh's
 }
 
 // Remote fills a snapshot's trainer parts (link, trainer, summary, ranks)
 // and whatever host parts it reads from somewhere other than this
-// machine's sockets, and says what the snapshot's verdict is judged on.
+// machine's sockets, and says what the snapshot's verdicts are judged on.
 type Remote interface {
 	Fill(s *snapshot.Snapshot) RemoteReading
 }
 
-// RemoteReading is what a Remote read besides the snapshot's parts.
+// RemoteReading is what a Remote read besides the snapshot's parts: the
+// verdict inputs, which the snapshotter judges as it judges a local run.
 type RemoteReading struct {
 	// Inputs are the shown rank's verdict inputs; Judged is false when no
 	// rank was read (no verdict then).
@@ -72,6 +81,9 @@ type RemoteReading struct {
 	// Ranks are the window summaries of the connected ranks, for the
 	// straggler rule.
 	Ranks []stage.RankSummary
+	// Own are the inputs of the snapshot's ranks judged on their own, by
+	// index in its Ranks; nil for a rank without a verdict.
+	Own []*stage.Inputs
 	// Steps is the shown trainer's step count (the steps/s history).
 	Steps int64
 }
@@ -98,111 +110,205 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 		c.remote(&s)
 		return s
 	}
-	primary, ranks := c.fillTrainer(&s)
-	t := source.Target{PID: primary.TrainerPID(), TrainingTID: primary.TrainingTID()}
+	side := c.read(now, w)
+	t := source.Target{PID: side.shown.WatchPID, TrainingTID: side.shown.TrainingTID}
+	c.sample(&s, now, t)
+	run, own := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))
+	verdict, verdicts := c.judge(run, own)
+	side.fill(&s, verdict, verdicts)
+	c.record(&s, side.shown.Steps)
+	return s
+}
+
+// sample samples every source for the target t and lets each fill its
+// part of s.
+func (c *Snapshotter) sample(s *snapshot.Snapshot, now time.Time, t source.Target) {
 	s.Samplers = make([]snapshot.SamplerStat, len(c.Sources))
 	for i, src := range c.Sources {
 		start := time.Now()
 		err := src.Sample(now, t)
 		s.Samplers[i] = snapshot.SamplerStat{Name: src.Name(), Seconds: time.Since(start).Seconds(), OK: err == nil}
-		src.Fill(&s)
+		src.Fill(s)
 	}
-	host := c.mem.host(&s, t.PID)
-	if in, ok := primary.Inputs(&s, host); ok {
-		in.Ranks = ranks
-		v := stage.Judge(in)
-		s.Verdict = &v
+}
+
+// hostReadings are the verdict's host readings: each source's that has
+// some (source.HostFiller), from its part of s, with the memory histories
+// of the trainer pid.
+func (c *Snapshotter) hostReadings(s *snapshot.Snapshot, pid int) *stage.Host {
+	h := &stage.Host{}
+	for _, src := range c.Sources {
+		if hf, ok := src.(source.HostFiller); ok {
+			hf.FillHost(s, h)
+		}
 	}
-	c.record(&s, primary.Steps())
-	return s
+	c.mem.add(pid, h)
+	return h
+}
+
+// judge is where a refresh's verdicts are judged, each exactly once: the
+// run's (the shown trainer's inputs with the host readings and every
+// rank's summary; nil: nothing to judge) and, in a full view of a run, each
+// rank's own (nil entries are not judged), which --json and the exporter
+// show per rank.
+func (c *Snapshotter) judge(run *stage.Inputs, own []*stage.Inputs) (verdict *stage.Verdict, verdicts []*stage.Verdict) {
+	judge := c.Judge
+	if judge == nil {
+		judge = stage.Judge
+	}
+	if run != nil {
+		v := judge(*run)
+		verdict = &v
+	}
+	if own != nil {
+		verdicts = make([]*stage.Verdict, len(own))
+	}
+	for i, in := range own {
+		if in != nil {
+			v := judge(*in)
+			verdicts[i] = &v
+		}
+	}
+	return verdict, verdicts
 }
 
 // remote builds s from c.Remote and judges it as a local run of ranks is
-// judged: the shown rank's inputs with every rank's summary.
+// judged: the shown rank's inputs with every rank's summary, and each
+// rank's own.
 func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 	rd := c.Remote.Fill(s)
+	var run *stage.Inputs
 	if rd.Judged {
 		in := rd.Inputs
 		in.Ranks = rd.Ranks
-		v := stage.Judge(in)
-		s.Verdict = &v
+		run = &in
+	}
+	verdict, verdicts := c.judge(run, rd.Own)
+	s.Verdict = verdict
+	for i, v := range verdicts {
+		s.Ranks[i].Verdict = v
 	}
 	c.record(s, rd.Steps)
 }
 
-// fillTrainer sets the trainer parts of s from the feed, or from every
-// rank of the group (each rank judged on its own, or in brief: BriefRanks),
-// and returns the feed
-// they come from and the window summaries of the connected ranks.
-func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
+// trainerSide is what the feeds gave at one refresh: the shown trainer's
+// view and, for a run, every rank's.
+type trainerSide struct {
+	shown  feed.View
+	run    bool       // a run of ranks: shown is ranks[0]'s view
+	brief  bool       // ranks but the lowest in brief, none judged on its own
+	ranks  []rankView // every rank with a feed, by rank
+	absent []stage.RankSummary
+	detail string // replaces the link's detail when set
+}
+
+// rankView is one rank's view and where it runs.
+type rankView struct {
+	rank int
+	host string
+	view feed.View
+}
+
+// read takes the view of the feed, or of every rank of the group (in
+// brief for all but the lowest with BriefRanks).
+func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 	if c.Group == nil {
-		c.Feed.Fill(s)
-		return c.Feed, nil
+		return trainerSide{shown: c.Feed.View(now, w, false)}
 	}
 	feeds := c.Group.Feeds()
 	if len(feeds) == 0 {
-		c.Feed.Fill(s)
-		s.Link.Detail = "looking for the ranks of run " + c.Group.Run()
-		return c.Feed, nil
+		return trainerSide{shown: c.Feed.View(now, w, false), detail: "looking for the ranks of run " + c.Group.Run()}
 	}
 	if c.host == "" {
 		c.host, _ = os.Hostname()
 	}
-	s.Ranks = make([]snapshot.Rank, len(feeds))
-	var sums []stage.RankSummary
+	c.views = slices.Grow(c.views[:0], len(feeds))[:len(feeds)]
+	side := trainerSide{run: true, brief: c.BriefRanks, ranks: c.views, absent: missingRanks(feeds, c.Group.WorldSize())}
 	for i, rf := range feeds {
-		var b feed.Brief
-		if i == 0 || !c.BriefRanks {
-			s.Ranks[i], b = c.fullRank(s, rf, i == 0)
-		} else {
-			b = rf.Feed.Brief(s.Time, s.Window)
-			s.Ranks[i] = snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: b.Link.State, PID: b.PID, Summary: b.Summary}
-		}
-		if sum, ok := rankSummary(&s.Ranks[i], b); ok {
+		side.ranks[i] = rankView{rank: rf.Rank, host: c.host, view: rf.Feed.View(now, w, i > 0 && c.BriefRanks)}
+	}
+	side.shown = side.ranks[0].view
+	return side
+}
+
+// inputs builds the verdict inputs once per rank, judged at nowNs: the
+// run's (the shown trainer's with the host readings h and, for a run,
+// every rank's summary; nil before a hello) and, in a full view of a run,
+// each rank's own (by index in ranks; nil for a rank before its hello).
+func (t *trainerSide) inputs(nowNs int64, h *stage.Host) (run *stage.Inputs, own []*stage.Inputs) {
+	in, ok := t.shown.Inputs(nowNs)
+	if ok {
+		in.Host = h
+		run = &in
+	}
+	if !t.run {
+		return run, nil
+	}
+	var sums []stage.RankSummary
+	var ins []stage.Inputs
+	for i := range t.ranks {
+		r := &t.ranks[i]
+		if sum, ok := r.summary(); ok {
 			sums = append(sums, sum)
 		}
+		if t.brief {
+			continue
+		}
+		if in, ok := r.view.Inputs(nowNs); ok {
+			if own == nil {
+				own, ins = make([]*stage.Inputs, len(t.ranks)), make([]stage.Inputs, len(t.ranks))
+			}
+			ins[i] = in
+			own[i] = &ins[i]
+		}
 	}
-	return feeds[0].Feed, append(sums, missingRanks(feeds, c.Group.WorldSize())...)
+	if run != nil {
+		run.Ranks = append(sums, t.absent...)
+	}
+	return run, own
 }
 
-// fullRank is every part of the rank rf, judged on its own, and its
-// brief; shown sets the trainer parts of s from it.
-func (c *Snapshotter) fullRank(s *snapshot.Snapshot, rf RankFeed, shown bool) (snapshot.Rank, feed.Brief) {
-	rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
-	rf.Feed.Fill(&rs)
-	if in, ok := rf.Feed.Inputs(&rs, nil); ok {
-		v := stage.Judge(in)
-		rs.Verdict = &v
+// fill sets the trainer parts of s from the views and the verdicts: the
+// run's and, by rank, each rank's own.
+func (t *trainerSide) fill(s *snapshot.Snapshot, verdict *stage.Verdict, verdicts []*stage.Verdict) {
+	v := &t.shown
+	s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Code = v.Link, v.Trainer, v.Summary, verdict, v.Loader, v.Totals, v.Code
+	if t.detail != "" {
+		s.Link.Detail = t.detail
 	}
-	if shown {
-		s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals = rs.Link, rs.Trainer, rs.Summary, rs.Verdict, rs.Loader, rs.Totals
-		s.Code = rs.Code
+	if !t.run {
+		s.Progress = v.Progress
+		return
 	}
-	r := snapshot.Rank{Rank: rf.Rank, Host: c.host, Link: rs.Link.State, Summary: rs.Summary, Verdict: rs.Verdict,
-		Trainer: rs.Trainer, Loader: rs.Loader, Totals: rs.Totals}
-	if rs.Trainer != nil {
-		r.PID = rs.Trainer.PID
+	s.Ranks = make([]snapshot.Rank, len(t.ranks))
+	for i := range t.ranks {
+		r := &t.ranks[i]
+		s.Ranks[i] = snapshot.Rank{Rank: r.rank, Host: r.host, Link: r.view.Link.State, PID: r.view.PID, Summary: r.view.Summary,
+			Trainer: r.view.Trainer, Loader: r.view.Loader, Totals: r.view.Totals}
+		if verdicts != nil {
+			s.Ranks[i].Verdict = verdicts[i]
+		}
 	}
-	return r, feed.Brief{Link: rs.Link, PID: r.PID, Summary: rs.Summary, Progress: rs.Progress, Heard: rf.Feed.Heard()}
 }
 
-// rankSummary is what the run's rules read of one rank: its window, where
-// it runs, its latest progress and when it was last heard from; ok is
-// false for a rank never connected.
-func rankSummary(r *snapshot.Rank, b feed.Brief) (stage.RankSummary, bool) {
-	sum := stage.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: b.Progress}
-	switch r.Link {
+// summary is what the run's rules read of the rank: its window, where it
+// runs, its latest progress and when it was last heard from; ok is false
+// for a rank never connected.
+func (r *rankView) summary() (stage.RankSummary, bool) {
+	v := &r.view
+	sum := stage.RankSummary{Rank: r.rank, PID: v.PID, Host: r.host, Progress: v.Progress}
+	switch v.Link.State {
 	case snapshot.LinkConnected:
-		if !b.Heard.IsZero() {
-			sum.HeardNs = b.Heard.UnixNano()
+		if !v.Heard.IsZero() {
+			sum.HeardNs = v.Heard.UnixNano()
 		}
 	case snapshot.LinkDisconnected:
 		sum.Gone = true
 	default:
 		return sum, false
 	}
-	if r.Summary != nil {
-		sum.Summary = *r.Summary
+	if v.Summary != nil {
+		sum.Summary = *v.Summary
 	}
 	return sum, true
 }
@@ -221,6 +327,51 @@ func missingRanks(feeds []RankFeed, world int) []stage.RankSummary {
 		}
 	}
 	return out
+}
+
+// Fresh is s with the totals of each trainer process it shows brought up
+// to now, when the feed still holds that process (same pid and start
+// time): the exporter takes it at each scrape, so that counters are as
+// fresh as the scrape, whatever the sampling interval. s is not changed;
+// a snapshot of a Remote is returned as it is.
+func (c *Snapshotter) Fresh(s *snapshot.Snapshot) *snapshot.Snapshot {
+	if c.Remote != nil {
+		return s
+	}
+	out := *s
+	if len(s.Ranks) == 0 {
+		out.Totals = freshTotals(c.Feed, s.Trainer, s.Totals)
+		return &out
+	}
+	if c.Group == nil {
+		return s
+	}
+	feeds := c.Group.Feeds()
+	out.Ranks = slices.Clone(s.Ranks)
+	for i := range out.Ranks {
+		r := &out.Ranks[i]
+		if j := slices.IndexFunc(feeds, func(rf RankFeed) bool { return rf.Rank == r.Rank }); j >= 0 {
+			r.Totals = freshTotals(feeds[j].Feed, r.Trainer, r.Totals)
+		}
+	}
+	return &out
+}
+
+// freshTotals are f's totals when they count the process t shows, else
+// old.
+func freshTotals(f *feed.Feed, t *snapshot.Trainer, old *stage.Totals) *stage.Totals {
+	if t == nil {
+		return old
+	}
+	counts, pid, startNs, ok := f.Totals()
+	var want int64
+	if t.Started != nil {
+		want = t.Started.UnixNano()
+	}
+	if !ok || pid != t.PID || startNs != want {
+		return old
+	}
+	return counts
 }
 
 // SourceNames names the sources, in sampling order.
@@ -262,6 +413,37 @@ func (c *Snapshotter) record(s *snapshot.Snapshot, steps int64) {
 	s.History.StepsPerSec = c.values(c.rate)
 	s.History.GPUBusy = c.values(c.busy)
 	s.History.CPU = c.values(c.load)
+}
+
+// memHistory remembers the trainer's resident and GPU memory over the last
+// HistoryLen refreshes, for the memory-creep rule.
+type memHistory struct {
+	pid         int
+	rss, gpuMem stage.Series
+}
+
+// add appends this refresh's samples of h (source.HostFiller) to the
+// history of the trainer pid and gives h the whole history; a new pid
+// starts it afresh.
+func (m *memHistory) add(pid int, h *stage.Host) {
+	if pid != m.pid {
+		*m = memHistory{pid: pid}
+	}
+	addCapped(&m.rss, h.RSS)
+	addCapped(&m.gpuMem, h.GPUMem)
+	h.RSS, h.GPUMem = m.rss, m.gpuMem
+}
+
+// addCapped appends the samples of add to s, dropping the oldest beyond
+// HistoryLen.
+func addCapped(s *stage.Series, add stage.Series) {
+	for i, t := range add.TimeNs {
+		if len(s.TimeNs) >= HistoryLen {
+			s.TimeNs = append(s.TimeNs[:0], s.TimeNs[1:]...)
+			s.Value = append(s.Value[:0], s.Value[1:]...)
+		}
+		s.Add(t, add.Value[i])
+	}
 }
 
 func (c *Snapshotter) values(r *ring.Ring) []float64 {

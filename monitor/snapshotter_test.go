@@ -6,9 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources/cpu"
+	"github.com/pipetop/pipetop/monitor/sources/gpu"
+	"github.com/pipetop/pipetop/monitor/sources/procs"
+	"github.com/pipetop/pipetop/monitor/sources/threads"
 )
 
 // fakeSource is a FAKE source that records what the snapshotter asked of it.
@@ -52,5 +57,113 @@ func TestSnapshotterRunsEverySource(t *testing.T) {
 	}
 	if s.GPU.Status != "GPU monitoring off" {
 		t.Errorf("GPU status without a GPU source = %q", s.GPU.Status)
+	}
+}
+
+func reading(v float64) snapshot.Reading { return snapshot.Reading{Value: &v, State: "ok"} }
+
+// The host readings come from the trainer's GPU (the one its processes
+// hold memory on), and the RSS history grows one point per refresh and
+// starts afresh for a new trainer pid.
+func TestMemHistoryHost(t *testing.T) {
+	var hist memHistory
+	m := hostOf{&hist}
+	t0 := time.Unix(1_700_000_000, 0)
+	snap := func(i int) *snapshot.Snapshot {
+		s := &snapshot.Snapshot{Time: t0.Add(time.Duration(i) * time.Second)}
+		s.CPU.MemUsed, s.CPU.MemTotal, s.CPU.SwapUsed = reading(90), reading(100), reading(5)
+		s.GPU.Devices = []snapshot.Device{
+			{Index: 0, MemUsed: reading(1), MemTotal: reading(10), KernelActive: reading(99), TrainerMem: snapshot.Reading{State: "missing"}},
+			{Index: 1, MemUsed: reading(7), MemTotal: reading(8), KernelActive: reading(30), TrainerMem: reading(6)},
+		}
+		s.Process = &snapshot.Process{Alive: true, Self: snapshot.Proc{RSS: reading(float64(100 + i))}}
+		return s
+	}
+	m.host(snap(0), 42)
+	h := m.host(snap(1), 42)
+	if h.GPUMemUsed != 7 || h.GPUMemTotal != 8 || h.GPUActivity != 0.3 || h.GPUActivitySource != "kernel-active" {
+		t.Errorf("GPU readings %+v: want the trainer's device 1", h)
+	}
+	if h.MemUsed != 90 || h.SwapUsed != 5 || len(h.RSS.Value) != 2 || h.RSS.Value[1] != 101 {
+		t.Errorf("host readings %+v", h)
+	}
+	if h = m.host(snap(2), 43); len(h.RSS.Value) != 1 {
+		t.Errorf("a new trainer pid kept %d RSS points", len(h.RSS.Value))
+	}
+}
+
+// hostOf gathers the host readings as the snapshotter does: from the
+// parts of the sources that have some, with the memory history.
+type hostOf struct{ m *memHistory }
+
+func (o hostOf) host(s *snapshot.Snapshot, pid int) *stage.Host {
+	h := &stage.Host{}
+	for _, p := range []source.HostFiller{cpu.Part, gpu.Part, procs.Part, threads.Part} {
+		p.FillHost(s, h)
+	}
+	o.m.add(pid, h)
+	return h
+}
+
+// countJudge makes c count its Judge calls into n.
+func countJudge(c *Snapshotter, n *int) {
+	c.Judge = func(in stage.Inputs) stage.Verdict {
+		*n++
+		return stage.Judge(in)
+	}
+}
+
+// A refresh judges the run once: a single trainer, and a run of ranks
+// shown with its ranks in brief (the screen), make one Judge call a
+// refresh; a full view of a run (--once, --json, the exporter) makes one
+// more for each rank's own verdict (Rank.Verdict), as docs/architecture.md
+// says. Three refreshes in a row, as --once takes a first reading and
+// then its snapshot, count the same each.
+func TestJudgeCallsPerRefresh(t *testing.T) {
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0.Add(5 * time.Second)
+	const ranks = 4
+	group := func(brief bool) *Group {
+		g := newGroup(t.TempDir(), "bench-rank0", "bench")
+		for r := range ranks {
+			g.feeds[r] = newRankFeed(r, ranks, names, t0, false, 1e6, brief && r > 0)
+		}
+		return g
+	}
+	for _, tt := range []struct {
+		name string
+		make func() *Snapshotter
+		want int
+	}{
+		{"single trainer", func() *Snapshotter { return NewSnapshotter(newRankFeed(0, 1, names, t0, false, 1e6, false)) }, 1},
+		{"no trainer yet", func() *Snapshotter { return NewSnapshotter(feed.New(0)) }, 0},
+		{"ranks in brief", func() *Snapshotter {
+			c := NewSnapshotter(nil)
+			c.Group, c.BriefRanks = group(true), true
+			return c
+		}, 1},
+		{"ranks in full", func() *Snapshotter {
+			c := NewSnapshotter(nil)
+			c.Group = group(false)
+			return c
+		}, 1 + ranks},
+	} {
+		c := tt.make()
+		var n int
+		countJudge(c, &n)
+		for i := range 3 {
+			n = 0
+			s := c.Snapshot(now.Add(time.Duration(i)*time.Second), Windows[0])
+			if n != tt.want {
+				t.Errorf("%s, refresh %d: %d Judge calls, want %d", tt.name, i, n, tt.want)
+			}
+			if tt.want > 0 && s.Verdict == nil {
+				t.Errorf("%s: no verdict", tt.name)
+			}
+			if s.Verdict != nil && tt.want == 0 {
+				t.Errorf("%s: a verdict without a trainer", tt.name)
+			}
+		}
 	}
 }

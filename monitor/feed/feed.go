@@ -1,8 +1,10 @@
 // Package feed receives a trainer's frames off the UI loop: it runs
-// ipc.Watch, keeps the step records in a stage.StepRing and remembers the
+// ipc.Watch, keeps each step record once, in a stage.StepRing (the totals
+// and the drift baseline count it without keeping it), and remembers the
 // trainer's hello, loader statistics, last event and link state, so that a
-// refresh only has to summarize what is already there. A lost trainer keeps
-// its last state; a restarted one is found again by name.
+// refresh only has to summarize what is already there and hand it over in
+// one View. A lost trainer keeps its last state; a restarted one is found
+// again by name.
 package feed
 
 import (
@@ -71,8 +73,8 @@ func New(capacity int) *Feed {
 // (monitor.Snapshotter.BriefRanks): it keeps the link, hello, progress and
 // the window, its aggregates as brief copies (stage.Aggregate.Brief), and
 // no totals, drift baseline, loader statistics or stack samples, which
-// nothing reads of such a rank. Its summaries are brief ones, and Fill
-// leaves the parts it does not keep nil.
+// nothing reads of such a rank. Its summaries are brief ones, and its
+// View leaves the parts it does not keep nil.
 func NewBrief(capacity int) *Feed {
 	f := New(capacity)
 	f.brief = true
@@ -301,14 +303,7 @@ func (f *Feed) linkAt(now time.Time) snapshot.Link {
 func (f *Feed) frame(fr *ipc.Frame) {
 	switch fr.Type {
 	case ipc.TypeSteps:
-		for i := range fr.Steps {
-			f.win.Add(&fr.Steps[i])
-			if !f.brief {
-				f.totals.Add(&fr.Steps[i])
-				f.base.Add(&fr.Steps[i])
-			}
-		}
-		f.total += int64(len(fr.Steps))
+		f.steps(fr.Steps)
 	case ipc.TypeAgg:
 		f.aggregate(fr.Agg)
 	case ipc.TypeStages:
@@ -345,7 +340,25 @@ func (f *Feed) frame(fr *ipc.Frame) {
 	}
 }
 
-// aggregate keeps an agg frame's aggregate (a brief copy in a brief feed).
+// steps takes in a steps frame's records. The window (the step ring) is
+// the one place a record is kept; the process's totals (the exporter's
+// counters and histograms) and the run's baseline (per-second sums of its
+// first minutes, for drift) add it to their counts without keeping it, and
+// a brief feed keeps neither.
+func (f *Feed) steps(rs []stage.Record) {
+	for i := range rs {
+		f.win.Add(&rs[i])
+		if !f.brief {
+			f.totals.Add(&rs[i])
+			f.base.Add(&rs[i])
+		}
+	}
+	f.total += int64(len(rs))
+}
+
+// aggregate keeps an agg frame's aggregate (a brief copy in a brief feed)
+// in the window and adds it to the totals and the baseline, as steps does
+// a record.
 func (f *Feed) aggregate(g *stage.Aggregate) {
 	if f.aggs.Len() == 0 && f.win.Len() > 0 {
 		// The steps that came raw before the viewer's hello was read
@@ -415,19 +428,11 @@ func (f *Feed) setLink(state, detail, socket string, now time.Time) {
 	}
 }
 
-// Steps returns how many steps the Feed has received in all; the rate of
-// change is the current step rate.
-func (f *Feed) Steps() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.total
-}
-
 // Totals returns a copy of the current trainer process's totals and that
 // process's pid and start time (as in its hello); ok is false before any
-// hello, and in a brief feed, which keeps none. The exporter reads it at
-// each scrape, so counters are as fresh as the scrape, whatever the
-// sampling interval.
+// hello, and in a brief feed, which keeps none. The snapshotter reads it
+// for each scrape of the exporter (monitor.Snapshotter.Fresh), so counters
+// are as fresh as the scrape, whatever the sampling interval.
 func (f *Feed) Totals() (t *stage.Totals, pid int, startNs int64, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -437,114 +442,128 @@ func (f *Feed) Totals() (t *stage.Totals, pid int, startNs int64, ok bool) {
 	return f.totals.Clone(), f.hello.PID, f.hello.StartNs, true
 }
 
-// TrainerPID returns the pid to watch for the attached (or last) trainer's
-// process tree and GPU use, 0 when none.
-func (f *Feed) TrainerPID() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.hello == nil {
-		return 0
-	}
-	if f.hello.HostPID > 0 {
-		return f.hello.HostPID
-	}
-	return f.hello.PID
+// View is a trainer's side of one refresh, read under the feed's lock in
+// one go: what the snapshot shows of the trainer and what its verdict
+// reads. A brief one (View's brief, for a rank a run's view shows in
+// brief) holds only Link, PID, Progress, Summary, Heard and Steps.
+type View struct {
+	Link snapshot.Link
+	// Trainer is nil before the hello and in a brief view.
+	Trainer *snapshot.Trainer
+	// PID is the trainer's pid as in its hello (Trainer.PID), 0 before it.
+	PID int
+	// Summary summarizes the window's steps; nil without steps or before
+	// the hello. It is a brief summary (stage.AggRing.Brief) in a brief
+	// view or feed of a trainer that sends agg frames.
+	Summary  *stage.Summary
+	Loader   *stage.LoaderStats
+	Progress *stage.Progress // the latest in-flight sample; nil when none came
+	// Totals are a copy of the trainer process's counts; nil in a brief
+	// view or feed, which keeps none.
+	Totals *stage.Totals
+	// Code profiles the window's stack samples; nil without any.
+	Code *stage.CodeProfile
+	// Baseline summarizes the run's first minutes, for drift; nil until it
+	// holds enough steps, without a window summary, and in brief.
+	Baseline *stage.Summary
+	// StartNs is when the trainer started (Unix ns), else when the link
+	// last changed.
+	StartNs int64
+	Heard   time.Time // when the last hello or frame arrived; zero before any
+	Steps   int64     // steps received since the Feed was made
+	// WatchPID is the pid to watch for the trainer's process tree and GPU
+	// use (its pid as seen from this host), 0 before the hello.
+	WatchPID int
+	// TrainingTID is the training thread's id from the hello, 0 when the
+	// trainer named none or lives in another pid namespace (its tid would
+	// not be this /proc's).
+	TrainingTID int
 }
 
-// TrainingTID returns the attached trainer's training thread id from its
-// hello, 0 when it named none or lives in another pid namespace (its tid
-// would not be this /proc's).
-func (f *Feed) TrainingTID() int {
+// View returns the trainer's side at now over the window w: the steps
+// that ended within w of the newest one are summarized; now is the clock
+// of the uptime and the baseline. brief gives a rank's brief view, without
+// the copies of the trainer, loader, totals and stack samples that a full
+// view makes.
+func (f *Feed) View(now time.Time, w snapshot.Window, brief bool) View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.hello == nil || (f.hello.HostPID > 0 && f.hello.HostPID != f.hello.PID) {
-		return 0
+	v := View{Link: f.linkAt(now), Heard: f.heard, Steps: f.total}
+	if f.hello == nil {
+		return v
 	}
-	return f.hello.TID
+	v.PID = f.hello.PID
+	if f.progress != nil {
+		p := *f.progress
+		v.Progress = &p
+	}
+	d := time.Duration(w.Seconds * float64(time.Second))
+	if sum, ok := f.summarize(d, brief || f.brief); ok {
+		v.Summary = &sum
+	}
+	if brief {
+		return v
+	}
+	f.full(&v, now, w)
+	return v
 }
 
-// Fill sets the trainer parts of s (Link, Trainer, Summary, Loader,
-// Progress, Totals), summarizing the steps that ended within s.Window of
-// the newest one; s.Time is the clock for the uptime. The verdict is the
-// snapshotter's: it judges Inputs once the host readings are in.
-func (f *Feed) Fill(s *snapshot.Snapshot) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s.Link = f.linkAt(s.Time)
-	s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Progress, s.Code = nil, nil, nil, nil, nil, nil, nil
-	if f.hello == nil {
-		return
+// full adds to v what a full view holds besides a brief one's.
+func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
+	h := f.hello
+	v.Trainer = f.trainer(now)
+	v.WatchPID, v.StartNs = h.PID, h.StartNs
+	if h.HostPID > 0 {
+		v.WatchPID = h.HostPID
 	}
-	s.Trainer = f.trainer(s.Time)
+	if h.HostPID <= 0 || h.HostPID == h.PID {
+		v.TrainingTID = h.TID
+	}
+	if v.StartNs == 0 {
+		v.StartNs = f.link.Since.UnixNano()
+	}
 	if !f.brief {
-		s.Code = f.code.profile(s.Window.Seconds)
-		s.Totals = f.totals.Clone()
+		v.Code = f.code.profile(w.Seconds)
+		v.Totals = f.totals.Clone()
 	}
 	if f.loader != nil {
 		l := *f.loader
-		s.Loader = &l
+		v.Loader = &l
 	}
-	if f.progress != nil {
-		p := *f.progress
-		s.Progress = &p
-	}
-	sum, ok := f.summarize(time.Duration(s.Window.Seconds * float64(time.Second)))
-	if !ok {
+	if v.Summary == nil {
 		return
 	}
-	s.Summary = &sum
-	if n := s.Trainer.EpochSteps; n > 0 && sum.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
-		left := n - (sum.LastStep+1)%n
-		s.Trainer.EpochETASec = float64(left) / sum.StepsPerSec
+	v.Baseline = f.baseline(now.UnixNano())
+	if n := v.Trainer.EpochSteps; n > 0 && v.Summary.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
+		left := n - (v.Summary.LastStep+1)%n
+		v.Trainer.EpochETASec = float64(left) / v.Summary.StepsPerSec
 	}
 }
 
-// Brief is a rank's part of a run's view when nothing but its link, pid,
-// window summary and latest progress is wanted (the screen's ranks pane
-// and the run's rules read nothing else of a rank it does not show).
-type Brief struct {
-	Link     snapshot.Link
-	PID      int             // 0 before the rank's hello
-	Summary  *stage.Summary  // nil without steps or before the hello
-	Progress *stage.Progress // nil when none came
-	Heard    time.Time       // when the last hello or frame arrived
-}
-
-// Brief returns the rank's brief for window w at now: what Fill would
-// set of Link, Trainer.PID and Progress, without the copies of the
-// trainer, loader, totals and stack samples it makes, and the window's
-// summary in brief (stage.AggRing.Brief) when the trainer sends agg
-// frames (in full from steps).
-func (f *Feed) Brief(now time.Time, w snapshot.Window) Brief {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	b := Brief{Link: f.linkAt(now), Heard: f.heard}
-	if f.hello == nil {
-		return b
+// Inputs are what the verdict rules read of this trainer side, judged at
+// nowNs: the window, loader, progress, stack samples, link, start time and
+// the run's first minutes. The host readings and the run's ranks are the
+// snapshotter's to add. ok is false without a trainer (before its hello,
+// or in a brief view): there is nothing to judge.
+func (v *View) Inputs(nowNs int64) (in stage.Inputs, ok bool) {
+	if v.Trainer == nil {
+		return stage.Inputs{}, false
 	}
-	b.PID = f.hello.PID
-	if f.progress != nil {
-		p := *f.progress
-		b.Progress = &p
+	in = stage.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
+		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline}
+	if v.Summary != nil {
+		in.Summary = *v.Summary
 	}
-	d := time.Duration(w.Seconds * float64(time.Second))
-	switch {
-	case f.aggs.Len() > 0:
-		sum := f.aggs.Brief(d)
-		b.Summary = &sum
-	case f.win.Len() > 0:
-		sum := f.win.Summarize(d)
-		b.Summary = &sum
-	}
-	return b
+	return in, true
 }
 
 // summarize summarizes the window d: of the aggregates once the trainer
 // sends them (it sent the steps before them raw, the few that ended
-// before its viewer's hello was read), else of the steps.
-func (f *Feed) summarize(d time.Duration) (stage.Summary, bool) {
+// before its viewer's hello was read), in brief with brief, else of the
+// steps.
+func (f *Feed) summarize(d time.Duration, brief bool) (stage.Summary, bool) {
 	switch {
-	case f.aggs.Len() > 0 && f.brief:
+	case f.aggs.Len() > 0 && brief:
 		return f.aggs.Brief(d), true
 	case f.aggs.Len() > 0:
 		return f.aggs.Summarize(d), true
@@ -552,32 +571,6 @@ func (f *Feed) summarize(d time.Duration) (stage.Summary, bool) {
 		return f.win.Summarize(d), true
 	}
 	return stage.Summary{}, false
-}
-
-// Inputs gathers what the verdict rules read about this trainer from s
-// (after Fill) and the feed's own history: the window, loader, progress,
-// link, start time and the run's first minutes; h is the host readings
-// (nil when unknown). ok is false before the trainer's hello: there is
-// nothing to judge.
-func (f *Feed) Inputs(s *snapshot.Snapshot, h *stage.Host) (in stage.Inputs, ok bool) {
-	if s.Trainer == nil {
-		return stage.Inputs{}, false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.hello == nil {
-		return stage.Inputs{}, false
-	}
-	in = stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
-		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h, Code: s.Code}
-	if in.StartNs == 0 {
-		in.StartNs = f.link.Since.UnixNano()
-	}
-	if s.Summary != nil {
-		in.Summary = *s.Summary
-		in.Baseline = f.baseline(in.NowNs)
-	}
-	return in, true
 }
 
 func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
@@ -619,14 +612,7 @@ func parseConfig(cfg json.RawMessage) configInfo {
 	return c
 }
 
-// Heard is when the trainer's last hello or frame arrived; zero before any.
-func (f *Feed) Heard() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.heard
-}
-
-// Link returns the state of the connection, as Fill would show it now.
+// Link returns the state of the connection, as View would show it now.
 func (f *Feed) Link() snapshot.Link {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -67,18 +67,15 @@ func stageOrder(stages map[string]*stageRate) []string {
 	return names
 }
 
-// snapshotRank is the rank's entry in the snapshot's ranks, with its own
-// verdict over the window (as a local view judges each rank).
-func (r *rankData) snapshotRank(now time.Time) snapshot.Rank {
+// snapshotRank is the rank's entry in the snapshot's ranks; its own
+// verdict over the window is the snapshotter's (RemoteReading.Own), as a
+// local view judges each rank.
+func (r *rankData) snapshotRank() snapshot.Rank {
 	out := snapshot.Rank{Rank: r.rank, Host: cmpOr(r.host, r.instance), Instance: r.instance,
 		Link: snapshot.LinkDisconnected, Summary: r.summary}
 	out.PID, _ = strconv.Atoi(r.pid)
 	if r.connected {
 		out.Link = snapshot.LinkConnected
-	}
-	if r.summary != nil || r.connected {
-		v := stage.Judge(r.inputs(now))
-		out.Verdict = &v
 	}
 	return out
 }

@@ -140,7 +140,7 @@ func (v *View) Fill(s *snapshot.Snapshot) monitor.RemoteReading {
 	if err := v.readHost(ctx, s, chosen); err != nil {
 		s.GPU.Status = "host readings: " + err.Error()
 	}
-	rd := monitor.RemoteReading{Inputs: chosen.inputs(s.Time), Judged: true, Steps: int64(chosen.stepsTotal)}
+	rd := monitor.RemoteReading{Inputs: chosen.inputs(s.Time), Judged: true, Steps: int64(chosen.stepsTotal), Own: own(s, rs)}
 	for _, r := range rs {
 		if r.connected && r.summary != nil {
 			pid, _ := strconv.Atoi(r.pid)
@@ -160,14 +160,14 @@ func (v *View) fillRanks(s *snapshot.Snapshot, rs []*rankData) *rankData {
 	want := int(v.rank.Load())
 	for _, r := range rs {
 		now[r.rank] = true
-		v.seen[r.rank] = r.snapshotRank(s.Time)
+		v.seen[r.rank] = r.snapshotRank()
 		if chosen == nil || r.rank == want {
 			chosen = r
 		}
 	}
 	for rank, old := range v.seen {
 		if !now[rank] {
-			old.Link, old.Summary, old.Verdict = snapshot.LinkDisconnected, nil, nil
+			old.Link, old.Summary = snapshot.LinkDisconnected, nil
 			v.seen[rank] = old
 		}
 	}
@@ -177,6 +177,23 @@ func (v *View) fillRanks(s *snapshot.Snapshot, rs []*rankData) *rankData {
 	}
 	sort.Slice(s.Ranks, func(i, j int) bool { return s.Ranks[i].Rank < s.Ranks[j].Rank })
 	return chosen
+}
+
+// own are the inputs of each of s's ranks judged on its own, by index in
+// s.Ranks: those read now with steps in the range or connected.
+func own(s *snapshot.Snapshot, rs []*rankData) []*stage.Inputs {
+	byRank := map[int]*rankData{}
+	for _, r := range rs {
+		byRank[r.rank] = r
+	}
+	out := make([]*stage.Inputs, len(s.Ranks))
+	for i := range s.Ranks {
+		if r, ok := byRank[s.Ranks[i].Rank]; ok && (r.summary != nil || r.connected) {
+			in := r.inputs(s.Time)
+			out[i] = &in
+		}
+	}
+	return out
 }
 
 // fillChosen sets the top-level trainer parts of s from rank r.

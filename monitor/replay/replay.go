@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/recording"
@@ -235,6 +236,16 @@ func (h *hostSource) Save(*snapshot.Snapshot) (json.RawMessage, error) { return 
 func (h *hostSource) Load(*snapshot.Snapshot, json.RawMessage) error   { return nil }
 func (h *hostSource) Sample(time.Time, source.Target) error            { return nil }
 func (h *hostSource) Close() error                                     { return nil }
+
+// FillHost implements source.HostFiller: the host readings of every
+// recorded part that has some, as the live sources give them.
+func (h *hostSource) FillHost(s *snapshot.Snapshot, hr *stage.Host) {
+	for _, p := range sources.Parts() {
+		if hf, ok := p.(source.HostFiller); ok {
+			hf.FillHost(s, hr)
+		}
+	}
+}
 
 // Fill sets the recorded host readings of the latest refresh at or before
 // the position; a part that does not decode is named as damage.

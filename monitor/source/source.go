@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -49,6 +50,17 @@ type Source interface {
 	Fill(s *snapshot.Snapshot)
 	// Close releases what the source holds (a library handle).
 	Close() error
+}
+
+// HostFiller is a Part that gives the verdict rules their host readings:
+// FillHost sets its fields of h from the part of s it owns. The
+// snapshotter calls it once every source has filled s, so that a replay,
+// whose parts come from a recording, gives the same readings through the
+// same code. A reading over time (h.RSS, h.GPUMem, for the memory-creep
+// rule) gets this refresh's sample at most; the snapshotter keeps their
+// history across refreshes.
+type HostFiller interface {
+	FillHost(s *snapshot.Snapshot, h *stage.Host)
 }
 
 // Field is the Part of a source whose readings are one field of the

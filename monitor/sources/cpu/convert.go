@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -15,4 +16,10 @@ func fromSampler(s host.CPUSnapshot) snapshot.CPU {
 		c.Cores[i] = snapshot.Read(v)
 	}
 	return c
+}
+
+// FillHost implements source.HostFiller: the host's memory and swap in
+// use, 0 where unread.
+func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+	h.MemUsed, h.MemTotal, h.SwapUsed = s.CPU.MemUsed.Or(0), s.CPU.MemTotal.Or(0), s.CPU.SwapUsed.Or(0)
 }

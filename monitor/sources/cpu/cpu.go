@@ -16,17 +16,21 @@ type Sampler interface {
 	Snapshot() host.CPUSnapshot
 }
 
-// Part is the CPU source's part of the snapshot: CPU.
-var Part = source.Field{Key: "cpu", Of: func(s *snapshot.Snapshot) any { return &s.CPU }}
+// Part is the CPU source's part of the snapshot: CPU. It gives the verdict
+// the host's memory and swap (source.HostFiller).
+var Part = part{source.Field{Key: "cpu", Of: func(s *snapshot.Snapshot) any { return &s.CPU }}}
+
+// part is the cpu source's part with its host readings.
+type part struct{ source.Field }
 
 // Source is the CPU source.
 type Source struct {
-	source.Field
+	part
 	s Sampler
 }
 
 // New returns the CPU source over s.
-func New(s Sampler) *Source { return &Source{Field: Part, s: s} }
+func New(s Sampler) *Source { return &Source{part: Part, s: s} }
 
 // Sample implements source.Source.
 func (c *Source) Sample(now time.Time, _ source.Target) error { return c.s.Sample(now) }

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -40,4 +41,38 @@ func fromDevice(d mgpu.Device) snapshot.Device {
 		out.TrainerMem = snapshot.Reading{Value: &sum, Source: mgpu.SourceProcessList, State: "ok"}
 	}
 	return out
+}
+
+// FillHost implements source.HostFiller: the memory and activity of the
+// device the trainer's processes hold memory on (the one holding most),
+// and its used memory at s.Time for the memory-creep rule; nothing without
+// one.
+func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+	d := trainerDevice(s)
+	if d == nil {
+		return
+	}
+	h.GPUMemUsed, h.GPUMemTotal = d.MemUsed.Or(0), d.MemTotal.Or(0)
+	switch {
+	case d.SMActivity.OK():
+		h.GPUActivity, h.GPUActivitySource = d.SMActivity.Or(0)/100, "GPM"
+	case d.KernelActive.OK():
+		h.GPUActivity, h.GPUActivitySource = d.KernelActive.Or(0)/100, "kernel-active"
+	}
+	if d.MemUsed.OK() {
+		h.GPUMem.Add(s.Time.UnixNano(), d.MemUsed.Or(0))
+	}
+}
+
+// trainerDevice is the GPU the trainer's processes hold memory on (the
+// one holding most), or nil.
+func trainerDevice(s *snapshot.Snapshot) *snapshot.Device {
+	var best *snapshot.Device
+	for i := range s.GPU.Devices {
+		d := &s.GPU.Devices[i]
+		if d.TrainerMem.OK() && (best == nil || d.TrainerMem.Or(0) > best.TrainerMem.Or(0)) {
+			best = d
+		}
+	}
+	return best
 }

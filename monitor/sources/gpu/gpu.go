@@ -18,12 +18,16 @@ type Sampler interface {
 	Snapshot() mgpu.Snapshot
 }
 
-// Part is the GPU source's part of the snapshot: GPU.
-var Part = source.Field{Key: "gpu", Of: func(s *snapshot.Snapshot) any { return &s.GPU }}
+// Part is the GPU source's part of the snapshot: GPU. It gives the verdict
+// the trainer's device: its memory and activity (source.HostFiller).
+var Part = part{source.Field{Key: "gpu", Of: func(s *snapshot.Snapshot) any { return &s.GPU }}}
+
+// part is the gpu source's part with its host readings.
+type part struct{ source.Field }
 
 // Source is the GPU source.
 type Source struct {
-	source.Field
+	part
 	s     Sampler
 	close func() error
 	pids  []int
@@ -34,7 +38,7 @@ func New(s Sampler, closeFn func() error) *Source {
 	if closeFn == nil {
 		closeFn = func() error { return nil }
 	}
-	return &Source{Field: Part, s: s, close: closeFn}
+	return &Source{part: Part, s: s, close: closeFn}
 }
 
 // Sample implements source.Source: the target's pid is watched for its

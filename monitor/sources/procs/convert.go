@@ -2,6 +2,7 @@ package procs
 
 import (
 	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -18,4 +19,12 @@ func fromSampler(s host.ProcSnapshot) *snapshot.Process {
 func fromProcInfo(p host.ProcInfo) snapshot.Proc {
 	return snapshot.Proc{PID: p.PID, PPID: p.PPID, Comm: p.Comm, User: p.User, CPU: snapshot.Read(p.CPU), RSS: snapshot.Read(p.RSS),
 		Threads: snapshot.Read(p.Threads), ReadRate: snapshot.Read(p.ReadRate), WriteRate: snapshot.Read(p.WriteRate)}
+}
+
+// FillHost implements source.HostFiller: the trainer's resident memory at
+// s.Time, for the memory-creep rule, while it is alive and read.
+func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+	if s.Process != nil && s.Process.Alive && s.Process.Self.RSS.OK() {
+		h.RSS.Add(s.Time.UnixNano(), s.Process.Self.RSS.Or(0))
+	}
 }

@@ -18,18 +18,22 @@ type Sampler interface {
 	Snapshot() host.ProcSnapshot
 }
 
-// Part is the process source's part of the snapshot: Process.
-var Part = source.Field{Key: "process", Of: func(s *snapshot.Snapshot) any { return &s.Process }}
+// Part is the process source's part of the snapshot: Process. It gives the
+// verdict the trainer's resident memory (source.HostFiller).
+var Part = part{source.Field{Key: "process", Of: func(s *snapshot.Snapshot) any { return &s.Process }}}
+
+// part is the procs source's part with its host readings.
+type part struct{ source.Field }
 
 // Source is the trainer-process source.
 type Source struct {
-	source.Field
+	part
 	s   Sampler
 	pid int
 }
 
 // New returns the process source over s.
-func New(s Sampler) *Source { return &Source{Field: Part, s: s} }
+func New(s Sampler) *Source { return &Source{part: Part, s: s} }
 
 // Sample implements source.Source; without a trainer there is nothing to
 // read.

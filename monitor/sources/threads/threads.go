@@ -19,12 +19,16 @@ type Sampler interface {
 	Snapshot() host.ThreadsReading
 }
 
-// Part is the threads source's part of the snapshot: Threads.
-var Part = source.Field{Key: "threads", Of: func(s *snapshot.Snapshot) any { return &s.Threads }}
+// Part is the threads source's part of the snapshot: Threads. It gives the
+// verdict the run's threads and the CPU it may use (source.HostFiller).
+var Part = part{source.Field{Key: "threads", Of: func(s *snapshot.Snapshot) any { return &s.Threads }}}
+
+// part is the threads source's part with its host readings.
+type part struct{ source.Field }
 
 // Source is the threads source.
 type Source struct {
-	source.Field
+	part
 	s             Sampler
 	pid, training int
 	prev          host.CPUQuota
@@ -32,7 +36,7 @@ type Source struct {
 }
 
 // New returns the threads source over s.
-func New(s Sampler) *Source { return &Source{Field: Part, s: s} }
+func New(s Sampler) *Source { return &Source{part: Part, s: s} }
 
 // Sample implements source.Source; without a trainer there is nothing to
 // read.

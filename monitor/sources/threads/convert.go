@@ -1,4 +1,4 @@
-package monitor
+package threads
 
 import (
 	"slices"
@@ -7,6 +7,10 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
+
+// FillHost implements source.HostFiller: the run's threads and the CPU it
+// may use, for the CPU rules.
+func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) { h.CPU = hostCPU(s.Threads, &s.CPU) }
 
 // hostCPU sums the threads source's part (and the host's per-core
 // readings, for its idle cores) for the CPU rules; nil without it or
