@@ -154,6 +154,54 @@ func (b *Baseline) Means(whole int) Summary {
 	for k, name := range b.names {
 		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
 	}
-	s.finish(m.busy.mean())
+	s.Finish(m.busy.mean())
 	return s
+}
+
+// known is a running sum of known values and their count, for a mean
+// (not a run's Totals).
+type known struct {
+	sum float64
+	n   int
+}
+
+// addOne adds x when it is known. A sum of float64 adds integers
+// exactly while it stays below 2^53 ns (104 days).
+func (t *known) addOne(x int64) {
+	if x >= 0 {
+		t.sum += float64(x)
+		t.n++
+	}
+}
+
+// merge adds u's values.
+func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
+
+// mergeSketch adds the times s counts.
+func (t *known) mergeSketch(s *Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
+
+func (t known) mean() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return t.sum / float64(t.n)
+}
+
+// sums is a span of records reduced to the totals a means-only summary
+// needs.
+type sums struct {
+	wall, busy known
+	cpu, gpu   [MaxStages]known
+	samples    int64
+}
+
+// merge adds u's totals.
+func (m *sums) merge(u *sums) {
+	m.wall.merge(u.wall)
+	m.busy.merge(u.busy)
+	for k := range m.cpu {
+		m.cpu[k].merge(u.cpu[k])
+		m.gpu[k].merge(u.gpu[k])
+	}
+	m.samples += u.samples
 }

@@ -109,6 +109,22 @@ func TestBaselineHugeTimes(t *testing.T) {
 	}
 }
 
+// A Baseline fed a run's aggregates has about the means of one fed its
+// steps.
+func TestAggregateBaseline(t *testing.T) {
+	recs := plant(2000, 5)
+	rawBase, aggBase := NewBaseline(plantNames), NewBaseline(plantNames)
+	for i := range recs {
+		rawBase.Add(&recs[i])
+	}
+	aggregated(recs).Each(aggBase.AddAggregate)
+	whole := int((recs[len(recs)-1].EndNs - rawBase.AnchorNs()) / 1e9)
+	rb, ab := rawBase.Means(whole), aggBase.Means(whole)
+	if rb.Steps == 0 || ab.Steps == 0 || math.Abs(ab.WallMean-rb.WallMean) > 0.02*rb.WallMean {
+		t.Errorf("baseline from aggregates %d steps, wall mean %v; from steps %d, %v", ab.Steps, ab.WallMean, rb.Steps, rb.WallMean)
+	}
+}
+
 // BenchmarkBaseline is what a viewer attached to 64 ranks spends on the
 // drift baseline in its first minutes: every step of every rank added
 // (7 stages, CPU times only, 100 steps/s a rank, interleaved as they

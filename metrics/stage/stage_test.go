@@ -342,3 +342,27 @@ func TestReservedRingAddsWithoutAllocating(t *testing.T) {
 		t.Fatalf("reserved ring summarizes as\n%+v\nnot as\n%+v", a, b)
 	}
 }
+
+func TestTimerProgress(t *testing.T) {
+	tm, err := NewTimer([]string{DataWait, Forward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := tm.Progress(); p.Step != -1 || p.Stage != "" {
+		t.Fatalf("before the first step: %+v", p)
+	}
+	tm.StartStep(7)
+	sp := tm.Begin(0)
+	p := tm.Progress()
+	if p.Step != 7 || p.Stage != DataWait || p.SinceNs < p.StepStartNs || p.SinceNs > p.TimeNs {
+		t.Fatalf("in data_wait: %+v", p)
+	}
+	sp.End()
+	if p := tm.Progress(); p.Stage != Other {
+		t.Fatalf("between spans: %+v", p)
+	}
+	tm.EndStep(8, 0, false)
+	if p := tm.Progress(); p.Done != 1 || p.Stage != Other {
+		t.Fatalf("after the step: %+v", p)
+	}
+}

@@ -256,16 +256,6 @@ func workersAdvice(l *LoaderStats) string {
 		units.Pct(l.WorkerBusy), l.Prefetch, l.QueueDepth, l.QueueCap)
 }
 
-// rechunkArgs names the source and a destination beside it for the
-// rechunk advice, or placeholders when the dataset is unknown.
-func rechunkArgs(data string) string {
-	data = strings.TrimSuffix(data, "/")
-	if data == "" {
-		return "SRC DST"
-	}
-	return data + " " + strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
-}
-
 // biggestOther returns the largest stage that no earlier rule covers: a
 // custom stage, the ranks waiting for each other (comm), or with GPU timings
 // a network stage that alone dominates.
