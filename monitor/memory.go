@@ -1,7 +1,7 @@
 package monitor
 
 import (
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -9,16 +9,16 @@ import (
 // HistoryLen refreshes, for the memory-creep rule.
 type memHistory struct {
 	pid         int
-	rss, gpuMem stage.Series
+	rss, gpuMem verdict.Series
 }
 
 // host gathers the verdict's host readings from s and records this
 // refresh's memory; a new trainer pid starts the history afresh.
-func (m *memHistory) host(s *snapshot.Snapshot, pid int) *stage.Host {
+func (m *memHistory) host(s *snapshot.Snapshot, pid int) *verdict.Host {
 	if pid != m.pid {
 		*m = memHistory{pid: pid}
 	}
-	h := &stage.Host{MemUsed: s.CPU.MemUsed.Or(0), MemTotal: s.CPU.MemTotal.Or(0), SwapUsed: s.CPU.SwapUsed.Or(0)}
+	h := &verdict.Host{MemUsed: s.CPU.MemUsed.Or(0), MemTotal: s.CPU.MemTotal.Or(0), SwapUsed: s.CPU.SwapUsed.Or(0)}
 	now := s.Time.UnixNano()
 	if d := trainerDevice(s); d != nil {
 		h.GPUMemUsed, h.GPUMemTotal = d.MemUsed.Or(0), d.MemTotal.Or(0)
@@ -54,7 +54,7 @@ func trainerDevice(s *snapshot.Snapshot) *snapshot.Device {
 }
 
 // addCapped appends a sample, dropping the oldest beyond HistoryLen.
-func addCapped(s *stage.Series, t int64, v float64) {
+func addCapped(s *verdict.Series, t int64, v float64) {
 	if len(s.TimeNs) >= HistoryLen {
 		s.TimeNs = append(s.TimeNs[:0], s.TimeNs[1:]...)
 		s.Value = append(s.Value[:0], s.Value[1:]...)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/ring"
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -67,11 +67,11 @@ type Remote interface {
 type RemoteReading struct {
 	// Inputs are the shown rank's verdict inputs; Judged is false when no
 	// rank was read (no verdict then).
-	Inputs stage.Inputs
+	Inputs verdict.Inputs
 	Judged bool
 	// Ranks are the window summaries of the connected ranks, for the
 	// straggler rule.
-	Ranks []stage.RankSummary
+	Ranks []verdict.RankSummary
 	// Steps is the shown trainer's step count (the steps/s history).
 	Steps int64
 }
@@ -110,7 +110,7 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	host := c.mem.host(&s, t.PID)
 	if in, ok := primary.Inputs(&s, host); ok {
 		in.Ranks = ranks
-		v := stage.Judge(in)
+		v := verdict.Judge(in)
 		s.Verdict = &v
 	}
 	c.record(&s, primary.Steps())
@@ -124,7 +124,7 @@ func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 	if rd.Judged {
 		in := rd.Inputs
 		in.Ranks = rd.Ranks
-		v := stage.Judge(in)
+		v := verdict.Judge(in)
 		s.Verdict = &v
 	}
 	c.record(s, rd.Steps)
@@ -134,7 +134,7 @@ func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 // rank of the group (each rank judged on its own, or in brief: BriefRanks),
 // and returns the feed
 // they come from and the window summaries of the connected ranks.
-func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.RankSummary) {
+func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []verdict.RankSummary) {
 	if c.Group == nil {
 		c.Feed.Fill(s)
 		return c.Feed, nil
@@ -149,7 +149,7 @@ func (c *Snapshotter) fillTrainer(s *snapshot.Snapshot) (*feed.Feed, []stage.Ran
 		c.host, _ = os.Hostname()
 	}
 	s.Ranks = make([]snapshot.Rank, len(feeds))
-	var sums []stage.RankSummary
+	var sums []verdict.RankSummary
 	for i, rf := range feeds {
 		var b feed.Brief
 		if i == 0 || !c.BriefRanks {
@@ -171,7 +171,7 @@ func (c *Snapshotter) fullRank(s *snapshot.Snapshot, rf RankFeed, shown bool) (s
 	rs := snapshot.Snapshot{Time: s.Time, Window: s.Window}
 	rf.Feed.Fill(&rs)
 	if in, ok := rf.Feed.Inputs(&rs, nil); ok {
-		v := stage.Judge(in)
+		v := verdict.Judge(in)
 		rs.Verdict = &v
 	}
 	if shown {
@@ -189,8 +189,8 @@ func (c *Snapshotter) fullRank(s *snapshot.Snapshot, rf RankFeed, shown bool) (s
 // rankSummary is what the run's rules read of one rank: its window, where
 // it runs, its latest progress and when it was last heard from; ok is
 // false for a rank never connected.
-func rankSummary(r *snapshot.Rank, b feed.Brief) (stage.RankSummary, bool) {
-	sum := stage.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: b.Progress}
+func rankSummary(r *snapshot.Rank, b feed.Brief) (verdict.RankSummary, bool) {
+	sum := verdict.RankSummary{Rank: r.Rank, PID: r.PID, Host: r.Host, Progress: b.Progress}
 	switch r.Link {
 	case snapshot.LinkConnected:
 		if !b.Heard.IsZero() {
@@ -209,15 +209,15 @@ func rankSummary(r *snapshot.Rank, b feed.Brief) (stage.RankSummary, bool) {
 
 // missingRanks are the ranks below world that have no feed: they never
 // answered a hello.
-func missingRanks(feeds []RankFeed, world int) []stage.RankSummary {
+func missingRanks(feeds []RankFeed, world int) []verdict.RankSummary {
 	have := map[int]bool{}
 	for _, rf := range feeds {
 		have[rf.Rank] = true
 	}
-	var out []stage.RankSummary
+	var out []verdict.RankSummary
 	for r := 0; r < world; r++ {
 		if !have[r] {
-			out = append(out, stage.RankSummary{Rank: r, Missing: true})
+			out = append(out, verdict.RankSummary{Rank: r, Missing: true})
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // rankOf is who wrote a run summary: the launcher's rank, world size and
@@ -66,7 +67,7 @@ type jobSummary struct {
 	Missing []int `json:"missing"`
 	// Straggler is the straggler verdict over the whole run; null when no
 	// rank held the others back.
-	Straggler *stage.Verdict `json:"straggler"`
+	Straggler *verdict.Verdict `json:"straggler"`
 	// OverTime is the straggler verdict of each interval of the ranks'
 	// common timeline.
 	OverTime []jobWindow `json:"over_time"`
@@ -75,22 +76,22 @@ type jobSummary struct {
 
 // jobRank is one rank's line of the job summary.
 type jobRank struct {
-	Rank       int            `json:"rank"`
-	Host       string         `json:"host"`
-	PID        int            `json:"pid"`
-	Steps      int64          `json:"steps"`
-	StepMeanNs float64        `json:"step_mean_ns"`
-	Stages     []runStage     `json:"stages"`
-	DDP        *ddpDetail     `json:"ddp"`
-	Verdict    *stage.Verdict `json:"verdict"` // the rank's own
-	Summary    string         `json:"summary"` // the rank's own file
+	Rank       int              `json:"rank"`
+	Host       string           `json:"host"`
+	PID        int              `json:"pid"`
+	Steps      int64            `json:"steps"`
+	StepMeanNs float64          `json:"step_mean_ns"`
+	Stages     []runStage       `json:"stages"`
+	DDP        *ddpDetail       `json:"ddp"`
+	Verdict    *verdict.Verdict `json:"verdict"` // the rank's own
+	Summary    string           `json:"summary"` // the rank's own file
 }
 
 // jobWindow is one interval of the run and its straggler, if any.
 type jobWindow struct {
-	StartSec  float64        `json:"start_sec"` // since the run's first instant
-	EndSec    float64        `json:"end_sec"`
-	Straggler *stage.Verdict `json:"straggler"`
+	StartSec  float64          `json:"start_sec"` // since the run's first instant
+	EndSec    float64          `json:"end_sec"`
+	Straggler *verdict.Verdict `json:"straggler"`
 }
 
 // rankDoc is a rank's summary and where it was read from.
@@ -120,20 +121,20 @@ func buildJob(dir, run string, ranks []rankDoc) (*jobSummary, error) {
 	first := ranks[0].s.RankOf
 	j := &jobSummary{Schema: jobSchema, Run: run, Launcher: first.Launcher, WorldSize: first.WorldSize, Missing: []int{}, OverTime: []jobWindow{}}
 	have := map[int]bool{}
-	var sums []stage.RankSummary
+	var sums []verdict.RankSummary
 	for _, d := range ranks {
 		s := d.s
 		have[s.RankOf.Rank] = true
 		j.Ranks = append(j.Ranks, jobRank{Rank: s.RankOf.Rank, Host: s.Host, PID: s.PID, Steps: s.Steps, StepMeanNs: s.StepMeanNs,
 			Stages: s.Stages, DDP: s.DDP, Verdict: s.Verdict, Summary: d.path})
-		sums = append(sums, stage.RankSummary{Rank: s.RankOf.Rank, PID: s.PID, Host: s.Host, Summary: s.stageSummary()})
+		sums = append(sums, verdict.RankSummary{Rank: s.RankOf.Rank, PID: s.PID, Host: s.Host, Summary: s.stageSummary()})
 	}
 	for r := 0; r < j.WorldSize; r++ {
 		if !have[r] {
 			j.Missing = append(j.Missing, r)
 		}
 	}
-	if v, ok := stage.DiagnoseRanks(sums); ok {
+	if v, ok := verdict.DiagnoseRanks(sums); ok {
 		j.Straggler = &v
 	}
 	j.OverTime = overTime(ranks)
@@ -182,13 +183,13 @@ func overTime(ranks []rankDoc) []jobWindow {
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	out := []jobWindow{}
 	for i := 1; i < len(ts); i++ {
-		var sums []stage.RankSummary
+		var sums []verdict.RankSummary
 		for _, d := range ranks {
 			a, b := pointAt(d.s.Timeline, ts[i-1]), pointAt(d.s.Timeline, ts[i])
-			sums = append(sums, stage.RankSummary{Rank: d.s.RankOf.Rank, PID: d.s.PID, Host: d.s.Host, Summary: between(a, b)})
+			sums = append(sums, verdict.RankSummary{Rank: d.s.RankOf.Rank, PID: d.s.PID, Host: d.s.Host, Summary: between(a, b)})
 		}
 		w := jobWindow{StartSec: float64(ts[i-1]-ts[0]) / 1e9, EndSec: float64(ts[i]-ts[0]) / 1e9}
-		if v, ok := stage.DiagnoseRanks(sums); ok {
+		if v, ok := verdict.DiagnoseRanks(sums); ok {
 			w.Straggler = &v
 		}
 		out = append(out, w)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // scriptSummary is the end-of-run document the instrumented Python process
@@ -34,7 +35,7 @@ type scriptSummary struct {
 	// Stacks are the run's stack samples (a stacks frame's body), null
 	// without any.
 	Stacks  *stage.StackSamples `json:"stacks"`
-	Verdict *stage.Verdict      `json:"verdict,omitempty"`
+	Verdict *verdict.Verdict    `json:"verdict,omitempty"`
 	// RankOf is the launcher's rank of the process, null for a single one;
 	// Host is where it ran.
 	RankOf *rankOf `json:"rank_of,omitempty"`
@@ -131,7 +132,7 @@ func readSummaries(dir string, start time.Time, stderr io.Writer) ([]rankDoc, er
 			continue
 		}
 		s.code = stage.ProfileOf(s.Stacks)
-		v := stage.Judge(stage.Inputs{Summary: s.stageSummary(), Loader: s.Loader, Code: s.code})
+		v := verdict.Judge(verdict.Inputs{Summary: s.stageSummary(), Loader: s.Loader, Code: s.code})
 		s.Verdict = &v
 		if err := addVerdict(p, v); err != nil {
 			fmt.Fprintln(stderr, "pipetop:", err)
@@ -180,7 +181,7 @@ func (s *scriptSummary) stageSummary() stage.Summary {
 }
 
 // addVerdict writes the verdict into the summary file at path, atomically.
-func addVerdict(path string, v stage.Verdict) error {
+func addVerdict(path string, v verdict.Verdict) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("add the verdict to %s: %w", path, err)
@@ -265,7 +266,7 @@ func hotLines(p *stage.CodeProfile) []string {
 		if g.Role == stage.RoleTrain {
 			who = "training thread in " + g.Stage
 		}
-		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, g.Hot.Phrase(), g.Samples))
+		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, verdict.Phrase(g.Hot), g.Samples))
 	}
 	return out
 }

@@ -70,6 +70,39 @@ func TestSpanAllocatesNothing(t *testing.T) {
 	}
 }
 
+// plantedWith is planted for arbitrary stage names: custom names go before
+// other.
+func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
+	names := append([]string(nil), Canonical[:len(Canonical)-1]...)
+	for name := range stages {
+		if !IsKnown(name) {
+			names = append(names, name)
+		}
+	}
+	names = append(names, Other)
+	w := NewStepRing(names, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), NumStages: len(names), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range names {
+			r.CPU[k] = int64(stages[name] * 1e6)
+			sum += r.CPU[k]
+			if gpuFwdMs > 0 {
+				r.GPU[k] = 0
+				if name == Forward {
+					r.GPU[k] = int64(gpuFwdMs * 1e6)
+				}
+			}
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
+
 func TestSummarize(t *testing.T) {
 	s := plantedWith(100, map[string]float64{DataWait: 6, Forward: 3, Other: 1}, 0)
 	if s.Steps != 100 || s.WallMean != 10e6 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -39,11 +40,11 @@ type Feed struct {
 	ep       ipc.Endpoint
 	link     snapshot.Link
 	loader   *stage.LoaderStats
-	progress *stage.Progress // the latest in-flight sample
-	heard    time.Time       // when the last hello or frame arrived
-	base     *stage.Baseline // the run's first minutes, for drift
-	baseKey  baselineKey     // what baseSum summarizes
-	baseSum  *stage.Summary  // the latest baseline summary (nil: too few steps)
+	progress *stage.Progress   // the latest in-flight sample
+	heard    time.Time         // when the last hello or frame arrived
+	base     *verdict.Baseline // the run's first minutes, for drift
+	baseKey  baselineKey       // what baseSum summarizes
+	baseSum  *stage.Summary    // the latest baseline summary (nil: too few steps)
 	event    *ipc.Event
 	code     codeWindow // the stacks frames, profiled per window
 	config   configInfo // parsed from the hello
@@ -64,7 +65,7 @@ func New(capacity int) *Feed {
 		capacity = DefaultCapacity
 	}
 	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), aggs: stage.NewAggRing(nil, AggCapacity),
-		base: stage.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
+		base: verdict.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
 // NewBrief returns a Feed for a rank that a run's view shows in brief
@@ -372,7 +373,7 @@ func (f *Feed) keep(g stage.Aggregate) {
 func (f *Feed) reset(names []string) {
 	f.win = stage.NewStepRing(names, f.capacity)
 	f.aggs = stage.NewAggRing(names, AggCapacity)
-	f.base = stage.NewBaseline(names)
+	f.base = verdict.NewBaseline(names)
 }
 
 // baseline summarizes the run's first minutes, or at most the first third
@@ -386,14 +387,14 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 	if anchor == 0 {
 		return nil
 	}
-	whole := int(min((nowNs-anchor)/3, int64(stage.BaselineNs)) / 1e9)
+	whole := int(min((nowNs-anchor)/3, int64(verdict.BaselineNs)) / 1e9)
 	key := baselineKey{base: f.base, whole: whole}
 	if key == f.baseKey {
 		return f.baseSum
 	}
 	f.baseKey, f.baseSum = key, nil
 	b := f.base.Means(whole) // drift compares means
-	if b.Steps >= stage.MinSteps {
+	if b.Steps >= verdict.MinSteps {
 		f.baseSum = &b
 	}
 	return f.baseSum
@@ -401,7 +402,7 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 
 // baselineKey names what a baseline summary was made of.
 type baselineKey struct {
-	base  *stage.Baseline
+	base  *verdict.Baseline
 	whole int // seconds since the first step
 }
 
@@ -559,16 +560,16 @@ func (f *Feed) summarize(d time.Duration) (stage.Summary, bool) {
 // link, start time and the run's first minutes; h is the host readings
 // (nil when unknown). ok is false before the trainer's hello: there is
 // nothing to judge.
-func (f *Feed) Inputs(s *snapshot.Snapshot, h *stage.Host) (in stage.Inputs, ok bool) {
+func (f *Feed) Inputs(s *snapshot.Snapshot, h *verdict.Host) (in verdict.Inputs, ok bool) {
 	if s.Trainer == nil {
-		return stage.Inputs{}, false
+		return verdict.Inputs{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.hello == nil {
-		return stage.Inputs{}, false
+		return verdict.Inputs{}, false
 	}
-	in = stage.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
+	in = verdict.Inputs{Loader: s.Loader, Progress: s.Progress, NowNs: s.Time.UnixNano(),
 		Live: f.link.State == snapshot.LinkConnected, StartNs: f.hello.StartNs, Host: h, Code: s.Code}
 	if in.StartNs == 0 {
 		in.StartNs = f.link.Since.UnixNano()

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"fmt"
-	"github.com/pipetop/pipetop/monitor"
 	"math"
 	"sort"
 	"strconv"
@@ -12,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor"
+
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -144,7 +145,7 @@ func (v *View) Fill(s *snapshot.Snapshot) monitor.RemoteReading {
 	for _, r := range rs {
 		if r.connected && r.summary != nil {
 			pid, _ := strconv.Atoi(r.pid)
-			rd.Ranks = append(rd.Ranks, stage.RankSummary{Rank: r.rank, PID: pid, Host: cmpOr(r.host, r.instance), Summary: *r.summary})
+			rd.Ranks = append(rd.Ranks, verdict.RankSummary{Rank: r.rank, PID: pid, Host: cmpOr(r.host, r.instance), Summary: *r.summary})
 		}
 	}
 	return rd

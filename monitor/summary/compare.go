@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
 )
 
@@ -323,7 +324,7 @@ type pythonSummary struct {
 		MeanNs float64 `json:"mean_ns"`
 		Share  float64 `json:"share"`
 	} `json:"stages"`
-	Verdict *stage.Verdict `json:"verdict"`
+	Verdict *verdict.Verdict `json:"verdict"`
 }
 
 // PythonSchema is the schema of the Python publisher's summary file.

@@ -1,4 +1,6 @@
-package stage
+package verdict
+
+import "github.com/pipetop/pipetop/metrics/stage"
 
 // Baseline accumulates the means of a run's first minutes, for the drift
 // rule, without keeping its steps: it sums each whole second since the
@@ -32,13 +34,13 @@ type baselineSecond struct {
 func NewBaseline(names []string) *Baseline {
 	b := &Baseline{names: append([]string(nil), names...), rankWait: make([]bool, len(names))}
 	for k, n := range names {
-		b.rankWait[k] = ClassOf(n) == ClassComm
+		b.rankWait[k] = stage.ClassOf(n) == stage.ClassComm
 	}
 	return b
 }
 
 // Add counts r when it belongs to the run's first minutes.
-func (b *Baseline) Add(r *Record) {
+func (b *Baseline) Add(r *stage.Record) {
 	b.seen++
 	if b.seen == 1 {
 		b.anchorNs = r.EndNs
@@ -61,7 +63,7 @@ func (b *Baseline) Add(r *Record) {
 	s.wall.addOne(r.EndNs - r.StartNs)
 	s.samples += int64(r.Samples)
 	n := min(r.NumStages, len(b.names))
-	busy := int64(absent)
+	busy := int64(-1) // unknown, as a Record writes it, until a stage has a GPU time
 	for k := range n {
 		s.cpu[k].addOne(r.CPU[k])
 		s.gpu[k].addOne(r.GPU[k])
@@ -80,7 +82,7 @@ func (b *Baseline) Add(r *Record) {
 // AddAggregate counts g's steps when they belong to the run's first
 // minutes. An aggregate counts whole, in the second in which its last step
 // ended; one that ends within the first BaselineSkip steps is left out.
-func (b *Baseline) AddAggregate(g *Aggregate) {
+func (b *Baseline) AddAggregate(g *stage.Aggregate) {
 	b.seen += int(g.Steps)
 	if b.anchorNs == 0 {
 		b.anchorNs = g.EndNs
@@ -127,7 +129,7 @@ func (b *Baseline) AnchorNs() int64 { return b.anchorNs }
 // Means summarizes the kept steps that ended at most whole seconds after
 // the anchor, as StepRing.MeansBetween would: counts, span, rates, means
 // and shares, every quantile zero.
-func (b *Baseline) Means(whole int) Summary {
+func (b *Baseline) Means(whole int) stage.Summary {
 	var m sums
 	var n int
 	var last *baselineSecond
@@ -141,18 +143,18 @@ func (b *Baseline) Means(whole int) Summary {
 		last = s
 	}
 	if n == 0 {
-		return Summary{}
+		return stage.Summary{}
 	}
-	s := Summary{Steps: n, LastStep: last.lastStep, LastEndNs: last.lastNs, SpanNs: last.lastNs - b.startNs}
+	s := stage.Summary{Steps: n, LastStep: last.lastStep, LastEndNs: last.lastNs, SpanNs: last.lastNs - b.startNs}
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
 		s.SamplesPerSec = float64(m.samples) / sec
 	}
 	s.WallMean = m.wall.mean()
-	s.Stages = make([]StageStat, len(b.names))
+	s.Stages = make([]stage.StageStat, len(b.names))
 	for k, name := range b.names {
-		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
+		s.Stages[k] = stage.StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
 	}
 	s.Finish(m.busy.mean())
 	return s
@@ -178,7 +180,7 @@ func (t *known) addOne(x int64) {
 func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
 
 // mergeSketch adds the times s counts.
-func (t *known) mergeSketch(s *Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
+func (t *known) mergeSketch(s *stage.Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
 
 func (t known) mean() float64 {
 	if t.n == 0 {
@@ -191,7 +193,7 @@ func (t known) mean() float64 {
 // needs.
 type sums struct {
 	wall, busy known
-	cpu, gpu   [MaxStages]known
+	cpu, gpu   [stage.MaxStages]known
 	samples    int64
 }
 

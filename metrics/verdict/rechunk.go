@@ -1,9 +1,10 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -19,11 +20,11 @@ func rechunkArgs(data string) string {
 
 // amplified is the array that decodes the most bytes at HighReadAmp or
 // more; nil when none does.
-func amplified(l *LoaderStats) *ZarrArray {
+func amplified(l *stage.LoaderStats) *stage.ZarrArray {
 	if l == nil {
 		return nil
 	}
-	var best *ZarrArray
+	var best *stage.ZarrArray
 	for i := range l.Zarr {
 		a := &l.Zarr[i]
 		if a.ReadAmp >= HighReadAmp && (best == nil || a.BytesDecoded > best.BytesDecoded) {
@@ -35,7 +36,7 @@ func amplified(l *LoaderStats) *ZarrArray {
 
 // zarrAdvice is the rechunk advice for the loader's most amplified Zarr
 // array; ok is false when none is amplified.
-func zarrAdvice(l *LoaderStats) (advice string, ok bool) {
+func zarrAdvice(l *stage.LoaderStats) (advice string, ok bool) {
 	a := amplified(l)
 	if a == nil {
 		return "", false
@@ -46,7 +47,7 @@ func zarrAdvice(l *LoaderStats) (advice string, ok bool) {
 }
 
 // rechunkHow says how to store a in chunks of one frame.
-func rechunkHow(a *ZarrArray) string {
+func rechunkHow(a *stage.ZarrArray) string {
 	one := shapeText(append([]int{1}, a.Shape[min(1, len(a.Shape)):]...))
 	switch {
 	case len(a.Shape) < 3:
