@@ -54,7 +54,6 @@ var (
 	zdecode  = lib("zarr", "Array._process_chunk", "zarr/core.py", 1921)
 	zread    = lib("zarr", "DirectoryStore._fromfile", "zarr/storage.py", 1080)
 	mainLoop = []CodeFrame{fr("<module>", "train.py", 120)}
-	logging  = fr("log_metrics", "train.py", 88)
 )
 
 func join(parts ...[]CodeFrame) []CodeFrame {

@@ -112,7 +112,7 @@ func TestBaselineHugeTimes(t *testing.T) {
 }
 
 // plant makes n records of a loader that spikes every period steps and a
-// GPU that times forward.
+// GPU that times forward, as metrics/stage's aggregate tests do.
 func plant(n, period int) []stage.Record {
 	rng := rand.New(rand.NewPCG(1, 2))
 	recs := make([]stage.Record, n)

@@ -7,6 +7,9 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
+// The stack fixtures below are those of metrics/stage's profile tests,
+// for the verdicts and the hot spot's words that cite them.
+
 // fr is a frame of the user's code; lib one of a library's.
 func fr(name, file string, line int) stage.CodeFrame {
 	return stage.CodeFrame{Name: name, File: file, Line: line}

@@ -78,8 +78,9 @@ func TestDiagnoseWarmingUp(t *testing.T) {
 	}
 }
 
-// plantedWith is planted for arbitrary stage names: custom names go before
-// other.
+// plantedWith summarizes n steps of the canonical stages and of any custom
+// ones in stages (before other), each stage taking stages[name] ms; forward
+// also takes gpuFwdMs ms on the GPU when that is above 0.
 func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) stage.Summary {
 	names := append([]string(nil), stage.Canonical[:len(stage.Canonical)-1]...)
 	for name := range stages {
