@@ -127,8 +127,8 @@ func (b *Baseline) second(endNs int64) int {
 func (b *Baseline) AnchorNs() int64 { return b.anchorNs }
 
 // Means summarizes the kept steps that ended at most whole seconds after
-// the anchor, as StepRing.MeansBetween would: counts, span, rates, means
-// and shares, every quantile zero.
+// the anchor, as stage.StepRing.SummarizeBetween would: counts, span,
+// rates, means and shares, every quantile zero.
 func (b *Baseline) Means(whole int) stage.Summary {
 	var m sums
 	var n int
@@ -161,7 +161,7 @@ func (b *Baseline) Means(whole int) stage.Summary {
 }
 
 // known is a running sum of known values and their count, for a mean
-// (not a run's Totals).
+// (not a run's stage.Totals).
 type known struct {
 	sum float64
 	n   int
