@@ -8,6 +8,7 @@ import (
 	"github.com/pipetop/pipetop/export/scrapetest"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -23,8 +24,8 @@ func stepsFrom(first, n int64, t time.Time) *ipc.Frame {
 	return fr
 }
 
-// A sample judges as a refresh of the monitor does (once for the run, and
-// once for each rank's own verdict in a run of ranks), and a scrape judges
+// A sample judges as a refresh of the monitor does (one Judge call, for
+// the run and each rank's own verdict), and a scrape judges
 // nothing: it reads the latest snapshot, its counters brought up to the
 // scrape (new steps show without a new sample).
 func TestScrapeJudgesNothing(t *testing.T) {
@@ -46,14 +47,14 @@ func TestScrapeJudgesNothing(t *testing.T) {
 			apply(r, ipc.Message{Frame: stepsFrom(0, 100, t0)})
 		}
 		calls := 0
-		c.Judge = func(in stage.Inputs) stage.Verdict {
+		c.Judge = func(r verdict.Run) verdict.Judgement {
 			calls++
-			return stage.Judge(in)
+			return verdict.JudgeRun(r)
 		}
 		e := New(c, Options{Interval: time.Hour, Window: snapshot.Window{Label: "5s", Seconds: 5}})
 		e.Sample(t0)
-		if want := 1 + ranks; calls != want {
-			t.Errorf("%d ranks: a sample made %d Judge calls, want %d", ranks, calls, want)
+		if calls != 1 {
+			t.Errorf("%d ranks: a sample made %d Judge calls, want 1", ranks, calls)
 		}
 		srv := httptest.NewServer(e.Handler())
 		id := L{"trainer": "judged"}
@@ -74,8 +75,8 @@ func TestScrapeJudgesNothing(t *testing.T) {
 			apply(0, ipc.Message{Frame: stepsFrom(100, 50, t0)})
 		}
 		srv.Close()
-		if want := 1 + ranks; calls != want {
-			t.Errorf("%d ranks: %d Judge calls after the scrapes, want the sample's %d", ranks, calls, want)
+		if calls != 1 {
+			t.Errorf("%d ranks: %d Judge calls after the scrapes, want the sample's 1", ranks, calls)
 		}
 	}
 }

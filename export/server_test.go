@@ -15,6 +15,7 @@ import (
 	"github.com/pipetop/pipetop/export/scrapetest"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/sources"
@@ -100,10 +101,10 @@ func TestServeScrape(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 
 	id := L{"trainer": "exporttest"}
-	verdict := L{"trainer": "exporttest", "kind": string(stage.InputBound), "stage": stage.DataWait}
+	verdictLabels := L{"trainer": "exporttest", "kind": string(verdict.InputBound), "stage": stage.DataWait}
 	mfs := scrapetest.Until(t, base+"/metrics", "input-bound verdict and 50 steps", func(m scrapetest.Families) bool {
 		v, _ := m.Value("pipetop_trainer_steps_total", id)
-		return m.Is("pipetop_verdict", verdict, 1) && v >= 50 && m.Has("pipetop_loader_worker_busy_ratio", id)
+		return m.Is("pipetop_verdict", verdictLabels, 1) && v >= 50 && m.Has("pipetop_loader_worker_busy_ratio", id)
 	})
 	// One scrape reads one copy of the totals: per-step figures are exact.
 	steps, _ := mfs.Value("pipetop_trainer_steps_total", id)
@@ -174,7 +175,7 @@ func TestServeScrape(t *testing.T) {
 	startPublisher(t, "exporttest")
 	scrapetest.Until(t, base+"/metrics", "reconnected, counting on", func(m scrapetest.Families) bool {
 		v, _ := m.Value("pipetop_trainer_steps_total", id)
-		return m.Is("pipetop_trainer_connected", id, 1) && m.Is("pipetop_verdict", verdict, 1) && v > before+10
+		return m.Is("pipetop_trainer_connected", id, 1) && m.Is("pipetop_verdict", verdictLabels, 1) && v > before+10
 	})
 
 	cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -89,7 +90,7 @@ func TestGroupAttachesEveryRank(t *testing.T) {
 	}
 	m.AwaitLink(ctx, 5*time.Second)
 	s := waitSnapshot(t, m, "both ranks and the straggler", func(s snapshot.Snapshot) bool {
-		return len(s.Ranks) == 2 && s.Verdict != nil && s.Verdict.Kind == stage.Straggler
+		return len(s.Ranks) == 2 && s.Verdict != nil && s.Verdict.Kind == verdict.Straggler
 	})
 	if *s.Verdict.Rank != 1 || s.Ranks[0].Rank != 0 || s.Ranks[1].PID != os.Getpid() || s.Trainer == nil || *s.Trainer.Rank != 0 {
 		t.Fatalf("verdict %+v, ranks %+v", s.Verdict, s.Ranks)
@@ -202,7 +203,7 @@ func TestBriefRanks(t *testing.T) {
 		full := c.Snapshot(now, Windows[0])
 		c.Group, c.BriefRanks = group(true), true
 		brief := c.Snapshot(now, Windows[0])
-		if full.Verdict == nil || full.Verdict.Kind != stage.Straggler || full.Verdict.Rank == nil || *full.Verdict.Rank != 5 {
+		if full.Verdict == nil || full.Verdict.Kind != verdict.Straggler || full.Verdict.Rank == nil || *full.Verdict.Rank != 5 {
 			t.Fatalf("aggs %v: the planted straggler was not found: %+v", aggs, full.Verdict)
 		}
 		if !reflect.DeepEqual(full.Verdict, brief.Verdict) || !reflect.DeepEqual(full.Summary, brief.Summary) || full.Trainer.PID != brief.Trainer.PID {

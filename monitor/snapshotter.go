@@ -10,6 +10,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/ring"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -45,12 +46,12 @@ type Snapshotter struct {
 	// BriefRanks gives every rank of a Group but the lowest its link, pid
 	// and summary only (a brief feed.View), a summary without the stages'
 	// quantiles and wait pattern: no verdict of its own, trainer, loader
-	// or totals. The lowest rank has no verdict of its own either: the
-	// run's is the one shown. The screen shows nothing else of them; the
-	// JSON snapshot and the exporter want it all.
+	// or totals. The screen shows nothing else of them; the JSON snapshot
+	// and the exporter want it all.
 	BriefRanks bool
-	// Judge is the verdict (stage.Judge when nil); tests count its calls.
-	Judge func(stage.Inputs) stage.Verdict
+	// Judge judges a refresh, called once per Snapshot (verdict.JudgeRun
+	// when nil); tests count its calls.
+	Judge func(verdict.Run) verdict.Judgement
 
 	mu        sync.Mutex
 	lastSteps int64
@@ -76,14 +77,14 @@ type Remote interface {
 type RemoteReading struct {
 	// Inputs are the shown rank's verdict inputs; Judged is false when no
 	// rank was read (no verdict then).
-	Inputs stage.Inputs
+	Inputs verdict.Inputs
 	Judged bool
 	// Ranks are the window summaries of the connected ranks, for the
 	// straggler rule.
-	Ranks []stage.RankSummary
+	Ranks []verdict.RankSummary
 	// Own are the inputs of the snapshot's ranks judged on their own, by
 	// index in its Ranks; nil for a rank without a verdict.
-	Own []*stage.Inputs
+	Own []*verdict.Inputs
 	// Steps is the shown trainer's step count (the steps/s history).
 	Steps int64
 }
@@ -113,9 +114,7 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	side := c.read(now, w)
 	t := source.Target{PID: side.shown.WatchPID, TrainingTID: side.shown.TrainingTID}
 	c.sample(&s, now, t)
-	run, own := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))
-	verdict, verdicts := c.judge(run, own)
-	side.fill(&s, verdict, verdicts)
+	side.fill(&s, c.judge(side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))))
 	c.record(&s, side.shown.Steps)
 	return s
 }
@@ -135,8 +134,8 @@ func (c *Snapshotter) sample(s *snapshot.Snapshot, now time.Time, t source.Targe
 // hostReadings are the verdict's host readings: each source's that has
 // some (source.HostFiller), from its part of s, with the memory histories
 // of the trainer pid.
-func (c *Snapshotter) hostReadings(s *snapshot.Snapshot, pid int) *stage.Host {
-	h := &stage.Host{}
+func (c *Snapshotter) hostReadings(s *snapshot.Snapshot, pid int) *verdict.Host {
+	h := &verdict.Host{}
 	for _, src := range c.Sources {
 		if hf, ok := src.(source.HostFiller); ok {
 			hf.FillHost(s, h)
@@ -146,30 +145,13 @@ func (c *Snapshotter) hostReadings(s *snapshot.Snapshot, pid int) *stage.Host {
 	return h
 }
 
-// judge is where a refresh's verdicts are judged, each exactly once: the
-// run's (the shown trainer's inputs with the host readings and every
-// rank's summary; nil: nothing to judge) and, in a full view of a run, each
-// rank's own (nil entries are not judged), which --json and the exporter
-// show per rank.
-func (c *Snapshotter) judge(run *stage.Inputs, own []*stage.Inputs) (verdict *stage.Verdict, verdicts []*stage.Verdict) {
-	judge := c.Judge
-	if judge == nil {
-		judge = stage.Judge
+// judge judges the refresh once (Judge, else verdict.JudgeRun): the
+// run's verdict and each rank's own.
+func (c *Snapshotter) judge(r verdict.Run) verdict.Judgement {
+	if c.Judge != nil {
+		return c.Judge(r)
 	}
-	if run != nil {
-		v := judge(*run)
-		verdict = &v
-	}
-	if own != nil {
-		verdicts = make([]*stage.Verdict, len(own))
-	}
-	for i, in := range own {
-		if in != nil {
-			v := judge(*in)
-			verdicts[i] = &v
-		}
-	}
-	return verdict, verdicts
+	return verdict.JudgeRun(r)
 }
 
 // remote builds s from c.Remote and judges it as a local run of ranks is
@@ -177,15 +159,15 @@ func (c *Snapshotter) judge(run *stage.Inputs, own []*stage.Inputs) (verdict *st
 // rank's own.
 func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 	rd := c.Remote.Fill(s)
-	var run *stage.Inputs
+	r := verdict.Run{Own: rd.Own}
 	if rd.Judged {
 		in := rd.Inputs
 		in.Ranks = rd.Ranks
-		run = &in
+		r.Shown = &in
 	}
-	verdict, verdicts := c.judge(run, rd.Own)
-	s.Verdict = verdict
-	for i, v := range verdicts {
+	j := c.judge(r)
+	s.Verdict = j.Shown
+	for i, v := range j.Own {
 		s.Ranks[i].Verdict = v
 	}
 	c.record(s, rd.Steps)
@@ -196,9 +178,9 @@ func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 type trainerSide struct {
 	shown  feed.View
 	run    bool       // a run of ranks: shown is ranks[0]'s view
-	brief  bool       // ranks but the lowest in brief, none judged on its own
+	brief  bool       // ranks but the lowest in brief, not judged on their own
 	ranks  []rankView // every rank with a feed, by rank
-	absent []stage.RankSummary
+	absent []verdict.RankSummary
 	detail string // replaces the link's detail when set
 }
 
@@ -233,46 +215,47 @@ func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 
 // inputs builds the verdict inputs once per rank, judged at nowNs: the
 // run's (the shown trainer's with the host readings h and, for a run,
-// every rank's summary; nil before a hello) and, in a full view of a run,
-// each rank's own (by index in ranks; nil for a rank before its hello).
-func (t *trainerSide) inputs(nowNs int64, h *stage.Host) (run *stage.Inputs, own []*stage.Inputs) {
-	in, ok := t.shown.Inputs(nowNs)
-	if ok {
+// every rank's summary; nil before a hello) and each rank's own (by index
+// in ranks; nil for a rank before its hello, and for every rank but the
+// lowest in brief).
+func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
+	var r verdict.Run
+	if in, ok := t.shown.Inputs(nowNs); ok {
 		in.Host = h
-		run = &in
+		r.Shown = &in
 	}
 	if !t.run {
-		return run, nil
+		return r
 	}
-	var sums []stage.RankSummary
-	var ins []stage.Inputs
+	var sums []verdict.RankSummary
+	var ins []verdict.Inputs
 	for i := range t.ranks {
-		r := &t.ranks[i]
-		if sum, ok := r.summary(); ok {
+		rv := &t.ranks[i]
+		if sum, ok := rv.summary(); ok {
 			sums = append(sums, sum)
 		}
-		if t.brief {
+		if t.brief && i > 0 {
 			continue
 		}
-		if in, ok := r.view.Inputs(nowNs); ok {
-			if own == nil {
-				own, ins = make([]*stage.Inputs, len(t.ranks)), make([]stage.Inputs, len(t.ranks))
+		if in, ok := rv.view.Inputs(nowNs); ok {
+			if r.Own == nil {
+				r.Own, ins = make([]*verdict.Inputs, len(t.ranks)), make([]verdict.Inputs, len(t.ranks))
 			}
 			ins[i] = in
-			own[i] = &ins[i]
+			r.Own[i] = &ins[i]
 		}
 	}
-	if run != nil {
-		run.Ranks = append(sums, t.absent...)
+	if r.Shown != nil {
+		r.Shown.Ranks = append(sums, t.absent...)
 	}
-	return run, own
+	return r
 }
 
-// fill sets the trainer parts of s from the views and the verdicts: the
-// run's and, by rank, each rank's own.
-func (t *trainerSide) fill(s *snapshot.Snapshot, verdict *stage.Verdict, verdicts []*stage.Verdict) {
+// fill sets the trainer parts of s from the views and the judgement: the
+// run's verdict and, by rank, each rank's own.
+func (t *trainerSide) fill(s *snapshot.Snapshot, j verdict.Judgement) {
 	v := &t.shown
-	s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Code = v.Link, v.Trainer, v.Summary, verdict, v.Loader, v.Totals, v.Code
+	s.Link, s.Trainer, s.Summary, s.Verdict, s.Loader, s.Totals, s.Code = v.Link, v.Trainer, v.Summary, j.Shown, v.Loader, v.Totals, v.Code
 	if t.detail != "" {
 		s.Link.Detail = t.detail
 	}
@@ -285,8 +268,8 @@ func (t *trainerSide) fill(s *snapshot.Snapshot, verdict *stage.Verdict, verdict
 		r := &t.ranks[i]
 		s.Ranks[i] = snapshot.Rank{Rank: r.rank, Host: r.host, Link: r.view.Link.State, PID: r.view.PID, Summary: r.view.Summary,
 			Trainer: r.view.Trainer, Loader: r.view.Loader, Totals: r.view.Totals}
-		if verdicts != nil {
-			s.Ranks[i].Verdict = verdicts[i]
+		if j.Own != nil {
+			s.Ranks[i].Verdict = j.Own[i]
 		}
 	}
 }
@@ -294,9 +277,9 @@ func (t *trainerSide) fill(s *snapshot.Snapshot, verdict *stage.Verdict, verdict
 // summary is what the run's rules read of the rank: its window, where it
 // runs, its latest progress and when it was last heard from; ok is false
 // for a rank never connected.
-func (r *rankView) summary() (stage.RankSummary, bool) {
+func (r *rankView) summary() (verdict.RankSummary, bool) {
 	v := &r.view
-	sum := stage.RankSummary{Rank: r.rank, PID: v.PID, Host: r.host, Progress: v.Progress}
+	sum := verdict.RankSummary{Rank: r.rank, PID: v.PID, Host: r.host, Progress: v.Progress}
 	switch v.Link.State {
 	case snapshot.LinkConnected:
 		if !v.Heard.IsZero() {
@@ -315,15 +298,15 @@ func (r *rankView) summary() (stage.RankSummary, bool) {
 
 // missingRanks are the ranks below world that have no feed: they never
 // answered a hello.
-func missingRanks(feeds []RankFeed, world int) []stage.RankSummary {
+func missingRanks(feeds []RankFeed, world int) []verdict.RankSummary {
 	have := map[int]bool{}
 	for _, rf := range feeds {
 		have[rf.Rank] = true
 	}
-	var out []stage.RankSummary
+	var out []verdict.RankSummary
 	for r := 0; r < world; r++ {
 		if !have[r] {
-			out = append(out, stage.RankSummary{Rank: r, Missing: true})
+			out = append(out, verdict.RankSummary{Rank: r, Missing: true})
 		}
 	}
 	return out
@@ -419,13 +402,13 @@ func (c *Snapshotter) record(s *snapshot.Snapshot, steps int64) {
 // HistoryLen refreshes, for the memory-creep rule.
 type memHistory struct {
 	pid         int
-	rss, gpuMem stage.Series
+	rss, gpuMem verdict.Series
 }
 
 // add appends this refresh's samples of h (source.HostFiller) to the
 // history of the trainer pid and gives h the whole history; a new pid
 // starts it afresh.
-func (m *memHistory) add(pid int, h *stage.Host) {
+func (m *memHistory) add(pid int, h *verdict.Host) {
 	if pid != m.pid {
 		*m = memHistory{pid: pid}
 	}
@@ -436,7 +419,7 @@ func (m *memHistory) add(pid int, h *stage.Host) {
 
 // addCapped appends the samples of add to s, dropping the oldest beyond
 // HistoryLen.
-func addCapped(s *stage.Series, add stage.Series) {
+func addCapped(s *verdict.Series, add verdict.Series) {
 	for i, t := range add.TimeNs {
 		if len(s.TimeNs) >= HistoryLen {
 			s.TimeNs = append(s.TimeNs[:0], s.TimeNs[1:]...)

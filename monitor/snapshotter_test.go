@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -96,8 +97,8 @@ func TestMemHistoryHost(t *testing.T) {
 // parts of the sources that have some, with the memory history.
 type hostOf struct{ m *memHistory }
 
-func (o hostOf) host(s *snapshot.Snapshot, pid int) *stage.Host {
-	h := &stage.Host{}
+func (o hostOf) host(s *snapshot.Snapshot, pid int) *verdict.Host {
+	h := &verdict.Host{}
 	for _, p := range []source.HostFiller{cpu.Part, gpu.Part, procs.Part, threads.Part} {
 		p.FillHost(s, h)
 	}
@@ -105,20 +106,31 @@ func (o hostOf) host(s *snapshot.Snapshot, pid int) *stage.Host {
 	return h
 }
 
-// countJudge makes c count its Judge calls into n.
-func countJudge(c *Snapshotter, n *int) {
-	c.Judge = func(in stage.Inputs) stage.Verdict {
-		*n++
-		return stage.Judge(in)
+// countJudge makes c count its Judge calls into calls and the verdicts
+// they judge into judged.
+func countJudge(c *Snapshotter, calls, judged *int) {
+	c.Judge = func(r verdict.Run) verdict.Judgement {
+		*calls++
+		j := verdict.JudgeRun(r)
+		if j.Shown != nil {
+			*judged++
+		}
+		for _, v := range j.Own {
+			if v != nil {
+				*judged++
+			}
+		}
+		return j
 	}
 }
 
-// A refresh judges the run once: a single trainer, and a run of ranks
-// shown with its ranks in brief (the screen), make one Judge call a
-// refresh; a full view of a run (--once, --json, the exporter) makes one
-// more for each rank's own verdict (Rank.Verdict), as docs/architecture.md
-// says. Three refreshes in a row, as --once takes a first reading and
-// then its snapshot, count the same each.
+// A refresh judges once: a single trainer, a run of ranks shown with its
+// ranks in brief (the screen) and a full view of a run (--once, --json,
+// the exporter) make one Judge call a refresh. That call judges the run
+// and each rank that has a verdict of its own (Rank.Verdict): the lowest
+// rank in brief, every rank in full, as docs/architecture.md says. Three
+// refreshes in a row, as --once takes a first reading and then its
+// snapshot, count the same each.
 func TestJudgeCallsPerRefresh(t *testing.T) {
 	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
 	t0 := time.Unix(1_800_000_000, 0)
@@ -132,36 +144,40 @@ func TestJudgeCallsPerRefresh(t *testing.T) {
 		return g
 	}
 	for _, tt := range []struct {
-		name string
-		make func() *Snapshotter
-		want int
+		name   string
+		make   func() *Snapshotter
+		calls  int
+		judged int
 	}{
-		{"single trainer", func() *Snapshotter { return NewSnapshotter(newRankFeed(0, 1, names, t0, false, 1e6, false)) }, 1},
-		{"no trainer yet", func() *Snapshotter { return NewSnapshotter(feed.New(0)) }, 0},
+		{"single trainer", func() *Snapshotter { return NewSnapshotter(newRankFeed(0, 1, names, t0, false, 1e6, false)) }, 1, 1},
+		{"no trainer yet", func() *Snapshotter { return NewSnapshotter(feed.New(0)) }, 1, 0},
 		{"ranks in brief", func() *Snapshotter {
 			c := NewSnapshotter(nil)
 			c.Group, c.BriefRanks = group(true), true
 			return c
-		}, 1},
+		}, 1, 2},
 		{"ranks in full", func() *Snapshotter {
 			c := NewSnapshotter(nil)
 			c.Group = group(false)
 			return c
-		}, 1 + ranks},
+		}, 1, 1 + ranks},
 	} {
 		c := tt.make()
-		var n int
-		countJudge(c, &n)
+		var calls, judged int
+		countJudge(c, &calls, &judged)
 		for i := range 3 {
-			n = 0
+			calls, judged = 0, 0
 			s := c.Snapshot(now.Add(time.Duration(i)*time.Second), Windows[0])
-			if n != tt.want {
-				t.Errorf("%s, refresh %d: %d Judge calls, want %d", tt.name, i, n, tt.want)
+			if calls != tt.calls || judged != tt.judged {
+				t.Errorf("%s, refresh %d: %d Judge calls judging %d verdicts, want %d judging %d", tt.name, i, calls, judged, tt.calls, tt.judged)
 			}
-			if tt.want > 0 && s.Verdict == nil {
+			if tt.judged > 0 && s.Verdict == nil {
 				t.Errorf("%s: no verdict", tt.name)
 			}
-			if s.Verdict != nil && tt.want == 0 {
+			if len(s.Ranks) > 0 && s.Ranks[0].Verdict == nil {
+				t.Errorf("%s: the lowest rank has no verdict of its own", tt.name)
+			}
+			if s.Verdict != nil && tt.judged == 0 {
 				t.Errorf("%s: a verdict without a trainer", tt.name)
 			}
 		}

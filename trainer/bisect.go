@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/loader"
 )
 
@@ -25,13 +26,13 @@ type BisectConfig struct {
 // BisectReport is the outcome of a bisect run; its JSON form is documented
 // in docs/bisect.md.
 type BisectReport struct {
-	Data    string              `json:"data"`
-	Preset  string              `json:"preset"`
-	Device  string              `json:"device"`
-	Batch   int                 `json:"batch"`
-	Workers int                 `json:"workers"`
-	Phases  []stage.PhaseResult `json:"phases"`
-	Verdict stage.Verdict       `json:"verdict"`
+	Data    string                `json:"data"`
+	Preset  string                `json:"preset"`
+	Device  string                `json:"device"`
+	Batch   int                   `json:"batch"`
+	Workers int                   `json:"workers"`
+	Phases  []verdict.PhaseResult `json:"phases"`
+	Verdict verdict.Verdict       `json:"verdict"`
 }
 
 // Bisect measures the pipeline piece by piece — the network on a fixed
@@ -63,7 +64,7 @@ func Bisect(ctx context.Context, cfg BisectConfig, log io.Writer) (BisectReport,
 			return rep, err
 		}
 	}
-	rep.Verdict = stage.DiagnoseBisect(rep.Phases)
+	rep.Verdict = verdict.DiagnoseBisect(rep.Phases)
 	if b.srv != nil {
 		b.srv.PublishEvent("verdict", rep.Verdict.String())
 	}
@@ -112,7 +113,7 @@ func (b *bisector) close() {
 
 // runBatch runs the phases for one batch size: all five for the main batch,
 // train-fixed and full for the sweep.
-func (b *bisector) runBatch(ctx context.Context, batch int, main bool) ([]stage.PhaseResult, error) {
+func (b *bisector) runBatch(ctx context.Context, batch int, main bool) ([]verdict.PhaseResult, error) {
 	fixed := loader.SyntheticBatch(b.s.Loader.Shape(), batch, uint64(b.cfg.Train.Seed))
 	type phase struct {
 		name   string
@@ -122,15 +123,15 @@ func (b *bisector) runBatch(ctx context.Context, batch int, main bool) ([]stage.
 	}
 	fixedSrc := func() (Source, func(), error) { return &fixedSource{b: fixed}, func() {}, nil }
 	phases := []phase{
-		{stage.PhaseForward, Stages{Forward: true}, fixedSrc, false},
-		{stage.PhaseTrainFixed, Stages{Forward: true, Backward: true, Optim: true}, fixedSrc, false},
-		{stage.PhaseLoader, Stages{}, b.realLoader(batch), true},
-		{stage.PhaseSynthetic, AllStages, func() (Source, func(), error) { return newSyntheticSource(b.s.Loader.Shape(), batch), func() {}, nil }, false},
-		{stage.PhaseFull, AllStages, b.realLoader(batch), false},
+		{verdict.PhaseForward, Stages{Forward: true}, fixedSrc, false},
+		{verdict.PhaseTrainFixed, Stages{Forward: true, Backward: true, Optim: true}, fixedSrc, false},
+		{verdict.PhaseLoader, Stages{}, b.realLoader(batch), true},
+		{verdict.PhaseSynthetic, AllStages, func() (Source, func(), error) { return newSyntheticSource(b.s.Loader.Shape(), batch), func() {}, nil }, false},
+		{verdict.PhaseFull, AllStages, b.realLoader(batch), false},
 	}
-	var out []stage.PhaseResult
+	var out []verdict.PhaseResult
 	for _, p := range phases {
-		if !main && p.name != stage.PhaseTrainFixed && p.name != stage.PhaseFull {
+		if !main && p.name != verdict.PhaseTrainFixed && p.name != verdict.PhaseFull {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -171,7 +172,7 @@ func (b *bisector) realLoader(batch int) func() (Source, func(), error) {
 }
 
 // measure warms a phase up, then runs it for PhaseTime.
-func (b *bisector) measure(ctx context.Context, name string, batch int, st Stages, src Source, noNet bool) (stage.PhaseResult, error) {
+func (b *bisector) measure(ctx context.Context, name string, batch int, st Stages, src Source, noNet bool) (verdict.PhaseResult, error) {
 	if b.srv != nil {
 		b.srv.PublishEvent("phase", fmt.Sprintf("%s (batch %d)", name, batch))
 	}
@@ -182,7 +183,7 @@ func (b *bisector) measure(ctx context.Context, name string, batch int, st Stage
 	lc := LoopConfig{StartStep: b.step, MaxSteps: b.step + b.cfg.WarmupSteps, LogEvery: 5, Stages: st, Model: model}
 	warm, err := Run(ctx, lc, src)
 	if err != nil {
-		return stage.PhaseResult{}, err
+		return verdict.PhaseResult{}, err
 	}
 	lc.StartStep, lc.MaxSteps, lc.Duration = warm.NextStep, 0, b.cfg.PhaseTime
 	if b.srv != nil {
@@ -194,10 +195,10 @@ func (b *bisector) measure(ctx context.Context, name string, batch int, st Stage
 	res, err := Run(ctx, lc, src)
 	b.step = res.NextStep
 	if err != nil {
-		return stage.PhaseResult{}, err
+		return verdict.PhaseResult{}, err
 	}
 	sum := res.Summary
-	pr := stage.PhaseResult{Name: name, Batch: batch, Steps: res.Steps, Seconds: res.Wall.Seconds(),
+	pr := verdict.PhaseResult{Name: name, Batch: batch, Steps: res.Steps, Seconds: res.Wall.Seconds(),
 		StepsPerSec: sum.StepsPerSec, SamplesPerSec: sum.SamplesPerSec, Summary: sum}
 	if ss, ok := src.(*statsSource); ok {
 		ls := ss.Stats()
@@ -260,7 +261,7 @@ func (m *sleepyModel) Backward() error              { m.nap(stage.Backward); ret
 func (m *sleepyModel) OptimStep() error             { m.nap(stage.Optim); return m.Model.OptimStep() }
 
 // phaseLine is one row of the bisect table.
-func phaseLine(p stage.PhaseResult) string {
+func phaseLine(p verdict.PhaseResult) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%-11s %5d %8.2f %9.1f", p.Name, p.Batch, p.StepsPerSec, p.SamplesPerSec)
 	for _, name := range stage.Canonical {
@@ -302,7 +303,7 @@ func (r BisectReport) WriteTable(w io.Writer) {
 		fmt.Fprintln(w, phaseLine(p))
 	}
 	for _, p := range r.Phases {
-		if p.Loader != nil && p.Name == stage.PhaseLoader {
+		if p.Loader != nil && p.Name == verdict.PhaseLoader {
 			fmt.Fprintf(w, "loader: read amplification %.1fx, workers busy %.0f %%, cache hit %.0f %%\n",
 				p.Loader.ReadAmp, 100*p.Loader.WorkerBusy, 100*p.Loader.CacheHitRate)
 		}

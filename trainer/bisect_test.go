@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
@@ -73,7 +74,7 @@ func TestBisectDefaultChunkingIsInputBound(t *testing.T) {
 	cfg := dwarfedCache(bisectConfig(t, def, 1))
 	rep := bisect(t, cfg)
 	v := rep.Verdict
-	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk "+def+" ") {
+	if v.Kind != verdict.InputBound || !strings.Contains(v.Next, "pipetrain data rechunk "+def+" ") {
 		t.Fatalf("verdict %s, want input-bound with the rechunk advice", v)
 	}
 	if strings.Contains(v.Next, "inline") {
@@ -94,7 +95,7 @@ func dwarfedCache(cfg BisectConfig) BisectConfig {
 
 func TestBisectInlineLoaderIsNamed(t *testing.T) {
 	v := bisect(t, dwarfedCache(bisectConfig(t, slowData(t), 0))).Verdict
-	if v.Kind != stage.InputBound || !strings.Contains(v.Next, "--workers") {
+	if v.Kind != verdict.InputBound || !strings.Contains(v.Next, "--workers") {
 		t.Fatalf("verdict %s, want input-bound naming --workers", v)
 	}
 }
@@ -102,11 +103,11 @@ func TestBisectInlineLoaderIsNamed(t *testing.T) {
 func TestBisectRechunkedIsNotInputBound(t *testing.T) {
 	_, re := bisectData(t)
 	rep := bisect(t, bisectConfig(t, re, 2))
-	if rep.Verdict.Kind == stage.InputBound {
+	if rep.Verdict.Kind == verdict.InputBound {
 		t.Fatalf("verdict %s: rechunked data should keep up", rep.Verdict)
 	}
 	for _, p := range rep.Phases {
-		if p.Name == stage.PhaseLoader && p.Loader.ReadAmp > 1.5 {
+		if p.Name == verdict.PhaseLoader && p.Loader.ReadAmp > 1.5 {
 			t.Errorf("read amplification after rechunk %.2f, want <= 1.5", p.Loader.ReadAmp)
 		}
 	}
@@ -145,7 +146,7 @@ func TestBisectContentionOnAmplifiedChunksAdvisesRechunk(t *testing.T) {
 	cfg.Train.Model = torch.Config{Preset: "small", Threads: 2, Device: "cpu"}
 	rep := bisect(t, cfg)
 	v := rep.Verdict
-	if !strings.Contains(v.Headline, "contention") && v.Kind != stage.InputBound {
+	if !strings.Contains(v.Headline, "contention") && v.Kind != verdict.InputBound {
 		t.Skipf("the phases gave %s on this machine: neither contention nor input-bound, nothing to check", v)
 	}
 	rechunk := strings.Index(v.Next, "pipetrain data rechunk "+def+" ")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -37,7 +38,7 @@ func plantedRun(n, straggler int, extra float64) []snapshot.Rank {
 			w.Add(&rec)
 		}
 		sum := w.Summarize(0)
-		v := stage.Diagnose(sum, nil)
+		v := verdict.Diagnose(sum, nil)
 		out[r] = snapshot.Rank{Rank: r, PID: 4000 + r, Host: "node-a", Link: snapshot.LinkConnected, Summary: &sum, Verdict: &v}
 	}
 	return out
@@ -53,11 +54,11 @@ func withRanks(t testing.TB, n, straggler int) *Model {
 	tr := *s.Trainer
 	tr.Rank, tr.WorldSize, tr.Run = &run, n, "job-7"
 	s.Trainer = &tr
-	var sums []stage.RankSummary
+	var sums []verdict.RankSummary
 	for _, r := range s.Ranks {
-		sums = append(sums, stage.RankSummary{Rank: r.Rank, Summary: *r.Summary})
+		sums = append(sums, verdict.RankSummary{Rank: r.Rank, Summary: *r.Summary})
 	}
-	if v, ok := stage.DiagnoseRanks(sums); ok {
+	if v, ok := verdict.DiagnoseRanks(sums); ok {
 		s.Verdict = &v
 	}
 	m.SetSnapshot(&s)

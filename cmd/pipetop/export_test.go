@@ -17,6 +17,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 )
 
@@ -119,7 +120,7 @@ func TestExportSynthetic(t *testing.T) {
 	id := map[string]string{"trainer": "exp", "rank": "1", "run": "r"}
 	m := scrapetest.Until(t, url, "an input-bound verdict, loader statistics and 150 steps", func(m scrapetest.Families) bool {
 		v, _ := m.Value("pipetop_trainer_steps_total", id)
-		return m.Is("pipetop_verdict", with(id, "kind", string(stage.InputBound), "stage", stage.DataWait), 1) &&
+		return m.Is("pipetop_verdict", with(id, "kind", string(verdict.InputBound), "stage", stage.DataWait), 1) &&
 			m.Has("pipetop_loader_worker_busy_ratio", id) && v >= 150
 	})
 	if !m.Is("pipetop_trainer_info", with(id, "pid", strconv.Itoa(pub.Process.Pid), "world_size", "2"), 1) {

@@ -16,6 +16,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
@@ -84,7 +85,7 @@ func TestRunZarrDefaultChunks(t *testing.T) {
 		t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
 	}
 	v := docs[0].Verdict
-	if v.Kind != stage.InputBound && v.Kind != stage.ModerateInput {
+	if v.Kind != verdict.InputBound && v.Kind != verdict.ModerateInput {
 		t.Fatalf("verdict %s, want input-bound (or moderately on a loaded machine)", v)
 	}
 	inspect := "`pipetrain data inspect " + data + "`"
@@ -152,12 +153,12 @@ func TestRunNamesHotCode(t *testing.T) {
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		script   string
-		kind     stage.Kind
+		kind     verdict.Kind
 		headline []string
 		next     string
 	}{
-		{"slow_getitem.py", stage.InputBound, []string{"workers spend", "in `augment` at "}, "workers"},
-		{"slow_logging.py", stage.Untimed, []string{"of it", "`log_metrics` at "}, "make `log_metrics` at "},
+		{"slow_getitem.py", verdict.InputBound, []string{"workers spend", "in `augment` at "}, "workers"},
+		{"slow_logging.py", verdict.Untimed, []string{"of it", "`log_metrics` at "}, "make `log_metrics` at "},
 	} {
 		t.Run(strings.TrimSuffix(tc.script, ".py"), func(t *testing.T) {
 			docs, stderr, status := e.run(t, nil, debPython, example(tc.script), "--seconds", "4")
@@ -251,7 +252,7 @@ func TestFlameOfARun(t *testing.T) {
 	}
 	var snap struct {
 		Code    *stage.CodeProfile `json:"code"`
-		Verdict *stage.Verdict     `json:"verdict"`
+		Verdict *verdict.Verdict   `json:"verdict"`
 	}
 	if err := json.Unmarshal(js, &snap); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -122,7 +123,7 @@ func TestAttachOnceAndList(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Trainer == nil || s.Trainer.Name != "clitest" || s.Summary == nil || s.Verdict == nil || s.Verdict.Kind != stage.InputBound {
+	if s.Trainer == nil || s.Trainer.Name != "clitest" || s.Summary == nil || s.Verdict == nil || s.Verdict.Kind != verdict.InputBound {
 		t.Fatalf("attached snapshot: trainer %+v summary %v verdict %+v", s.Trainer, s.Summary != nil, s.Verdict)
 	}
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -114,7 +114,7 @@ func awaitStraggler(t *testing.T, d time.Duration, want int, get func() snapshot
 	var s snapshot.Snapshot
 	for time.Now().Before(deadline) {
 		s = get()
-		if v := s.Verdict; v != nil && v.Kind == stage.Straggler {
+		if v := s.Verdict; v != nil && v.Kind == verdict.Straggler {
 			if v.Rank == nil || *v.Rank != want {
 				t.Fatalf("straggler verdict names the wrong rank: %+v (planted: rank %d)", v, want)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -61,7 +62,7 @@ func TestStragglerNamedByJSON(t *testing.T) {
 		}
 	}
 	v := s.Verdict
-	if v == nil || v.Kind != stage.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.DataWait {
+	if v == nil || v.Kind != verdict.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.DataWait {
 		t.Fatalf("verdict %+v, want straggler rank 1 in data_wait", v)
 	}
 	if !strings.Contains(v.Headline, "straggler: rank 1 (pid ") || !strings.Contains(v.Headline, "its data_wait is") || !strings.Contains(v.Headline, "wait for it in comm") {

@@ -17,6 +17,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
@@ -135,10 +136,10 @@ func TestRecordRunOfRanks(t *testing.T) {
 			t.Errorf("rank %d: %d steps recorded in 3 s at 100 steps/s", rr.Rank, rr.Whole.Steps)
 		}
 	}
-	if sr.Verdict.Kind != stage.Straggler || !strings.Contains(sr.Verdict.Headline, "rank 1") {
+	if sr.Verdict.Kind != verdict.Straggler || !strings.Contains(sr.Verdict.Headline, "rank 1") {
 		t.Errorf("verdict over the run: %s, want rank 1 named the straggler", sr.Verdict)
 	}
-	if n := len(sr.Verdicts); n == 0 || sr.Verdicts[n-1].Kind != stage.Straggler {
+	if n := len(sr.Verdicts); n == 0 || sr.Verdicts[n-1].Kind != verdict.Straggler {
 		t.Errorf("verdicts over time %+v end without the straggler", sr.Verdicts)
 	}
 	var text bytes.Buffer
@@ -148,7 +149,7 @@ func TestRecordRunOfRanks(t *testing.T) {
 
 	var s snapshot.Snapshot
 	runJSON(t, &s, "replay", "--json", "--at", "2500ms", rec)
-	if len(s.Ranks) != 2 || s.Verdict == nil || s.Verdict.Kind != stage.Straggler {
+	if len(s.Ranks) != 2 || s.Verdict == nil || s.Verdict.Kind != verdict.Straggler {
 		t.Fatalf("replay at 2.5 s: %d ranks, verdict %+v", len(s.Ranks), s.Verdict)
 	}
 

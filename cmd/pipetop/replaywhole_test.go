@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -41,7 +42,7 @@ func TestReplayShowsTheWholeRun(t *testing.T) {
 	if s.Window.Label != "all" || s.Summary == nil || s.Summary.Steps != 1000 {
 		t.Fatalf("window %q, summary %+v: want all 1000 steps", s.Window.Label, s.Summary)
 	}
-	if s.Verdict == nil || s.Verdict.Kind != stage.InputBound {
+	if s.Verdict == nil || s.Verdict.Kind != verdict.InputBound {
 		t.Fatalf("verdict %+v, want input-bound (data_wait planted at 75 %%)", s.Verdict)
 	}
 

@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -23,7 +23,7 @@ type view struct {
 	R          Report
 	Title      string
 	Started    string
-	Verdict    stage.Verdict
+	Verdict    verdict.Verdict
 	Severity   string
 	Figures    []Setting
 	Periods    []period
@@ -69,7 +69,7 @@ func makeView(r Report) view {
 	}
 	for _, p := range run.Verdicts {
 		sev := "warn"
-		if info, ok := stage.InfoOfKind(p.Kind); ok {
+		if info, ok := verdict.InfoOfKind(p.Kind); ok {
 			sev = info.Severity.String()
 		}
 		v.Periods = append(v.Periods, period{From: p.FromSec, To: p.ToSec, Kind: string(p.Kind), Headline: p.Headline, Severity: sev})
@@ -82,7 +82,7 @@ func makeView(r Report) view {
 		}
 		v.Stages = append(v.Stages, row)
 	}
-	if run.Verdict.Kind == stage.Straggler && run.Verdict.Rank != nil {
+	if run.Verdict.Kind == verdict.Straggler && run.Verdict.Rank != nil {
 		v.Straggler = run.Verdict.Rank
 	}
 	v.Charts = charts(r, v)

@@ -110,7 +110,7 @@ func (a *AggRing) summarize(d time.Duration, full bool) Summary {
 		s.Stages[k] = st
 	}
 	busy, _ := columnMean(w, func(g *Aggregate) *Sketch { return &g.Busy })
-	s.finish(busy)
+	s.Finish(busy)
 	if full && dataWait >= 0 {
 		a.waits = a.waits[:0]
 		for _, g := range w {

@@ -1,9 +1,14 @@
-// Package stage is the shared vocabulary of pipetop: the names of the stages
-// of a training step, the per-step record, the span timer that fills it on
-// the training thread, rolling aggregates over a window of steps, and the
-// verdict rules that turn those aggregates into plain words.
+// Package stage is pipetop's measuring and its shared vocabulary: the
+// names of the stages of a training step and their classes (the stage
+// table), the per-step record, the span timer that fills it on the
+// training thread, the step ring and the summaries of a window of steps,
+// the agg frame's aggregates and sketches, a trainer's totals, the loader's
+// statistics, the in-flight step, the data_wait pattern and the stack
+// samples' profile.
 //
 // The trainer, the viewer and bisect all use this one implementation.
+// Judging what it measures is metrics/verdict's, which imports this package;
+// this package never imports it.
 package stage
 
 import "slices"

@@ -70,6 +70,40 @@ func TestSpanAllocatesNothing(t *testing.T) {
 	}
 }
 
+// plantedWith summarizes n steps of the canonical stages and of any custom
+// ones in stages (before other), each stage taking stages[name] ms; forward
+// also takes gpuFwdMs ms on the GPU when that is above 0.
+func plantedWith(n int, stages map[string]float64, gpuFwdMs float64) Summary {
+	names := append([]string(nil), Canonical[:len(Canonical)-1]...)
+	for name := range stages {
+		if !IsKnown(name) {
+			names = append(names, name)
+		}
+	}
+	names = append(names, Other)
+	w := NewStepRing(names, 1024)
+	var t0 int64
+	for i := 0; i < n; i++ {
+		r := Record{Step: int64(i), NumStages: len(names), Samples: 64}
+		r.ClearGPU()
+		var sum int64
+		for k, name := range names {
+			r.CPU[k] = int64(stages[name] * 1e6)
+			sum += r.CPU[k]
+			if gpuFwdMs > 0 {
+				r.GPU[k] = 0
+				if name == Forward {
+					r.GPU[k] = int64(gpuFwdMs * 1e6)
+				}
+			}
+		}
+		r.StartNs, r.EndNs = t0, t0+sum
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w.Summarize(0)
+}
+
 func TestSummarize(t *testing.T) {
 	s := plantedWith(100, map[string]float64{DataWait: 6, Forward: 3, Other: 1}, 0)
 	if s.Steps != 100 || s.WallMean != 10e6 {
@@ -340,5 +374,29 @@ func TestReservedRingAddsWithoutAllocating(t *testing.T) {
 	}
 	if a, b := reserved.Summarize(0), grown.Summarize(0); !reflect.DeepEqual(a, b) {
 		t.Fatalf("reserved ring summarizes as\n%+v\nnot as\n%+v", a, b)
+	}
+}
+
+func TestTimerProgress(t *testing.T) {
+	tm, err := NewTimer([]string{DataWait, Forward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := tm.Progress(); p.Step != -1 || p.Stage != "" {
+		t.Fatalf("before the first step: %+v", p)
+	}
+	tm.StartStep(7)
+	sp := tm.Begin(0)
+	p := tm.Progress()
+	if p.Step != 7 || p.Stage != DataWait || p.SinceNs < p.StepStartNs || p.SinceNs > p.TimeNs {
+		t.Fatalf("in data_wait: %+v", p)
+	}
+	sp.End()
+	if p := tm.Progress(); p.Stage != Other {
+		t.Fatalf("between spans: %+v", p)
+	}
+	tm.EndStep(8, 0, false)
+	if p := tm.Progress(); p.Done != 1 || p.Stage != Other {
+		t.Fatalf("after the step: %+v", p)
 	}
 }

@@ -259,54 +259,6 @@ func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
 	return w.summarize(first, end)
 }
 
-// known is a running sum of known values and their count, for a mean
-// (not a run's Totals).
-type known struct {
-	sum float64
-	n   int
-}
-
-// addOne adds x when it is known. A sum of float64 adds integers
-// exactly while it stays below 2^53 ns (104 days).
-func (t *known) addOne(x int64) {
-	if x >= 0 {
-		t.sum += float64(x)
-		t.n++
-	}
-}
-
-// merge adds u's values.
-func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
-
-// mergeSketch adds the times s counts.
-func (t *known) mergeSketch(s *Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
-
-func (t known) mean() float64 {
-	if t.n == 0 {
-		return 0
-	}
-	return t.sum / float64(t.n)
-}
-
-// sums is a span of records reduced to the totals a means-only summary
-// needs.
-type sums struct {
-	wall, busy known
-	cpu, gpu   [MaxStages]known
-	samples    int64
-}
-
-// merge adds u's totals.
-func (m *sums) merge(u *sums) {
-	m.wall.merge(u.wall)
-	m.busy.merge(u.busy)
-	for k := range m.cpu {
-		m.cpu[k].merge(u.cpu[k])
-		m.gpu[k].merge(u.gpu[k])
-	}
-	m.samples += u.samples
-}
-
 // head is the part of a summary of records first..end-1 (first < end)
 // that needs no column: counts, last step, span and rates.
 func (w *StepRing) head(first, end int, samples int64) Summary {
@@ -375,14 +327,15 @@ func (w *StepRing) aggregate(first, end int) Summary {
 		st.GPUMean, _, st.GPUP99 = quantiles(c.gpu[k])
 		s.Stages[k] = st
 	}
-	s.finish(mean(c.busy))
+	s.Finish(mean(c.busy))
 	return s
 }
 
-// finish sets what follows from the wall and stage means: each stage's
+// Finish sets what follows from the wall and stage means: each stage's
 // share of the step and, when a stage has GPU times, how busy the GPU was
-// (busyMean: the mean summed GPU time of the records that have one).
-func (s *Summary) finish(busyMean float64) {
+// (busyMean: the mean summed GPU time of the records that have one). A
+// summary built from means alone (a baseline) calls it last.
+func (s *Summary) Finish(busyMean float64) {
 	for k := range s.Stages {
 		st := &s.Stages[k]
 		if s.WallMean > 0 {

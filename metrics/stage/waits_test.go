@@ -70,3 +70,22 @@ func TestWaitsSteadyAndRare(t *testing.T) {
 		t.Errorf("one 200 ms wait in 20: bursty %v, period %d; want bursty, period 20", p.Bursty(), p.Period)
 	}
 }
+
+func TestPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		steps []int64
+		want  int64
+	}{
+		{[]int64{19, 39, 59, 79}, 20},
+		{[]int64{19, 40, 60, 80}, 20},
+		{[]int64{3, 7, 11, 15, 20}, 4},
+		{[]int64{3, 7, 12, 15, 20}, 0},
+		{[]int64{1, 2, 3, 4}, 0},
+		{[]int64{5, 9, 40, 41, 90}, 0},
+		{[]int64{19, 39}, 0},
+	} {
+		if got := period(tc.steps); got != tc.want {
+			t.Errorf("period(%v) = %d, want %d", tc.steps, got, tc.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -41,11 +42,11 @@ type Feed struct {
 	ep       ipc.Endpoint
 	link     snapshot.Link
 	loader   *stage.LoaderStats
-	progress *stage.Progress // the latest in-flight sample
-	heard    time.Time       // when the last hello or frame arrived
-	base     *stage.Baseline // the run's first minutes, for drift
-	baseKey  baselineKey     // what baseSum summarizes
-	baseSum  *stage.Summary  // the latest baseline summary (nil: too few steps)
+	progress *stage.Progress   // the latest in-flight sample
+	heard    time.Time         // when the last hello or frame arrived
+	base     *verdict.Baseline // the run's first minutes, for drift
+	baseKey  baselineKey       // what baseSum summarizes
+	baseSum  *stage.Summary    // the latest baseline summary (nil: too few steps)
 	event    *ipc.Event
 	code     codeWindow // the stacks frames, profiled per window
 	config   configInfo // parsed from the hello
@@ -66,7 +67,7 @@ func New(capacity int) *Feed {
 		capacity = DefaultCapacity
 	}
 	return &Feed{capacity: capacity, win: stage.NewStepRing(nil, capacity), aggs: stage.NewAggRing(nil, AggCapacity),
-		base: stage.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
+		base: verdict.NewBaseline(nil), totals: stage.NewTotals(nil), link: snapshot.Link{State: snapshot.LinkNone}}
 }
 
 // NewBrief returns a Feed for a rank that a run's view shows in brief
@@ -385,7 +386,7 @@ func (f *Feed) keep(g stage.Aggregate) {
 func (f *Feed) reset(names []string) {
 	f.win = stage.NewStepRing(names, f.capacity)
 	f.aggs = stage.NewAggRing(names, AggCapacity)
-	f.base = stage.NewBaseline(names)
+	f.base = verdict.NewBaseline(names)
 }
 
 // baseline summarizes the run's first minutes, or at most the first third
@@ -399,14 +400,14 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 	if anchor == 0 {
 		return nil
 	}
-	whole := int(min((nowNs-anchor)/3, int64(stage.BaselineNs)) / 1e9)
+	whole := int(min((nowNs-anchor)/3, int64(verdict.BaselineNs)) / 1e9)
 	key := baselineKey{base: f.base, whole: whole}
 	if key == f.baseKey {
 		return f.baseSum
 	}
 	f.baseKey, f.baseSum = key, nil
 	b := f.base.Means(whole) // drift compares means
-	if b.Steps >= stage.MinSteps {
+	if b.Steps >= verdict.MinSteps {
 		f.baseSum = &b
 	}
 	return f.baseSum
@@ -414,7 +415,7 @@ func (f *Feed) baseline(nowNs int64) *stage.Summary {
 
 // baselineKey names what a baseline summary was made of.
 type baselineKey struct {
-	base  *stage.Baseline
+	base  *verdict.Baseline
 	whole int // seconds since the first step
 }
 
@@ -545,11 +546,11 @@ func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 // the run's first minutes. The host readings and the run's ranks are the
 // snapshotter's to add. ok is false without a trainer (before its hello,
 // or in a brief view): there is nothing to judge.
-func (v *View) Inputs(nowNs int64) (in stage.Inputs, ok bool) {
+func (v *View) Inputs(nowNs int64) (in verdict.Inputs, ok bool) {
 	if v.Trainer == nil {
-		return stage.Inputs{}, false
+		return verdict.Inputs{}, false
 	}
-	in = stage.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
+	in = verdict.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
 		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline}
 	if v.Summary != nil {
 		in.Summary = *v.Summary

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -32,7 +33,7 @@ func fill(f *Feed, now time.Time) snapshot.Snapshot {
 	v := f.View(now, s.Window, false)
 	s.Link, s.Trainer, s.Summary, s.Loader, s.Totals, s.Progress, s.Code = v.Link, v.Trainer, v.Summary, v.Loader, v.Totals, v.Progress, v.Code
 	if in, ok := v.Inputs(now.UnixNano()); ok {
-		v := stage.Judge(in)
+		v := verdict.Judge(in)
 		s.Verdict = &v
 	}
 	return s
@@ -63,7 +64,7 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Errorf("link %q, want connected", s.Link.State)
 	case s.Summary == nil || s.Summary.Steps != 100:
 		t.Fatalf("summary %+v, want 100 steps", s.Summary)
-	case s.Verdict == nil || s.Verdict.Kind != stage.InputBound:
+	case s.Verdict == nil || s.Verdict.Kind != verdict.InputBound:
 		t.Errorf("verdict %+v, want input-bound", s.Verdict)
 	case !strings.Contains(s.Verdict.Next, "rechunk /d/run.zarr /d/run-rechunked.zarr"):
 		t.Errorf("verdict advice %q ignores the loader's read amplification or the dataset", s.Verdict.Next)
@@ -331,7 +332,7 @@ func TestProgressJudgesBeforeTheFirstStep(t *testing.T) {
 	if s.Progress == nil || s.Progress.Stage != stage.DataWait {
 		t.Fatalf("progress %+v not kept", s.Progress)
 	}
-	if s.Verdict == nil || s.Verdict.Kind != stage.Starting || s.Verdict.Stage != stage.DataWait ||
+	if s.Verdict == nil || s.Verdict.Kind != verdict.Starting || s.Verdict.Stage != stage.DataWait ||
 		!strings.Contains(s.Verdict.Headline, "no step yet after 15 s") || !strings.Contains(s.Verdict.Headline, "in data_wait for 14 s") {
 		t.Fatalf("verdict %+v", s.Verdict)
 	}
@@ -340,7 +341,7 @@ func TestProgressJudgesBeforeTheFirstStep(t *testing.T) {
 	p.Stage, p.Done, p.Step = "comm", 50, 50
 	f.Apply(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeProgress, Progress: p}}, t0)
 	s = fill(f, t0.Add(45*time.Second))
-	if s.Verdict.Kind != stage.Stalled || s.Verdict.Stage != "comm" {
+	if s.Verdict.Kind != verdict.Stalled || s.Verdict.Stage != "comm" {
 		t.Fatalf("verdict %+v, want stalled in comm", s.Verdict)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -82,8 +83,8 @@ func (r *rankData) snapshotRank() snapshot.Rank {
 
 // inputs are the rank's verdict inputs. Now is when its exporter was last
 // scraped, so that a step's age is not the scrape interval's.
-func (r *rankData) inputs(now time.Time) stage.Inputs {
-	in := stage.Inputs{Live: r.connected, NowNs: now.UnixNano(), StartNs: int64(r.start * 1e9)}
+func (r *rankData) inputs(now time.Time) verdict.Inputs {
+	in := verdict.Inputs{Live: r.connected, NowNs: now.UnixNano(), StartNs: int64(r.start * 1e9)}
 	if !r.scraped.IsZero() && r.scraped.Before(now) {
 		in.NowNs = r.scraped.UnixNano()
 	}

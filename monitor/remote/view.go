@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"fmt"
-	"github.com/pipetop/pipetop/monitor"
 	"math"
 	"sort"
 	"strconv"
@@ -12,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor"
+
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -144,7 +145,7 @@ func (v *View) Fill(s *snapshot.Snapshot) monitor.RemoteReading {
 	for _, r := range rs {
 		if r.connected && r.summary != nil {
 			pid, _ := strconv.Atoi(r.pid)
-			rd.Ranks = append(rd.Ranks, stage.RankSummary{Rank: r.rank, PID: pid, Host: cmpOr(r.host, r.instance), Summary: *r.summary})
+			rd.Ranks = append(rd.Ranks, verdict.RankSummary{Rank: r.rank, PID: pid, Host: cmpOr(r.host, r.instance), Summary: *r.summary})
 		}
 	}
 	return rd
@@ -181,12 +182,12 @@ func (v *View) fillRanks(s *snapshot.Snapshot, rs []*rankData) *rankData {
 
 // own are the inputs of each of s's ranks judged on its own, by index in
 // s.Ranks: those read now with steps in the range or connected.
-func own(s *snapshot.Snapshot, rs []*rankData) []*stage.Inputs {
+func own(s *snapshot.Snapshot, rs []*rankData) []*verdict.Inputs {
 	byRank := map[int]*rankData{}
 	for _, r := range rs {
 		byRank[r.rank] = r
 	}
-	out := make([]*stage.Inputs, len(s.Ranks))
+	out := make([]*verdict.Inputs, len(s.Ranks))
 	for i := range s.Ranks {
 		if r, ok := byRank[s.Ranks[i].Rank]; ok && (r.summary != nil || r.connected) {
 			in := r.inputs(s.Time)

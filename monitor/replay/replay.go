@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/recording"
@@ -239,7 +239,7 @@ func (h *hostSource) Close() error                                     { return 
 
 // FillHost implements source.HostFiller: the host readings of every
 // recorded part that has some, as the live sources give them.
-func (h *hostSource) FillHost(s *snapshot.Snapshot, hr *stage.Host) {
+func (h *hostSource) FillHost(s *snapshot.Snapshot, hr *verdict.Host) {
 	for _, p := range sources.Parts() {
 		if hf, ok := p.(source.HostFiller); ok {
 			hf.FillHost(s, hr)

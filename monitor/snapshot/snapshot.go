@@ -12,6 +12,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // SchemaVersion is the version of the JSON snapshot; it changes only when a
@@ -39,11 +40,11 @@ type Snapshot struct {
 	Trainer *Trainer `json:"trainer"`
 	// Summary aggregates the steps in Window; null without steps.
 	Summary *stage.Summary `json:"summary"`
-	// Verdict is stage.Judge of Summary, Loader, Progress and the host
+	// Verdict is verdict.Judge of Summary, Loader, Progress and the host
 	// readings; null before a trainer's hello. In a run of several ranks it
-	// is the straggler verdict (stage.DiagnoseRanks) when one rank holds
+	// is the straggler verdict (verdict.DiagnoseRanks) when one rank holds
 	// the others back.
-	Verdict *stage.Verdict `json:"verdict"`
+	Verdict *verdict.Verdict `json:"verdict"`
 	// Progress is the trainer's latest in-flight sample (the stage the
 	// loop is in and since when); null when it sends none.
 	Progress *stage.Progress `json:"progress"`
@@ -103,8 +104,8 @@ type Rank struct {
 	Link string `json:"link"`
 	// Summary and Verdict are this rank's own, over the window; null
 	// without steps.
-	Summary *stage.Summary `json:"summary"`
-	Verdict *stage.Verdict `json:"verdict"`
+	Summary *stage.Summary   `json:"summary"`
+	Verdict *verdict.Verdict `json:"verdict"`
 	// Trainer, Loader and Totals are this rank's, for the exporter.
 	Trainer *Trainer           `json:"-"`
 	Loader  *stage.LoaderStats `json:"-"`

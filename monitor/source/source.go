@@ -13,7 +13,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -60,7 +60,7 @@ type Source interface {
 // rule) gets this refresh's sample at most; the snapshotter keeps their
 // history across refreshes.
 type HostFiller interface {
-	FillHost(s *snapshot.Snapshot, h *stage.Host)
+	FillHost(s *snapshot.Snapshot, h *verdict.Host)
 }
 
 // Field is the Part of a source whose readings are one field of the

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // JobSchema tags the one summary of a run of several ranks.
@@ -25,7 +26,7 @@ type Job struct {
 	Missing []int `json:"missing"`
 	// Straggler is the straggler verdict over the whole run; null when no
 	// rank held the others back.
-	Straggler *stage.Verdict `json:"straggler"`
+	Straggler *verdict.Verdict `json:"straggler"`
 	// OverTime is the straggler verdict of each interval of the ranks'
 	// common timeline.
 	OverTime []JobWindow `json:"over_time"`
@@ -34,22 +35,22 @@ type Job struct {
 
 // JobRank is one rank's line of the job summary.
 type JobRank struct {
-	Rank       int            `json:"rank"`
-	Host       string         `json:"host"`
-	PID        int            `json:"pid"`
-	Steps      int64          `json:"steps"`
-	StepMeanNs float64        `json:"step_mean_ns"`
-	Stages     []ScriptStage  `json:"stages"`
-	DDP        *DDP           `json:"ddp"`
-	Verdict    *stage.Verdict `json:"verdict"` // the rank's own
-	Summary    string         `json:"summary"` // the rank's own file
+	Rank       int              `json:"rank"`
+	Host       string           `json:"host"`
+	PID        int              `json:"pid"`
+	Steps      int64            `json:"steps"`
+	StepMeanNs float64          `json:"step_mean_ns"`
+	Stages     []ScriptStage    `json:"stages"`
+	DDP        *DDP             `json:"ddp"`
+	Verdict    *verdict.Verdict `json:"verdict"` // the rank's own
+	Summary    string           `json:"summary"` // the rank's own file
 }
 
 // JobWindow is one interval of the run and its straggler, if any.
 type JobWindow struct {
-	StartSec  float64        `json:"start_sec"` // since the run's first instant
-	EndSec    float64        `json:"end_sec"`
-	Straggler *stage.Verdict `json:"straggler"`
+	StartSec  float64          `json:"start_sec"` // since the run's first instant
+	EndSec    float64          `json:"end_sec"`
+	Straggler *verdict.Verdict `json:"straggler"`
 }
 
 // Jobs groups the summaries of the ranks of each run (by run id), each
@@ -73,20 +74,20 @@ func BuildJob(dir, run string, ranks []ScriptFile) (*Job, error) {
 	first := ranks[0].RankOf
 	j := &Job{Schema: JobSchema, Run: run, Launcher: first.Launcher, WorldSize: first.WorldSize, Missing: []int{}, OverTime: []JobWindow{}}
 	have := map[int]bool{}
-	var sums []stage.RankSummary
+	var sums []verdict.RankSummary
 	for _, f := range ranks {
 		s := f.Script
 		have[s.RankOf.Rank] = true
 		j.Ranks = append(j.Ranks, JobRank{Rank: s.RankOf.Rank, Host: s.Host, PID: s.PID, Steps: s.Steps, StepMeanNs: s.StepMeanNs,
 			Stages: s.Stages, DDP: s.DDP, Verdict: s.Verdict, Summary: f.Path})
-		sums = append(sums, stage.RankSummary{Rank: s.RankOf.Rank, PID: s.PID, Host: s.Host, Summary: s.Whole()})
+		sums = append(sums, verdict.RankSummary{Rank: s.RankOf.Rank, PID: s.PID, Host: s.Host, Summary: s.Whole()})
 	}
 	for r := 0; r < j.WorldSize; r++ {
 		if !have[r] {
 			j.Missing = append(j.Missing, r)
 		}
 	}
-	if v, ok := stage.DiagnoseRanks(sums); ok {
+	if v, ok := verdict.DiagnoseRanks(sums); ok {
 		j.Straggler = &v
 	}
 	j.OverTime = overTime(ranks)
@@ -134,13 +135,13 @@ func overTime(ranks []ScriptFile) []JobWindow {
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	out := []JobWindow{}
 	for i := 1; i < len(ts); i++ {
-		var sums []stage.RankSummary
+		var sums []verdict.RankSummary
 		for _, f := range ranks {
 			a, b := pointAt(f.Timeline, ts[i-1]), pointAt(f.Timeline, ts[i])
-			sums = append(sums, stage.RankSummary{Rank: f.RankOf.Rank, PID: f.PID, Host: f.Host, Summary: between(a, b)})
+			sums = append(sums, verdict.RankSummary{Rank: f.RankOf.Rank, PID: f.PID, Host: f.Host, Summary: between(a, b)})
 		}
 		w := JobWindow{StartSec: float64(ts[i-1]-ts[0]) / 1e9, EndSec: float64(ts[i]-ts[0]) / 1e9}
-		if v, ok := stage.DiagnoseRanks(sums); ok {
+		if v, ok := verdict.DiagnoseRanks(sums); ok {
 			w.Straggler = &v
 		}
 		out = append(out, w)

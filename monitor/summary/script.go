@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // ScriptSchema tags the end-of-run summary the Python publisher writes at
@@ -36,7 +37,7 @@ type Script struct {
 	// Stacks are the run's stack samples (a stacks frame's body), null
 	// without any.
 	Stacks  *stage.StackSamples `json:"stacks"`
-	Verdict *stage.Verdict      `json:"verdict,omitempty"`
+	Verdict *verdict.Verdict    `json:"verdict,omitempty"`
 	// RankOf is the launcher's rank of the process, null for a single one;
 	// Host is where it ran.
 	RankOf *RankOf `json:"rank_of,omitempty"`
@@ -158,9 +159,9 @@ func (s *Script) Whole() stage.Summary {
 
 // Judge sets the verdict of the whole run (and the profile of its stack
 // samples, which the text names the hot code of).
-func (s *Script) Judge() stage.Verdict {
+func (s *Script) Judge() verdict.Verdict {
 	s.code = stage.ProfileOf(s.Stacks)
-	v := stage.Judge(stage.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code})
+	v := verdict.Judge(verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code})
 	s.Verdict = &v
 	return v
 }
@@ -181,7 +182,7 @@ func (s *Script) Run(path string) Run {
 
 // AddVerdict writes the verdict v into the summary file at path,
 // atomically; every other field of the file stays as it is.
-func AddVerdict(path string, v stage.Verdict) error {
+func AddVerdict(path string, v verdict.Verdict) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("add the verdict to %s: %w", path, err)

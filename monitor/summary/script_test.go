@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // oldScript is a run summary as the publisher wrote it before ranks,
@@ -66,7 +67,7 @@ func TestScriptRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := s.Judge()
-	if v.Kind != stage.InputBound {
+	if v.Kind != verdict.InputBound {
 		t.Fatalf("verdict %s, want input-bound", v.Kind)
 	}
 	if err := AddVerdict(path, v); err != nil {
@@ -88,7 +89,7 @@ func TestScriptRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil || !reflect.DeepEqual(raw.Argv, []string{"train.py"}) {
 		t.Errorf("a field the struct does not know was lost: argv %q (%v)", raw.Argv, err)
 	}
-	if r, err := Load(path); err != nil || r.Verdict.Kind != stage.InputBound {
+	if r, err := Load(path); err != nil || r.Verdict.Kind != verdict.InputBound {
 		t.Errorf("Load after the verdict: %v, %+v", err, r.Verdict)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // WriteScriptText writes a run summary for people, as pipetop run prints
@@ -71,7 +72,7 @@ func hotLines(p *stage.CodeProfile) []string {
 		if g.Role == stage.RoleTrain {
 			who = "training thread in " + g.Stage
 		}
-		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, g.Hot.Phrase(), g.Samples))
+		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, verdict.Phrase(g.Hot), g.Samples))
 	}
 	return out
 }

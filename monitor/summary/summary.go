@@ -18,6 +18,7 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
 )
 
@@ -40,7 +41,7 @@ type Run struct {
 	// process, when it restarted with another stage list).
 	Whole stage.Summary `json:"whole"`
 	// Verdict is the verdict over the whole run.
-	Verdict stage.Verdict `json:"verdict"`
+	Verdict verdict.Verdict `json:"verdict"`
 	// Over time: one point per bucket, about 60 over the run.
 	BucketSec  float64  `json:"bucket_sec"`
 	Throughput []Point  `json:"throughput"`
@@ -85,11 +86,11 @@ type Point struct {
 
 // Period is a stretch of the run under one verdict.
 type Period struct {
-	Kind     stage.Kind `json:"kind"`
-	Stage    string     `json:"stage,omitempty"`
-	Headline string     `json:"headline"`
-	FromSec  float64    `json:"from_sec"`
-	ToSec    float64    `json:"to_sec"`
+	Kind     verdict.Kind `json:"kind"`
+	Stage    string       `json:"stage,omitempty"`
+	Headline string       `json:"headline"`
+	FromSec  float64      `json:"from_sec"`
+	ToSec    float64      `json:"to_sec"`
 }
 
 // FromFile summarizes the recording at path. A damaged recording is
@@ -262,7 +263,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := stage.Diagnose(b.main.ring.Summarize(VerdictWindow), b.loader)
+		v := verdict.Diagnose(b.main.ring.Summarize(VerdictWindow), b.loader)
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -274,7 +275,7 @@ func (b *builder) closeBucket() {
 }
 
 // period extends the last period or starts a new one at the verdict v.
-func (b *builder) period(v stage.Verdict, at float64) {
+func (b *builder) period(v verdict.Verdict, at float64) {
 	from := at - b.bucket.Seconds()
 	if n := len(b.periods); n > 0 && b.periods[n-1].Kind == v.Kind && b.periods[n-1].Stage == v.Stage {
 		b.periods[n-1].ToSec = at
@@ -296,7 +297,7 @@ func (b *builder) finish() Run {
 	if b.code != nil {
 		b.run.Code = b.code.Profile(0, math.MaxInt64)
 	}
-	b.run.Verdict = stage.Judge(stage.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code})
+	b.run.Verdict = verdict.Judge(verdict.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code})
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods
@@ -324,12 +325,12 @@ func (b *builder) finishRanks() {
 
 // straggler applies the straggler rule to the last d of every rank's steps
 // (0: all of them); ok is false for a single trainer.
-func (b *builder) straggler(d time.Duration) (v stage.Verdict, ok bool) {
-	var sums []stage.RankSummary
+func (b *builder) straggler(d time.Duration) (v verdict.Verdict, ok bool) {
+	var sums []verdict.RankSummary
 	for _, r := range slices.Sorted(maps.Keys(b.ranks)) {
-		sums = append(sums, stage.RankSummary{Rank: r, Summary: b.ranks[r].ring.Summarize(d)})
+		sums = append(sums, verdict.RankSummary{Rank: r, Summary: b.ranks[r].ring.Summarize(d)})
 	}
-	return stage.DiagnoseRanks(sums)
+	return verdict.DiagnoseRanks(sums)
 }
 
 // Describe is a one-line description of a run for headings.

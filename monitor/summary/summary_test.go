@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
 )
 
@@ -64,10 +65,10 @@ func TestVerdictsOverTime(t *testing.T) {
 	}
 	r := FromEntries(es)
 	last := r.Verdicts[len(r.Verdicts)-1]
-	if last.Kind != stage.InputBound || last.FromSec < 50 || last.FromSec > 100 {
+	if last.Kind != verdict.InputBound || last.FromSec < 50 || last.FromSec > 100 {
 		t.Fatalf("verdicts %+v, want input-bound from about 54 s", r.Verdicts)
 	}
-	if r.Verdicts[0].Kind == stage.InputBound {
+	if r.Verdicts[0].Kind == verdict.InputBound {
 		t.Fatalf("first verdict %+v, want not input-bound", r.Verdicts[0])
 	}
 }
@@ -124,7 +125,7 @@ func TestLoadPythonSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Name != "py" || r.Whole.Steps != 100 || r.Whole.Stage(stage.Forward).Share != 0.7 || r.Verdict.Kind != stage.InputBound {
+	if r.Name != "py" || r.Whole.Steps != 100 || r.Whole.Stage(stage.Forward).Share != 0.7 || r.Verdict.Kind != verdict.InputBound {
 		t.Fatalf("loaded %+v", r)
 	}
 	os.WriteFile(path, []byte(`{"schema":"pipetop-summary/9"}`), 0o644)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // WriteText writes the summary for people: the run, its stage table, the
@@ -168,7 +169,7 @@ func writeHotCode(w io.Writer, p *stage.CodeProfile) {
 		}
 		hot := "no single function holds the time"
 		if g.Hot != nil {
-			hot = g.Hot.Phrase()
+			hot = verdict.Phrase(g.Hot)
 		}
 		fmt.Fprintf(w, "  %s (%d samples): %s\n", who, g.Samples, hot)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // before is the last commit before agg frames.
@@ -55,7 +56,7 @@ type snap struct {
 		Steps       int     `json:"steps"`
 		StepsPerSec float64 `json:"steps_per_sec"`
 	} `json:"summary"`
-	Verdict *stage.Verdict `json:"verdict"`
+	Verdict *verdict.Verdict `json:"verdict"`
 }
 
 // viewer is a pipetop binary and the environment it runs with.
@@ -141,7 +142,7 @@ func lookAll(t *testing.T, sockets string, vs []viewer) {
 			continue
 		}
 		got := snaps[i].Verdict
-		if got.Kind != stage.InputStalls || got.Stage != stage.DataWait || !strings.Contains(got.Headline, "every 10th step") {
+		if got.Kind != verdict.InputStalls || got.Stage != stage.DataWait || !strings.Contains(got.Headline, "every 10th step") {
 			t.Errorf("%s: %s, want input stalls every 10th step", v.name, got)
 		}
 		t.Logf("%s: %d steps, %.0f steps/s: %s", v.name, snaps[i].Summary.Steps, snaps[i].Summary.StepsPerSec, got)

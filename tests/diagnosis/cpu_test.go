@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
@@ -37,24 +38,24 @@ func TestCPUVerdicts(t *testing.T) {
 	}
 	scs := []scenario{
 		{name: "pipetrain/8 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
-			after: 8 * time.Second, interval: 3 * time.Second, kind: stage.Oversubscribed,
+			after: 8 * time.Second, interval: 3 * time.Second, kind: verdict.Oversubscribed,
 			headline: []string{"oversubscribed:", "intra-op thread", "waited"}, next: []string{"--threads and --workers"}},
 		{name: "torch/12 intra-op threads in main and 2 workers: oversubscribed",
 			start: autoScript("threads.py", "--threads", "4", "--workers", "2"),
-			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.Oversubscribed,
+			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.Oversubscribed,
 			headline: []string{"oversubscribed:", "intra-op thread", "busy loader worker", "waited"},
 			next:     []string{"torch.set_num_threads", "OMP_NUM_THREADS=1"}},
 		{name: "torch/a 0.3-CPU quota under 4 threads: throttled",
 			start: quota(0.3, "threads.py", "--threads", "4"),
-			after: 6 * time.Second, interval: 2 * time.Second, kind: stage.Throttled,
+			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.Throttled,
 			headline: []string{"quota of 0.3 CPUs", "of its periods"}, next: []string{"raise the limit"}},
 		{name: "torch/pure-Python steps: training-thread-bound",
 			start: autoScript("threads.py", "--python"),
-			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.TrainingThreadBound, stage: stage.Forward,
+			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.TrainingThreadBound, stage: stage.Forward,
 			headline: []string{"the training thread wanted a CPU"}, next: []string{"vectorised"}},
 		{name: "torch/healthy: one intra-op thread per core, no workers",
 			start: autoScript("threads.py", "--threads", strconv.Itoa(runtime.NumCPU())),
-			after: 4 * time.Second, interval: 2 * time.Second, kind: stage.ComputeBound, stage: stage.Forward,
+			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.ComputeBound, stage: stage.Forward,
 			next: []string{"input keeps up"}},
 	}
 	for _, sc := range scs {

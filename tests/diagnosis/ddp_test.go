@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
@@ -43,9 +44,9 @@ type ddpJob struct {
 			Share float64 `json:"share"`
 		} `json:"stages"`
 	} `json:"ranks"`
-	Straggler *stage.Verdict `json:"straggler"`
+	Straggler *verdict.Verdict `json:"straggler"`
 	OverTime  []struct {
-		Straggler *stage.Verdict `json:"straggler"`
+		Straggler *verdict.Verdict `json:"straggler"`
 	} `json:"over_time"`
 	Path string `json:"path"`
 }
@@ -152,7 +153,7 @@ func TestDDPStragglerThroughPipetopRun(t *testing.T) {
 				}
 				return
 			}
-			if v == nil || v.Kind != stage.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != tc.stage {
+			if v == nil || v.Kind != verdict.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != tc.stage {
 				t.Fatalf("straggler %+v, want rank 1 in %s\n%s", v, tc.stage, log)
 			}
 			if !strings.Contains(v.Headline, tc.phrase) || !strings.Contains(v.Headline, "on "+job.Ranks[1].Host) {
@@ -200,7 +201,7 @@ func rankPIDs(t *testing.T, dir string, n int) map[int]rankSocket {
 
 // viewVerdict is pipetop attach SPEC --json's verdict about the run in
 // dir after collecting for interval (plain pipetop --json without a spec).
-func viewVerdict(dir, spec string, interval time.Duration) (*stage.Verdict, string, error) {
+func viewVerdict(dir, spec string, interval time.Duration) (*verdict.Verdict, string, error) {
 	args := []string{"--json", "--no-gpu", "--interval", interval.String()}
 	if spec != "" {
 		args = append([]string{"attach", spec}, args...)
@@ -212,7 +213,7 @@ func viewVerdict(dir, spec string, interval time.Duration) (*stage.Verdict, stri
 		return nil, string(out), fmt.Errorf("pipetop --json: %w", err)
 	}
 	var snap struct {
-		Verdict *stage.Verdict `json:"verdict"`
+		Verdict *verdict.Verdict `json:"verdict"`
 	}
 	if err := json.Unmarshal(out, &snap); err != nil {
 		return nil, string(out), err
@@ -227,7 +228,7 @@ func viewVerdict(dir, spec string, interval time.Duration) (*stage.Verdict, stri
 func checkStopped(t *testing.T, dir string, pids map[int]rankSocket, bare bool) {
 	t.Helper()
 	type res struct {
-		v   *stage.Verdict
+		v   *verdict.Verdict
 		out string
 		err error
 	}
@@ -257,7 +258,7 @@ func checkStopped(t *testing.T, dir string, pids map[int]rankSocket, bare bool) 
 			continue
 		}
 		v := r.v
-		if v.Kind != stage.RankStopped || v.Rank == nil || *v.Rank != 1 {
+		if v.Kind != verdict.RankStopped || v.Rank == nil || *v.Rank != 1 {
 			t.Errorf("%s: %s, want rank 1 named as stopped", r.who, v)
 			continue
 		}
@@ -310,7 +311,7 @@ func TestDDPStragglerLive(t *testing.T) {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
 	}
 	host, _ := os.Hostname()
-	if v.Kind != stage.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.Forward || !strings.Contains(v.Headline, "on "+host) {
+	if v.Kind != verdict.Straggler || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.Forward || !strings.Contains(v.Headline, "on "+host) {
 		t.Fatalf("verdict %s, want straggler rank 1 in forward on %s", v, host)
 	}
 	t.Logf("%s", v)

@@ -16,6 +16,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // bins holds the binaries TestMain builds once.
@@ -47,10 +48,10 @@ type scenario struct {
 	// interval is pipetop's --interval (its collection time).
 	interval time.Duration
 	window   string
-	kind     stage.Kind
+	kind     verdict.Kind
 	// also are other acceptable kinds, for a real trainer whose timing on
 	// a loaded machine moves it across a threshold.
-	also     []stage.Kind
+	also     []verdict.Kind
 	stage    string
 	next     []string // substrings of the next step
 	headline []string // substrings of the headline
@@ -86,7 +87,7 @@ func launch(t *testing.T, extra []string, bin string, args ...string) (*exec.Cmd
 
 // result is what pipetop --json said about one scenario.
 type result struct {
-	verdict *stage.Verdict
+	verdict *verdict.Verdict
 	out     []byte
 	err     error
 	logs    *bytes.Buffer
@@ -137,41 +138,41 @@ func goScenarios() []scenario {
 	healthy := "data_wait=0.3ms,forward=6ms,backward=5ms,optim=1ms"
 	return []scenario{
 		{name: "go/slow start in data_wait", start: synthetic("-start-delay", "60s", "-stages", healthy),
-			after: 2 * time.Second, interval: 2500 * time.Millisecond, kind: stage.Starting, stage: stage.DataWait,
+			after: 2 * time.Second, interval: 2500 * time.Millisecond, kind: verdict.Starting, stage: stage.DataWait,
 			headline: []string{"no step yet after", "in data_wait for"}, next: []string{"loader"}},
 		{name: "go/periodic input stalls", start: synthetic("-every", "10", "-spike", "150ms", "-stages", "data_wait=1ms,forward=8ms"),
-			after: 2500 * time.Millisecond, interval: time.Second, kind: stage.InputStalls, stage: stage.DataWait,
+			after: 2500 * time.Millisecond, interval: time.Second, kind: verdict.InputStalls, stage: stage.DataWait,
 			headline: []string{"every 10th step waits"}, next: []string{"prefetch", "every 10 steps"}},
 		{name: "go/hang in an all-reduce", start: synthetic("-hang-after", "80", "-hang-stage", "comm", "-stages", healthy),
-			after: 500 * time.Millisecond, interval: 8 * time.Second, kind: stage.Stalled, stage: "comm",
+			after: 500 * time.Millisecond, interval: 8 * time.Second, kind: verdict.Stalled, stage: "comm",
 			headline: []string{"stalled: no step for", "stuck in comm"}, next: []string{"rank"}},
 		// pipetop attaches after the hang began: it has seen no step.
 		{name: "go/hang in data_wait, attached late", start: synthetic("-hang-after", "30", "-hang-stage", "data_wait", "-stages", healthy),
-			after: time.Second, interval: 6 * time.Second, kind: stage.Stalled, stage: stage.DataWait,
+			after: time.Second, interval: 6 * time.Second, kind: verdict.Stalled, stage: stage.DataWait,
 			headline: []string{"stuck in data_wait"}, next: []string{"loader"}},
 		{name: "go/memory creep", start: synthetic("-leak-mb-per-sec", "25", "-stages", healthy),
-			after: 500 * time.Millisecond, interval: 12 * time.Second, kind: stage.MemoryCreep,
+			after: 500 * time.Millisecond, interval: 12 * time.Second, kind: verdict.MemoryCreep,
 			headline: []string{"resident memory grew", "steadily"}, next: []string{"leak"}},
 		{name: "go/drift in data_wait", start: synthetic("-drift-after", "5s", "-drift", "12ms", "-stages", "data_wait=0.5ms,forward=8ms"),
-			after: 200 * time.Millisecond, interval: 11 * time.Second, kind: stage.Drift, stage: stage.DataWait,
+			after: 200 * time.Millisecond, interval: 11 * time.Second, kind: verdict.Drift, stage: stage.DataWait,
 			headline: []string{"slower than in the run's first", "data_wait grew"}, next: []string{"loader slowed down"}},
 		{name: "go/steady input-bound", start: synthetic("-stages", "data_wait=12ms,forward=4ms", "-rate", "50"),
-			after: time.Second, interval: time.Second, kind: stage.InputBound, stage: stage.DataWait,
+			after: time.Second, interval: time.Second, kind: verdict.InputBound, stage: stage.DataWait,
 			headline: []string{"waits on data_wait"}, next: []string{"loader workers are busy only"}},
 		{name: "go/starved loader: every worker busy", start: synthetic("-stages", "data_wait=12ms,forward=4ms", "-rate", "50", "-loader-busy", "0.97", "-loader-amp", "1"),
-			after: 1500 * time.Millisecond, interval: time.Second, kind: stage.InputBound, stage: stage.DataWait,
+			after: 1500 * time.Millisecond, interval: time.Second, kind: verdict.InputBound, stage: stage.DataWait,
 			next: []string{"all 2 loader workers are busy 97 %", "faster codec"}},
 		{name: "go/moderately input-bound", start: synthetic("-rate", "50", "-stages", "data_wait=3ms,forward=8ms,backward=6ms"),
-			after: 1500 * time.Millisecond, interval: time.Second, kind: stage.ModerateInput, stage: stage.DataWait,
+			after: 1500 * time.Millisecond, interval: time.Second, kind: verdict.ModerateInput, stage: stage.DataWait,
 			next: []string{"faster ("}},
 		{name: "go/a rank waiting in the all-reduce", start: synthetic("-rate", "50", "-stages", "data_wait=0.3ms,forward=3ms,backward=3ms,comm=12ms,optim=0.5ms"),
-			after: time.Second, interval: time.Second, kind: stage.StageBound, stage: stage.Comm,
+			after: time.Second, interval: time.Second, kind: verdict.StageBound, stage: stage.Comm,
 			headline: []string{"comm-bound"}, next: []string{"slowest rank"}},
 		{name: "go/healthy compute-bound is calm", start: synthetic("-rate", "70", "-stages", healthy),
-			after: 1500 * time.Millisecond, interval: time.Second, kind: stage.ComputeBound, stage: stage.Forward,
+			after: 1500 * time.Millisecond, interval: time.Second, kind: verdict.ComputeBound, stage: stage.Forward,
 			next: []string{"input keeps up"}},
 		{name: "go/healthy GPU-bound is calm", start: synthetic("-stages", "data_wait=0.1ms,h2d=0.2ms,forward=4ms,backward=5ms,optim=0.5ms", "-gpu", "forward=4ms,backward=5ms,optim=0.4ms", "-rate", "100"),
-			after: time.Second, interval: time.Second, kind: stage.GPUBound,
+			after: time.Second, interval: time.Second, kind: verdict.GPUBound,
 			next: []string{"pipeline keeps up"}},
 	}
 }
@@ -194,7 +195,7 @@ func observeAs(sc scenario, env []string) result {
 		return result{out: out, err: fmt.Errorf("pipetop --json: %w", err)}
 	}
 	var snap struct {
-		Verdict *stage.Verdict `json:"verdict"`
+		Verdict *verdict.Verdict `json:"verdict"`
 	}
 	if err := json.Unmarshal(out, &snap); err != nil {
 		return result{out: out, err: fmt.Errorf("pipetop --json output: %w", err)}

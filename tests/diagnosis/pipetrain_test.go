@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
@@ -32,7 +33,7 @@ func pipetrainThrashing(t *testing.T, _ string) (*exec.Cmd, *bytes.Buffer, error
 func pipetrainScenarios() []scenario {
 	return []scenario{
 		{name: "pipetrain/thrashing loader on zarr-default chunks", start: pipetrainThrashing,
-			after: 8 * time.Second, interval: 4 * time.Second, window: "all", kind: stage.InputBound, also: []stage.Kind{stage.ModerateInput, stage.Starting}, stage: stage.DataWait,
+			after: 8 * time.Second, interval: 4 * time.Second, window: "all", kind: verdict.InputBound, also: []verdict.Kind{verdict.ModerateInput, verdict.Starting}, stage: stage.DataWait,
 			next: []string{"rechunk", "--chunk-frames 1"}},
 	}
 }

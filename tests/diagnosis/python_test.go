@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // python is Debian's interpreter; the publisher needs only its stdlib.
@@ -67,16 +68,16 @@ func pyScript(env ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer,
 func pythonScenarios() []scenario {
 	return []scenario{
 		{name: "python/slow start in data_wait", start: pyScript("START_DELAY=60"),
-			after: 2 * time.Second, interval: 2500 * time.Millisecond, kind: stage.Starting, stage: stage.DataWait,
+			after: 2 * time.Second, interval: 2500 * time.Millisecond, kind: verdict.Starting, stage: stage.DataWait,
 			headline: []string{"in data_wait for"}, next: []string{"loader"}},
 		{name: "python/periodic input stalls", start: pyScript("EVERY=8"),
-			after: 2500 * time.Millisecond, interval: time.Second, kind: stage.InputStalls, stage: stage.DataWait,
+			after: 2500 * time.Millisecond, interval: time.Second, kind: verdict.InputStalls, stage: stage.DataWait,
 			headline: []string{"every 8th step waits"}, next: []string{"prefetch", "every 8 steps"}},
 		{name: "python/hang in an all-reduce", start: pyScript("HANG_AT=1.5", "HANG_STAGE=comm"),
-			after: 500 * time.Millisecond, interval: 8 * time.Second, kind: stage.Stalled, stage: "comm",
+			after: 500 * time.Millisecond, interval: 8 * time.Second, kind: verdict.Stalled, stage: "comm",
 			headline: []string{"stuck in comm"}, next: []string{"rank"}},
 		{name: "python/healthy compute-bound is calm", start: pyScript(),
-			after: 1500 * time.Millisecond, interval: time.Second, kind: stage.ComputeBound, stage: stage.Forward,
+			after: 1500 * time.Millisecond, interval: time.Second, kind: verdict.ComputeBound, stage: stage.Forward,
 			next: []string{"input keeps up"}},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // autoScript runs an unmodified PyTorch script of examples/auto with the
@@ -47,18 +48,18 @@ func torchScenarios() []scenario {
 	return []scenario{
 		{name: "go/saturated workers in turn: input-bound, not stalls",
 			start: synthetic("-every", "2", "-spike", "60ms", "-stages", "data_wait=0.2ms,forward=4ms", "-loader-busy", "0.97", "-loader-amp", "1"),
-			after: 2 * time.Second, interval: time.Second, kind: stage.InputBound, stage: stage.DataWait,
+			after: 2 * time.Second, interval: time.Second, kind: verdict.InputBound, stage: stage.DataWait,
 			headline: []string{"the 2 workers, busy 97 %, hand over their batches in turn (every 2nd step waits)"},
 			next:     []string{"all 2 loader workers are busy 97 %"}},
 		{name: "torch/2 saturated workers: input-bound", start: autoScript("in_turn.py", "--workers", "2", "--batch-ms", "200"),
-			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: stage.InputBound, stage: stage.DataWait,
+			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: verdict.InputBound, stage: stage.DataWait,
 			headline: []string{"waits on data_wait", "in `read_from_storage` at"}, next: []string{"2 workers are busy", "raise num_workers"}},
 		{name: "torch/4 saturated workers in turn: input-bound, not stalls", start: autoScript("in_turn.py", "--workers", "4", "--batch-ms", "200"),
-			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: stage.InputBound, stage: stage.DataWait,
+			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: verdict.InputBound, stage: stage.DataWait,
 			headline: []string{"the 4 workers, busy", "hand over their batches in turn", "in `read_from_storage` at"},
 			next:     []string{"4 workers are busy", "raise num_workers"}},
 		{name: "torch/one slow batch in 20: input stalls", start: autoScript("in_turn.py", "--workers", "2", "--stall-every", "20"),
-			after: 3500 * time.Millisecond, interval: 1500 * time.Millisecond, kind: stage.InputStalls, stage: stage.DataWait,
+			after: 3500 * time.Millisecond, interval: 1500 * time.Millisecond, kind: verdict.InputStalls, stage: stage.DataWait,
 			headline: []string{"input stalls", "in `read_from_storage` at"}, next: []string{"deepen the prefetch"}},
 	}
 }

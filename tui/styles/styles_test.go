@@ -1,10 +1,11 @@
 package styles
 
 import (
-	"charm.land/lipgloss/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"charm.land/lipgloss/v2"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 )

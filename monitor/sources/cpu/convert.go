@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/pipetop/pipetop/metrics/host"
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -20,6 +20,6 @@ func fromSampler(s host.CPUSnapshot) snapshot.CPU {
 
 // FillHost implements source.HostFiller: the host's memory and swap in
 // use, 0 where unread.
-func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) {
 	h.MemUsed, h.MemTotal, h.SwapUsed = s.CPU.MemUsed.Or(0), s.CPU.MemTotal.Or(0), s.CPU.SwapUsed.Or(0)
 }

@@ -2,7 +2,7 @@ package gpu
 
 import (
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -47,7 +47,7 @@ func fromDevice(d mgpu.Device) snapshot.Device {
 // device the trainer's processes hold memory on (the one holding most),
 // and its used memory at s.Time for the memory-creep rule; nothing without
 // one.
-func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) {
 	d := trainerDevice(s)
 	if d == nil {
 		return

@@ -2,7 +2,7 @@ package procs
 
 import (
 	"github.com/pipetop/pipetop/metrics/host"
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -23,7 +23,7 @@ func fromProcInfo(p host.ProcInfo) snapshot.Proc {
 
 // FillHost implements source.HostFiller: the trainer's resident memory at
 // s.Time, for the memory-creep rule, while it is alive and read.
-func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) {
+func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) {
 	if s.Process != nil && s.Process.Alive && s.Process.Self.RSS.OK() {
 		h.RSS.Add(s.Time.UnixNano(), s.Process.Self.RSS.Or(0))
 	}

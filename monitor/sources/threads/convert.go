@@ -4,22 +4,22 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // FillHost implements source.HostFiller: the run's threads and the CPU it
 // may use, for the CPU rules.
-func (part) FillHost(s *snapshot.Snapshot, h *stage.Host) { h.CPU = hostCPU(s.Threads, &s.CPU) }
+func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) { h.CPU = hostCPU(s.Threads, &s.CPU) }
 
 // hostCPU sums the threads source's part (and the host's per-core
 // readings, for its idle cores) for the CPU rules; nil without it or
 // before the threads' second reading.
-func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *stage.HostCPU {
+func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	if t == nil {
 		return nil
 	}
-	c := &stage.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
+	c := &verdict.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
 		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu)}
 	var run, wait float64
 	fresh := 0
@@ -46,10 +46,10 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *stage.HostCPU {
 	}
 	for role, r := range t.ByRole() {
 		if r.Busy > 0 {
-			c.Pools = append(c.Pools, stage.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
+			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
 		}
 	}
-	slices.SortFunc(c.Pools, func(a, b stage.CPUPool) int { return strings.Compare(a.Role, b.Role) })
+	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
 	return c
 }
 

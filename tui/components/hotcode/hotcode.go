@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
@@ -128,7 +129,7 @@ func (m Model) lines(w int) []string {
 	st := m.St
 	var out []string
 	if g.Hot != nil {
-		for _, l := range draw.Wrap(g.Hot.Phrase(), w) {
+		for _, l := range draw.Wrap(verdict.Phrase(g.Hot), w) {
 			out = append(out, st.Warn.Render(l))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
@@ -37,7 +38,7 @@ func TestHotCodePane(t *testing.T) {
 		t.Fatal("the pane shows without stack samples")
 	}
 	s := &snapshot.Snapshot{Code: profile(), Loader: &stage.LoaderStats{Source: "torch", Workers: 1},
-		Verdict: &stage.Verdict{Kind: stage.InputBound, Stage: stage.DataWait}}
+		Verdict: &verdict.Verdict{Kind: verdict.InputBound, Stage: stage.DataWait}}
 	m.SetSnapshot(s)
 	m.SetSize(120, 8)
 	view := m.View()
@@ -72,14 +73,14 @@ func TestHotCodePane(t *testing.T) {
 func TestFollowTheVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		verdict *stage.Verdict
+		verdict *verdict.Verdict
 		workers int
 		want    string
 	}{
-		{"input with workers: the workers", &stage.Verdict{Stage: stage.DataWait}, 2, "worker/"},
-		{"input without workers: the training thread in data_wait", &stage.Verdict{Stage: stage.DataWait}, 0, "train/data_wait"},
-		{"another stage: that stage", &stage.Verdict{Stage: stage.Forward}, 2, "train/forward"},
-		{"no stage: the largest group", &stage.Verdict{}, 2, "worker/"},
+		{"input with workers: the workers", &verdict.Verdict{Stage: stage.DataWait}, 2, "worker/"},
+		{"input without workers: the training thread in data_wait", &verdict.Verdict{Stage: stage.DataWait}, 0, "train/data_wait"},
+		{"another stage: that stage", &verdict.Verdict{Stage: stage.Forward}, 2, "train/forward"},
+		{"no stage: the largest group", &verdict.Verdict{}, 2, "worker/"},
 		{"no verdict: the largest group", nil, 2, "worker/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -67,7 +68,7 @@ func (m Model) lines(w int) []string {
 
 func (m Model) amp(a float64) string {
 	s := fmt.Sprintf("%.1f×", a)
-	if a >= stage.HighReadAmp {
+	if a >= verdict.HighReadAmp {
 		return m.St.Bad.Render(s)
 	}
 	return m.St.Value.Render(s)

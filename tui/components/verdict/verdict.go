@@ -1,11 +1,12 @@
-// Package verdict shows stage.Judge's verdict in plain words: the
-// headline with the numbers behind it, then one suggested next step.
+// Package verdict shows the run's verdict (metrics/verdict's Judge) in
+// plain words: the headline with the numbers behind it, then one suggested
+// next step.
 package verdict
 
 import (
 	"strings"
 
-	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
 	"github.com/pipetop/pipetop/tui/draw"
@@ -59,11 +60,11 @@ func (m Model) lines(w int) []string {
 }
 
 // severityStyle is the headline's style for a verdict of severity sv.
-func (m Model) severityStyle(sv stage.Severity) styles.Style {
+func (m Model) severityStyle(sv verdict.Severity) styles.Style {
 	switch sv {
-	case stage.SeverityGood:
+	case verdict.SeverityGood:
 		return m.St.GoodBold
-	case stage.SeverityWarn:
+	case verdict.SeverityWarn:
 		return m.St.Warn
 	}
 	return m.St.Bad

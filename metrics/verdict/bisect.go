@@ -1,8 +1,9 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -33,14 +34,14 @@ func share(p *PhaseResult, name string) float64 {
 
 // PhaseResult is one measured bisect phase.
 type PhaseResult struct {
-	Name          string       `json:"phase"`
-	Batch         int          `json:"batch"`
-	Steps         int64        `json:"steps"`
-	Seconds       float64      `json:"seconds"`
-	StepsPerSec   float64      `json:"steps_per_sec"`
-	SamplesPerSec float64      `json:"samples_per_sec"`
-	Summary       Summary      `json:"summary"`
-	Loader        *LoaderStats `json:"loader,omitempty"`
+	Name          string             `json:"phase"`
+	Batch         int                `json:"batch"`
+	Steps         int64              `json:"steps"`
+	Seconds       float64            `json:"seconds"`
+	StepsPerSec   float64            `json:"steps_per_sec"`
+	SamplesPerSec float64            `json:"samples_per_sec"`
+	Summary       stage.Summary      `json:"summary"`
+	Loader        *stage.LoaderStats `json:"loader,omitempty"`
 }
 
 // DiagnoseBisect compares the phases of a bisect run (of one or more batch
@@ -57,19 +58,19 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 	net, load, all := fixed.SamplesPerSec, ld.SamplesPerSec, full.SamplesPerSec
 	switch {
 	case load < LoaderShort*net:
-		return Verdict{Kind: InputBound, Stage: DataWait,
+		return Verdict{Kind: InputBound, Stage: stage.DataWait,
 			Headline: fmt.Sprintf("input-bound: the loader delivers %s samples/s, the network can take %s; the full pipeline runs at %s",
 				num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
-	case syn != nil && syn.SamplesPerSec < UploadShort*net && share(syn, H2D) >= UploadShare:
-		return Verdict{Kind: StageBound, Stage: H2D,
+	case syn != nil && syn.SamplesPerSec < UploadShort*net && share(syn, stage.H2D) >= UploadShare:
+		return Verdict{Kind: StageBound, Stage: stage.H2D,
 			Headline: fmt.Sprintf("upload-bound: with in-memory batches the loop runs at %s samples/s, on a fixed device batch at %s",
 				num(syn.SamplesPerSec), num(net)),
 			Next: "the host-to-device copy or batch handling costs the difference: pin and reuse staging buffers, copy on a side stream"}
 	case load < LoaderMargin*net && ld.Loader != nil && ld.Loader.ReadAmp >= HighReadAmp:
 		// Barely faster alone, decoding many times the bytes it uses: the
 		// loader is what the network and it fight over.
-		return Verdict{Kind: InputBound, Stage: DataWait,
+		return Verdict{Kind: InputBound, Stage: stage.DataWait,
 			Headline: fmt.Sprintf("input-bound: the loader decodes %.0fx the bytes it uses and delivers %s samples/s alone, the network can take %s; together they reach %s",
 				ld.Loader.ReadAmp, num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
@@ -93,7 +94,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 // With a high read amplification the loader burns its cores decoding
 // bytes it throws away, so rechunking (less loader CPU) comes before
 // splitting the cores.
-func contention(load, net, all float64, l *LoaderStats) Verdict {
+func contention(load, net, all float64, l *stage.LoaderStats) Verdict {
 	v := Verdict{Kind: Balanced,
 		Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network alone takes %s, but together they reach %s",
 			num(load), num(net), num(all)),

@@ -1,20 +1,22 @@
-package stage
+package verdict
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 // rankStages lists the stages of a data-parallel step.
-var rankStages = []string{DataWait, H2D, Forward, Backward, Comm, Optim, Sync, Other}
+var rankStages = []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Sync, stage.Other}
 
 // plantedSteps is the summary of n steps of one rank; times gives step
 // i's CPU and GPU time of a stage in ms (GPU < 0: none).
-func plantedSteps(n int, times func(i int, name string) (cpu, gpu float64)) Summary {
-	w := NewStepRing(rankStages, 1024)
+func plantedSteps(n int, times func(i int, name string) (cpu, gpu float64)) stage.Summary {
+	w := stage.NewStepRing(rankStages, 1024)
 	var t0 int64
 	for i := 0; i < n; i++ {
-		r := Record{Step: int64(i), NumStages: len(rankStages), Samples: 64}
+		r := stage.Record{Step: int64(i), NumStages: len(rankStages), Samples: 64}
 		r.ClearGPU()
 		var sum int64
 		for k, name := range rankStages {
@@ -35,10 +37,10 @@ func plantedSteps(n int, times func(i int, name string) (cpu, gpu float64)) Summ
 // plantedRank is the summary of n steps of one rank with the given stage
 // times in ms; jitter adds k*jitter ms to forward on step k%3 so that
 // ranks are not exactly alike.
-func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
+func plantedRank(n int, stages map[string]float64, jitter float64) stage.Summary {
 	return plantedSteps(n, func(i int, name string) (float64, float64) {
 		ms := stages[name]
-		if name == Forward {
+		if name == stage.Forward {
 			ms += float64(i%3) * jitter
 		}
 		return ms, -1
@@ -48,7 +50,7 @@ func plantedRank(n int, stages map[string]float64, jitter float64) Summary {
 // plantedGPURank is plantedRank with GPU times (ms) for the stages gpu
 // names: a CUDA run, whose CPU launches the kernels and waits where it
 // synchronizes.
-func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
+func plantedGPURank(n int, cpu, gpu map[string]float64) stage.Summary {
 	return plantedSteps(n, func(_ int, name string) (float64, float64) {
 		if g, ok := gpu[name]; ok {
 			return cpu[name], g
@@ -63,12 +65,12 @@ func plantedGPURank(n int, cpu, gpu map[string]float64) Summary {
 // sync. The GPU times name the straggler and its stage; alike GPU ranks are
 // left alone.
 func TestDiagnoseRanksOnTheGPU(t *testing.T) {
-	cpu := map[string]float64{DataWait: 2, Forward: 5, Backward: 5, Comm: 1, Optim: 2, Sync: 40}
-	fast := map[string]float64{Forward: 20, Backward: 15, Comm: 20, Optim: 2}
-	slow := map[string]float64{Forward: 40, Backward: 15, Comm: 0.5, Optim: 2}
+	cpu := map[string]float64{stage.DataWait: 2, stage.Forward: 5, stage.Backward: 5, stage.Comm: 1, stage.Optim: 2, stage.Sync: 40}
+	fast := map[string]float64{stage.Forward: 20, stage.Backward: 15, stage.Comm: 20, stage.Optim: 2}
+	slow := map[string]float64{stage.Forward: 40, stage.Backward: 15, stage.Comm: 0.5, stage.Optim: 2}
 	rs := []RankSummary{{Rank: 0, Summary: plantedGPURank(30, cpu, fast)}, {Rank: 1, Summary: plantedGPURank(30, cpu, slow)}}
 	v, ok := DiagnoseRanks(rs)
-	if !ok || v.Rank == nil || *v.Rank != 1 || v.Stage != Forward {
+	if !ok || v.Rank == nil || *v.Rank != 1 || v.Stage != stage.Forward {
 		t.Fatalf("got %v (%s), want rank 1's forward", ok, v)
 	}
 	for _, c := range []string{"forward's GPU time is 73 % vs 36 % on the median rank", "+20.0 ms a step", "comm 20.0 ms a step"} {
@@ -83,10 +85,10 @@ func TestDiagnoseRanksOnTheGPU(t *testing.T) {
 }
 
 func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
-	fast := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 45, Optim: 3}
-	slowInput := map[string]float64{DataWait: 45, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
-	slowForward := map[string]float64{DataWait: 2, Forward: 70, Backward: 20, Comm: 5, Optim: 3}
-	waitLong := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 45, Optim: 3}
+	fast := map[string]float64{stage.DataWait: 2, stage.Forward: 30, stage.Backward: 20, stage.Comm: 45, stage.Optim: 3}
+	slowInput := map[string]float64{stage.DataWait: 45, stage.Forward: 30, stage.Backward: 20, stage.Comm: 2, stage.Optim: 3}
+	slowForward := map[string]float64{stage.DataWait: 2, stage.Forward: 70, stage.Backward: 20, stage.Comm: 5, stage.Optim: 3}
+	waitLong := map[string]float64{stage.DataWait: 2, stage.Forward: 30, stage.Backward: 20, stage.Comm: 45, stage.Optim: 3}
 	for _, tc := range []struct {
 		name     string
 		ranks    []map[string]float64
@@ -94,11 +96,11 @@ func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
 		stage    string
 		contains []string
 	}{
-		{"2 ranks, rank 1 input-starved", []map[string]float64{fast, slowInput}, 1, DataWait,
+		{"2 ranks, rank 1 input-starved", []map[string]float64{fast, slowInput}, 1, stage.DataWait,
 			[]string{"straggler: rank 1", "data_wait is 45 % vs 2 % on the median rank", "+43.0 ms a step", "comm 45.0 ms a step (45 %)", "loader"}},
-		{"4 ranks, rank 2 input-starved", []map[string]float64{fast, fast, slowInput, fast}, 2, DataWait,
+		{"4 ranks, rank 2 input-starved", []map[string]float64{fast, fast, slowInput, fast}, 2, stage.DataWait,
 			[]string{"rank 2", "45 % vs 2 %"}},
-		{"8 ranks, rank 5 slow forward", []map[string]float64{waitLong, waitLong, waitLong, waitLong, waitLong, slowForward, waitLong, waitLong}, 5, Forward,
+		{"8 ranks, rank 5 slow forward", []map[string]float64{waitLong, waitLong, waitLong, waitLong, waitLong, slowForward, waitLong, waitLong}, 5, stage.Forward,
 			[]string{"rank 5", "forward", "computes slower"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,12 +125,12 @@ func TestDiagnoseRanksNamesThePlantedStraggler(t *testing.T) {
 }
 
 func TestDiagnoseRanksLeavesHealthyRunsAlone(t *testing.T) {
-	healthy := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 6, Optim: 3}
-	slightly := map[string]float64{DataWait: 6, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
-	noComm := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Optim: 3}
-	slowNoComm := map[string]float64{DataWait: 40, Forward: 30, Backward: 20, Optim: 3}
-	slowNobodyWaits := map[string]float64{DataWait: 40, Forward: 30, Backward: 20, Comm: 2, Optim: 3}
-	allWait := map[string]float64{DataWait: 2, Forward: 30, Backward: 20, Comm: 60, Optim: 3}
+	healthy := map[string]float64{stage.DataWait: 2, stage.Forward: 30, stage.Backward: 20, stage.Comm: 6, stage.Optim: 3}
+	slightly := map[string]float64{stage.DataWait: 6, stage.Forward: 30, stage.Backward: 20, stage.Comm: 2, stage.Optim: 3}
+	noComm := map[string]float64{stage.DataWait: 2, stage.Forward: 30, stage.Backward: 20, stage.Optim: 3}
+	slowNoComm := map[string]float64{stage.DataWait: 40, stage.Forward: 30, stage.Backward: 20, stage.Optim: 3}
+	slowNobodyWaits := map[string]float64{stage.DataWait: 40, stage.Forward: 30, stage.Backward: 20, stage.Comm: 2, stage.Optim: 3}
+	allWait := map[string]float64{stage.DataWait: 2, stage.Forward: 30, stage.Backward: 20, stage.Comm: 60, stage.Optim: 3}
 	for _, tc := range []struct {
 		name  string
 		ranks []map[string]float64

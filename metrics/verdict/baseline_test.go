@@ -1,16 +1,18 @@
-package stage
+package verdict
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 // baselineRun adds n records of wall ns each, from one Unix time on, to a
 // Baseline and to a StepRing large enough for all of them: with and
 // without GPU times, with fewer stages than the list and with one more.
-func baselineRun(names []string, n int, wall int64) (*Baseline, *StepRing) {
-	b, w := NewBaseline(names), NewStepRing(names, n)
+func baselineRun(names []string, n int, wall int64) (*Baseline, *stage.StepRing) {
+	b, w := NewBaseline(names), stage.NewStepRing(names, n)
 	rng := rand.New(rand.NewPCG(3, 4))
 	at := int64(1e18)
 	for i := range int64(n) {
@@ -28,7 +30,7 @@ func baselineRun(names []string, n int, wall int64) (*Baseline, *StepRing) {
 		if gpu != nil {
 			gpu = gpu[:len(cpu)]
 		}
-		r := RecordOf(i, at, at+wall, int32(8+i%3), cpu, gpu)
+		r := stage.RecordOf(i, at, at+wall, int32(8+i%3), cpu, gpu)
 		at += wall
 		b.Add(&r)
 		w.Add(&r)
@@ -40,7 +42,7 @@ func baselineRun(names []string, n int, wall int64) (*Baseline, *StepRing) {
 // steps on everything it computes, leaves out the warm-up and stops at
 // BaselineNs.
 func TestBaselineMatchesSummarizeBetween(t *testing.T) {
-	names := []string{DataWait, Forward, Backward, Comm}
+	names := []string{stage.DataWait, stage.Forward, stage.Backward, stage.Comm}
 	for _, c := range []struct {
 		steps int
 		wall  int64
@@ -61,7 +63,7 @@ func TestBaselineMatchesSummarizeBetween(t *testing.T) {
 
 // sameMeans fails t unless got has want's counts, span, rates, means and
 // shares.
-func sameMeans(t *testing.T, got, want Summary) {
+func sameMeans(t *testing.T, got, want stage.Summary) {
 	t.Helper()
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(a)) }
 	if got.Steps != want.Steps || got.SpanNs != want.SpanNs || got.LastStep != want.LastStep || got.LastEndNs != want.LastEndNs ||
@@ -80,12 +82,12 @@ func sameMeans(t *testing.T, got, want Summary) {
 // A Baseline with no step, or none past the warm-up, has an empty
 // summary.
 func TestBaselineEmpty(t *testing.T) {
-	b := NewBaseline([]string{Forward})
+	b := NewBaseline([]string{stage.Forward})
 	if s := b.Means(10); s.Steps != 0 || b.AnchorNs() != 0 {
 		t.Fatalf("empty: %+v, anchor %d", s, b.AnchorNs())
 	}
 	for i := range int64(BaselineSkip) {
-		r := RecordOf(i, 1e18+i*10, 1e18+i*10+10, 1, []int64{5}, nil)
+		r := stage.RecordOf(i, 1e18+i*10, 1e18+i*10+10, 1, []int64{5}, nil)
 		b.Add(&r)
 	}
 	if s := b.Means(10); s.Steps != 0 || b.AnchorNs() != 1e18+10 {
@@ -96,10 +98,10 @@ func TestBaselineEmpty(t *testing.T) {
 // Times too large to sum exactly are still summed, and unknown ones are
 // left out.
 func TestBaselineHugeTimes(t *testing.T) {
-	b := NewBaseline([]string{Forward})
+	b := NewBaseline([]string{stage.Forward})
 	at := int64(1e18)
 	for i, x := range []int64{0, 0, 0, 0, 0, 1 << 62, 3, -1, 1 << 62, 5, 1 << 62} {
-		r := RecordOf(int64(i), at, at+10, 1, []int64{x}, nil)
+		r := stage.RecordOf(int64(i), at, at+10, 1, []int64{x}, nil)
 		b.Add(&r)
 		at += 10
 	}
@@ -109,12 +111,69 @@ func TestBaselineHugeTimes(t *testing.T) {
 	}
 }
 
+// plant makes n records of a loader that spikes every period steps and a
+// GPU that times forward, as metrics/stage's aggregate tests do.
+func plant(n, period int) []stage.Record {
+	rng := rand.New(rand.NewPCG(1, 2))
+	recs := make([]stage.Record, n)
+	t := int64(1_700_000_000e9)
+	for i := range recs {
+		wait := int64(300e3 + rng.IntN(200e3))
+		if i%period == 0 {
+			wait = int64(40e6 + rng.IntN(5e6))
+		}
+		fwd, bwd := int64(4e6+rng.IntN(1e6)), int64(6e6+rng.IntN(2e6))
+		cpu := []int64{wait, fwd, bwd, int64(rng.IntN(50e3))}
+		r := stage.RecordOf(int64(i), t, t+cpu[0]+cpu[1]+cpu[2]+cpu[3], 64, cpu, []int64{-1, fwd - 1e5, bwd - 1e5, -1})
+		if i%50 == 0 {
+			r.HasLoss, r.Loss = true, float32(i)
+		}
+		recs[i] = r
+		t = r.EndNs
+	}
+	return recs
+}
+
+var plantNames = []string{stage.DataWait, stage.Forward, stage.Backward, stage.Other}
+
+// aggregated folds recs into aggregates of about a second each.
+func aggregated(recs []stage.Record) *stage.AggRing {
+	ring := stage.NewAggRing(plantNames, 256)
+	a := stage.NewAggregator(plantNames)
+	for i := range recs {
+		a.Add(&recs[i])
+		if recs[i].EndNs-recs[0].EndNs > int64(ring.Len()+1)*1e9 {
+			ring.Add(a.Take())
+		}
+	}
+	if a.Steps() > 0 {
+		ring.Add(a.Take())
+	}
+	return ring
+}
+
+// A Baseline fed a run's aggregates has about the means of one fed its
+// steps.
+func TestAggregateBaseline(t *testing.T) {
+	recs := plant(2000, 5)
+	rawBase, aggBase := NewBaseline(plantNames), NewBaseline(plantNames)
+	for i := range recs {
+		rawBase.Add(&recs[i])
+	}
+	aggregated(recs).Each(aggBase.AddAggregate)
+	whole := int((recs[len(recs)-1].EndNs - rawBase.AnchorNs()) / 1e9)
+	rb, ab := rawBase.Means(whole), aggBase.Means(whole)
+	if rb.Steps == 0 || ab.Steps == 0 || math.Abs(ab.WallMean-rb.WallMean) > 0.02*rb.WallMean {
+		t.Errorf("baseline from aggregates %d steps, wall mean %v; from steps %d, %v", ab.Steps, ab.WallMean, rb.Steps, rb.WallMean)
+	}
+}
+
 // BenchmarkBaseline is what a viewer attached to 64 ranks spends on the
 // drift baseline in its first minutes: every step of every rank added
 // (7 stages, CPU times only, 100 steps/s a rank, interleaved as they
 // arrive) and each rank's means taken once per three seconds.
 func BenchmarkBaseline(b *testing.B) {
-	names := []string{DataWait, H2D, Forward, Backward, Comm, Optim, Other}
+	names := []string{stage.DataWait, stage.H2D, stage.Forward, stage.Backward, stage.Comm, stage.Optim, stage.Other}
 	const ranks = 64
 	bases := make([]*Baseline, ranks)
 	for k := range bases {
@@ -127,7 +186,7 @@ func BenchmarkBaseline(b *testing.B) {
 		k := i % ranks
 		step := int64(i / ranks)
 		end := at + (step+1)*10e6
-		r := RecordOf(step, end-10e6, end, 64, []int64{1e6, 2e5, 3e6, 4e6, 5e5, 6e5, 7e4}, nil)
+		r := stage.RecordOf(step, end-10e6, end, 64, []int64{1e6, 2e5, 3e6, 4e6, 5e5, 6e5, 7e4}, nil)
 		bases[k].Add(&r)
 		if step%300 == 0 {
 			bases[k].Means(int(step / 300))

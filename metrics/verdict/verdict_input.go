@@ -1,22 +1,23 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // inputBound is the verdict for a loop that waits on data on every step
 // (or on every Nth, when N saturated workers hand over their batches in
 // turn).
-func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats, code *CodeProfile) Verdict {
-	v := Verdict{Kind: InputBound, Stage: DataWait}
+func inputBound(s stage.Summary, wait float64, g gpuView, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
+	v := Verdict{Kind: InputBound, Stage: stage.DataWait}
 	if g.known {
 		v.Headline = fmt.Sprintf("input-bound: the GPU idles %s of each step waiting on data_wait (%s of %s)%s",
-			units.Pct(1-g.busy), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean), g.label())
+			units.Pct(1-g.busy), units.Dur(s.Stage(stage.DataWait).Mean), units.Dur(s.WallMean), g.label())
 	} else {
 		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
-			units.Pct(wait), units.Dur(s.Stage(DataWait).Mean), units.Dur(s.WallMean))
+			units.Pct(wait), units.Dur(s.Stage(stage.DataWait).Mean), units.Dur(s.WallMean))
 	}
 	v.Headline += inTurn(s.Waits, l) + inputCode(code, l)
 	v.Next = InputAdvice(l)
@@ -28,13 +29,13 @@ func inputBound(s Summary, wait float64, g gpuView, l *LoaderStats, code *CodePr
 // pattern of the waits (N workers deliver their batches in turn, so a loop
 // faster than them waits on every Nth step), and deeper prefetch cannot
 // help.
-func Saturated(l *LoaderStats) bool {
+func Saturated(l *stage.LoaderStats) bool {
 	return l != nil && l.Workers > 0 && l.WorkerBusy >= BusyWorkers
 }
 
 // inTurn says that saturated workers hand over their batches in turn, when
 // the waits come that way.
-func inTurn(p *WaitPattern, l *LoaderStats) string {
+func inTurn(p *stage.WaitPattern, l *stage.LoaderStats) string {
 	if !Saturated(l) || !p.Bursty() {
 		return ""
 	}
@@ -48,7 +49,7 @@ func inTurn(p *WaitPattern, l *LoaderStats) string {
 
 // inputStalls is the verdict for a loader that keeps up on most steps but
 // falls far behind on a few: prefetch depth, not loader speed, is the cure.
-func inputStalls(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Verdict {
+func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
 	p := s.Waits
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
 	next := "the loader keeps up on average but not in bursts: deepen the prefetch (more loader workers, a larger prefetch queue or prefetch_factor) so a slow batch overlaps the steps before it"
@@ -59,7 +60,7 @@ func inputStalls(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Ver
 	if l != nil && l.ReadAmp >= HighReadAmp {
 		next += "; " + InputAdvice(l)
 	}
-	return Verdict{Kind: InputStalls, Stage: DataWait,
+	return Verdict{Kind: InputStalls, Stage: stage.DataWait,
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s); waiting is %s of the time",
 			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), units.Pct(wait)) + inputCode(code, l),
 		Next: next}
@@ -68,11 +69,11 @@ func inputStalls(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Ver
 // moderateInput is the tier below input-bound: data_wait is a visible but
 // not a dominant part of each step. It says what a loader that kept up
 // would gain.
-func moderateInput(s Summary, wait float64, l *LoaderStats, code *CodeProfile) Verdict {
-	mean := s.Stage(DataWait).Mean
+func moderateInput(s stage.Summary, wait float64, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
+	mean := s.Stage(stage.DataWait).Mean
 	faster := s.WallMean - mean
 	gain := s.WallMean / max(faster, 1)
-	return Verdict{Kind: ModerateInput, Stage: DataWait,
+	return Verdict{Kind: ModerateInput, Stage: stage.DataWait,
 		Headline: fmt.Sprintf("moderately input-bound: data_wait takes %s of each step (%s of %s)", units.Pct(wait), units.Dur(mean), units.Dur(s.WallMean)) +
 			inputCode(code, l),
 		Next: fmt.Sprintf("a loader that kept up would make steps %.2fx faster (%s → %s): %s",

@@ -1,4 +1,4 @@
-package stage
+package verdict
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -47,7 +48,7 @@ func stateOf(r *RankSummary, nowNs int64, limit float64) rankState {
 	if flightAge(r) < limit {
 		return rankRunning
 	}
-	if ClassOf(p.Stage) == ClassComm {
+	if stage.ClassOf(p.Stage) == stage.ClassComm {
 		return rankWaiting
 	}
 	return rankBlocked
@@ -188,7 +189,7 @@ func waitLine(waiting []*RankSummary, nowNs int64) string {
 		p := w.Progress
 		stageName := p.Stage
 		if stageName == "" {
-			stageName = Other
+			stageName = stage.Other
 		}
 		parts = append(parts, fmt.Sprintf("rank %d in %s for %s", w.Rank, stageName, secs(float64(p.InStageNs(nowNs)))))
 	}

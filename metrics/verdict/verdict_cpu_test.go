@@ -1,8 +1,10 @@
-package stage
+package verdict
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 // TestCPURules plants each CPU finding in the host readings over a
@@ -13,12 +15,12 @@ func TestCPURules(t *testing.T) {
 	steady := run(start, 200, steadyTimes(8*ms1)).Summarize(0)  // input-bound by its shares
 	healthy := run(start, 200, steadyTimes(ms1/2)).Summarize(0) // compute-bound
 	pyLoop := run(start, 200, func(int) map[string]int64 {
-		return map[string]int64{DataWait: ms1 / 10, Forward: 20 * ms1, Optim: ms1}
+		return map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 20 * ms1, stage.Optim: ms1}
 	}).Summarize(0)
 	six := []CPUPool{{Role: "intra-op", Processes: 3, Busy: 3}, {Role: "main", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}
 	for _, tc := range []struct {
 		name     string
-		sum      Summary
+		sum      stage.Summary
 		cpu      HostCPU
 		gpu      float64 // NVML activity, 0: no GPU
 		want     Kind

@@ -1,9 +1,10 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 	"sort"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -21,12 +22,12 @@ const (
 // viewer knows of it now (for the stopped-rank rule; zero when unknown).
 type RankSummary struct {
 	Rank    int
-	Summary Summary
+	Summary stage.Summary
 	// PID and Host say where the rank runs; 0 and "" when unknown.
 	PID  int
 	Host string
 	// Progress is the rank's latest progress frame; nil when none came.
-	Progress *Progress
+	Progress *stage.Progress
 	// HeardNs is when the viewer last received a frame from the rank
 	// (Unix ns); 0 when unknown (a recording).
 	HeardNs int64
@@ -59,7 +60,7 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 		}
 		// On a GPU the wait is the stream's (NCCL's waits do not block
 		// the CPU): the larger of the two is the rank's wait.
-		comm := max(classMean(s, ClassComm), classGPUMean(s, ClassComm))
+		comm := max(classMean(s, stage.ClassComm), classGPUMean(s, stage.ClassComm))
 		rs = append(rs, rankTime{RankSummary: r, comm: comm, work: s.WallMean - comm})
 	}
 	if len(rs) < 2 {
@@ -84,7 +85,7 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 	var grew float64
 	var onGPU bool
 	for _, st := range ws.Stages {
-		if ClassOf(st.Name) == ClassComm {
+		if stage.ClassOf(st.Name) == stage.ClassComm {
 			continue
 		}
 		d, g := stageGrowth(st, ms.Stage(st.Name))
@@ -102,7 +103,7 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 	rank := worst.Rank
 	v := Verdict{Kind: Straggler, Stage: name, Rank: &rank}
 	label := name
-	if name == Backward {
+	if name == stage.Backward {
 		label = "backward compute" // the comm inside backward is apart: this is the rank's own work
 	}
 	if onGPU {
@@ -114,10 +115,10 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 	}
 	v.Headline = fmt.Sprintf("straggler: %s — its %s is %s vs %s on the median rank (+%s a step); the other ranks wait for it in comm %s a step (%s)",
 		who, label, units.Pct(share), units.Pct(medShare), units.Dur(grew), waitPerStep(med), units.Pct(med.comm/ms.WallMean))
-	switch ClassOf(name) {
-	case ClassInput:
+	switch stage.ClassOf(name) {
+	case stage.ClassInput:
 		v.Next = fmt.Sprintf("rank %d's input is slower: check its loader workers, its data shard and disk, and whether it shares CPU cores with another rank", rank)
-	case ClassNetwork:
+	case stage.ClassNetwork:
 		v.Next = fmt.Sprintf("rank %d computes slower: check its device (clocks, temperature, other processes) or its CPU share", rank)
 	default:
 		v.Next = fmt.Sprintf("look at what rank %d does that the others do not (logging, checkpoints, evaluation) in %s", rank, name)
@@ -128,7 +129,7 @@ func stragglerVerdict(worst, med rankTime) Verdict {
 // stageGrowth is how much longer a stage is on the slower rank than on
 // the median one (m nil: the median rank has no such stage), on the CPU or
 // on the GPU, whichever grew more; gpu says it was the GPU's.
-func stageGrowth(st StageStat, m *StageStat) (grew float64, gpu bool) {
+func stageGrowth(st stage.StageStat, m *stage.StageStat) (grew float64, gpu bool) {
 	if m == nil {
 		return st.Mean, false
 	}
@@ -141,10 +142,10 @@ func stageGrowth(st StageStat, m *StageStat) (grew float64, gpu bool) {
 
 // classGPUMean is the summed mean GPU time of the stages of class c that
 // have one.
-func classGPUMean(s Summary, c Class) float64 {
+func classGPUMean(s stage.Summary, c stage.Class) float64 {
 	var sum float64
 	for _, st := range s.Stages {
-		if st.HasGPU && ClassOf(st.Name) == c {
+		if st.HasGPU && stage.ClassOf(st.Name) == c {
 			sum += st.GPUMean
 		}
 	}
@@ -152,10 +153,10 @@ func classGPUMean(s Summary, c Class) float64 {
 }
 
 // classMean is the summed mean time of the stages of class c.
-func classMean(s Summary, c Class) float64 {
+func classMean(s stage.Summary, c stage.Class) float64 {
 	var sum float64
 	for _, st := range s.Stages {
-		if ClassOf(st.Name) == c {
+		if stage.ClassOf(st.Name) == c {
 			sum += st.Mean
 		}
 	}

@@ -1,10 +1,28 @@
-package stage
+// Package verdict is pipetop's judging: it turns what metrics/stage
+// measured (a window's summary, the loader's statistics, the in-flight
+// step, the host readings, every rank's summary, the stack samples'
+// profile) into one plain-language finding, the bottleneck and one next
+// step.
+//
+// Judge applies every rule to one Inputs and keeps the finding whose kind
+// comes first in Kinds, the verdict table: each kind's severity, its
+// precedence (its place in the table), whether it is healthy, its anchor in
+// docs/verdicts.md and the thresholds its rules read. A viewer calls Judge
+// once per refresh; the screen, --json, the exporter and pipetrain bisect
+// (DiagnoseBisect over its phases) all read that one implementation. The
+// straggler and stopped-rank rules read every rank's RankSummary; the
+// drift rule a Baseline of the run's first minutes.
+//
+// The package imports metrics/stage and never the other way: measuring
+// knows nothing of how it is judged.
+package verdict
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -77,9 +95,9 @@ func (v Verdict) String() string {
 // each optional part enables the rules that need it.
 type Inputs struct {
 	// Summary aggregates the steps of the chosen window.
-	Summary Summary
+	Summary stage.Summary
 	// Loader is the latest loader statistics, nil when unknown.
-	Loader *LoaderStats
+	Loader *stage.LoaderStats
 	// NowNs is the viewer's clock (Unix ns); 0 turns the time rules off.
 	NowNs int64
 	// Live says the trainer is connected: only a live trainer can be
@@ -88,10 +106,10 @@ type Inputs struct {
 	// StartNs is when the trainer started (Unix ns), 0 when unknown.
 	StartNs int64
 	// Progress is the latest in-flight sample, nil when none came.
-	Progress *Progress
+	Progress *stage.Progress
 	// Baseline aggregates the run's first minutes, for drift; nil or
 	// empty until known.
-	Baseline *Summary
+	Baseline *stage.Summary
 	// Host is what the viewer measured around the trainer; nil when
 	// unknown.
 	Host *Host
@@ -103,13 +121,13 @@ type Inputs struct {
 	Ranks []RankSummary
 	// Code is which code the window's stack samples went to; nil when the
 	// trainer sends none.
-	Code *CodeProfile
+	Code *stage.CodeProfile
 }
 
 // Diagnose applies the verdict rules to a window summary and, when known,
 // the loader's statistics (l may be nil). It is Judge without the time,
 // host and history inputs.
-func Diagnose(s Summary, l *LoaderStats) Verdict {
+func Diagnose(s stage.Summary, l *stage.LoaderStats) Verdict {
 	return Judge(Inputs{Summary: s, Loader: l})
 }
 
@@ -156,8 +174,8 @@ func steady(in *Inputs) Verdict {
 		}
 		return 0
 	}
-	wait := share(DataWait)
-	network := classShare(s, ClassNetwork)
+	wait := share(stage.DataWait)
+	network := classShare(s, stage.ClassNetwork)
 	g := gpuOf(s, in.Host)
 	switch {
 	case wait >= ModerateShare && s.Waits.Bursty() && !Saturated(l):
@@ -170,15 +188,15 @@ func steady(in *Inputs) Verdict {
 	case g.known && network >= NetworkShare && g.busy < LaunchGPUBusy:
 		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s%s", units.Pct(network), units.Pct(g.busy), g.label()),
 			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
-	case share(Sync) >= SyncShare:
-		return Verdict{Kind: SyncBound, Stage: Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(Sync)), units.Dur(s.Stage(Sync).Mean)),
+	case share(stage.Sync) >= SyncShare:
+		return Verdict{Kind: SyncBound, Stage: stage.Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(stage.Sync)), units.Dur(s.Stage(stage.Sync).Mean)),
 			Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
-	case share(Other) >= OtherShare:
-		return untimed(s, share(Other), in.Code)
+	case share(stage.Other) >= OtherShare:
+		return untimed(s, share(stage.Other), in.Code)
 	}
 	if name, sh := biggestOther(s); sh >= SingleStageShare {
 		next := fmt.Sprintf("look inside %s: it dominates the step", name)
-		if ClassOf(name) == ClassComm {
+		if stage.ClassOf(name) == stage.ClassComm {
 			next = "the ranks wait for each other: the slowest rank sets the pace; attach to the whole run to see which one, or overlap the all-reduce with backward"
 		}
 		return Verdict{Kind: StageBound, Stage: name, Headline: fmt.Sprintf("%s-bound: stage %s takes %s of each step (%s)", name, name, units.Pct(sh), units.Dur(s.Stage(name).Mean)),
@@ -188,7 +206,7 @@ func steady(in *Inputs) Verdict {
 		return moderateInput(s, wait, l, in.Code)
 	}
 	if !s.HasGPU && network >= NetworkShare {
-		top := largestOf(s, ClassNetwork)
+		top := largestOf(s, stage.ClassNetwork)
 		return Verdict{Kind: ComputeBound, Stage: top.Name,
 			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s); no GPU timings",
 				units.Pct(network), units.Dur(s.WallMean), top.Name, units.Pct(top.Share)),
@@ -201,7 +219,7 @@ func steady(in *Inputs) Verdict {
 // InputAdvice is the suggested next step for an input-bound pipeline, given
 // the loader's statistics (nil when unknown). Every finding that applies is
 // named, most effective first.
-func InputAdvice(l *LoaderStats) string {
+func InputAdvice(l *stage.LoaderStats) string {
 	if l == nil {
 		return "add loader workers, cache decoded data, or check the dataset's chunking"
 	}
@@ -226,7 +244,7 @@ func InputAdvice(l *LoaderStats) string {
 
 // torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
 // an amplified Zarr array's rechunking first, then the workers.
-func torchAdvice(l *LoaderStats) string {
+func torchAdvice(l *stage.LoaderStats) string {
 	if z, ok := zarrAdvice(l); ok {
 		if Saturated(l) {
 			return z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
@@ -237,7 +255,7 @@ func torchAdvice(l *LoaderStats) string {
 }
 
 // workersAdvice is the DataLoader's workers advice.
-func workersAdvice(l *LoaderStats) string {
+func workersAdvice(l *stage.LoaderStats) string {
 	switch {
 	case l.Workers == 0:
 		return "the DataLoader loads batches on the training thread: set num_workers=2 or more"
@@ -256,29 +274,19 @@ func workersAdvice(l *LoaderStats) string {
 		units.Pct(l.WorkerBusy), l.Prefetch, l.QueueDepth, l.QueueCap)
 }
 
-// rechunkArgs names the source and a destination beside it for the
-// rechunk advice, or placeholders when the dataset is unknown.
-func rechunkArgs(data string) string {
-	data = strings.TrimSuffix(data, "/")
-	if data == "" {
-		return "SRC DST"
-	}
-	return data + " " + strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
-}
-
 // biggestOther returns the largest stage that no earlier rule covers: a
 // custom stage, the ranks waiting for each other (comm), or with GPU timings
 // a network stage that alone dominates.
-func biggestOther(s Summary) (string, float64) {
+func biggestOther(s stage.Summary) (string, float64) {
 	var name string
 	var best float64
 	for _, st := range s.Stages {
-		if c := ClassOf(st.Name); (c == ClassCustom || c == ClassComm) && st.Share > best {
+		if c := stage.ClassOf(st.Name); (c == stage.ClassCustom || c == stage.ClassComm) && st.Share > best {
 			name, best = st.Name, st.Share
 		}
 	}
 	for _, st := range s.Stages {
-		if ClassOf(st.Name) == ClassNetwork && st.Share > best && st.Share >= SingleStageShare && s.HasGPU {
+		if stage.ClassOf(st.Name) == stage.ClassNetwork && st.Share > best && st.Share >= SingleStageShare && s.HasGPU {
 			name, best = st.Name, st.Share
 		}
 	}
@@ -286,10 +294,10 @@ func biggestOther(s Summary) (string, float64) {
 }
 
 // classShare is the summed share of the stages of class c.
-func classShare(s Summary, c Class) float64 {
+func classShare(s stage.Summary, c stage.Class) float64 {
 	var sum float64
 	for _, st := range s.Stages {
-		if ClassOf(st.Name) == c {
+		if stage.ClassOf(st.Name) == c {
 			sum += st.Share
 		}
 	}
@@ -297,18 +305,18 @@ func classShare(s Summary, c Class) float64 {
 }
 
 // largestOf returns the largest stage of class c.
-func largestOf(s Summary, c Class) StageStat {
-	var best StageStat
+func largestOf(s stage.Summary, c stage.Class) stage.StageStat {
+	var best stage.StageStat
 	for _, st := range s.Stages {
-		if ClassOf(st.Name) == c && st.Share > best.Share {
+		if stage.ClassOf(st.Name) == c && st.Share > best.Share {
 			best = st
 		}
 	}
 	return best
 }
 
-func largest(s Summary) string {
-	st := append([]StageStat(nil), s.Stages...)
+func largest(s stage.Summary) string {
+	st := append([]stage.StageStat(nil), s.Stages...)
 	sort.Slice(st, func(i, j int) bool { return st[i].Share > st[j].Share })
 	if len(st) == 0 {
 		return "none"

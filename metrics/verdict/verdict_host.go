@@ -1,9 +1,11 @@
-package stage
+package verdict
 
 import (
 	"fmt"
-	"github.com/pipetop/pipetop/metrics/units"
 	"math"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
 )
 
 // Host is what a viewer measured around the trainer, for the memory rules
@@ -132,7 +134,7 @@ type gpuView struct {
 	trusted bool   // busy really means the GPU was busy (not kernel-active)
 }
 
-func gpuOf(s Summary, h *Host) gpuView {
+func gpuOf(s stage.Summary, h *Host) gpuView {
 	if s.HasGPU {
 		return gpuView{known: true, busy: s.GPUBusy, trusted: true}
 	}

@@ -1,4 +1,6 @@
-package stage
+package verdict
+
+import "github.com/pipetop/pipetop/metrics/stage"
 
 // Baseline accumulates the means of a run's first minutes, for the drift
 // rule, without keeping its steps: it sums each whole second since the
@@ -32,13 +34,13 @@ type baselineSecond struct {
 func NewBaseline(names []string) *Baseline {
 	b := &Baseline{names: append([]string(nil), names...), rankWait: make([]bool, len(names))}
 	for k, n := range names {
-		b.rankWait[k] = ClassOf(n) == ClassComm
+		b.rankWait[k] = stage.ClassOf(n) == stage.ClassComm
 	}
 	return b
 }
 
 // Add counts r when it belongs to the run's first minutes.
-func (b *Baseline) Add(r *Record) {
+func (b *Baseline) Add(r *stage.Record) {
 	b.seen++
 	if b.seen == 1 {
 		b.anchorNs = r.EndNs
@@ -61,7 +63,7 @@ func (b *Baseline) Add(r *Record) {
 	s.wall.addOne(r.EndNs - r.StartNs)
 	s.samples += int64(r.Samples)
 	n := min(r.NumStages, len(b.names))
-	busy := int64(absent)
+	busy := int64(-1) // unknown, as a Record writes it, until a stage has a GPU time
 	for k := range n {
 		s.cpu[k].addOne(r.CPU[k])
 		s.gpu[k].addOne(r.GPU[k])
@@ -80,7 +82,7 @@ func (b *Baseline) Add(r *Record) {
 // AddAggregate counts g's steps when they belong to the run's first
 // minutes. An aggregate counts whole, in the second in which its last step
 // ended; one that ends within the first BaselineSkip steps is left out.
-func (b *Baseline) AddAggregate(g *Aggregate) {
+func (b *Baseline) AddAggregate(g *stage.Aggregate) {
 	b.seen += int(g.Steps)
 	if b.anchorNs == 0 {
 		b.anchorNs = g.EndNs
@@ -125,9 +127,9 @@ func (b *Baseline) second(endNs int64) int {
 func (b *Baseline) AnchorNs() int64 { return b.anchorNs }
 
 // Means summarizes the kept steps that ended at most whole seconds after
-// the anchor, as StepRing.MeansBetween would: counts, span, rates, means
-// and shares, every quantile zero.
-func (b *Baseline) Means(whole int) Summary {
+// the anchor, as stage.StepRing.SummarizeBetween would: counts, span,
+// rates, means and shares, every quantile zero.
+func (b *Baseline) Means(whole int) stage.Summary {
 	var m sums
 	var n int
 	var last *baselineSecond
@@ -141,19 +143,67 @@ func (b *Baseline) Means(whole int) Summary {
 		last = s
 	}
 	if n == 0 {
-		return Summary{}
+		return stage.Summary{}
 	}
-	s := Summary{Steps: n, LastStep: last.lastStep, LastEndNs: last.lastNs, SpanNs: last.lastNs - b.startNs}
+	s := stage.Summary{Steps: n, LastStep: last.lastStep, LastEndNs: last.lastNs, SpanNs: last.lastNs - b.startNs}
 	if s.SpanNs > 0 {
 		sec := float64(s.SpanNs) / 1e9
 		s.StepsPerSec = float64(n) / sec
 		s.SamplesPerSec = float64(m.samples) / sec
 	}
 	s.WallMean = m.wall.mean()
-	s.Stages = make([]StageStat, len(b.names))
+	s.Stages = make([]stage.StageStat, len(b.names))
 	for k, name := range b.names {
-		s.Stages[k] = StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
+		s.Stages[k] = stage.StageStat{Name: name, Mean: m.cpu[k].mean(), HasGPU: m.gpu[k].n > 0, GPUMean: m.gpu[k].mean()}
 	}
-	s.finish(m.busy.mean())
+	s.Finish(m.busy.mean())
 	return s
+}
+
+// known is a running sum of known values and their count, for a mean
+// (not a run's stage.Totals).
+type known struct {
+	sum float64
+	n   int
+}
+
+// addOne adds x when it is known. A sum of float64 adds integers
+// exactly while it stays below 2^53 ns (104 days).
+func (t *known) addOne(x int64) {
+	if x >= 0 {
+		t.sum += float64(x)
+		t.n++
+	}
+}
+
+// merge adds u's values.
+func (t *known) merge(u known) { t.sum, t.n = t.sum+u.sum, t.n+u.n }
+
+// mergeSketch adds the times s counts.
+func (t *known) mergeSketch(s *stage.Sketch) { t.sum, t.n = t.sum+float64(s.Sum), t.n+int(s.N) }
+
+func (t known) mean() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return t.sum / float64(t.n)
+}
+
+// sums is a span of records reduced to the totals a means-only summary
+// needs.
+type sums struct {
+	wall, busy known
+	cpu, gpu   [stage.MaxStages]known
+	samples    int64
+}
+
+// merge adds u's totals.
+func (m *sums) merge(u *sums) {
+	m.wall.merge(u.wall)
+	m.busy.merge(u.busy)
+	for k := range m.cpu {
+		m.cpu[k].merge(u.cpu[k])
+		m.gpu[k].merge(u.gpu[k])
+	}
+	m.samples += u.samples
 }

@@ -1,10 +1,11 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -91,7 +92,7 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	s := in.Summary
-	if st := s.Stage(DataWait); st != nil && st.Share >= ModerateShare {
+	if st := s.Stage(stage.DataWait); st != nil && st.Share >= ModerateShare {
 		return Verdict{}, false
 	}
 	g := gpuOf(s, in.Host)
@@ -112,7 +113,7 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 }
 
 // largestStage is the window's stage with the largest share.
-func largestStage(s Summary) (string, float64) {
+func largestStage(s stage.Summary) (string, float64) {
 	var name string
 	var best float64
 	for _, st := range s.Stages {

@@ -1,4 +1,6 @@
-package stage
+package verdict
+
+import "github.com/pipetop/pipetop/metrics/stage"
 
 // Severity says how a verdict reads: healthy, worth a look, or a bottleneck
 // to fix. Panes colour a verdict by it.
@@ -58,17 +60,17 @@ var Kinds = []KindInfo{
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}}},
 	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
 	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait}}},
-	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", WaitFloor},
-		{"WaitOfStep", WaitOfStep}, {"BurstySpike", BurstySpike}, {"BurstyWaiting", BurstyWaiting}, {"TypicalRank", TypicalRank}, {"BurstyShare", BurstyShare},
-		{"MinPeriodWaits", MinPeriodWaits}, {"PeriodAgree", PeriodAgree}, {"BusyWorkers", BusyWorkers}}},
+	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", stage.WaitFloor},
+		{"WaitOfStep", stage.WaitOfStep}, {"BurstySpike", stage.BurstySpike}, {"BurstyWaiting", stage.BurstyWaiting}, {"TypicalRank", stage.TypicalRank}, {"BurstyShare", stage.BurstyShare},
+		{"MinPeriodWaits", stage.MinPeriodWaits}, {"PeriodAgree", stage.PeriodAgree}, {"BusyWorkers", BusyWorkers}}},
 	{InputBound, SeverityBad, false, "input-bound", []Threshold{{"InputShare", InputShare}, {"HighReadAmp", HighReadAmp}, {"BusyWorkers", BusyWorkers},
-		{"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},
+		{"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}}},
 	{GPUBound, SeverityGood, true, "gpu-bound", []Threshold{{"GPUBusyBound", GPUBusyBound}}},
 	{TrainingThreadBound, SeverityBad, false, "training-thread-bound", []Threshold{{"TrainingThreadBusy", TrainingThreadBusy},
 		{"OtherThreadsIdle", OtherThreadsIdle}, {"IdleCoresFree", IdleCoresFree}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{LaunchBound, SeverityBad, false, "launch-bound", []Threshold{{"NetworkShare", NetworkShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{SyncBound, SeverityBad, false, "sync-bound", []Threshold{{"SyncShare", SyncShare}}},
-	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", HotShare}, {"MinHotSamples", MinHotSamples}}},
+	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}}},
 	{StageBound, SeverityBad, false, "stage-bound", []Threshold{{"SingleStageShare", SingleStageShare}}},
 	{ModerateInput, SeverityWarn, false, "moderately-input-bound", []Threshold{{"ModerateShare", ModerateShare}}},
 	{ComputeBound, SeverityBad, true, "compute-bound", []Threshold{{"NetworkShare", NetworkShare}}},

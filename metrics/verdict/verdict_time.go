@@ -1,8 +1,9 @@
-package stage
+package verdict
 
 import (
 	"fmt"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
@@ -44,7 +45,7 @@ func startRule(in *Inputs) (Verdict, bool) {
 	v := Verdict{Kind: Starting, Stage: p.Stage,
 		Headline: fmt.Sprintf("starting: no step yet%s — the loop has been in %s for %s", after, p.Stage, secs(float64(in0))),
 		Next:     stuckAdvice(p.Stage, in.Loader)}
-	if ClassOf(p.Stage) == ClassInput {
+	if stage.ClassOf(p.Stage) == stage.ClassInput {
 		v.Headline += loaderRate(in.Loader, in.StartNs)
 	}
 	return v, true
@@ -92,25 +93,25 @@ func attachedMidStep(in *Inputs) (Verdict, bool) {
 }
 
 // stuckAdvice says what usually holds a loop in a stage for long.
-func stuckAdvice(name string, l *LoaderStats) string {
-	switch ClassOf(name) {
-	case ClassInput:
+func stuckAdvice(name string, l *stage.LoaderStats) string {
+	switch stage.ClassOf(name) {
+	case stage.ClassInput:
 		if l != nil && l.Errors > 0 {
 			return fmt.Sprintf("the loader reported %d errors: a dead worker or unreadable chunk; check the trainer's log", l.Errors)
 		}
 		return "the loader delivers nothing: " + InputAdvice(l) + "; if its workers are idle, one may have died or the storage blocks"
-	case ClassComm:
+	case stage.ClassComm:
 		return "a collective is waiting: one rank is dead, hung or far behind; look at the other ranks"
-	case ClassSync:
+	case stage.ClassSync:
 		return "the loop waits on the device: a long kernel queue or a hung GPU; check the GPU's activity and the driver log"
-	case ClassNetwork:
+	case stage.ClassNetwork:
 		return "the network stage has not returned: a very slow first step (compilation, allocation) or a hang; dump the trainer's stacks"
 	}
 	return fmt.Sprintf("the loop is in %s, outside the timed stages: a checkpoint write, evaluation or a lock; dump the trainer's stacks (py-spy dump --pid PID, or SIGQUIT for Go)", name)
 }
 
 // loaderRate describes the loader's decoding so far, for the start rule.
-func loaderRate(l *LoaderStats, startNs int64) string {
+func loaderRate(l *stage.LoaderStats, startNs int64) string {
 	if l == nil || l.BytesDecoded == 0 || startNs == 0 || l.TimeNs <= startNs {
 		return ""
 	}
@@ -134,7 +135,7 @@ func warmRule(in *Inputs) (Verdict, bool) {
 
 // foldInFlight counts a long in-flight step into the window's shares: with
 // a few slow steps, the step that has not ended yet is most of the truth.
-func foldInFlight(s Summary, p *Progress, now int64) Summary {
+func foldInFlight(s stage.Summary, p *stage.Progress, now int64) stage.Summary {
 	if now == 0 || p.StepStartNs == 0 || p.Stage == "" || p.StepStartNs < s.LastEndNs {
 		return s
 	}
@@ -145,7 +146,7 @@ func foldInFlight(s Summary, p *Progress, now int64) Summary {
 	n := float64(s.Steps)
 	total := s.WallMean*n + flight
 	out := s
-	out.Stages = append([]StageStat(nil), s.Stages...)
+	out.Stages = append([]stage.StageStat(nil), s.Stages...)
 	out.WallMean = total / (n + 1)
 	for i := range out.Stages {
 		st := &out.Stages[i]
@@ -169,7 +170,7 @@ func driftRule(in *Inputs) (Verdict, bool) {
 	if slower < DriftSlower {
 		return Verdict{}, false
 	}
-	var grew StageStat
+	var grew stage.StageStat
 	var by float64
 	for _, st := range s.Stages {
 		old := 0.0
@@ -190,10 +191,10 @@ func driftRule(in *Inputs) (Verdict, bool) {
 	v := Verdict{Kind: Drift, Stage: grew.Name,
 		Headline: fmt.Sprintf("drift: steps are %s slower than in the run's first %s (%s → %s): %s grew from %s to %s of each step",
 			units.Pct(slower), secs(float64(b.SpanNs)), units.Dur(b.WallMean), units.Dur(s.WallMean), grew.Name, units.Pct(was), units.Pct(grew.Share))}
-	switch ClassOf(grew.Name) {
-	case ClassInput:
+	switch stage.ClassOf(grew.Name) {
+	case stage.ClassInput:
 		v.Next = "the loader slowed down since the start: a decoded-chunk cache that stopped fitting, slower storage, or fewer live workers; " + InputAdvice(in.Loader)
-	case ClassNetwork, ClassSync:
+	case stage.ClassNetwork, stage.ClassSync:
 		v.Next = fmt.Sprintf("%s got slower: thermal or power throttling, a growing batch or sequence, or memory pressure; check the GPU clocks and throttle reasons", grew.Name)
 	default:
 		v.Next = fmt.Sprintf("find what grows in %s: a list or log kept across steps, an evaluation or checkpoint that gets longer", grew.Name)

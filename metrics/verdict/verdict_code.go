@@ -1,0 +1,101 @@
+package verdict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// inputCode is the code the input's time goes to, for an input verdict's
+// headline: the workers' hot spot, or the training thread's in data_wait
+// when batches load on it (no workers); "" when none dominates.
+func inputCode(code *stage.CodeProfile, l *stage.LoaderStats) string {
+	if l != nil && l.Workers > 0 {
+		if g := code.Group(stage.RoleWorker, ""); g != nil && g.Hot != nil {
+			return "; workers spend " + Phrase(g.Hot)
+		}
+		return ""
+	}
+	if g := code.Group(stage.RoleTrain, stage.DataWait); g != nil && g.Hot != nil {
+		return "; data_wait spends " + Phrase(g.Hot)
+	}
+	return ""
+}
+
+// untimed is the verdict for a step whose time is mostly outside every
+// stage; with stack samples it names the function that time goes to.
+func untimed(s stage.Summary, share float64, code *stage.CodeProfile) Verdict {
+	v := Verdict{Kind: Untimed, Stage: stage.Other,
+		Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", units.Pct(share), units.Dur(s.Stage(stage.Other).Mean)),
+		Next:     "wrap the missing work in a stage span to see what it is"}
+	if g := code.Group(stage.RoleTrain, stage.Other); g != nil && g.Hot != nil {
+		h := g.Hot
+		share, where := phraseParts(h)
+		v.Headline += fmt.Sprintf("; %s of it %s", units.Pct(share), where)
+		v.Next = fmt.Sprintf("make %s cheaper or call it less often (every N steps); it runs on the training thread between the timed stages", culprit(h))
+	}
+	return v
+}
+
+// Phrase says where a hot spot's time goes: "95 % under zarr
+// `Array.__getitem__` (innermost zarr `Array._chunk_getitem`, 91 %), called
+// from `ZDS.__getitem__` at ds.py:9" when a library call holds it, "90 % in
+// `log_metrics` at train.py:88" when the user's function does. The input
+// and untimed verdicts, the hot code pane and the summaries all word it so.
+func Phrase(h *stage.HotSpot) string {
+	share, where := phraseParts(h)
+	return units.Pct(share) + " " + where
+}
+
+// phraseParts is Phrase in two parts: the share of the group's time and
+// where it goes ("under ...", "in ...").
+func phraseParts(h *stage.HotSpot) (share float64, where string) {
+	if c := h.Calls; c != nil {
+		s := "under " + funcText(c.CodeFrame)
+		if l := h.Leaf; l != nil {
+			s += fmt.Sprintf(" (innermost %s, %s)", funcText(l.CodeFrame), units.Pct(l.Share))
+		}
+		return c.Share, s + ", called from " + at(h)
+	}
+	if h.LineShare >= stage.HotShare {
+		return h.LineShare, "in " + at(h)
+	}
+	return h.Share, fmt.Sprintf("in `%s` (%s)", userName(h.User.Name), h.User.File)
+}
+
+// culprit names the user's function of h, with its line when one holds
+// most of its time.
+func culprit(h *stage.HotSpot) string {
+	if h.LineShare >= stage.HotShare {
+		return at(h)
+	}
+	return fmt.Sprintf("`%s` (%s)", userName(h.User.Name), h.User.File)
+}
+
+// at is the user's function of h at its heaviest line: "`f` at
+// file:line".
+func at(h *stage.HotSpot) string {
+	return fmt.Sprintf("`%s` at %s:%d", userName(h.User.Name), h.User.File, h.User.Line)
+}
+
+// userName names a function as its author wrote it: a comprehension or
+// generator expression (a function of its own before Python 3.12) by the
+// function it is written in.
+func userName(name string) string {
+	for _, inner := range []string{".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>", ".<locals>.<genexpr>"} {
+		if outer, ok := strings.CutSuffix(name, inner); ok {
+			return outer
+		}
+	}
+	return name
+}
+
+// funcText names a library function: "zarr `Array.__getitem__`".
+func funcText(f stage.CodeFrame) string {
+	if f.Lib == "" {
+		return "`" + f.Name + "`"
+	}
+	return f.Lib + " `" + f.Name + "`"
+}
