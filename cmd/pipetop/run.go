@@ -8,17 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
 
 	pypublish "github.com/pipetop/pipetop/clients/python"
-	"github.com/pipetop/pipetop/ipc"
-	"github.com/pipetop/pipetop/metrics/host"
+	"github.com/pipetop/pipetop/monitor/child"
 )
 
 // runConfig is the command line of pipetop run.
@@ -96,7 +92,7 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
 	tty := term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
 	monitor := tty && !c.noTUI
-	out := &heldWriter{w: os.Stdout}
+	out := child.NewHeld(os.Stdout)
 	switch {
 	case monitor:
 		// The monitor owns the screen while it is open: the command's
@@ -105,36 +101,27 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 	case c.asJSON:
 		cmd.Stdout = stderr // stdout carries the summary only
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := child.Start(cmd, child.Options{Terminal: tty})
+	if err != nil {
 		return fmt.Errorf("run %s: %w", c.argv[0], err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	exited := make(chan struct{})
-	go forward(sigs, cmd.Process, tty, exited)
+	defer p.Close()
 	var rec *runRecorder
 	if c.record != "" {
-		rec = startRecorder(ctx, c.record, cmd.Process.Pid, c.argv, c.noGPU, stderr)
+		rec = startRecorder(ctx, c.record, p.Pid(), c.argv, c.noGPU, stderr)
 	}
 
-	var waitErr error
 	if monitor {
-		waitErr = monitorChild(ctx, c, cmd.Process.Pid, done, out, stderr)
-	} else {
-		waitErr = <-done
+		monitorChild(ctx, c, p, out, stderr)
 	}
-	close(exited)
+	status, waitErr := p.Wait()
 	if rec != nil {
 		if err := rec.stop(); err != nil {
 			fmt.Fprintln(stderr, "pipetop:", err)
 		}
 	}
-	status := statusOf(waitErr)
-	if status < 0 {
+	if waitErr != nil {
 		return fmt.Errorf("run %s: %w", c.argv[0], waitErr)
 	}
 	if err := report(summaryDir(), start, c.asJSON, stdout, stderr); err != nil {
@@ -177,57 +164,19 @@ func summaryDir() string {
 	return "."
 }
 
-// forwarded are the signals pipetop run passes on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
-
-// forward passes signals to the child until it exited. With a terminal,
-// SIGINT and SIGQUIT typed at it already reach the child (it shares the
-// foreground process group), so they are not sent twice.
-func forward(sigs <-chan os.Signal, p *os.Process, tty bool, exited <-chan struct{}) {
-	for {
-		select {
-		case <-exited:
-			return
-		case s := <-sigs:
-			if tty && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
-				continue
-			}
-			_ = p.Signal(s)
-		}
-	}
-}
-
-// statusOf turns the child's wait error into an exit status: its code, or
-// 128+N when signal N killed it; -1 when it could not be waited for.
-func statusOf(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return -1
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ee.ExitCode()
-}
-
 // monitorChild waits for the child's socket and opens the monitor on it;
 // the monitor closes when the child exits (or on q, and then the run goes
-// on). It returns the child's wait error.
-func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, out *heldWriter, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", pid)
-	path, exited, waitErr := awaitSocket(pid, done)
-	if exited {
-		return waitErr // the child ended before it published anything
+// on).
+func monitorChild(ctx context.Context, c runConfig, p *child.Process, out *child.Held, stderr io.Writer) {
+	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", p.Pid())
+	path, ok := child.AwaitSocket(p.Pid(), p.Exited())
+	if !ok {
+		return // the child ended before it published anything
 	}
 	childCtx, cancel := context.WithCancel(ctx)
-	result := make(chan error, 1)
 	go func() {
-		err := <-done
+		<-p.Exited()
 		cancel()
-		result <- err
 	}()
 	args := []string{"attach", path}
 	if c.noGPU {
@@ -235,96 +184,14 @@ func monitorChild(ctx context.Context, c runConfig, pid int, done <-chan error, 
 	}
 	mc, err := parse(args, stderr)
 	if err == nil {
-		out.hold()
+		out.Hold()
 		err = interactive(childCtx, mc)
-		out.release()
+		out.Release()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "pipetop: monitor:", err)
 	}
 	if childCtx.Err() == nil {
-		fmt.Fprintf(stderr, "pipetop: monitor closed; pid %d runs on (Ctrl-C stops it)\n", pid)
+		fmt.Fprintf(stderr, "pipetop: monitor closed; pid %d runs on (Ctrl-C stops it)\n", p.Pid())
 	}
-	return <-result
-}
-
-// awaitSocket polls for the socket of pid or one of its descendants until
-// one appears; when the child exits first, exited is true and err is the
-// child's wait error.
-func awaitSocket(pid int, done <-chan error) (path string, exited bool, err error) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if path, ok := socketOf(pid); ok {
-			return path, false, nil
-		}
-		select {
-		case err := <-done:
-			return "", true, err
-		case <-tick.C:
-		}
-	}
-}
-
-// socketOf is the socket of pid or one of its descendants, if one is live.
-func socketOf(pid int) (string, bool) {
-	eps, err := ipc.List()
-	if err != nil {
-		return "", false
-	}
-	for _, ep := range eps {
-		if host.Descends(ep.PID, pid) {
-			return ep.Path, true
-		}
-	}
-	return "", false
-}
-
-// heldWriter passes the command's output through, or keeps it (the last
-// heldMax bytes) while the monitor owns the terminal.
-type heldWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	held bool
-	buf  []byte
-	lost int
-}
-
-// heldMax is the most output kept while the monitor is open.
-const heldMax = 1 << 20
-
-// Write implements io.Writer.
-func (h *heldWriter) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.held {
-		return h.w.Write(p)
-	}
-	h.buf = append(h.buf, p...)
-	if over := len(h.buf) - heldMax; over > 0 {
-		h.lost += over
-		h.buf = append(h.buf[:0], h.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// hold starts keeping the output.
-func (h *heldWriter) hold() {
-	h.mu.Lock()
-	h.held = true
-	h.mu.Unlock()
-}
-
-// release writes what was kept and passes the output through again.
-func (h *heldWriter) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.held = false
-	if h.lost > 0 {
-		fmt.Fprintf(h.w, "pipetop: %d bytes of the command's output were dropped while the monitor was open\n", h.lost)
-	}
-	if len(h.buf) > 0 {
-		_, _ = h.w.Write(h.buf)
-	}
-	h.buf, h.lost = nil, 0
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/child"
 	"github.com/pipetop/pipetop/monitor/sources"
 )
 
@@ -40,7 +41,7 @@ func (r *runRecorder) stop() error {
 
 // recordChild records the child's run, once it publishes, until ctx ends.
 func recordChild(ctx context.Context, path string, pid int, what string, noGPU bool, stderr io.Writer) error {
-	sock, ok := childSocket(ctx, pid)
+	sock, ok := child.AwaitSocket(pid, ctx.Done())
 	if !ok {
 		return fmt.Errorf("record %s: the command published no training steps; nothing recorded", path)
 	}
@@ -57,21 +58,4 @@ func recordChild(ctx context.Context, path string, pid int, what string, noGPU b
 		return fmt.Errorf("record %s: %w", path, err)
 	}
 	return nil
-}
-
-// childSocket polls for the socket of pid or a descendant until one
-// appears (ok) or ctx ends.
-func childSocket(ctx context.Context, pid int) (string, bool) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if path, ok := socketOf(pid); ok {
-			return path, true
-		}
-		select {
-		case <-ctx.Done():
-			return "", false
-		case <-tick.C:
-		}
-	}
 }

@@ -388,30 +388,6 @@ func TestRunLiveViewer(t *testing.T) {
 	}
 }
 
-func TestHeldWriter(t *testing.T) {
-	var dst bytes.Buffer
-	h := &heldWriter{w: &dst}
-	fmt.Fprint(h, "before ")
-	h.hold()
-	fmt.Fprint(h, "during ")
-	if dst.String() != "before " {
-		t.Fatalf("output while held reached the terminal: %q", dst.String())
-	}
-	h.release()
-	fmt.Fprint(h, "after")
-	if dst.String() != "before during after" {
-		t.Errorf("got %q", dst.String())
-	}
-	h.hold()
-	big := bytes.Repeat([]byte("x"), heldMax+10)
-	_, _ = h.Write(big)
-	dst.Reset()
-	h.release()
-	if !strings.Contains(dst.String(), "10 bytes of the command's output were dropped") || strings.Count(dst.String(), "x") != heldMax {
-		t.Errorf("overflow: %d bytes, %q...", dst.Len(), dst.String()[:80])
-	}
-}
-
 // TestRunMonitorTmux runs pipetop run in a real terminal (tmux): the
 // monitor opens on the script's trainer, closes when the script ends, and
 // the script's output and the run summary follow.

@@ -1,0 +1,112 @@
+// Package child is a command pipetop runs and watches (pipetop run -- CMD):
+// started in the process group pipetop is in (the terminal's, with one),
+// the signals pipetop receives forwarded to it, its exit status, the
+// trainer socket it or one of its descendants opens (AwaitSocket), and its
+// output held while a screen owns the terminal (Held).
+//
+// A Process is started from an *exec.Cmd the caller has set up (its
+// environment, standard streams, process attributes), so a caller that runs
+// a command once per phase starts one Process a phase and waits for each.
+package child
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// forwarded are the signals a Process passes on to its command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// Options say how a Process treats its command.
+type Options struct {
+	// Terminal is whether the command shares pipetop's terminal and its
+	// foreground process group: SIGINT and SIGQUIT typed at the terminal
+	// already reach it, so they are not sent twice.
+	Terminal bool
+}
+
+// Process is a started command. From Start until Close, pipetop catches
+// the signals in forwarded instead of dying of them, and passes each on to
+// the command while it runs.
+type Process struct {
+	cmd    *exec.Cmd
+	sigs   chan os.Signal
+	exited chan struct{} // closed once the command was waited for
+	err    error         // cmd.Wait's error, set before exited closes
+}
+
+// Start starts cmd and forwards pipetop's signals to it until it exits.
+// Call Close once done with the Process.
+func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
+	p := &Process{cmd: cmd, sigs: make(chan os.Signal, 8), exited: make(chan struct{})}
+	// Caught before the start, so that none kills pipetop and leaves the
+	// command running on its own.
+	signal.Notify(p.sigs, forwarded...)
+	if err := cmd.Start(); err != nil {
+		signal.Stop(p.sigs)
+		return nil, err // exec's error names the command already
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	go p.forward(opts.Terminal)
+	return p, nil
+}
+
+// forward passes signals to the command until it exited; with terminal,
+// SIGINT and SIGQUIT are not (see Options.Terminal).
+func (p *Process) forward(terminal bool) {
+	for {
+		select {
+		case <-p.exited:
+			return
+		case s := <-p.sigs:
+			if terminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
+				continue
+			}
+			_ = p.cmd.Process.Signal(s)
+		}
+	}
+}
+
+// Pid is the command's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the command has exited and been waited for.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait waits for the command to exit and returns its exit status: its
+// code, or 128+N when signal N killed it. The error is not nil, and the
+// status -1, only when the command could not be waited for.
+func (p *Process) Wait() (int, error) {
+	<-p.exited
+	s := status(p.err)
+	if s < 0 {
+		return s, p.err
+	}
+	return s, nil
+}
+
+// Close stops catching the forwarded signals: from then on they act on
+// pipetop as they did before Start.
+func (p *Process) Close() { signal.Stop(p.sigs) }
+
+// status turns a wait error into an exit status: its code, or 128+N when
+// signal N killed the command; -1 when it could not be waited for.
+func status(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return -1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
