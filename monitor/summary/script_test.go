@@ -2,6 +2,7 @@ package summary
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -176,4 +177,34 @@ func TestReadScriptsSince(t *testing.T) {
 	if len(files) != 1 || files[0].Verdict == nil {
 		t.Errorf("ReadScripts since 1970 = %+v, want the one summary, judged", files)
 	}
+}
+
+// FuzzDecodeScript: whatever a run summary file holds (another program
+// wrote it), decoding it never panics, an error names the file, and a
+// summary that decodes can be judged, read as a Run and printed.
+func FuzzDecodeScript(f *testing.F) {
+	if b, err := os.ReadFile(oldScript); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"schema":"pipetop-summary/1","steps":3,"wall_ns":30,"step_mean_ns":10,"stages":[{"name":"data_wait","mean_ns":5,"share":0.5}]}`))
+	f.Add([]byte(`{"schema":"pipetop-summary/2"}`))
+	f.Add([]byte(`{"schema":"pipetop-summary/1","steps":-1,"wall_ns":-5,"stages":[{"name":"","share":-2}],"stacks":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, ok, err := DecodeScript(b, "fuzz.json")
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if !ok {
+			return
+		}
+		if s.Stacks != nil && s.Stacks.Validate() != nil {
+			return // ReadScript refuses such a file
+		}
+		s.Judge()
+		_ = s.Run("fuzz.json")
+		WriteScriptText(io.Discard, &s, "fuzz.json")
+	})
 }
