@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -154,7 +153,7 @@ func (b *bisector) runBatch(ctx context.Context, batch int, main bool) ([]verdic
 			return out, fmt.Errorf("bisect phase %s (batch %d): %w", p.name, batch, err)
 		}
 		out = append(out, res)
-		fmt.Fprintln(b.log, phaseLine(res))
+		fmt.Fprintln(b.log, res.Row())
 	}
 	return out, nil
 }
@@ -260,47 +259,13 @@ func (m *sleepyModel) Forward() error               { m.nap(stage.Forward); retu
 func (m *sleepyModel) Backward() error              { m.nap(stage.Backward); return m.Model.Backward() }
 func (m *sleepyModel) OptimStep() error             { m.nap(stage.Optim); return m.Model.OptimStep() }
 
-// phaseLine is one row of the bisect table.
-func phaseLine(p verdict.PhaseResult) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%-11s %5d %8.2f %9.1f", p.Name, p.Batch, p.StepsPerSec, p.SamplesPerSec)
-	for _, name := range stage.Canonical {
-		if st := p.Summary.Stage(name); st != nil && p.Summary.Steps > 0 {
-			fmt.Fprintf(&sb, " %4.0f", 100*st.Share)
-		} else {
-			sb.WriteString("    -")
-		}
-	}
-	if p.Summary.HasGPU {
-		fmt.Fprintf(&sb, " %4.0f", 100*p.Summary.GPUBusy)
-	} else {
-		sb.WriteString("    -")
-	}
-	return sb.String()
-}
-
-// PhaseHeader is the header of the bisect table: shares of the step in %,
-// one column per stage of stage.Canonical, labelled as stage.Known says.
-var PhaseHeader = phaseHeader()
-
-func phaseHeader() string {
-	var sb strings.Builder
-	sb.WriteString("phase       batch     it/s smp/s    ")
-	for _, name := range stage.Canonical {
-		k, _ := stage.InfoOf(name)
-		fmt.Fprintf(&sb, " %4s", k.Short)
-	}
-	sb.WriteString("  GPU")
-	return sb.String()
-}
-
 // WriteTable prints the bisect table and verdict in 80 columns.
 func (r BisectReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "bisect: %s, preset %s on %s, batch %d, %d workers\n", r.Data, r.Preset, r.Device, r.Batch, r.Workers)
 	fmt.Fprintln(w, "stage columns: % of the mean step; GPU: % of the step the GPU was busy")
-	fmt.Fprintln(w, PhaseHeader)
+	fmt.Fprintln(w, verdict.PhaseHeader)
 	for _, p := range r.Phases {
-		fmt.Fprintln(w, phaseLine(p))
+		fmt.Fprintln(w, p.Row())
 	}
 	for _, p := range r.Phases {
 		if p.Loader != nil && p.Name == verdict.PhaseLoader {
@@ -309,24 +274,6 @@ func (r BisectReport) WriteTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	wrap(w, "verdict: ", r.Verdict.Headline)
-	wrap(w, "next:    ", r.Verdict.Next)
-}
-
-// wrap writes text after label, folded at spaces to fit 80 columns, with
-// continuation lines indented under the text.
-func wrap(w io.Writer, label, text string) {
-	const width = 80
-	line := label
-	for _, word := range strings.Fields(text) {
-		if len(line) > len(label) && len(line)+1+len(word) > width {
-			fmt.Fprintln(w, line)
-			line = strings.Repeat(" ", len(label))
-		}
-		if len(line) > len(label) {
-			line += " "
-		}
-		line += word
-	}
-	fmt.Fprintln(w, line)
+	verdict.WriteWrapped(w, "verdict: ", r.Verdict.Headline)
+	verdict.WriteWrapped(w, "next:    ", r.Verdict.Next)
 }

@@ -7,12 +7,15 @@ import (
 	"github.com/pipetop/pipetop/metrics/units"
 )
 
-// Bisect phase names, in the order pipetrain bisect runs them.
+// Bisect phase names. pipetrain bisect runs forward, train-fixed, loader,
+// synthetic and full; pipetop bisect runs loader, cached, forward and full
+// (its forward is the network's forward on cached batches).
 const (
-	PhaseForward    = "forward"     // network forward on one fixed in-memory batch
-	PhaseTrainFixed = "train-fixed" // forward + backward + optimizer on that batch
+	PhaseForward    = "forward"     // network forward alone, on fixed or cached batches
+	PhaseTrainFixed = "train-fixed" // forward + backward + optimizer on one fixed batch
 	PhaseLoader     = "loader"      // the loader alone over the real dataset
 	PhaseSynthetic  = "synthetic"   // the full loop on in-memory synthetic batches
+	PhaseCached     = "cached"      // the script's loop on its own first batches, replayed from memory
 	PhaseFull       = "full"        // the full pipeline
 )
 
@@ -42,6 +45,65 @@ type PhaseResult struct {
 	SamplesPerSec float64            `json:"samples_per_sec"`
 	Summary       stage.Summary      `json:"summary"`
 	Loader        *stage.LoaderStats `json:"loader,omitempty"`
+	// The fields below are pipetop bisect's (a phase run as a process of
+	// its own); pipetrain bisect leaves them empty.
+
+	// Status is PhaseOK, PhaseShort, PhaseFailed, PhaseSkipped or
+	// PhaseStopped; ExitStatus the command's exit status when it ended by
+	// itself, StderrTail the end of its stderr when it failed.
+	Status     string `json:"status,omitempty"`
+	ExitStatus *int   `json:"exit_status,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// Notes say what was unusual about the phase (fewer batches cached, a
+	// loader without len(), a script that ended early).
+	Notes []string `json:"notes,omitempty"`
+	// Waiting is the mean number of the run's threads that were runnable
+	// but waiting for a CPU, and Pools those threads by role, over the
+	// measured seconds; nil without thread readings.
+	Waiting *float64 `json:"threads_waiting,omitempty"`
+	Pools   []PoolLoad   `json:"pools,omitempty"`
+	// Verdict is the one judge's verdict on the phase alone (a straggler
+	// when one rank holds the others back).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Ranks are each rank's own figures in a run of several ranks; the
+	// phase's figures are then the job's (samples/s summed over ranks).
+	Ranks []RankPhase `json:"ranks,omitempty"`
+}
+
+// Phase statuses of pipetop bisect.
+const (
+	PhaseOK      = "ok"      // measured for the time asked
+	PhaseShort   = "short"   // the command ended before: measured on what ran
+	PhaseFailed  = "failed"  // the command failed (its exit status and stderr are kept)
+	PhaseSkipped = "skipped" // could not run (no DataLoader for loader and cached); Notes say why
+	PhaseStopped = "stopped" // interrupted (Ctrl-C) while it ran
+)
+
+// Measured is whether the phase has figures to compare: a throughput,
+// and it neither failed nor was skipped.
+func (p *PhaseResult) Measured() bool {
+	return p.SamplesPerSec > 0 && p.Status != PhaseSkipped && p.Status != PhaseFailed
+}
+
+// PoolLoad is one role of threads (training, worker, intra-op, ...) in a
+// bisect phase: how many there were, and the cores they ran on and waited
+// for, on average.
+type PoolLoad struct {
+	Role    string  `json:"role"`
+	Threads int     `json:"threads"`
+	CPU     float64 `json:"cpu_cores"`
+	Wait    float64 `json:"wait_cores"`
+}
+
+// RankPhase is one rank's figures in a bisect phase.
+type RankPhase struct {
+	Rank          int           `json:"rank"`
+	PID           int           `json:"pid"`
+	Steps         int64         `json:"steps"`
+	StepsPerSec   float64       `json:"steps_per_sec"`
+	SamplesPerSec float64       `json:"samples_per_sec"`
+	Summary       stage.Summary `json:"summary"`
+	Verdict       *Verdict      `json:"verdict,omitempty"`
 }
 
 // DiagnoseBisect compares the phases of a bisect run (of one or more batch
@@ -51,6 +113,9 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 	batch := mainBatch(phases)
 	get := func(name string) *PhaseResult { return findPhase(phases, name, batch) }
 	full, fixed, ld, syn := get(PhaseFull), get(PhaseTrainFixed), get(PhaseLoader), get(PhaseSynthetic)
+	if fixed == nil && (get(PhaseCached) != nil || get(PhaseForward) != nil || skipReason(phases) != "") {
+		return diagnoseCached(full, ld, get(PhaseCached), get(PhaseForward), skipReason(phases))
+	}
 	if full == nil || fixed == nil || ld == nil {
 		return Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full, train-fixed and loader phases are needed",
 			Next: "run all phases"}
@@ -74,7 +139,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			Headline: fmt.Sprintf("input-bound: the loader decodes %.0fx the bytes it uses and delivers %s samples/s alone, the network can take %s; together they reach %s",
 				ld.Loader.ReadAmp, num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
-	case all < TogetherShort*min(load, net):
+	case all < TogetherShort*min(load, loopRate(net, syn)):
 		return contention(load, net, all, ld.Loader)
 	}
 	v := Judge(Inputs{Summary: full.Summary, Loader: full.Loader, Complete: true})
@@ -88,6 +153,17 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 	}
 	v.Headline = fmt.Sprintf("%s (full pipeline %s samples/s = %.0f %% of the network alone)", v.Headline, num(all), 100*all/net)
 	return v
+}
+
+// loopRate is what the network side can take: the network on its fixed
+// batch, or less when the loop on in-memory batches (upload and batch
+// handling included) is slower still. A full run as slow as the
+// synthetic one is the loop's limit, not the two halves fighting.
+func loopRate(net float64, syn *PhaseResult) float64 {
+	if syn != nil && syn.SamplesPerSec > 0 {
+		return min(net, syn.SamplesPerSec)
+	}
+	return net
 }
 
 // contention: each half is fast enough alone, together they are slow.
@@ -107,19 +183,26 @@ func contention(load, net, all float64, l *stage.LoaderStats) Verdict {
 	return v
 }
 
-// mainBatch is the batch size of the first full phase.
+// mainBatch is the batch size of the first measured full phase (of the
+// first measured phase without one).
 func mainBatch(phases []PhaseResult) int {
 	for _, p := range phases {
-		if p.Name == PhaseFull {
+		if p.Name == PhaseFull && p.Measured() {
+			return p.Batch
+		}
+	}
+	for _, p := range phases {
+		if p.Measured() && p.Name != PhaseLoader {
 			return p.Batch
 		}
 	}
 	return 0
 }
 
+// findPhase is the measured phase name at batch (the loader at any batch).
 func findPhase(phases []PhaseResult, name string, batch int) *PhaseResult {
 	for i := range phases {
-		if phases[i].Name == name && (phases[i].Batch == batch || name == PhaseLoader) {
+		if phases[i].Name == name && phases[i].Measured() && (phases[i].Batch == batch || name == PhaseLoader) {
 			return &phases[i]
 		}
 	}
@@ -130,7 +213,7 @@ func findPhase(phases []PhaseResult, name string, batch int) *PhaseResult {
 func bestBatch(phases []PhaseResult) *PhaseResult {
 	var best *PhaseResult
 	for i := range phases {
-		if p := &phases[i]; p.Name == PhaseFull && (best == nil || p.SamplesPerSec > best.SamplesPerSec) {
+		if p := &phases[i]; p.Name == PhaseFull && p.Measured() && (best == nil || p.SamplesPerSec > best.SamplesPerSec) {
 			best = p
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // forwarded are the signals a Process passes on to its command.
@@ -26,6 +27,12 @@ type Options struct {
 	// foreground process group: SIGINT and SIGQUIT typed at the terminal
 	// already reach it, so they are not sent twice.
 	Terminal bool
+	// Group starts the command in a process group of its own, which Stop
+	// ends as a whole (its DataLoader workers, the ranks a launcher
+	// started); pipetop's signals are then not forwarded: the caller
+	// decides what a Ctrl-C does. A command in a group of its own reads
+	// no terminal: give it a stdin that is not one.
+	Group bool
 }
 
 // Process is a started command. From Start until Close, pipetop catches
@@ -36,15 +43,23 @@ type Process struct {
 	sigs   chan os.Signal
 	exited chan struct{} // closed once the command was waited for
 	err    error         // cmd.Wait's error, set before exited closes
+	group  bool          // the command leads a process group of its own
 }
 
 // Start starts cmd and forwards pipetop's signals to it until it exits.
 // Call Close once done with the Process.
 func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
-	p := &Process{cmd: cmd, sigs: make(chan os.Signal, 8), exited: make(chan struct{})}
-	// Caught before the start, so that none kills pipetop and leaves the
-	// command running on its own.
-	signal.Notify(p.sigs, forwarded...)
+	p := &Process{cmd: cmd, sigs: make(chan os.Signal, 8), exited: make(chan struct{}), group: opts.Group}
+	if opts.Group {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Setpgid = true
+	} else {
+		// Caught before the start, so that none kills pipetop and leaves
+		// the command running on its own.
+		signal.Notify(p.sigs, forwarded...)
+	}
 	if err := cmd.Start(); err != nil {
 		signal.Stop(p.sigs)
 		return nil, err // exec's error names the command already
@@ -53,8 +68,50 @@ func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	go p.forward(opts.Terminal)
+	if !opts.Group {
+		go p.forward(opts.Terminal)
+	}
 	return p, nil
+}
+
+// Stop ends the command: SIGINT, SIGTERM after grace if it is still
+// there, SIGKILL after another grace. A command started with
+// Options.Group gets them as a whole process group (its DataLoader
+// workers, the ranks a launcher started), and whatever is left of the
+// group once it exited (a worker that outlived it) is killed. Stop returns
+// the last signal it sent (nil when the command had exited already), once
+// the command was waited for.
+func (p *Process) Stop(grace time.Duration) os.Signal {
+	target := p.Pid()
+	if p.group {
+		target = -target
+	}
+	var sent os.Signal
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		if p.done() || syscall.Kill(target, s) != nil {
+			break
+		}
+		sent = s
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+		}
+	}
+	<-p.exited
+	if p.group {
+		_ = syscall.Kill(target, syscall.SIGKILL)
+	}
+	return sent
+}
+
+// done is whether the command has exited and been waited for.
+func (p *Process) done() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // forward passes signals to the command until it exited; with terminal,

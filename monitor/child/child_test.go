@@ -3,8 +3,10 @@ package child
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -102,4 +104,63 @@ func TestForwardTerminal(t *testing.T) {
 	if got, err := p.Wait(); got != 10 || err != nil {
 		t.Errorf("after SIGINT and SIGUSR1 with a terminal: status %d, %v; want 10 (only SIGUSR1 forwarded)", got, err)
 	}
+}
+
+// Stop ends a whole group: SIGINT when the command takes it; SIGTERM, then
+// SIGKILL, when it ignores the milder ones; and a member that outlived the
+// leader is killed too.
+func TestStopGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         os.Signal
+	}{
+		{"takes SIGINT", "sleep 30 & wait", syscall.SIGINT},
+		{"ignores SIGINT", "trap '' INT; sleep 30 & wait", syscall.SIGTERM},
+		{"ignores SIGINT and SIGTERM", "trap '' INT TERM; while :; do sleep 0.05; done", syscall.SIGKILL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// The member writes its pid, then ignores every signal it can.
+			script := `sh -c 'trap "" INT TERM HUP; echo $$ >` + dir + `/pid; exec sleep 60' & ` + tc.script
+			p := start(t, script, Options{Group: true})
+			member := waitPid(t, dir+"/pid")
+			if got := p.Stop(100 * time.Millisecond); got != tc.want {
+				t.Errorf("last signal %v, want %v", got, tc.want)
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for syscall.Kill(member, 0) == nil && !zombie(member) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if syscall.Kill(member, 0) == nil && !zombie(member) {
+				t.Errorf("group member %d outlived Stop", member)
+			}
+		})
+	}
+	p := start(t, "exit 0", Options{Group: true})
+	p.Wait()
+	if got := p.Stop(time.Second); got != nil {
+		t.Errorf("Stop of an exited command sent %v", got)
+	}
+}
+
+// waitPid reads the pid a script writes to path.
+func waitPid(t *testing.T, path string) int {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		var pid int
+		if err == nil && len(b) > 1 {
+			if _, err := fmt.Sscanf(string(b), "%d", &pid); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// zombie is whether pid has exited and waits for its parent to reap it.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || strings.Contains(string(b), ") Z ")
 }

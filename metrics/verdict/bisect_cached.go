@@ -1,0 +1,154 @@
+package verdict
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// Thresholds of pipetop bisect's rules (ratios of samples/s); docs/verdicts.md.
+const (
+	// InputMost: cached batches this many times faster than the full run
+	// (the input is half the step or more) with a loader short of the
+	// network: input-bound outright.
+	InputMost = 2.0
+	// SplitShare: the input costs at least this share of each step (1 -
+	// full/cached), but the network's own limit matters too: the verdict
+	// splits the step between the two.
+	SplitShare = 0.2
+)
+
+// diagnoseCached compares the phases of pipetop bisect (a script run once
+// per phase): the loader alone, the script's loop on its cached batches,
+// the forward alone on them, and the script as it is; skipped says why a
+// phase could not run ("" when none was skipped).
+func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict {
+	if full == nil {
+		return Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full phase was not measured",
+			Next: "run the full phase (--phases full,...)"}
+	}
+	if cached == nil {
+		return withoutCache(full, fwd, skipped)
+	}
+	all, net := full.SamplesPerSec, cached.SamplesPerSec
+	inputShare := max(0, 1-all/net)
+	if ld != nil {
+		load := ld.SamplesPerSec
+		switch {
+		case all < TogetherShort*min(load, net):
+			return cachedContention(full, ld, cached)
+		case load < LoaderShort*net && net >= InputMost*all:
+			return Verdict{Kind: InputBound, Stage: stage.DataWait,
+				Headline: fmt.Sprintf("input-bound: the loader alone delivers %s samples/s; the network takes %s on cached batches; together %s: a loader that kept up would make steps %.1fx faster",
+					num(load), num(net), num(all), net/all),
+				Next: InputAdvice(ld.Loader)}
+		}
+	}
+	own := phaseVerdict(cached)
+	if inputShare >= SplitShare {
+		return split(full, ld, cached, own, inputShare)
+	}
+	v := own
+	v.Headline = fmt.Sprintf("%s: cached batches are only %.2fx the full run, so the input is not the problem; on cached batches: %s",
+		own.Kind, net/all, own.Headline)
+	if fwd != nil && fwd.SamplesPerSec > net {
+		v.Headline += fmt.Sprintf("; the forward alone runs %s samples/s (backward and the optimizer take %.0f %% of a cached step)",
+			num(fwd.SamplesPerSec), 100*(1-net/fwd.SamplesPerSec))
+	}
+	return v
+}
+
+// split: the input costs a share of each step and the network's own limit
+// the rest; both are named, the input's fix first.
+func split(full, ld, cached *PhaseResult, own Verdict, inputShare float64) Verdict {
+	v := Verdict{Kind: InputBound, Stage: stage.DataWait,
+		Headline: fmt.Sprintf("input and network: the input costs %.0f %% of each step (cached batches run %.2fx the full pipeline: %s vs %s samples/s); the rest is the network: %s on cached batches (%s)",
+			100*inputShare, cached.SamplesPerSec/full.SamplesPerSec, num(cached.SamplesPerSec), num(full.SamplesPerSec), own.Kind, own.Headline)}
+	l := full.Loader
+	if ld != nil && ld.Loader != nil {
+		l = ld.Loader
+	}
+	v.Next = InputAdvice(l)
+	if own.Next != "" {
+		v.Next += "; then, for the network: " + own.Next
+	}
+	return v
+}
+
+// cachedContention: the loader alone and the network alone are both fast
+// enough, together they are slow; with the threads that waited for a CPU
+// and the pools that compete.
+func cachedContention(full, ld, cached *PhaseResult) Verdict {
+	v := Verdict{Kind: Balanced,
+		Headline: fmt.Sprintf("contention: the loader alone delivers %s samples/s and the network takes %s on cached batches, but together they reach %s",
+			num(ld.SamplesPerSec), num(cached.SamplesPerSec), num(full.SamplesPerSec)),
+		Next: "they compete for the same CPU cores: lower the DataLoader's num_workers or torch.set_num_threads so the pools add up to the cores"}
+	if full.Waiting != nil {
+		v.Headline += fmt.Sprintf("; %.1f threads waited for a CPU on average", *full.Waiting)
+		if p := poolWords(full.Pools); p != "" {
+			v.Headline += " (" + p + ")"
+		}
+	}
+	l := ld.Loader
+	if l != nil && l.ReadAmp >= HighReadAmp {
+		v.Headline += fmt.Sprintf("; the loader decodes %.1fx the bytes it uses (workers busy %s)", l.ReadAmp, units.Pct(l.WorkerBusy))
+		v.Next = "first cut the loader's CPU: " + InputAdvice(l) + "; then, if they still compete, lower num_workers or torch.set_num_threads so the pools add up to the cores"
+	}
+	return v
+}
+
+// poolWords names the thread pools that ran or waited, busiest first:
+// "worker 1.6 cores + 0.7 waiting, intra-op ...".
+func poolWords(ps []PoolLoad) string {
+	ps = append([]PoolLoad(nil), ps...)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].CPU+ps[i].Wait > ps[j].CPU+ps[j].Wait })
+	var out []string
+	for _, p := range ps {
+		if p.CPU+p.Wait < 0.1 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d %s on %.1f cores, %.1f waiting", p.Threads, p.Role, p.CPU, p.Wait))
+	}
+	return strings.Join(out, ", ")
+}
+
+// withoutCache: no cached phase (a script without a DataLoader, or the
+// phase was not asked for): the full run's own verdict, with the forward
+// alone when it was measured.
+func withoutCache(full, fwd *PhaseResult, skipped string) Verdict {
+	v := phaseVerdict(full)
+	if skipped == "" {
+		skipped = "not measured"
+	}
+	v.Headline += " (no cached phase: " + skipped + ")"
+	if fwd != nil && full.SamplesPerSec > 0 {
+		v.Headline += fmt.Sprintf("; the forward alone runs %s samples/s, %.1fx the full run", num(fwd.SamplesPerSec), fwd.SamplesPerSec/full.SamplesPerSec)
+	}
+	return v
+}
+
+// phaseVerdict is the phase's own verdict from the one judge, or Judge of
+// its summary when none was kept.
+func phaseVerdict(p *PhaseResult) Verdict {
+	if p.Verdict != nil {
+		return *p.Verdict
+	}
+	return Judge(Inputs{Summary: p.Summary, Loader: p.Loader, Complete: true})
+}
+
+// skipReason is the first note of the first skipped phase, "" when none
+// was skipped.
+func skipReason(phases []PhaseResult) string {
+	for _, p := range phases {
+		if p.Status == PhaseSkipped {
+			if len(p.Notes) > 0 {
+				return p.Notes[0]
+			}
+			return p.Name + " skipped"
+		}
+	}
+	return ""
+}
