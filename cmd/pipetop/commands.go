@@ -48,6 +48,8 @@ func commands() []command {
 			about: "every rank of a run on every host, read from the\nPrometheus server that scrapes each host's pipetop\nexport (the only run there when RUN is not given)"},
 		{name: "run", usage: "[--name N] [--no-tui] [--json] [--record FILE] -- CMD ARGS...", raw: true, flags: runFlags, long: runLong,
 			about: "run a PyTorch script with automatic instrumentation\n(see pipetop run -h)"},
+		{name: "bisect", usage: "[flags] [--json] [--record DIR] -- CMD ARGS...", raw: true, flags: bisectFlags, long: bisectLong,
+			about: "run a PyTorch script once per phase (loader alone,\ncached batches, forward alone, full) and name the\nbottleneck from the comparison (pipetop bisect -h)"},
 		{name: "export", usage: "[flags] [PATH|PID|NAME]", nargs: [2]int{0, -1}, whole: true, flags: viewFlags("export", showExport),
 			about: "serve the same readings as Prometheus metrics at\nhttp://LISTEN/metrics (the only live trainer, or\nhost metrics until one appears; a NAME not there\nyet is waited for)"},
 		{name: "record", usage: "[-o FILE] [--duration D] [PATH|PID|NAME]", nargs: [2]int{0, 1}, flags: recordFlags,

@@ -60,8 +60,8 @@ type PhaseResult struct {
 	// Waiting is the mean number of the run's threads that were runnable
 	// but waiting for a CPU, and Pools those threads by role, over the
 	// measured seconds; nil without thread readings.
-	Waiting *float64 `json:"threads_waiting,omitempty"`
-	Pools   []PoolLoad   `json:"pools,omitempty"`
+	Waiting *float64   `json:"threads_waiting,omitempty"`
+	Pools   []PoolLoad `json:"pools,omitempty"`
 	// Verdict is the one judge's verdict on the phase alone (a straggler
 	// when one rank holds the others back).
 	Verdict *Verdict `json:"verdict,omitempty"`

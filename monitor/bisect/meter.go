@@ -1,0 +1,301 @@
+package bisect
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/child"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+)
+
+// Polling: often while waiting for the warm-up to end (the measurement
+// starts at a step boundary), once a second while measuring (the thread
+// readings are rates over the time between two snapshots).
+const (
+	warmPoll    = 200 * time.Millisecond
+	measurePoll = time.Second
+	// exitFrames is how long a phase whose command exited waits for the
+	// frames still on their way before its last snapshot.
+	exitFrames = 300 * time.Millisecond
+)
+
+// count is one rank's cumulative steps and samples, and when its newest
+// step ended.
+type count struct {
+	pid            int
+	steps, samples int64
+	lastEndNs      int64
+}
+
+// meter measures one phase through a monitor attached to its command.
+type meter struct {
+	c    Config
+	name string
+
+	first    time.Time     // when the first step was seen
+	begun    bool          // the warm-up is over
+	at       time.Time     // when the measurement began
+	base     map[int]count // each rank's counts then
+	last     *snapshot.Snapshot
+	waiting  float64 // summed threads waiting for a CPU, over readings
+	pools    map[string]*verdict.PoolLoad
+	readings int
+	timedOut bool // no first step within StartTimeout
+	notes    []string
+	watching sync.WaitGroup // Config.Watch while it runs
+}
+
+// run watches the command until its measurement is over, it exits, it
+// takes too long to start, or ctx ends.
+func (m *meter) run(ctx context.Context, p *child.Process) {
+	deadline := time.Now().Add(m.c.StartTimeout)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-p.Exited():
+		case <-ctx.Done():
+		case <-time.After(time.Until(deadline)):
+		}
+		close(stop)
+	}()
+	sock, ok := child.AwaitSocket(p.Pid(), stop)
+	if !ok {
+		m.timedOut = time.Now().After(deadline)
+		return
+	}
+	mon, err := monitor.Open(ctx, sock, monitor.Options{Sources: m.c.Sources()})
+	if err != nil {
+		m.notes = append(m.notes, fmt.Sprintf("attach %s: %v", sock, err))
+		return
+	}
+	defer mon.Close()
+	if m.c.Watch != nil {
+		m.watching.Add(1)
+		go func() {
+			defer m.watching.Done()
+			m.c.Watch(ctx, m.name, sock)
+		}()
+	}
+	m.watch(ctx, p, mon, deadline)
+}
+
+// watch takes snapshots until the measurement is over or the command
+// ends; the last one is kept for the result.
+func (m *meter) watch(ctx context.Context, p *child.Process, mon *monitor.Monitor, deadline time.Time) {
+	for {
+		wait := warmPoll
+		if m.begun {
+			wait = min(measurePoll, time.Until(m.at.Add(m.c.PhaseTime)))
+		}
+		select {
+		case <-ctx.Done():
+			m.take(mon, time.Now())
+			return
+		case <-p.Exited():
+			time.Sleep(exitFrames)
+			m.take(mon, time.Now())
+			return
+		case now := <-time.After(max(wait, time.Millisecond)):
+			s := m.take(mon, now)
+			if m.first.IsZero() && now.After(deadline) {
+				m.timedOut = true
+				return
+			}
+			if m.begun && !now.Before(m.at.Add(m.c.PhaseTime)) {
+				return
+			}
+			m.observe(s, now)
+		}
+	}
+}
+
+// take is a snapshot over the measured window (the phase's time, or all
+// steps before the measurement began), kept as the last one.
+func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
+	w := snapshot.Window{Label: "phase"}
+	if m.begun {
+		w.Seconds = min(m.c.PhaseTime.Seconds(), now.Sub(m.at).Seconds())
+	}
+	s := mon.Snapshot(now, w)
+	m.last = &s
+	return s
+}
+
+// observe ends the warm-up when it is over, and adds a measuring
+// snapshot's thread readings.
+func (m *meter) observe(s snapshot.Snapshot, now time.Time) {
+	counts := countsOf(s)
+	steps := minSteps(counts)
+	switch {
+	case steps < 1:
+		return
+	case m.first.IsZero():
+		m.first = now
+	}
+	if !m.begun {
+		warm := steps >= 1+m.c.WarmupSteps || (steps >= 3 && now.Sub(m.first) >= m.c.WarmupTime)
+		if warm {
+			m.begun, m.at, m.base = true, now, counts
+		}
+		return
+	}
+	m.addThreads(s.Threads)
+}
+
+// addThreads adds one reading of the run's threads: how many waited for
+// a CPU, and each pool's cores.
+func (m *meter) addThreads(t *snapshot.Threads) {
+	if t == nil {
+		return
+	}
+	if m.pools == nil {
+		m.pools = map[string]*verdict.PoolLoad{}
+	}
+	m.readings++
+	for role, r := range t.ByRole() {
+		p := m.pools[role]
+		if p == nil {
+			p = &verdict.PoolLoad{Role: role}
+			m.pools[role] = p
+		}
+		p.Threads = max(p.Threads, r.Threads)
+		p.CPU += r.CPU / 100
+		p.Wait += r.Wait / 100
+		m.waiting += r.Wait / 100
+	}
+}
+
+// countsOf is each rank's counts in s (rank 0 for a single process).
+func countsOf(s snapshot.Snapshot) map[int]count {
+	out := map[int]count{}
+	if len(s.Ranks) > 0 {
+		for _, r := range s.Ranks {
+			if r.Totals != nil {
+				out[r.Rank] = count{pid: r.PID, steps: r.Totals.Steps, samples: r.Totals.Samples, lastEndNs: r.Totals.LastEndNs}
+			}
+		}
+		return out
+	}
+	if t := s.Totals; t != nil {
+		pid := 0
+		if s.Trainer != nil {
+			pid = s.Trainer.PID
+		}
+		out[0] = count{pid: pid, steps: t.Steps, samples: t.Samples, lastEndNs: t.LastEndNs}
+	}
+	return out
+}
+
+// minSteps is the fewest steps any rank has made (0 without any rank).
+func minSteps(cs map[int]count) int64 {
+	if len(cs) == 0 {
+		return 0
+	}
+	n := int64(math.MaxInt64)
+	for _, c := range cs {
+		n = min(n, c.steps)
+	}
+	return n
+}
+
+// result fills res from the last snapshot and the counts at the
+// measurement's start: each rank's steps and samples over the measured
+// window, the job's figures (samples/s summed over ranks), the lowest
+// rank's stage shares, loader and the one judge's verdict.
+func (m *meter) result(res *verdict.PhaseResult) {
+	res.Notes = append(res.Notes, m.notes...)
+	s := m.last
+	if s == nil || s.Summary == nil {
+		return
+	}
+	if !m.begun {
+		res.Notes = append(res.Notes, fmt.Sprintf("the command ended during the warm-up: measured on all %d steps, start-up included", s.Summary.Steps))
+	}
+	ranks := m.rankFigures(*s)
+	if len(ranks) == 0 {
+		return
+	}
+	low := ranks[0]
+	res.Steps, res.StepsPerSec, res.Summary = low.Steps, low.StepsPerSec, low.Summary
+	res.Seconds = seconds(low)
+	for _, r := range ranks {
+		res.SamplesPerSec += r.SamplesPerSec
+	}
+	if low.Steps > 0 && low.StepsPerSec > 0 {
+		res.Batch = int(math.Round(low.SamplesPerSec / low.StepsPerSec))
+	}
+	res.Loader, res.Verdict = s.Loader, s.Verdict
+	if len(ranks) > 1 {
+		res.Ranks = ranks
+	}
+	m.threadFigures(res)
+}
+
+// seconds is the time a rank's measured steps took.
+func seconds(r verdict.RankPhase) float64 {
+	if r.StepsPerSec <= 0 {
+		return 0
+	}
+	return float64(r.Steps) / r.StepsPerSec
+}
+
+// rankFigures are each rank's figures over the measured window, lowest
+// rank first.
+func (m *meter) rankFigures(s snapshot.Snapshot) []verdict.RankPhase {
+	counts := countsOf(s)
+	var out []verdict.RankPhase
+	for rank, c := range counts {
+		r := verdict.RankPhase{Rank: rank, PID: c.pid}
+		sum, v := rankSummary(s, rank)
+		if sum == nil {
+			continue
+		}
+		r.Summary, r.Verdict = *sum, v
+		b, ok := m.base[rank]
+		if m.begun && ok && c.lastEndNs > b.lastEndNs {
+			dt := float64(c.lastEndNs-b.lastEndNs) / 1e9
+			r.Steps = c.steps - b.steps
+			r.StepsPerSec, r.SamplesPerSec = float64(r.Steps)/dt, float64(c.samples-b.samples)/dt
+		} else {
+			r.Steps = int64(sum.Steps)
+			r.StepsPerSec, r.SamplesPerSec = sum.StepsPerSec, sum.SamplesPerSec
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out
+}
+
+// rankSummary is a rank's window summary and verdict in s.
+func rankSummary(s snapshot.Snapshot, rank int) (*stage.Summary, *verdict.Verdict) {
+	if len(s.Ranks) == 0 {
+		return s.Summary, s.Verdict
+	}
+	for _, r := range s.Ranks {
+		if r.Rank == rank {
+			return r.Summary, r.Verdict
+		}
+	}
+	return nil, nil
+}
+
+// threadFigures adds the mean thread readings of the measurement.
+func (m *meter) threadFigures(res *verdict.PhaseResult) {
+	if m.readings == 0 {
+		return
+	}
+	n := float64(m.readings)
+	w := m.waiting / n
+	res.Waiting = &w
+	for _, p := range m.pools {
+		res.Pools = append(res.Pools, verdict.PoolLoad{Role: p.Role, Threads: p.Threads, CPU: p.CPU / n, Wait: p.Wait / n})
+	}
+	sort.Slice(res.Pools, func(i, j int) bool { return res.Pools[i].Role < res.Pools[j].Role })
+}

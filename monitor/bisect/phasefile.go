@@ -1,0 +1,116 @@
+package bisect
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// phaseFile is what the instrumentation writes of a phase
+// (bisect-PID.json, pipetop-bisect-phase/1, docs/python.md): the parts
+// bisect reads.
+type phaseFile struct {
+	Schema string `json:"schema"`
+	Phase  string `json:"phase"`
+	Loader *struct {
+		Seen bool `json:"seen"`
+	} `json:"loader"`
+	Notes []string `json:"notes"`
+}
+
+// phaseFiles reads every process's file in dir; one that cannot be read
+// becomes a note naming it.
+func phaseFiles(dir string) ([]phaseFile, []string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "bisect-*.json"))
+	var files []phaseFile
+	var bad []string
+	for _, p := range paths {
+		var f phaseFile
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(b, &f)
+		}
+		if err != nil || f.Schema != "pipetop-bisect-phase/1" {
+			bad = append(bad, fmt.Sprintf("%s: not a phase file (%v)", p, err))
+			continue
+		}
+		files = append(files, f)
+	}
+	return files, bad
+}
+
+// phaseNotes are the notes of every process of the phase, each once.
+func phaseNotes(dir string) []string {
+	files, notes := phaseFiles(dir)
+	for _, f := range files {
+		for _, n := range f.Notes {
+			if !slices.Contains(notes, n) {
+				notes = append(notes, n)
+			}
+		}
+	}
+	return notes
+}
+
+// skipNote says why the loader and cached phases cannot run: no process
+// saw a training DataLoader. "" when one did, or for the other phases.
+func skipNote(dir, phase string) string {
+	if phase != verdict.PhaseLoader && phase != verdict.PhaseCached {
+		return ""
+	}
+	files, _ := phaseFiles(dir)
+	if len(files) == 0 {
+		return ""
+	}
+	for _, f := range files {
+		if f.Loader == nil || f.Loader.Seen {
+			return ""
+		}
+	}
+	return "the script has no torch DataLoader before its first optimizer step, so its input cannot be run alone or replayed"
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// Write keeps the end of p and what came before, up to max bytes.
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+// String is the kept text from its first whole line, at most 15 lines.
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if len(t.buf) == t.max {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// multi writes to w and the tail.
+func multi(w io.Writer, t *tailWriter) io.Writer { return io.MultiWriter(w, t) }

@@ -1,0 +1,104 @@
+package bisect
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// WriteTable prints the report in 80 columns: the phases' table (with a
+// row per rank in a run of several), the loader's statistics, the threads
+// that waited for a CPU, each phase's notes, own verdict and failure, and
+// the verdict.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "bisect: %s (%g s a phase)\n", strings.Join(r.Command, " "), r.SecondsPerPhase)
+	fmt.Fprintln(w, "stage columns: % of the mean step; GPU: % of the step the GPU was busy")
+	fmt.Fprintln(w, verdict.PhaseHeader)
+	for _, p := range r.Phases {
+		fmt.Fprintln(w, p.Row())
+		for _, rk := range p.Ranks {
+			fmt.Fprintln(w, rk.RankRow())
+		}
+	}
+	r.writeLoader(w)
+	r.writeWaiting(w)
+	for _, p := range r.Phases {
+		writePhase(w, p)
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the phases above are those that ran")
+	}
+	fmt.Fprintln(w)
+	verdict.WriteWrapped(w, "verdict: ", r.Verdict.Headline)
+	verdict.WriteWrapped(w, "next:    ", r.Verdict.Next)
+}
+
+// writeLoader prints the loader phase's statistics.
+func (r *Report) writeLoader(w io.Writer) {
+	for _, p := range r.Phases {
+		if l := p.Loader; l != nil && p.Name == verdict.PhaseLoader && p.Measured() {
+			fmt.Fprintf(w, "loader: %d workers busy %.0f %%, read amplification %.1fx\n", l.Workers, 100*l.WorkerBusy, l.ReadAmp)
+		}
+	}
+}
+
+// writeWaiting prints the threads that waited for a CPU in each phase.
+func (r *Report) writeWaiting(w io.Writer) {
+	var parts []string
+	for _, p := range r.Phases {
+		if p.Waiting != nil {
+			parts = append(parts, fmt.Sprintf("%s %.1f", p.Name, *p.Waiting))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "threads waiting for a CPU (mean): %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// writePhase prints a phase's notes, its own verdict and, when it failed,
+// the end of its stderr.
+func writePhase(w io.Writer, p verdict.PhaseResult) {
+	label := p.Name + ": "
+	for _, n := range p.Notes {
+		verdict.WriteWrapped(w, label, n)
+		label = strings.Repeat(" ", len(label))
+	}
+	if p.Verdict != nil && p.Measured() {
+		verdict.WriteWrapped(w, label, "own verdict: "+p.Verdict.Headline)
+	}
+	if p.Status == verdict.PhaseFailed && p.StderrTail != "" {
+		fmt.Fprintf(w, "%s: the end of its stderr:\n", p.Name)
+		for _, line := range strings.Split(p.StderrTail, "\n") {
+			fmt.Fprintf(w, "  | %s\n", line)
+		}
+	}
+}
+
+// ReadReport reads a pipetop bisect --json file.
+func ReadReport(path string) (Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Report{}, err
+	}
+	r, err := DecodeReport(b)
+	if err != nil {
+		return Report{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// DecodeReport decodes a bisect report, checking its schema.
+func DecodeReport(b []byte) (Report, error) {
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Report{}, fmt.Errorf("not a bisect report: %w", err)
+	}
+	if r.Schema != Schema {
+		return Report{}, fmt.Errorf("schema %q, want %q (a pipetop bisect --json file)", r.Schema, Schema)
+	}
+	return r, nil
+}
