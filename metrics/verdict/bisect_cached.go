@@ -38,7 +38,7 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 	if ld != nil {
 		load := ld.SamplesPerSec
 		switch {
-		case all < TogetherShort*min(load, net):
+		case all < TogetherShort*together(load, net, ld.Loader):
 			return cachedContention(full, ld, cached)
 		case load < LoaderShort*net && net >= InputMost*all:
 			return Verdict{Kind: InputBound, Stage: stage.DataWait,
@@ -59,6 +59,17 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 			num(fwd.SamplesPerSec), 100*(1-net/fwd.SamplesPerSec))
 	}
 	return v
+}
+
+// together is what the loader and the network should reach together
+// when they do not get in each other's way: the slower of the two when
+// the loader has workers of its own, the two one after the other when it
+// runs on the training thread (num_workers=0).
+func together(load, net float64, l *stage.LoaderStats) float64 {
+	if l != nil && l.Workers == 0 {
+		return 1 / (1/load + 1/net)
+	}
+	return min(load, net)
 }
 
 // split: the input costs a share of each step and the network's own limit

@@ -83,3 +83,107 @@ func TestDiagnoseBisect(t *testing.T) {
 		})
 	}
 }
+
+// cachedPhase is a pipetop bisect phase as measured (status ok), with its
+// own verdict when v is set.
+func cachedPhase(name string, samplesPerSec float64, s stage.Summary, l *stage.LoaderStats, v *Verdict) PhaseResult {
+	p := phase(name, 8, samplesPerSec, s, l)
+	p.Status, p.Steps, p.Verdict = PhaseOK, 100, v
+	return p
+}
+
+// pipetop bisect's rules: each planted comparison gets its kind, and the
+// figures and advice that explain it; the pipetrain cases above keep
+// their verdicts.
+func TestDiagnoseCachedBisect(t *testing.T) {
+	cpuBound := plantedWith(50, map[string]float64{stage.DataWait: 1, stage.Forward: 70, stage.Backward: 20, stage.Optim: 9}, 0)
+	waiting := plantedWith(50, map[string]float64{stage.DataWait: 90, stage.Forward: 5, stage.Backward: 5}, 0)
+	zarrLoader := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.98, ReadAmp: 64,
+		Zarr: []stage.ZarrArray{{Store: "/data/x.zarr", Path: "img", Chunks: []int{64, 3, 32, 32}, Shape: []int{2000, 3, 32, 32}, DType: "uint8", ItemSize: 1, ZarrFormat: 2, ReadAmp: 64, BytesDecoded: 64 << 20, BytesReturned: 1 << 20, Calls: 1000}}}
+	thread := &Verdict{Kind: TrainingThreadBound, Headline: "training-thread-bound: the training thread is on a CPU 97 % of the time", Next: "fewer, larger ops"}
+	compute := &Verdict{Kind: ComputeBound, Stage: stage.Forward, Headline: "compute-bound: the network takes 96 % of each step, most in forward", Next: "a faster device or a smaller model"}
+	w := 1.6
+	for _, tc := range []struct {
+		name     string
+		phases   []PhaseResult
+		want     Kind
+		contains []string
+	}{
+		{"input-bound: the loader alone is far below the network on cached batches", []PhaseResult{
+			cachedPhase(PhaseLoader, 45, waiting, zarrLoader, nil),
+			cachedPhase(PhaseCached, 310, cpuBound, nil, compute),
+			cachedPhase(PhaseForward, 600, cpuBound, nil, compute),
+			cachedPhase(PhaseFull, 43, waiting, zarrLoader, nil),
+		}, InputBound, []string{"loader alone delivers 45.0 samples/s", "310 on cached batches", "together 43.0", "7.2x faster", "x.zarr"}},
+		{"compute-bound: cached is no faster than the full run", []PhaseResult{
+			cachedPhase(PhaseLoader, 900, waiting, &stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 1}, nil),
+			cachedPhase(PhaseCached, 105, cpuBound, nil, compute),
+			cachedPhase(PhaseForward, 140, cpuBound, nil, compute),
+			cachedPhase(PhaseFull, 100, cpuBound, nil, compute),
+		}, ComputeBound, []string{"only 1.05x the full run", "input is not the problem", "most in forward", "forward alone runs 140", "25 %"}},
+		{"contention: together below both alone, with the threads that waited", []PhaseResult{
+			cachedPhase(PhaseLoader, 200, waiting, &stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 1}, nil),
+			cachedPhase(PhaseCached, 220, cpuBound, nil, compute),
+			func() PhaseResult {
+				p := cachedPhase(PhaseFull, 80, cpuBound, nil, compute)
+				p.Waiting = &w
+				p.Pools = []PoolLoad{{Role: "worker", Threads: 2, CPU: 1.1, Wait: 0.9}, {Role: "intra-op", Threads: 2, CPU: 0.8, Wait: 0.7}}
+				return p
+			}(),
+		}, Balanced, []string{"contention", "together they reach 80.0", "1.6 threads waited", "2 worker on 1.1 cores, 0.9 waiting", "num_workers"}},
+		{"contention over amplified chunks: rechunk first", []PhaseResult{
+			cachedPhase(PhaseLoader, 200, waiting, zarrLoader, nil),
+			cachedPhase(PhaseCached, 220, cpuBound, nil, compute),
+			cachedPhase(PhaseFull, 80, cpuBound, nil, compute),
+		}, Balanced, []string{"contention", "64.0x the bytes", "first cut the loader's CPU", "x.zarr"}},
+		{"the seed case: the step split between the input and the network's own limit", []PhaseResult{
+			cachedPhase(PhaseLoader, 300, waiting, &stage.LoaderStats{Source: "torch", Workers: 0, ReadAmp: 1}, nil),
+			cachedPhase(PhaseCached, 150, cpuBound, nil, thread),
+			cachedPhase(PhaseForward, 200, cpuBound, nil, thread),
+			cachedPhase(PhaseFull, 100, cpuBound, nil, thread),
+		}, InputBound, []string{"input costs 33 % of each step", "1.50x", "training-thread-bound on cached batches", "then, for the network: fewer, larger ops"}},
+		{"no DataLoader: the full run's own verdict, and why", []PhaseResult{
+			{Name: PhaseLoader, Status: PhaseSkipped, Notes: []string{"the script has no torch DataLoader"}},
+			{Name: PhaseCached, Status: PhaseSkipped, Notes: []string{"the script has no torch DataLoader"}},
+			cachedPhase(PhaseForward, 200, cpuBound, nil, compute),
+			cachedPhase(PhaseFull, 100, cpuBound, nil, compute),
+		}, ComputeBound, []string{"no cached phase: the script has no torch DataLoader", "forward alone runs 200 samples/s, 2.0x"}},
+		{"a failed phase is not compared", []PhaseResult{
+			cachedPhase(PhaseLoader, 900, waiting, nil, nil),
+			cachedPhase(PhaseCached, 105, cpuBound, nil, compute),
+			{Name: PhaseForward, Status: PhaseFailed, SamplesPerSec: 5000},
+			cachedPhase(PhaseFull, 100, cpuBound, nil, compute),
+		}, ComputeBound, []string{"only 1.05x"}},
+		{"no full phase", []PhaseResult{cachedPhase(PhaseCached, 105, cpuBound, nil, compute)}, WarmingUp, []string{"full phase was not measured"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := DiagnoseBisect(tc.phases)
+			if v.Kind != tc.want {
+				t.Fatalf("got %s (%s), want %s", v.Kind, v, tc.want)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+			if strings.Contains(v.String(), "--workers") || strings.Contains(v.String(), "--threads") {
+				t.Errorf("a script's verdict gives pipetrain's advice: %q", v)
+			}
+		})
+	}
+}
+
+// A pipetrain bisect whose synthetic loop is as slow as the full run is
+// held back by the loop, not by the loader and network fighting.
+func TestBisectSlowLoopIsNotContention(t *testing.T) {
+	cpuBound := plantedWith(50, map[string]float64{stage.DataWait: 1, stage.Forward: 40, stage.Backward: 50, stage.Optim: 9}, 0)
+	v := DiagnoseBisect([]PhaseResult{
+		phase(PhaseTrainFixed, 8, 400, cpuBound, nil),
+		phase(PhaseLoader, 8, 500, stage.Summary{}, &stage.LoaderStats{Workers: 2, ReadAmp: 1}),
+		phase(PhaseSynthetic, 8, 160, cpuBound, nil),
+		phase(PhaseFull, 8, 150, cpuBound, nil),
+	})
+	if strings.Contains(v.Headline, "contention") {
+		t.Errorf("full as fast as synthetic called contention: %s", v)
+	}
+}
