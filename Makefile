@@ -37,12 +37,14 @@ test: build
 	@$(MAKE) --no-print-directory check-libtorch2
 	@$(MAKE) --no-print-directory gpu-check-cpu
 
-# tests/diagnosis runs after the rest, alone: its planted scenarios read the
-# machine's CPU (threads waiting, idle cores, workers' busy shares), which
-# the other packages' tests would be using at the same time.
+# tests/diagnosis and tests/bisect run after the rest, alone and one after
+# the other: their planted scenarios read the machine's CPU (threads
+# waiting, idle cores, workers' busy shares, samples/s against the script's
+# own), which the other packages' tests would be using at the same time.
+ALONE := /tests/diagnosis$$|/tests/bisect$$
 test-go:
-	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/tests/diagnosis$$')
-	$(GO) test -count=1 -timeout 20m ./tests/diagnosis
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(ALONE)')
+	$(GO) test -count=1 -timeout 20m -p 1 ./tests/diagnosis ./tests/bisect
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

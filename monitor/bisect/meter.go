@@ -140,7 +140,11 @@ func (m *meter) observe(s snapshot.Snapshot, now time.Time) {
 		m.first = now
 	}
 	if !m.begun {
-		warm := steps >= 1+m.c.WarmupSteps || (steps >= 3 && now.Sub(m.first) >= m.c.WarmupTime)
+		// A few steps, or a few seconds for slow steps; a loop that
+		// stopped stepping (a script waiting for input) is measured after
+		// twice that, so that the phase ends.
+		since := now.Sub(m.first)
+		warm := steps >= 1+m.c.WarmupSteps || (steps >= 3 && since >= m.c.WarmupTime) || since >= 2*m.c.WarmupTime
 		if warm {
 			m.begun, m.at, m.base = true, now, counts
 		}

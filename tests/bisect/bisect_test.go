@@ -1,0 +1,201 @@
+package bisect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/bisect"
+)
+
+const python = "/usr/bin/python3"
+
+// phaseSeconds is each phase's measured time here: short, as the planted
+// costs are steady from the first steps.
+const phaseSeconds = 3
+
+var pipetop string // the binary under test
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipetop-bisect-test-")
+	if err == nil {
+		err = testkit.BuildErr(root(), dir, "./cmd/pipetop")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pipetop = filepath.Join(dir, "pipetop")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// root is the module's root (two folders up from this package).
+func root() string {
+	wd, _ := os.Getwd()
+	return filepath.Dir(filepath.Dir(wd))
+}
+
+// script is the planted scripts' path.
+func script(name string) string {
+	return filepath.Join(root(), "cmd", "pipetop", "testdata", "bisect", name)
+}
+
+// requireTorch fails unless Debian's Python imports torch and zarr.
+func requireTorch(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(python, "-c", "import torch, zarr").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import torch and zarr (scripts/install-deps.sh installs them): %v\n%s", python, err, out)
+	}
+}
+
+// env is the environment of a test's commands: its own socket directory
+// and the input case's data in its own temporary directory.
+func env(t *testing.T) []string {
+	return append(os.Environ(), ipc.DirEnv+"="+testkit.SocketDir(t), "TMPDIR="+dataDir(t))
+}
+
+// dataDir is one temporary directory for the planted data of the whole
+// package run (the input case writes its Zarr store once).
+func dataDir(t *testing.T) string {
+	d := filepath.Join(os.TempDir(), "pipetop-bisect-test-data")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// result is one pipetop bisect run: its report, stderr and exit status.
+type result struct {
+	rep    bisect.Report
+	stderr string
+	status int
+}
+
+// run runs pipetop bisect --json with args (flags, then -- CMD ARGS).
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(pipetop, append([]string{"bisect", "--no-tui", "--json", "--grace", "2s"}, args...)...)
+	cmd.Env = env(t)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := bisect.DecodeReport(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("pipetop bisect %v: %v (status %d)\nstdout:\n%s\nstderr:\n%s", args, err, res.status, stdout.String(), res.stderr)
+	}
+	res.rep = rep
+	return res
+}
+
+// phaseOf is the named phase of a report.
+func phaseOf(t *testing.T, r result, name string) verdict.PhaseResult {
+	t.Helper()
+	for _, p := range r.rep.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no phase %s in the report; stderr:\n%s", name, r.stderr)
+	return verdict.PhaseResult{}
+}
+
+// control runs the planted script's own measurement of mode and returns
+// its samples/s.
+func control(t *testing.T, args []string, mode string) float64 {
+	t.Helper()
+	cmd := exec.Command(python, append(append([]string{script("train.py")}, args...), "--control", mode, "--seconds", strconv.Itoa(phaseSeconds))...)
+	cmd.Env = env(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("control %s %v: %v", mode, args, err)
+	}
+	var c struct {
+		SamplesPerSec float64 `json:"samples_per_sec"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &c); err != nil || c.SamplesPerSec <= 0 {
+		t.Fatalf("control %s %v printed %q: %v", mode, args, out, err)
+	}
+	return c.SamplesPerSec
+}
+
+// within says whether got is within frac of want.
+func within(got, want, frac float64) bool {
+	return math.Abs(got-want) <= frac*want
+}
+
+// controlOf is the script's own measurement that each phase must agree
+// with.
+var controlOf = map[string]string{
+	verdict.PhaseLoader:  "loader",
+	verdict.PhaseCached:  "network",
+	verdict.PhaseForward: "forward",
+	verdict.PhaseFull:    "full",
+}
+
+// Each planted bottleneck: every phase's samples/s within ±15 % of what
+// the script measures of the same part itself, and the verdict that names
+// it with its figures.
+func TestPlantedBottlenecks(t *testing.T) {
+	requireTorch(t)
+	for _, tc := range []struct {
+		name     string
+		want     verdict.Kind
+		contains []string
+	}{
+		{"input", verdict.InputBound, []string{"the loader alone delivers", "on cached batches", "faster", "rechunk"}},
+		{"compute", verdict.ComputeBound, []string{"the input is not the problem", "on cached batches"}},
+		{"contention", verdict.Balanced, []string{"contention", "threads waited for a CPU", "num_workers"}},
+		{"seed", verdict.InputBound, []string{"the input costs", "the rest is the network", "training-thread-bound on cached batches"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--case", tc.name}
+			want := map[string]float64{}
+			for phase, mode := range controlOf {
+				want[phase] = control(t, args, mode)
+			}
+			r := run(t, append([]string{"--seconds-per-phase", strconv.Itoa(phaseSeconds), "--", python, script("train.py")}, args...)...)
+			var table bytes.Buffer
+			r.rep.WriteTable(&table)
+			t.Logf("controls %v\n%s", want, table.String())
+			for _, p := range r.rep.Phases {
+				if p.Status != verdict.PhaseOK {
+					t.Errorf("phase %s: status %s %v", p.Name, p.Status, p.Notes)
+				}
+				if !within(p.SamplesPerSec, want[p.Name], 0.15) {
+					t.Errorf("phase %s: %.1f samples/s, the script measures %.1f itself (±15 %%)", p.Name, p.SamplesPerSec, want[p.Name])
+				}
+			}
+			if r.rep.Verdict.Kind != tc.want {
+				t.Errorf("verdict %s, want %s: %s", r.rep.Verdict.Kind, tc.want, r.rep.Verdict)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(r.rep.Verdict.String(), c) {
+					t.Errorf("verdict lacks %q: %s", c, r.rep.Verdict)
+				}
+			}
+			if r.status != 0 {
+				t.Errorf("exit status %d", r.status)
+			}
+		})
+	}
+}
