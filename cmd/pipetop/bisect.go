@@ -68,6 +68,17 @@ type bisectConfig struct {
 // bisectFlags is pipetop bisect.
 func bisectFlags(fs *flag.FlagSet) runFunc {
 	var c bisectConfig
+	c.declare(fs)
+	return func(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
+		if err := c.check(argv); err != nil {
+			return err
+		}
+		return runBisect(ctx, c, stdout, stderr)
+	}
+}
+
+// declare declares the flags of pipetop bisect on fs.
+func (c *bisectConfig) declare(fs *flag.FlagSet) {
 	fs.Float64Var(&c.seconds, "seconds-per-phase", 20, "measured `seconds` of each phase, after its warm-up")
 	fs.StringVar(&c.phases, "phases", strings.Join(bisect.Phases, ","), "the phases to run, in order (a comma-separated `list`)")
 	fs.Int64Var(&c.warmup, "warmup", 5, "steps after the first that each phase does not measure")
@@ -79,12 +90,6 @@ func bisectFlags(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
 	fs.StringVar(&c.record, "record", "", "keep each phase's recording (`DIR`/PHASE.pipetop) and the result (DIR/bisect.json)")
 	fs.StringVar(&c.name, "name", "", "trainer name (default: the script's name)")
-	return func(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
-		if err := c.check(argv); err != nil {
-			return err
-		}
-		return runBisect(ctx, c, stdout, stderr)
-	}
 }
 
 // check takes the command, argv, and checks the command line.

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parseBisect parses the arguments after "bisect" as bisect does, without
+// running the command.
+func parseBisect(args []string) (bisectConfig, error) {
+	cmd, args := lookup(append([]string{"bisect"}, args...))
+	fs := cmd.flagSet(io.Discard)
+	var c bisectConfig
+	c.declare(fs)
+	argv, err := cmd.parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	return c, c.check(argv)
+}
+
+func TestParseBisect(t *testing.T) {
+	c, err := parseBisect([]string{"--seconds-per-phase", "5", "--phases", "cached, full", "--", "python3", "train.py", "--lr", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.seconds != 5 || strings.Join(c.phaseList(), ",") != "cached,full" || strings.Join(c.argv, " ") != "python3 train.py --lr 1" {
+		t.Errorf("parsed %+v", c)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "bisect needs a command"},
+		{[]string{"--seconds-per-phase", "0", "--", "x"}, "--seconds-per-phase 0"},
+		{[]string{"--phases", "loader,bogus", "--", "x"}, `unknown phase "bogus"`},
+		{[]string{"--cache-mb", "-1", "--", "x"}, "--cache-mb -1"},
+		{[]string{"--name", "a/b", "--", "x"}, "--name"},
+	} {
+		_, err := parseBisect(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The live view in a terminal: the monitor attached to each phase in turn,
+// the phase in its header, then the table and verdict once it is over.
+func TestBisectLiveTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	e := newRunEnv(t)
+	server := fmt.Sprintf("pipetop-bisect-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", server}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	defer exec.Command("tmux", "-L", server, "kill-server").Run()
+	script, err := filepath.Abs(filepath.Join("testdata", "bisect", "train.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmux("new-session", "-d", "-s", "bisect", "-x", "120", "-y", "40", "sh", "-c",
+		"cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+			e.bin+" bisect --no-gpu --seconds-per-phase 3 --phases cached,full -- "+debPython+" "+script+" --case compute 2>/dev/null; echo EXIT=$?; sleep 60")
+	wait := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		var s string
+		for time.Now().Before(deadline) {
+			s = tmux("capture-pane", "-p", "-t", "bisect")
+			if ok(s) {
+				return s
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+		return ""
+	}
+	for _, phase := range []string{"cached", "full"} {
+		wait("the monitor on phase "+phase, func(s string) bool {
+			return strings.Contains(s, "phase "+phase) && strings.Contains(s, "● live") && strings.Contains(s, "forward")
+		})
+	}
+	s := wait("the table after the bisect", func(s string) bool { return strings.Contains(s, "EXIT=") })
+	for _, want := range []string{"phase       batch     it/s", "cached ", "full ", "verdict: ", "EXIT=0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen after the bisect lacks %q:\n%s", want, s)
+		}
+	}
+}
