@@ -45,6 +45,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import bisect as _bisect
 from . import comm as _comm
 from . import hotcode as _hotcode
 from . import stacks as _stacks
@@ -110,6 +111,15 @@ class _State:
         self.buckets = _comm.Buckets()
         self.ddp_modules: List[Any] = []  # weakrefs to the DDP modules seen in a forward
         self.warned: set = set()
+        # pipetop bisect's hooks (bisect.py; all off without a phase): the
+        # iterator whose __next__ is served by divert() instead, what sees
+        # each training batch (watch) and the optimizer steps (on_step),
+        # and whether backward and optimizer steps are skipped.
+        self.divert_it: Any = None
+        self.divert: Optional[Callable[[], Any]] = None
+        self.watch: Optional[Callable[[Any, Any], None]] = None
+        self.on_step: Optional[Callable[[], None]] = None
+        self.skip = False
 
     # -- the hot path ---------------------------------------------------------
 
@@ -192,6 +202,8 @@ class _State:
             return
         self.pending = True
         self.pending_end = _now()
+        if self.on_step is not None:
+            self.on_step()
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -212,10 +224,16 @@ class _State:
         self.sampler.start()
         self.hotcode = _hotcode.Collector(self.pub, self.thread, self._where_now, _stacks.hz())
         self.hotcode.start()
+        if _bisect.active is not None:
+            _bisect.active.begin(self.pub)
 
     def _where_now(self) -> str:
         """The stage the training thread is in, for its stack samples."""
         return self.where or OTHER
+
+    def follow(self, it: Any) -> None:
+        """Make iterator it the training loader (its statistics reported)."""
+        self.loader, self.loader_id, self.loader_info = weakref.ref(it), id(it), getattr(it, "_pipetop", None)
 
     def _current_loader(self) -> Tuple[Any, Any]:
         """The training loader's iterator (None once gone) and statistics."""
@@ -324,7 +342,7 @@ def _next_wrapper(orig: Callable) -> Callable:
 
     def __next__(self: Any) -> Any:
         if not st.active or st.depth or _ident() != st.thread:
-            return orig(self)
+            return orig(self) if self is not st.divert_it else st.divert()
         try:
             pub = st.pub
             if st.pending or pub is None or pub._step_start is None:
@@ -336,10 +354,10 @@ def _next_wrapper(orig: Callable) -> Callable:
                 st.pub._where = (st.where, t0)
         except Exception as e:  # noqa: BLE001
             st.fail(e)
-            return orig(self)
+            return orig(self) if self is not st.divert_it else st.divert()
         batch = None
         try:
-            batch = orig(self)
+            batch = orig(self) if self is not st.divert_it else st.divert()
             return batch
         finally:
             try:
@@ -349,6 +367,8 @@ def _next_wrapper(orig: Callable) -> Callable:
                     info = getattr(self, "_pipetop", None)
                     if id(self) != st.loader_id:
                         st.loader, st.loader_id, st.loader_info = weakref.ref(self), id(self), info
+                    if st.watch is not None:
+                        st.watch(self, batch)
                     if info is not None:
                         info.batches += 1
                         info.last = _now()
@@ -420,9 +440,12 @@ def _backward_wrapper(orig: Callable, keeps_loss: bool) -> Callable:
     tensor (the first of several) carries the hook that splits this rank's
     own compute from the wait for the other ranks."""
     timed = _timed(orig, BACKWARD, opens_work=True, cuda_events=True)
+    skipped = _timed(_bisect.skipped_backward, BACKWARD, opens_work=True)
 
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         st = state
+        if st.skip and st.active and not st.depth and _ident() == st.thread:
+            return skipped(tensors, *args, **kwargs)  # bisect's forward phase
         armed = None
         if st.active and not st.depth and _ident() == st.thread:
             try:
@@ -447,11 +470,12 @@ def _backward_wrapper(orig: Callable, keeps_loss: bool) -> Callable:
 def _step_wrapper(orig: Callable) -> Callable:
     """Optimizer.step: optim time; the step ends once the loop wants more work."""
     timed = _timed(orig, OPTIM, cuda_events=True)
+    skipped = _timed(_bisect.skipped_step, OPTIM)
     st = state
 
     def step(*args: Any, **kwargs: Any) -> Any:
         outer = st.active and not st.depth and _ident() == st.thread
-        out = timed(*args, **kwargs)
+        out = (skipped if outer and st.skip else timed)(*args, **kwargs)
         if outer and st.active:
             st.stepped()
         return out
@@ -573,11 +597,25 @@ def _on_torch(torch: Any) -> None:
     except Exception as e:  # noqa: BLE001 - the rest of the stages still work
         _comm_patches.undo()
         sys.stderr.write("pipetop: torch.distributed %s not instrumented (no comm stage): %r\n" % (getattr(torch, "__version__", "?"), e))
+    try:
+        _start_bisect(torch)
+    except Exception as e:  # noqa: BLE001 - no phase: the run as it is
+        sys.stderr.write("pipetop: bisect phase off: %r\n" % (e,))
     state.thread = _ident()
     state.active = True
     atexit.register(state.finish)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
+
+
+def _start_bisect(torch: Any) -> None:
+    """Arm the pipetop bisect phase $PIPETOP_BISECT_PHASE names, if any."""
+    phase = _bisect.from_env(os.environ)
+    if phase is None:
+        return
+    _patches.set(_bisect.Replay, "__next__", _next_wrapper)
+    _bisect.active = phase
+    phase.attach(state, _patches, _batch_len)
 
 
 _zarr_patches = _Patches()

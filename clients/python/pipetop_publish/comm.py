@@ -305,6 +305,8 @@ def _ddp_forward_wrapper(st: Any, all_reduce: Callable, register: Callable) -> C
             if st.active and not getattr(self, "_pipetop_seen", False):
                 self._pipetop_seen = True
                 st.ddp_modules.append(weakref.ref(self))
+                if st.skip:  # pipetop bisect's forward phase: no backward comes
+                    self.require_backward_grad_sync = False
                 if bucket_hook() and not getattr(self, "_pipetop_hooked", False):
                     self._pipetop_hooked = True
                     try:

@@ -55,6 +55,10 @@ class IterInfo:
         self.first = 0  # when the loop received its first batch
         self.last = 0  # when the loop received its latest batch
         self.shm: Optional[mmap.mmap] = None
+        try:
+            self.loader: Any = weakref.ref(loader)  # for pipetop bisect's phases
+        except TypeError:
+            self.loader = None
 
     def busy(self, now: int) -> List[int]:
         """Cumulative busy ns of each worker up to now (fetches in progress

@@ -1,0 +1,474 @@
+"""The phases of ``pipetop bisect`` inside an instrumented script.
+
+``pipetop bisect -- CMD`` runs CMD once per phase, named by
+``PIPETOP_BISECT_PHASE``; the automatic instrumentation (auto.py) carries
+the phase out inside the unmodified script:
+
+- ``full``: the script as it is.
+- ``loader``: after the first optimizer step, the training DataLoader is
+  drained alone (its own dataset, sampler, collate, workers), one step
+  published per batch, across epochs, for ``PIPETOP_BISECT_SECONDS``; then
+  the process exits with status 0.
+- ``cached``: after the first optimizer step, up to
+  ``PIPETOP_BISECT_CACHE_BATCHES`` batches (at most ``PIPETOP_BISECT_CACHE_MB``)
+  of the training loader are kept, its workers are shut down, and the same
+  batch objects are served again in order, cyclically, with the loader's
+  epoch length.
+- ``forward``: as cached, and the training loop's backward and optimizer
+  steps are skipped.
+
+The recording process writes ``PIPETOP_BISECT_OUT/bisect-PID.json``
+(schema ``pipetop-bisect-phase/1``). Unset, none of this runs. Any failure
+here switches the phase logic off (the run goes on as in ``full``) and says
+why in the file's notes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import multiprocessing
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from .stages import DATA_WAIT
+
+__all__ = ["PHASES", "Phase", "Replay", "active", "from_env", "nbytes", "skipped_backward", "skipped_step"]
+
+PHASES = ("loader", "cached", "forward", "full")
+SCHEMA = "pipetop-bisect-phase/1"
+_MB = 1024 * 1024
+_DEPTH = 6  # how deep nbytes walks into a batch
+
+_now = time.perf_counter_ns
+
+# The phase of this process (None: no bisect phase, the normal run).
+active: Optional["Phase"] = None
+
+
+def from_env(environ: Any) -> Optional["Phase"]:
+    """The phase $PIPETOP_BISECT_PHASE asks for; None when unset, or (with a
+    one-line message on stderr) when it names no phase."""
+    value = environ.get("PIPETOP_BISECT_PHASE", "").strip()
+    if not value:
+        return None
+    if value not in PHASES:
+        if multiprocessing.parent_process() is None:  # said once, not by every worker
+            sys.stderr.write("pipetop: PIPETOP_BISECT_PHASE=%s: want loader, cached, forward or full\n" % (value,))
+        return None
+    return Phase(value, environ)
+
+
+def _number(environ: Any, name: str, default: float, notes: List[str]) -> float:
+    """$name as a positive number; default (and a note) when unset or not one."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+        if value > 0:
+            return value
+    except ValueError:
+        pass
+    notes.append("%s=%s is not a positive number: %g used" % (name, raw, default))
+    return default
+
+
+def _count(environ: Any, name: str, default: int, notes: List[str]) -> int:
+    """$name as a count of at least 1; default (and a note) when unset or
+    not an integer, 1 (and a note) when below."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        notes.append("%s=%s is not an integer: %d used" % (name, raw, default))
+        return default
+    if value < 1:
+        notes.append("%s=%s: at least 1 batch is cached" % (name, raw))
+    return max(1, value)
+
+
+def nbytes(obj: Any, depth: int = 0) -> int:
+    """Bytes of the tensors and arrays found in a batch: inside tuples,
+    lists, dicts, dataclasses and objects' attributes, down to a few levels."""
+    if depth > _DEPTH or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
+        return 0
+    size = getattr(obj, "element_size", None)
+    if size is not None and hasattr(obj, "nelement"):  # a torch tensor
+        return int(size()) * int(obj.nelement())
+    n = getattr(obj, "nbytes", None)  # a numpy array
+    if isinstance(n, int):
+        return n
+    if isinstance(obj, (tuple, list)):
+        return sum(nbytes(v, depth + 1) for v in obj)
+    if isinstance(obj, dict):
+        return sum(nbytes(v, depth + 1) for v in obj.values())
+    attrs = getattr(obj, "__dict__", None)
+    if isinstance(attrs, dict):
+        return sum(nbytes(v, depth + 1) for v in attrs.values())
+    return 0
+
+
+def _rank(environ: Any) -> Optional[int]:
+    try:
+        return int(environ["RANK"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _counted(it: Any, t: int) -> None:
+    """Count a batch iterator it returned at t in its loader statistics."""
+    info = getattr(it, "_pipetop", None)
+    if info is not None:
+        info.batches += 1
+        info.last = t
+        if not info.first:
+            info.first = t
+
+
+def _shutdown(it: Any) -> None:
+    """Stop a DataLoader iterator's workers (where it has any)."""
+    stop = getattr(it, "_shutdown_workers", None)
+    if stop is not None:
+        stop()
+
+
+class Replay:
+    """An iterator over the cached batches: the training loader's epochs
+    once its batches are cached. It serves the phase's batches in order,
+    cyclically, and stops after ``stop`` batches counted from the epoch's
+    start (``done`` of them already served; stop None: never).
+    auto.py wraps ``__next__`` like a DataLoader iterator's."""
+
+    def __init__(self, phase: "Phase", done: int, stop: Optional[int], info: Any) -> None:
+        self._phase = phase
+        self._n = done
+        self._stop = stop
+        self._pipetop = info  # the loader statistics of the iterator it replaces
+
+    def __iter__(self) -> "Replay":
+        return self
+
+    def __len__(self) -> int:
+        if self._stop is None:
+            raise TypeError("the replayed loader has no len()")
+        return self._stop
+
+    def take(self) -> Any:
+        """The next cached batch (StopIteration at the epoch's end)."""
+        n = self._n
+        if n == self._stop:
+            raise StopIteration
+        self._n = n + 1
+        ph = self._phase
+        i = ph.pos
+        ph.pos = i + 1 if i + 1 < ph.count else 0
+        return ph.items[i]
+
+    __next__ = take
+
+
+class Phase:
+    """One bisect phase carried out in this process (see the module doc)."""
+
+    def __init__(self, name: str, environ: Any) -> None:
+        self.name = name
+        self.pid = os.getpid()
+        self.out = environ.get("PIPETOP_BISECT_OUT", "")
+        self.notes: List[str] = []
+        self.seconds = _number(environ, "PIPETOP_BISECT_SECONDS", 30.0, self.notes)
+        self.cap_mb = _number(environ, "PIPETOP_BISECT_CACHE_MB", 1024.0, self.notes)
+        self.max_batches = _count(environ, "PIPETOP_BISECT_CACHE_BATCHES", 64, self.notes)
+        self.rank = _rank(environ)
+        self.loader: Dict[str, Any] = {"seen": False, "len": None, "iterable": False, "batch_size": None, "workers": None}
+        self.caching = name in ("cached", "forward")
+        self.cache: Optional[Dict[str, Any]] = None
+        if self.caching:
+            self.cache = {"batches": 0, "bytes": 0, "cap_bytes": int(self.cap_mb * _MB),
+                          "max_batches": self.max_batches, "limited_by": None}
+        self.drained: Optional[Dict[str, int]] = None
+        self.skipped = {"backward": 0, "optim": 0} if name == "forward" else None
+        self.st: Any = None
+        self.patches: Any = None
+        self.batch_len: Callable[[Any], int] = len
+        self.started = False  # the publisher started: this is the recording process
+        self.target: Any = None  # weakref to the training DataLoader
+        self.length: Optional[int] = None  # its len(); None: replayed without epoch ends
+        self.info: Any = None
+        self.items: List[Any] = []
+        self.count = 0
+        self.pos = 0
+        self.watch_id = 0  # id of the iterator whose batches are watched
+        self.watched: List[Any] = []
+
+    # -- set-up -----------------------------------------------------------------
+
+    def attach(self, st: Any, patches: Any, batch_len: Callable[[Any], int]) -> None:
+        """Arm the phase on the instrumentation's state (torch was just
+        imported); patches records what gets replaced later, batch_len
+        counts a batch's samples."""
+        self.st, self.patches, self.batch_len = st, patches, batch_len
+        atexit.register(self.write)
+        if self.name == "full":
+            return
+        st.on_step = self.first_step
+        if self.caching:
+            st.watch = self.watch
+        st.skip = self.name == "forward"
+
+    def begin(self, pub: Any) -> None:
+        """The publisher started (in the recording process): say the phase."""
+        self.started = True
+        pub.event("phase", self.name)
+        self.write()
+
+    # -- before the first optimizer step -----------------------------------------
+
+    def watch(self, it: Any, batch: Any) -> None:
+        """A training batch from iterator it before the first optimizer
+        step: kept, so that the first batches are cached too."""
+        if id(it) != self.watch_id:
+            self.watch_id, self.watched = id(it), []
+        if len(self.watched) < self.max_batches:
+            self.watched.append(batch)
+
+    def first_step(self) -> None:
+        """An optimizer step returned: the training loader is the iterator
+        of the latest training batch."""
+        st = self.st
+        try:
+            it = st.loader() if st.loader is not None else None
+            if it is None:
+                if self.name == "loader":
+                    self.notes.append("no DataLoader batch came before the first optimizer step: nothing to drain")
+                    self.write()
+                    sys.exit(0)
+                return  # cached/forward: the next optimizer step may follow one
+            st.on_step = st.watch = None
+            self._identify(it)
+            st.divert_it = it
+            st.divert = self.drain if self.name == "loader" else self.takeover
+        except SystemExit:
+            raise
+        except Exception as e:  # noqa: BLE001 - never break the user's run
+            self.off(e)
+
+    def _identify(self, it: Any) -> None:
+        """Note the training DataLoader behind iterator it."""
+        info = getattr(it, "_pipetop", None)
+        loader = info.loader() if info is not None and info.loader is not None else None
+        if loader is None:
+            raise RuntimeError("the training loader's DataLoader is unknown")
+        from torch.utils.data import IterableDataset
+
+        self.target, self.info = info.loader, info
+        iterable = isinstance(getattr(loader, "dataset", None), IterableDataset)
+        try:
+            self.length = None if iterable else len(loader)
+        except TypeError:
+            self.length = None
+        self.loader = {"seen": True, "len": self.length, "iterable": iterable,
+                       "batch_size": getattr(loader, "batch_size", None), "workers": getattr(loader, "num_workers", None)}
+        if self.caching and self.length is None:
+            self.notes.append("the training loader has no len() or is an IterableDataset: its cached batches are replayed without epoch ends")
+        self.write()
+
+    # -- cached and forward --------------------------------------------------------
+
+    def takeover(self) -> Any:
+        """The first __next__ on the training iterator after the first
+        optimizer step: fill the cache, stop the workers, serve the cache."""
+        st = self.st
+        it = st.divert_it
+        done = int(getattr(it, "_num_yielded", 0) or 0)
+        try:
+            kept = self._fill(it, type(it).__next__.__wrapped__)
+        except Exception as e:  # noqa: BLE001 - the loader goes on, uncached
+            st.divert_it = st.divert = None
+            self.off(e)
+            return type(it).__next__.__wrapped__(it)
+        _shutdown(it)
+        self.patches.set(type(self.target()), "__iter__", self._iter_wrapper)
+        self.pos = kept % self.count
+        current = Replay(self, done, self.length, self.info)
+        st.divert = current.take
+        self.write()
+        return current.take()
+
+    def _fill(self, it: Any, real_next: Callable[[Any], Any]) -> int:
+        """Cache the watched batches and more from it, within the caps;
+        returns how many of the watched ones were kept."""
+        cap = self.cache["cap_bytes"]
+        items, total, limit = [], 0, None
+        for b in self.watched:
+            total, limit = self._keep(items, total, b, cap)
+            if limit:
+                break
+        self.watched = []
+        kept = len(items)
+        while not limit:
+            try:
+                b = real_next(it)
+            except StopIteration:
+                limit = "epoch"
+                break
+            total, limit = self._keep(items, total, b, cap)
+        if not items:
+            raise RuntimeError("the training loader had no batch left to cache")
+        self.items, self.count = items, len(items)
+        self.cache.update(batches=len(items), bytes=total, limited_by=limit)
+        if limit == "cap":
+            self._cap_note(items, total)
+        return kept
+
+    def _keep(self, items: List[Any], total: int, batch: Any, cap: int) -> Any:
+        """Add batch to the cache unless it would pass the byte cap (the
+        first is always kept); (bytes cached, why the cache is full or None)."""
+        size = nbytes(batch)
+        if items and total + size > cap:
+            return total, "cap"
+        items.append(batch)
+        total += size
+        if total > cap:
+            return total, "cap"
+        if len(items) >= self.max_batches:
+            return total, "count"
+        return total, None
+
+    def _cap_note(self, items: List[Any], total: int) -> None:
+        each = total / len(items) / _MB
+        if len(items) == 1:
+            self.notes.append("the training loader's batches (%.1f MB each) exceed --cache-mb %g: 1 batch cached" % (each, self.cap_mb))
+        else:
+            self.notes.append("--cache-mb %g reached: %d batches cached (%.1f MB each), fewer than --cache-batches %d"
+                              % (self.cap_mb, len(items), each, self.max_batches))
+
+    def _iter_wrapper(self, orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """DataLoader.__iter__: the training loader's next epochs replay the
+        cache; any other loader is untouched."""
+
+        def __iter__(loader: Any) -> Any:
+            target = self.target
+            if target is not None and loader is target():
+                return Replay(self, 0, self.length, self.info)
+            return orig(loader)
+
+        __iter__.__wrapped__ = orig  # type: ignore[attr-defined]
+        return __iter__
+
+    # -- loader ----------------------------------------------------------------------
+
+    def drain(self) -> Any:
+        """The first __next__ on the training iterator after the first
+        optimizer step: drain the loader alone, then exit."""
+        st = self.st
+        it = st.divert_it
+        st.divert_it = st.divert = None
+        real_next = type(it).__next__.__wrapped__
+        loader = self.target()
+        pub = st.pub
+        pub.begin_step()
+        batches = samples = 0
+        epochs = 1
+        t0 = _now()
+        end = t0 + int(self.seconds * 1e9)
+        try:
+            while t0 < end:
+                try:
+                    batch = real_next(it)
+                except StopIteration:  # a new epoch's start is part of the next batch's wait
+                    if not self._epoch_yielded(it):
+                        break
+                    it = iter(loader)
+                    st.follow(it)
+                    epochs += 1
+                    continue
+                t1 = _now()
+                n = self.batch_len(batch)
+                st._add(DATA_WAIT, t1 - t0)
+                pub._end_step(t1, n, None)
+                _counted(it, t1)
+                batches += 1
+                samples += n
+                t0 = t1
+        finally:
+            self.drained = {"batches": batches, "samples": samples, "epochs": epochs}
+            self.write()
+            _shutdown(it)
+        sys.exit(0)
+
+    def _epoch_yielded(self, it: Any) -> bool:
+        """Whether iterator it (run out) yielded a batch; a note if not."""
+        if getattr(it, "_num_yielded", 1):
+            return True
+        self.notes.append("the training loader yielded no batch in a whole epoch: drain stopped")
+        return False
+
+    # -- forward ---------------------------------------------------------------------
+
+    def skip(self, what: str) -> None:
+        """Count a skipped backward or optimizer step."""
+        self.skipped[what] += 1
+        if self.skipped[what] == 1:
+            self.write()
+
+    # -- failures and the file ----------------------------------------------------------
+
+    def off(self, err: BaseException) -> None:
+        """Switch the phase logic off after an internal error: the run goes
+        on as in the full phase (a loader already replaying finishes its
+        epoch from the cache; the next epochs are the real ones)."""
+        st = self.st
+        self.notes.append("bisect %s phase switched off after an internal error, the run went on as the full phase: %r" % (self.name, err))
+        st.on_step = st.watch = None
+        st.skip = False
+        self.target = None
+        for ref in st.ddp_modules:
+            m = ref()
+            if m is not None:
+                m.require_backward_grad_sync = True
+        self.write()
+
+    def doc(self) -> Dict[str, Any]:
+        """The phase file's content."""
+        return {"schema": SCHEMA, "phase": self.name, "pid": self.pid, "rank": self.rank,
+                "loader": dict(self.loader), "cache": dict(self.cache) if self.cache is not None else None,
+                "drained": self.drained, "skipped": dict(self.skipped) if self.skipped is not None else None,
+                "notes": self._notes()}
+
+    def _notes(self) -> List[str]:
+        notes = list(self.notes)
+        if self.name != "full" and not self.loader["seen"] and self.st is not None and self.st.pub is not None:
+            if self.caching:
+                notes.append("no training DataLoader seen (no DataLoader batch before an optimizer step): nothing cached")
+        return notes
+
+    def write(self) -> None:
+        """(Re)write PIPETOP_BISECT_OUT/bisect-PID.json (temp name, rename);
+        only the process that records writes it."""
+        if not self.out or not self.started or os.getpid() != self.pid:
+            return
+        path = os.path.join(self.out, "bisect-%d.json" % self.pid)
+        tmp = path + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.doc(), f, indent=1)
+            os.replace(tmp, path)
+        except (OSError, TypeError, ValueError) as e:
+            self.st.warn("bisect phase file %s not written: %r" % (path, e))
+
+
+def skipped_backward(*args: Any, **kwargs: Any) -> None:
+    """Stands in for a backward the forward phase skips."""
+    if active is not None:
+        active.skip("backward")
+
+
+def skipped_step(*args: Any, **kwargs: Any) -> None:
+    """Stands in for an optimizer step the forward phase skips."""
+    if active is not None:
+        active.skip("optim")
