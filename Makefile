@@ -88,6 +88,7 @@ demo: build
 
 screenshots: build
 	@scripts/screenshots.sh
+	@scripts/bisect-screenshots.sh
 
 clean:
 	rm -rf bin build

@@ -102,12 +102,14 @@ func failed(res verdict.PhaseResult, note string) verdict.PhaseResult {
 	return res
 }
 
-// phaseEnv is env without what would make the command write pipetop run's
-// summary files.
+// phaseEnv is env with no end-of-run summary (a phase is no run of its
+// own: its files would pile up in the working directory) and no other
+// phase's selection.
 func phaseEnv(env []string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		return strings.HasPrefix(kv, "PIPETOP_SUMMARY=") || strings.HasPrefix(kv, "PIPETOP_BISECT_")
 	})
+	return append(env, "PIPETOP_SUMMARY=0")
 }
 
 // phaseVars select phase name for the instrumentation (docs/python.md).
