@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -140,6 +142,10 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
+	// A closed terminal stops the bisect as Ctrl-C does: the running
+	// phase's group is outside the terminal's and would not hear it.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
 	w := newWatcher(c, stderr)
 	cfg := bisect.Config{Argv: c.argv, Env: env, Phases: c.phaseList(), PhaseTime: time.Duration(c.seconds * float64(time.Second)),
 		WarmupSteps: c.warmup, StartTimeout: c.startLimit, Grace: c.grace, CacheMB: c.cacheMB, Dir: dir,

@@ -55,6 +55,9 @@ func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Setpgid = true
+		// Outside pipetop's group no terminal hangup or Ctrl-C reaches
+		// it: should pipetop die without stopping it, it is told.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	} else {
 		// Caught before the start, so that none kills pipetop and leaves
 		// the command running on its own.
