@@ -205,3 +205,22 @@ func tagged(tag string) []string {
 	}
 	return out
 }
+
+// --record keeps each phase's recording, which pipetop reads back, and the
+// result beside them.
+func TestRecord(t *testing.T) {
+	requireTorch(t)
+	dir := filepath.Join(t.TempDir(), "rec")
+	r := run(t, append(short, "--record", dir, "--phases", "cached,full", "--", python, script("train.py"), "--case", "compute")...)
+	kept, err := bisect.ReadReport(filepath.Join(dir, "bisect.json"))
+	if err != nil || len(kept.Phases) != len(r.rep.Phases) || kept.Verdict != r.rep.Verdict {
+		t.Fatalf("kept report: %v, %+v", err, kept)
+	}
+	for _, phase := range []string{"cached", "full"} {
+		cmd := exec.Command(pipetop, "summary", "--json", filepath.Join(dir, phase+".pipetop"))
+		out, err := cmd.Output()
+		if err != nil || !bytes.Contains(out, []byte(`"steps"`)) {
+			t.Errorf("pipetop summary of the %s phase's recording: %v\n%s", phase, err, out)
+		}
+	}
+}
