@@ -16,7 +16,17 @@ import (
 //go:embed report.html.tmpl
 var pageText string
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"ms": func(ns float64) float64 { return ns / 1e6 }}).Parse(pageText))
+//go:embed common.html.tmpl
+var commonText string
+
+var page = parsePage("report", pageText)
+
+// parsePage parses a page's template over the parts the pages share.
+func parsePage(name, text string) *template.Template {
+	funcs := template.FuncMap{"ms": func(ns float64) float64 { return ns / 1e6 }, "stageCSS": stageCSS}
+	t := template.Must(template.New(name).Funcs(funcs).Parse(commonText))
+	return template.Must(t.Parse(text))
+}
 
 // view is what the template fills in.
 type view struct {
@@ -161,9 +171,7 @@ func shareChart(run summary.Run, xmax float64, cs []Change) chart {
 	}
 	c := chart{ID: "stages", Title: "Stage shares over time", Caption: "each stage's share of the step, per bucket; lines mark the largest step change of a stage",
 		SVG: stackedChart("chart-stages", "stage shares over time", xmax, names, bands, changeMarks(cs, false))}
-	for i, n := range names {
-		c.Legend = append(c.Legend, legendItem{fmt.Sprintf("c%d", i%paletteSize), n})
-	}
+	c.Legend = legendOf(names)
 	return c
 }
 
