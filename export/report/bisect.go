@@ -48,7 +48,7 @@ type bisectView struct {
 	Figures   []Setting
 	Verdict   verdict.Verdict
 	Severity  string
-	Straggler *int // the run page's; the bisect verdict names no rank
+	Straggler *int // the rank the verdict names a straggler, if any
 	Legend    []legendItem
 	Phases    []phaseCard
 	Rates     template.HTML
@@ -84,7 +84,7 @@ func makeBisectView(b Bisect) bisectView {
 	r := b.Report
 	cmd := strings.Join(r.Command, " ")
 	v := bisectView{B: b, Title: fmt.Sprintf("bisect of %s — pipetop bisect report", cmd), Command: cmd,
-		Verdict: r.Verdict, Severity: r.Verdict.Severity().String()}
+		Verdict: r.Verdict, Severity: r.Verdict.Severity().String(), Straggler: stragglerOf(r.Verdict)}
 	v.Figures = []Setting{{"host", r.Host}, {"started", r.Started.UTC().Format("2006-01-02 15:04:05 UTC")},
 		{"seconds per phase", fmt.Sprintf("%g s", r.SecondsPerPhase)}, {"phases", fmt.Sprint(len(r.Phases))}}
 	colour := stageClasses(stageNames(r.Phases))

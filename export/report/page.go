@@ -92,11 +92,17 @@ func makeView(r Report) view {
 		}
 		v.Stages = append(v.Stages, row)
 	}
-	if run.Verdict.Kind == verdict.Straggler && run.Verdict.Rank != nil {
-		v.Straggler = run.Verdict.Rank
-	}
+	v.Straggler = stragglerOf(run.Verdict)
 	v.Charts = charts(r, v)
 	return v
+}
+
+// stragglerOf is the rank a straggler verdict names; nil for another.
+func stragglerOf(v verdict.Verdict) *int {
+	if v.Kind == verdict.Straggler {
+		return v.Rank
+	}
+	return nil
 }
 
 // noPlots says why a summary file has no plots.
