@@ -166,15 +166,14 @@ func (c *Comparison) Judge(pct float64) (Gate, error) {
 		g.SlowerPct = 100 * (a - b) / a
 	}
 	g.Regressed = g.SlowerPct > pct
+	change := fmt.Sprintf("full phase samples/s %+.1f %% (%s → %s; no noise model)", 100*(b-a)/a, units.Rate(a), units.Rate(b))
 	switch {
 	case b <= 0:
 		g.Line = fmt.Sprintf("REGRESSION: B's full phase has no samples/s (%s); A's ran at %s", full.StatusB, units.Rate(a))
 	case g.Regressed:
-		g.Line = fmt.Sprintf("REGRESSION: B is more than %g %% slower than A: full phase samples/s %+.1f %% (%s → %s; no noise model)",
-			pct, -g.SlowerPct, units.Rate(a), units.Rate(b))
+		g.Line = fmt.Sprintf("REGRESSION: B is more than %g %% slower than A: %s", pct, change)
 	default:
-		g.Line = fmt.Sprintf("ok: B is not more than %g %% slower than A: full phase samples/s %+.1f %% (%s → %s; no noise model)",
-			pct, -g.SlowerPct, units.Rate(a), units.Rate(b))
+		g.Line = fmt.Sprintf("ok: B is not more than %g %% slower than A: %s", pct, change)
 	}
 	c.Gate = &g
 	return g, nil
