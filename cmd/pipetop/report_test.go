@@ -67,8 +67,9 @@ func pipetopReport(t *testing.T, args ...string) string {
 
 // TestReportOfABisectDir: pipetop report DIR writes DIR/bisect.html and
 // each recorded phase's own report beside it, linked relatively; with -o
-// elsewhere the links still lead there; a bisect JSON file outside a
-// --record directory gets a page without links.
+// elsewhere the links still lead there; pipetop compare takes DIR for its
+// bisect.json; a bisect JSON file outside a --record directory gets a page
+// without links.
 func TestReportOfABisectDir(t *testing.T) {
 	dir := bisectDir(t)
 	pipetopReport(t, dir)
@@ -87,6 +88,11 @@ func TestReportOfABisectDir(t *testing.T) {
 	rel, _ := filepath.Rel(filepath.Dir(out), filepath.Join(dir, "full.html"))
 	if !strings.Contains(readText(t, out), `href="`+filepath.ToSlash(rel)+`"`) {
 		t.Errorf("-o %s: no relative link %s", out, rel)
+	}
+	var c bisect.Comparison
+	runJSON(t, &c, "compare", "--json", dir, filepath.Join(dir, bisect.ReportFile))
+	if len(c.Phases) != 4 || c.A.File != filepath.Join(dir, bisect.ReportFile) {
+		t.Errorf("compare of a --record directory and its bisect.json: %+v", c)
 	}
 	lone := bisectFile(t, t.TempDir(), "b.json", 600)
 	pipetopReport(t, lone)
