@@ -19,6 +19,8 @@ import (
 	"github.com/pipetop/pipetop/internal/chromium"
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/monitor/bisect"
+	"github.com/pipetop/pipetop/monitor/bisect/bisecttest"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -195,5 +197,78 @@ func checkScreenshot(t *testing.T, shot []byte) {
 	}
 	if bd.Dx() != 1280 || bd.Dy() < 2000 || len(colours) < 20 {
 		t.Errorf("screenshot %dx%d with %d colours: want a rendered page", bd.Dx(), bd.Dy(), len(colours))
+	}
+}
+
+// TestBisectReportInABrowser: the page of a constructed bisect --record
+// directory, opened in headless Chromium, shows every phase's card, the
+// verdict and the hostile strings as text (no script element), links the
+// recorded phases to their own reports beside it, renders a screenshot and
+// makes no request but the page itself.
+func TestBisectReportInABrowser(t *testing.T) {
+	dir := bisectDir(t)
+	pipetopReport(t, dir)
+	rep, err := bisect.ReadReport(filepath.Join(dir, bisect.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := browser(t)
+	url := "file://" + filepath.Join(dir, "bisect.html")
+	if err := b.Open(url); err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	if err := b.Eval(`[...document.querySelectorAll('#phases section.phase')].map(e => e.dataset.phase + ':' + e.dataset.status)`, &phases); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(phases, " ") != "loader:ok cached:skipped forward:failed full:ok" {
+		t.Errorf("phase cards %v", phases)
+	}
+	var shown struct {
+		Verdict, Command, Stderr string
+		Scripts, Ranks           int
+		Links                    []string
+		Width                    float64
+	}
+	err = b.Eval(`({verdict: document.getElementById('verdict').innerText, command: document.getElementById('command').innerText,
+		stderr: document.querySelector('#phase-forward pre').innerText, scripts: document.querySelectorAll('script').length,
+		ranks: document.querySelectorAll('#phase-full tr.rank').length,
+		links: [...document.querySelectorAll('a.phase-report')].map(a => a.href),
+		width: document.getElementById('chart-phase-rates').getBoundingClientRect().width})`, &shown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shown.Verdict, rep.Verdict.Headline) || !strings.Contains(shown.Command, bisecttest.Hostile) ||
+		!strings.Contains(shown.Stderr, bisecttest.Hostile) || shown.Scripts != 0 || shown.Ranks != 2 || shown.Width < 600 {
+		t.Errorf("shown: %+v", shown)
+	}
+	want := []string{"file://" + filepath.Join(dir, "loader.html"), "file://" + filepath.Join(dir, "full.html")}
+	if strings.Join(shown.Links, " ") != strings.Join(want, " ") {
+		t.Fatalf("phase links %v, want %v", shown.Links, want)
+	}
+	shot, err := b.Screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err := png.Decode(bytes.NewReader(shot)); err != nil || img.Bounds().Dx() != 1280 {
+		t.Errorf("screenshot: %v", err)
+	}
+	if d := os.Getenv("PIPETOP_REPORT_SHOTS"); d != "" {
+		if err := os.WriteFile(filepath.Join(d, "bisect-report.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range b.Requests() {
+		if u != url {
+			t.Errorf("the bisect page made a request to %s", u)
+		}
+	}
+	if err := b.Open(shown.Links[1]); err != nil {
+		t.Fatalf("open the full phase's own report: %v", err)
+	}
+	var charts int
+	b.Eval(`document.querySelectorAll('svg.chart').length`, &charts)
+	if charts < 3 {
+		t.Errorf("the full phase's own report draws %d charts", charts)
 	}
 }

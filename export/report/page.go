@@ -16,7 +16,17 @@ import (
 //go:embed report.html.tmpl
 var pageText string
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"ms": func(ns float64) float64 { return ns / 1e6 }}).Parse(pageText))
+//go:embed common.html.tmpl
+var commonText string
+
+var page = parsePage("report", pageText)
+
+// parsePage parses a page's template over the parts the pages share.
+func parsePage(name, text string) *template.Template {
+	funcs := template.FuncMap{"ms": func(ns float64) float64 { return ns / 1e6 }, "stageCSS": stageCSS}
+	t := template.Must(template.New(name).Funcs(funcs).Parse(commonText))
+	return template.Must(t.Parse(text))
+}
 
 // view is what the template fills in.
 type view struct {
@@ -82,11 +92,17 @@ func makeView(r Report) view {
 		}
 		v.Stages = append(v.Stages, row)
 	}
-	if run.Verdict.Kind == verdict.Straggler && run.Verdict.Rank != nil {
-		v.Straggler = run.Verdict.Rank
-	}
+	v.Straggler = stragglerOf(run.Verdict)
 	v.Charts = charts(r, v)
 	return v
+}
+
+// stragglerOf is the rank a straggler verdict names; nil for another.
+func stragglerOf(v verdict.Verdict) *int {
+	if v.Kind == verdict.Straggler {
+		return v.Rank
+	}
+	return nil
 }
 
 // noPlots says why a summary file has no plots.
@@ -161,9 +177,7 @@ func shareChart(run summary.Run, xmax float64, cs []Change) chart {
 	}
 	c := chart{ID: "stages", Title: "Stage shares over time", Caption: "each stage's share of the step, per bucket; lines mark the largest step change of a stage",
 		SVG: stackedChart("chart-stages", "stage shares over time", xmax, names, bands, changeMarks(cs, false))}
-	for i, n := range names {
-		c.Legend = append(c.Legend, legendItem{fmt.Sprintf("c%d", i%paletteSize), n})
-	}
+	c.Legend = legendOf(names)
 	return c
 }
 

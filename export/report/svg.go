@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"math"
 	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
 )
 
 // The charts are SVG drawn here, into the page: no script, no library.
@@ -163,14 +165,15 @@ func stackedChart(id, label string, xmax float64, names []string, bands []band, 
 	f := newFrame(220, xmax, 1)
 	var sb strings.Builder
 	f.open(&sb, id, label, func(y float64) string { return fmt.Sprintf("%.0f %%", 100*y) })
+	colour := stageClasses(names)
 	for _, b := range bands {
 		base := 0.0
 		for k, s := range b.shares {
 			if s <= 0 {
 				continue
 			}
-			fmt.Fprintf(&sb, `<rect class="share c%d" data-stage="%s" data-at-sec="%.3f" data-share="%.4f" x="%.2f" y="%.2f" width="%.2f" height="%.2f"/>`,
-				k%paletteSize, html.EscapeString(names[k]), b.to, s, f.px(b.from), f.py(base+s), f.px(b.to)-f.px(b.from), f.py(base)-f.py(base+s))
+			fmt.Fprintf(&sb, `<rect class="share %s" data-stage="%s" data-at-sec="%.3f" data-share="%.4f" x="%.2f" y="%.2f" width="%.2f" height="%.2f"/>`,
+				colour[names[k]], html.EscapeString(names[k]), b.to, s, f.px(b.from), f.py(base+s), f.px(b.to)-f.px(b.from), f.py(base)-f.py(base+s))
 			base += s
 		}
 	}
@@ -179,8 +182,50 @@ func stackedChart(id, label string, xmax float64, names []string, bands []band, 
 	return template.HTML(sb.String())
 }
 
-// paletteSize is the number of stage colours the style sheet defines (.c0 ...).
+// paletteSize is the number of colours the style sheet defines for custom
+// stages (.c0 ...).
 const paletteSize = 8
+
+// stageClasses is the colour class of each stage of names: a stage that
+// stage.Known lists has its fixed colour (the flame bar's, st-NAME in
+// stageCSS), a custom stage the palette's colour of its place among the
+// custom stages of names. One call over every stage a page shows gives a
+// stage one colour on the whole page.
+func stageClasses(names []string) map[string]string {
+	out := make(map[string]string, len(names))
+	custom := 0
+	for _, n := range names {
+		if _, done := out[n]; done {
+			continue
+		}
+		if stage.IsKnown(n) {
+			out[n] = "st-" + n
+			continue
+		}
+		out[n] = fmt.Sprintf("c%d", custom%paletteSize)
+		custom++
+	}
+	return out
+}
+
+// stageCSS is the style sheet's rules of the known stages' fixed colours.
+func stageCSS() template.CSS {
+	var sb strings.Builder
+	for _, k := range stage.Known {
+		fmt.Fprintf(&sb, ".st-%s { fill: %s; background: %s; }\n", k.Name, k.Color, k.Color)
+	}
+	return template.CSS(sb.String())
+}
+
+// legendOf is the legend of the stages names, in their colours.
+func legendOf(names []string) []legendItem {
+	colour := stageClasses(names)
+	var out []legendItem
+	for _, n := range names {
+		out = append(out, legendItem{colour[n], n})
+	}
+	return out
+}
 
 // heatMap draws rows (ranks) × buckets, hotter where a rank works longer;
 // the straggler's row (or -1 for none) is outlined and labelled.

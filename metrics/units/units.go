@@ -62,18 +62,22 @@ func Rate(x float64) string {
 		return strconv.FormatFloat(x, 'f', 2, 64)
 	case x < 100:
 		return strconv.FormatFloat(x, 'f', 1, 64)
+	case x >= math.MaxInt64:
+		// Past what an int64 holds (a damaged or hostile file's figure).
+		return strconv.FormatFloat(x, 'g', 3, 64)
 	}
 	return Count(int64(math.Round(x)))
 }
 
 // Count formats an integer with thousands separators: "12,345".
 func Count(n int64) string {
+	s, sign := strconv.FormatInt(n, 10), ""
 	if n < 0 {
-		return "-" + Count(-n)
+		// The digits of the string: -n overflows for math.MinInt64.
+		s, sign = s[1:], "-"
 	}
-	s := strconv.FormatInt(n, 10)
 	if len(s) <= 3 {
-		return s
+		return sign + s
 	}
 	out := make([]byte, 0, len(s)+len(s)/3)
 	lead := len(s) % 3
@@ -85,7 +89,7 @@ func Count(n int64) string {
 		out = append(out, ',')
 		out = append(out, s[i:i+3]...)
 	}
-	return string(out)
+	return sign + string(out)
 }
 
 // Age formats a duration coarsely for uptimes and ETAs: "42s", "3m12s",

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -27,6 +28,10 @@ func TestFormats(t *testing.T) {
 		{"count", Count(1234567), "1,234,567"},
 		{"count short", Count(123), "123"},
 		{"count negative", Count(-1234), "-1,234"},
+		{"count negative short", Count(-12), "-12"},
+		{"count lowest", Count(math.MinInt64), "-9,223,372,036,854,775,808"},
+		{"rate past int64", Rate(1e308), "1e+308"},
+		{"rate highest int64", Rate(9.2e18), "9,200,000,000,000,000,000"},
 		{"age s", Age(42 * time.Second), "42s"},
 		{"age m", Age(192 * time.Second), "3m12s"},
 		{"age h", Age(2*time.Hour + 5*time.Minute), "2h05m"},
