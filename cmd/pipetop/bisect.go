@@ -173,7 +173,7 @@ func writeBisect(rep bisect.Report, c bisectConfig, stdout io.Writer) error {
 	if c.record != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
-			err = os.WriteFile(filepath.Join(c.record, "bisect.json"), append(b, '\n'), 0o644)
+			err = os.WriteFile(filepath.Join(c.record, bisect.ReportFile), append(b, '\n'), 0o644)
 		}
 		if err != nil {
 			return fmt.Errorf("--record: %w", err)
