@@ -68,6 +68,31 @@ type PhaseResult struct {
 	// Ranks are each rank's own figures in a run of several ranks; the
 	// phase's figures are then the job's (samples/s summed over ranks).
 	Ranks []RankPhase `json:"ranks,omitempty"`
+	// CPUCores is the mean of the cores the run's threads were on, and
+	// PeakRSS the largest resident memory of the trainer's process tree
+	// seen (bytes), over the phase; 0 without readings.
+	CPUCores float64 `json:"cpu_cores,omitempty"`
+	PeakRSS  int64   `json:"peak_rss_bytes,omitempty"`
+	// DataLoader is the training DataLoader as the script made it, when
+	// the instrumentation saw it.
+	DataLoader *DataLoaderCall `json:"dataloader,omitempty"`
+}
+
+// DataLoaderCall is where a script made its training DataLoader and the
+// settings it gave it (what pipetop tune may change).
+type DataLoaderCall struct {
+	// Site is FILE:LINE of the call (the file's base name); Path the
+	// file's full path.
+	Site string `json:"site"`
+	Path string `json:"path,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// The arguments in effect (prefetch_factor null with no workers).
+	NumWorkers        int  `json:"num_workers"`
+	PrefetchFactor    *int `json:"prefetch_factor"`
+	PersistentWorkers bool `json:"persistent_workers"`
+	PinMemory         bool `json:"pin_memory"`
+	BatchSize         int  `json:"batch_size,omitempty"`
+	Iterable          bool `json:"iterable,omitempty"`
 }
 
 // Phase statuses of pipetop bisect.
@@ -77,12 +102,13 @@ const (
 	PhaseFailed  = "failed"  // the command failed (its exit status and stderr are kept)
 	PhaseSkipped = "skipped" // could not run (no DataLoader for loader and cached); Notes say why
 	PhaseStopped = "stopped" // interrupted (Ctrl-C) while it ran
+	PhaseRefused = "refused" // stopped by a guard (pipetop tune's memory guard); Notes say why
 )
 
 // Measured is whether the phase has figures to compare: a throughput,
-// and it neither failed nor was skipped.
+// and it was neither failed, skipped nor refused.
 func (p *PhaseResult) Measured() bool {
-	return p.SamplesPerSec > 0 && p.Status != PhaseSkipped && p.Status != PhaseFailed
+	return p.SamplesPerSec > 0 && p.Status != PhaseSkipped && p.Status != PhaseFailed && p.Status != PhaseRefused
 }
 
 // PoolLoad is one role of threads (training, worker, intra-op, ...) in a

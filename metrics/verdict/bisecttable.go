@@ -27,7 +27,7 @@ func phaseHeader() string {
 // Row is the phase's line of the bisect table; a phase that was not
 // measured says what happened instead of its figures.
 func (p PhaseResult) Row() string {
-	if p.Status == PhaseSkipped || p.Status == PhaseFailed || (p.Status != "" && p.Steps == 0) {
+	if p.Status == PhaseSkipped || p.Status == PhaseFailed || p.Status == PhaseRefused || (p.Status != "" && p.Steps == 0) {
 		return fmt.Sprintf("%-11s %s", p.Name, p.outcome())
 	}
 	return shareRow(p.Name, p.Batch, p.StepsPerSec, p.SamplesPerSec, p.Summary)
@@ -66,8 +66,8 @@ func (p PhaseResult) outcome() string {
 	switch {
 	case p.Status == PhaseFailed && p.ExitStatus != nil:
 		return fmt.Sprintf("failed (exit status %d)", *p.ExitStatus)
-	case p.Status == PhaseSkipped && len(p.Notes) > 0:
-		return "skipped: " + p.Notes[0]
+	case (p.Status == PhaseSkipped || p.Status == PhaseRefused) && len(p.Notes) > 0:
+		return p.Status + ": " + p.Notes[0]
 	case p.Status == PhaseStopped:
 		return "stopped before a step was measured"
 	}

@@ -87,7 +87,7 @@ func (r *Report) Failed() bool {
 // Run runs every phase of c in turn and judges them; when ctx ends (Ctrl-C)
 // the running phase is stopped and the report holds what ran.
 func Run(ctx context.Context, c Config) (Report, error) {
-	if err := c.check(); err != nil {
+	if err := c.Prepare(); err != nil {
 		return Report{}, err
 	}
 	host, _ := os.Hostname()
@@ -97,7 +97,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 			break
 		}
 		fmt.Fprintf(c.Log, "pipetop bisect: phase %s: %s\n", name, about[name])
-		p := runPhase(ctx, c, name)
+		p := RunTrial(ctx, c, Trial{Phase: name})
 		fmt.Fprintf(c.Log, "pipetop bisect: %s\n", p.Row())
 		r.Phases = append(r.Phases, p)
 	}
@@ -114,8 +114,8 @@ var about = map[string]string{
 	verdict.PhaseFull:    "the script as it is",
 }
 
-// check fills c's defaults and rejects what cannot run.
-func (c *Config) check() error {
+// Prepare fills c's defaults and rejects what cannot run.
+func (c *Config) Prepare() error {
 	if len(c.Argv) == 0 {
 		return fmt.Errorf("bisect: no command")
 	}

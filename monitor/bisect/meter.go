@@ -48,6 +48,9 @@ type meter struct {
 	pools    map[string]*verdict.PoolLoad
 	readings int
 	timedOut bool // no first step within StartTimeout
+	guard    func(snapshot.Snapshot) string
+	refused  string  // what the guard answered
+	peakRSS  float64 // the largest RSS of the trainer's tree seen
 	notes    []string
 	watching sync.WaitGroup // Config.Watch while it runs
 }
@@ -104,6 +107,11 @@ func (m *meter) watch(ctx context.Context, p *child.Process, mon *monitor.Monito
 			return
 		case now := <-time.After(max(wait, time.Millisecond)):
 			s := m.take(mon, now)
+			if m.guard != nil {
+				if m.refused = m.guard(s); m.refused != "" {
+					return
+				}
+			}
 			if m.first.IsZero() && now.After(deadline) {
 				m.timedOut = true
 				return
@@ -125,7 +133,23 @@ func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
 	}
 	s := mon.Snapshot(now, w)
 	m.last = &s
+	m.peakRSS = max(m.peakRSS, TreeRSS(s.Process))
 	return s
+}
+
+// TreeRSS is the resident memory of the trainer's process tree in p
+// (bytes), 0 without readings.
+func TreeRSS(p *snapshot.Process) float64 {
+	if p == nil {
+		return 0
+	}
+	var sum float64
+	for _, pr := range append([]snapshot.Proc{p.Self}, p.Children...) {
+		if v := pr.RSS.Value; v != nil {
+			sum += *v
+		}
+	}
+	return sum
 }
 
 // observe ends the warm-up when it is over, and adds a measuring
@@ -239,6 +263,7 @@ func (m *meter) result(res *verdict.PhaseResult) {
 	if len(ranks) > 1 {
 		res.Ranks = ranks
 	}
+	res.PeakRSS = int64(m.peakRSS)
 	m.threadFigures(res)
 }
 
@@ -300,6 +325,7 @@ func (m *meter) threadFigures(res *verdict.PhaseResult) {
 	res.Waiting = &w
 	for _, p := range m.pools {
 		res.Pools = append(res.Pools, verdict.PoolLoad{Role: p.Role, Threads: p.Threads, CPU: p.CPU / n, Wait: p.Wait / n})
+		res.CPUCores += p.CPU / n
 	}
 	sort.Slice(res.Pools, func(i, j int) bool { return res.Pools[i].Role < res.Pools[j].Role })
 }

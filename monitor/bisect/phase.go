@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/child"
+	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
 // drainMargin is how much longer than warm-up and measurement the loader
@@ -20,16 +21,35 @@ import (
 // normally stops it first.
 const drainMargin = 30 * time.Second
 
-// runPhase runs the command once as phase name and measures it.
-func runPhase(ctx context.Context, c Config, name string) verdict.PhaseResult {
+// Trial is one run of the command as a phase: pipetop bisect runs one a
+// phase, pipetop tune one for each setting it tries.
+type Trial struct {
+	// Phase is loader, cached, forward or full; Label names the trial's
+	// files (the phase when empty).
+	Phase, Label string
+	// Env is added to the phase's environment (a plan of settings).
+	Env []string
+	// Guard, when set, is asked about each snapshot while the trial runs;
+	// an answer stops the trial, marked refused with that reason.
+	Guard func(snapshot.Snapshot) string
+}
+
+// RunTrial runs the command once as trial t and measures it; c must have
+// been prepared (Prepare).
+func RunTrial(ctx context.Context, c Config, t Trial) verdict.PhaseResult {
+	name := t.Phase
 	res := verdict.PhaseResult{Name: name}
-	dir := filepath.Join(c.Dir, name)
+	label := t.Label
+	if label == "" {
+		label = name
+	}
+	dir := filepath.Join(c.Dir, label)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return failed(res, fmt.Sprintf("phase directory: %v", err))
 	}
 	tail := &tailWriter{max: 4096}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Env = append(phaseEnv(c.Env), c.phaseVars(name, dir)...)
+	cmd.Env = append(append(phaseEnv(c.Env), c.phaseVars(name, dir)...), t.Env...)
 	// A stdin that never delivers: a script that waits for input waits
 	// until the phase's time is up, as it would at a terminal.
 	stdin, hold, err := os.Pipe()
@@ -45,7 +65,7 @@ func runPhase(ctx context.Context, c Config, name string) verdict.PhaseResult {
 	}
 	defer p.Close()
 	phaseCtx, cancel := context.WithCancel(ctx)
-	m := &meter{c: c, name: name}
+	m := &meter{c: c, name: name, guard: t.Guard}
 	m.run(phaseCtx, p)
 	cancel()
 	m.watching.Wait()
@@ -53,7 +73,9 @@ func runPhase(ctx context.Context, c Config, name string) verdict.PhaseResult {
 	status, _ := p.Wait()
 	m.result(&res)
 	res.Notes = append(res.Notes, phaseNotes(dir)...)
-	return settle(ctx, c, res, outcome{sent: sent, status: status, timedOut: m.timedOut, stderr: tail.String(), skip: skipNote(dir, name)})
+	res.DataLoader = dataLoaderOf(dir)
+	o := outcome{sent: sent, status: status, timedOut: m.timedOut, stderr: tail.String(), skip: skipNote(dir, name), refused: m.refused}
+	return settle(ctx, c, res, o)
 }
 
 // outcome is how a phase's command ended.
@@ -63,6 +85,7 @@ type outcome struct {
 	timedOut bool      // no first step within StartTimeout
 	stderr   string    // the end of its stderr
 	skip     string    // why the instrumentation could not run the phase, "" when it could
+	refused  string    // why the trial's guard stopped it, "" when it did not
 }
 
 // settle gives the phase its status from how its command ended.
@@ -70,6 +93,9 @@ func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) v
 	switch {
 	case ctx.Err() != nil:
 		res.Status = verdict.PhaseStopped
+	case o.refused != "":
+		res.Status = verdict.PhaseRefused
+		res.Notes = append([]string{o.refused}, res.Notes...)
 	case o.skip != "":
 		res.Status = verdict.PhaseSkipped
 		res.Notes = append([]string{o.skip}, res.Notes...)

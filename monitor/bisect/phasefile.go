@@ -20,7 +20,18 @@ type phaseFile struct {
 	Schema string `json:"schema"`
 	Phase  string `json:"phase"`
 	Loader *struct {
-		Seen bool `json:"seen"`
+		Seen      bool   `json:"seen"`
+		Iterable  bool   `json:"iterable"`
+		BatchSize int    `json:"batch_size"`
+		Site      string `json:"site"`
+		Path      string `json:"site_path"`
+		Line      int    `json:"site_line"`
+		Args      *struct {
+			NumWorkers        int  `json:"num_workers"`
+			PrefetchFactor    *int `json:"prefetch_factor"`
+			PersistentWorkers bool `json:"persistent_workers"`
+			PinMemory         bool `json:"pin_memory"`
+		} `json:"args"`
 	} `json:"loader"`
 	Notes []string `json:"notes"`
 }
@@ -75,6 +86,22 @@ func skipNote(dir, phase string) string {
 		}
 	}
 	return "the script has no torch DataLoader before its first optimizer step, so its input cannot be run alone or replayed"
+}
+
+// dataLoaderOf is the training DataLoader the phase's processes saw (the
+// first file's that says where it was made), nil when none does.
+func dataLoaderOf(dir string) *verdict.DataLoaderCall {
+	files, _ := phaseFiles(dir)
+	for _, f := range files {
+		l := f.Loader
+		if l == nil || !l.Seen || l.Site == "" || l.Args == nil {
+			continue
+		}
+		a := l.Args
+		return &verdict.DataLoaderCall{Site: l.Site, Path: l.Path, Line: l.Line, NumWorkers: a.NumWorkers, PrefetchFactor: a.PrefetchFactor,
+			PersistentWorkers: a.PersistentWorkers, PinMemory: a.PinMemory, BatchSize: l.BatchSize, Iterable: l.Iterable}
+	}
+	return nil
 }
 
 // tailWriter keeps the last max bytes written to it.
