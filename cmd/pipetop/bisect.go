@@ -171,11 +171,7 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 // writeBisect prints the result (and keeps it in the --record directory).
 func writeBisect(rep bisect.Report, c bisectConfig, stdout io.Writer) error {
 	if c.record != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(c.record, bisect.ReportFile), append(b, '\n'), 0o644)
-		}
-		if err != nil {
+		if err := writeJSON(filepath.Join(c.record, bisect.ReportFile), rep); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	pypublish "github.com/pipetop/pipetop/clients/python"
 	"github.com/pipetop/pipetop/monitor/child"
+	"github.com/pipetop/pipetop/monitor/tune"
 )
 
 // runConfig is the command line of pipetop run.
@@ -24,6 +25,7 @@ type runConfig struct {
 	asJSON bool
 	noGPU  bool
 	record string // --record: the recording file, "" for none
+	apply  string // --apply: a tune report or plan whose settings the script runs with
 	argv   []string
 }
 
@@ -66,6 +68,7 @@ func (c *runConfig) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&c.asJSON, "json", false, "print the end-of-run summary as JSON on stdout instead of the table")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "monitor: do not load NVML")
 	fs.StringVar(&c.record, "record", "", "record the run (every rank, and the host's readings) to this `file`, as pipetop record does")
+	fs.StringVar(&c.apply, "apply", "", "run with the settings of this pipetop tune report (or plan) `file`, without editing the script")
 }
 
 // check takes the command to run, argv, and checks the command line.
@@ -148,6 +151,17 @@ func runEnv(c runConfig) ([]string, error) {
 	set := []string{"PIPETOP_SUMMARY=file"}
 	if c.name != "" {
 		set = append(set, "PIPETOP_NAME="+c.name)
+	}
+	if c.apply != "" {
+		plan, err := tune.PlanOf(c.apply)
+		if err != nil {
+			return nil, fmt.Errorf("--apply: %w", err)
+		}
+		env, err := tune.WritePlan(plan, root, fmt.Sprintf("plan-%d.json", os.Getpid()))
+		if err != nil {
+			return nil, fmt.Errorf("--apply: %w", err)
+		}
+		set = append(set, env...)
 	}
 	return pypublish.Env(os.Environ(), dir, set...)
 }

@@ -182,6 +182,7 @@ class Phase:
         self.name = name
         self.pid = os.getpid()
         self.out = environ.get("PIPETOP_BISECT_OUT", "")
+        self.label = environ.get("PIPETOP_BISECT_LABEL", "").strip()[:120]  # pipetop tune's trial, for the header
         self.notes: List[str] = []
         self.seconds = _number(environ, "PIPETOP_BISECT_SECONDS", 30.0, self.notes)
         self.cap_mb = _number(environ, "PIPETOP_BISECT_CACHE_MB", 1024.0, self.notes)
@@ -227,7 +228,7 @@ class Phase:
     def begin(self, pub: Any) -> None:
         """The publisher started (in the recording process): say the phase."""
         self.started = True
-        pub.event("phase", self.name)
+        pub.event("phase", self.label or self.name)
         self.write()
 
     # -- before the first optimizer step -----------------------------------------

@@ -1,0 +1,168 @@
+package tune
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// PlanSchema tags a plan: the settings the instrumentation applies inside
+// an unmodified script (PIPETOP_PLAN, docs/python.md).
+const PlanSchema = "pipetop-plan/1"
+
+// Plan is what the instrumentation overrides: the arguments of the
+// DataLoader made at one call site, and the intra-op threads.
+type Plan struct {
+	Schema  string      `json:"schema"`
+	Loader  *LoaderPlan `json:"loader,omitempty"`
+	Threads *ThreadPlan `json:"threads,omitempty"`
+}
+
+// LoaderPlan is the DataLoader arguments a plan sets at Site (FILE:LINE).
+type LoaderPlan struct {
+	Site              string `json:"site,omitempty"`
+	NumWorkers        *int   `json:"num_workers,omitempty"`
+	PrefetchFactor    *int   `json:"prefetch_factor,omitempty"`
+	PersistentWorkers *bool  `json:"persistent_workers,omitempty"`
+	WorkerThreads     *int   `json:"worker_threads,omitempty"`
+}
+
+// ThreadPlan is the main process's intra-op threads.
+type ThreadPlan struct {
+	Main *int `json:"main,omitempty"`
+}
+
+// Setting is one combination of the settings tune tries. Zero
+// PrefetchFactor, WorkerThreads and MainThreads leave torch's default (or
+// the script's own choice).
+type Setting struct {
+	NumWorkers        int  `json:"num_workers"`
+	PrefetchFactor    int  `json:"prefetch_factor,omitempty"`
+	PersistentWorkers bool `json:"persistent_workers"`
+	WorkerThreads     int  `json:"worker_threads,omitempty"`
+	MainThreads       int  `json:"main_threads,omitempty"`
+}
+
+// baseline is the setting the script makes its training DataLoader with.
+func baseline(d *verdict.DataLoaderCall) Setting {
+	s := Setting{NumWorkers: d.NumWorkers, PersistentWorkers: d.PersistentWorkers}
+	if d.PrefetchFactor != nil && d.NumWorkers > 0 {
+		s.PrefetchFactor = *d.PrefetchFactor
+	}
+	return s
+}
+
+// String is the setting as DataLoader arguments and thread counts.
+func (s Setting) String() string {
+	parts := []string{fmt.Sprintf("num_workers=%d", s.NumWorkers)}
+	if s.PrefetchFactor > 0 {
+		parts = append(parts, fmt.Sprintf("prefetch_factor=%d", s.PrefetchFactor))
+	}
+	if s.PersistentWorkers {
+		parts = append(parts, "persistent_workers=True")
+	}
+	if s.WorkerThreads > 0 {
+		parts = append(parts, fmt.Sprintf("worker threads %d", s.WorkerThreads))
+	}
+	if s.MainThreads > 0 {
+		parts = append(parts, fmt.Sprintf("main threads %d", s.MainThreads))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cost orders settings by what they take: workers first, then threads,
+// then prefetched batches and workers kept alive.
+func (s Setting) cost() int {
+	c := 1000*s.NumWorkers + 100*max(s.WorkerThreads, 1)*s.NumWorkers + 100*s.MainThreads + 10*s.PrefetchFactor
+	if s.PersistentWorkers {
+		c++
+	}
+	return c
+}
+
+// valid says why torch would refuse s, "" when it would not: prefetching
+// and persistent workers need workers.
+func (s Setting) valid() string {
+	if s.NumWorkers == 0 && s.PrefetchFactor > 0 {
+		return "prefetch_factor needs num_workers > 0"
+	}
+	if s.NumWorkers == 0 && s.PersistentWorkers {
+		return "persistent_workers needs num_workers > 0"
+	}
+	return ""
+}
+
+// plan is the plan that applies s to the DataLoader made at site.
+func (s Setting) plan(site string) Plan {
+	p := Plan{Schema: PlanSchema, Loader: &LoaderPlan{Site: site, NumWorkers: &s.NumWorkers, PersistentWorkers: &s.PersistentWorkers}}
+	if s.PrefetchFactor > 0 {
+		p.Loader.PrefetchFactor = &s.PrefetchFactor
+	}
+	if s.WorkerThreads > 0 {
+		p.Loader.WorkerThreads = &s.WorkerThreads
+	}
+	if s.MainThreads > 0 {
+		p.Threads = &ThreadPlan{Main: &s.MainThreads}
+	}
+	return p
+}
+
+// WritePlan writes p to dir/name and returns the environment that makes
+// the instrumentation apply it.
+func WritePlan(p Plan, dir, name string) ([]string, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("write plan: %w", err)
+	}
+	return []string{"PIPETOP_PLAN=" + path}, nil
+}
+
+// PlanOf reads the plan a file holds: a pipetop tune report's winner, or
+// a plan itself.
+func PlanOf(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, err
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Plan{}, fmt.Errorf("%s: not JSON: %w", path, err)
+	}
+	switch head.Schema {
+	case PlanSchema:
+		var p Plan
+		err := json.Unmarshal(b, &p)
+		return p, err
+	case Schema:
+		r, err := ReadReport(path)
+		if err != nil {
+			return Plan{}, err
+		}
+		if r.Plan == nil {
+			return Plan{}, fmt.Errorf("%s: the tune advised no change (%s), so there is no plan to apply", path, adviceOf(r))
+		}
+		return *r.Plan, nil
+	}
+	return Plan{}, fmt.Errorf("%s: schema %q: want a pipetop tune report (%s) or a plan (%s)", path, head.Schema, Schema, PlanSchema)
+}
+
+// adviceOf says in a few words why a tune advised no change.
+func adviceOf(r Report) string {
+	switch {
+	case r.Tuned == "":
+		return r.Reason
+	case r.Winner != nil && r.Winner.Baseline:
+		return "the script's own settings were the best measured"
+	}
+	return "no setting was measured in full runs"
+}

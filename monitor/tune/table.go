@@ -1,0 +1,122 @@
+package tune
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// WriteTable prints the report: the bisect's verdict, what was tuned and
+// why, every trial, the confirmation's candidates and the advice.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "tune: %s\n", strings.Join(r.Command, " "))
+	verdict.WriteWrapped(w, "bisect:  ", r.Bisect.Verdict.Headline)
+	verdict.WriteWrapped(w, "tuned:   ", r.Reason)
+	if d := r.DataLoader; d != nil {
+		fmt.Fprintf(w, "the training DataLoader, made at %s: %s\n", d.Site, r.Baseline)
+	}
+	if len(r.Trials) > 0 {
+		fmt.Fprintf(w, "\n%-8s %-50s %11s %6s %8s\n", "trial", "setting", "samples/s", "cores", "peak RSS")
+		for i, tr := range r.Trials {
+			fmt.Fprintln(w, tr.row(i+1))
+		}
+	}
+	if len(r.Candidates) > 0 {
+		fmt.Fprintf(w, "\nconfirmed in full runs, alternating (median, min-max of %d runs each):\n", r.Candidates[0].Runs)
+		for _, c := range r.Candidates {
+			fmt.Fprintln(w, c.row())
+		}
+	}
+	r.writeAdvice(w)
+}
+
+// row is a trial's line.
+func (tr Trial) row(n int) string {
+	phase := tr.Phase
+	if tr.Confirm {
+		phase += "*"
+	}
+	rate := "-"
+	if tr.SamplesPerSec > 0 {
+		rate = fmt.Sprintf("%.1f", tr.SamplesPerSec)
+	}
+	line := fmt.Sprintf("%-3d %-4s %-50s %11s %6.1f %8s", n, short(phase), tr.Setting, rate, tr.CPUCores, mb(tr.PeakRSS))
+	if tr.Status != verdict.PhaseOK && tr.Status != verdict.PhaseShort {
+		note := tr.Status
+		if len(tr.Notes) > 0 {
+			note += ": " + tr.Notes[0]
+		}
+		line += "  " + note
+	}
+	return line
+}
+
+// short is a trial's phase in four columns.
+func short(phase string) string {
+	if len(phase) > 4 {
+		return phase[:4]
+	}
+	return phase
+}
+
+// row is a candidate's line.
+func (c Candidate) row() string {
+	tag := ""
+	if c.Baseline {
+		tag = "  (the script's own)"
+	}
+	return fmt.Sprintf("  %-50s %8.1f  %.1f-%.1f  %4.1f cores %8s%s", c.Setting, c.Median, c.Min, c.Max, c.CPUCores, mb(c.PeakRSS), tag)
+}
+
+// mb is bytes in MB, "-" for none.
+func mb(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MB", float64(b)/1e6)
+}
+
+// writeAdvice prints the winner and the change.
+func (r *Report) writeAdvice(w io.Writer) {
+	fmt.Fprintln(w)
+	switch {
+	case r.Tuned == "":
+		verdict.WriteWrapped(w, "advice:  ", "keep the pipeline as it is: "+r.Reason+"; "+r.Bisect.Verdict.Next)
+	case r.Winner == nil:
+		verdict.WriteWrapped(w, "advice:  ", "no setting was measured in full runs; see the trials above")
+	case r.Winner.Baseline:
+		verdict.WriteWrapped(w, "advice:  ", "keep the script's settings: no setting tried beat them beyond the noise of the runs")
+	default:
+		verdict.WriteWrapped(w, "advice:  ", fmt.Sprintf("%s: %.2fx the script's own samples/s (median of %d full runs each)", r.Winner.Setting, r.SpeedUp, r.Winner.Runs))
+		for _, c := range r.Change {
+			verdict.WriteWrapped(w, "change:  ", c)
+		}
+		verdict.WriteWrapped(w, "try it:  ", "pipetop run --apply tune.json -- "+strings.Join(r.Command, " ")+" (with the report saved as tune.json)")
+	}
+	if r.OutOfBudget {
+		fmt.Fprintln(w, "the budget ran out: the best so far is advised")
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the trials so far")
+	}
+}
+
+// ReadReport reads a pipetop tune --json file.
+func ReadReport(path string) (Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Report{}, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Report{}, fmt.Errorf("%s: not a tune report: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return Report{}, fmt.Errorf("%s: schema %q, want %q (a pipetop tune --json file)", path, r.Schema, Schema)
+	}
+	return r, nil
+}

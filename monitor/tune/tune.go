@@ -1,0 +1,233 @@
+// Package tune is pipetop tune: a bisect of an unmodified PyTorch script,
+// then, for what the bisect says matters, its training DataLoader's
+// settings and the intra-op threads tried one trial at a time (each a
+// run of the script with a plan the instrumentation applies), the best
+// confirmed in full runs that alternate with the script's own settings,
+// and the cheapest setting within the noise of the fastest advised, with
+// the exact change to make.
+package tune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/bisect"
+)
+
+// Schema tags a tune report (pipetop tune --json, docs/tune.md).
+const Schema = "pipetop-tune/1"
+
+// What tune tunes, from the bisect's verdict.
+const (
+	TunedLoader  = "loader"  // the training DataLoader's settings, in loader trials
+	TunedThreads = "threads" // intra-op threads and workers, in full trials
+)
+
+// Config is what Run tunes and how.
+type Config struct {
+	// Bisect runs the script's phases and trials: its command,
+	// environment, measured seconds (a trial's), sources and outputs.
+	Bisect bisect.Config
+	// From is a bisect already made of the script (--from); nil: Run
+	// makes one.
+	From *bisect.Report
+	// Budget bounds the whole tune; the best so far is advised when it
+	// runs out.
+	Budget time.Duration
+	// Rounds is how many full trials of each finalist (and of the
+	// baseline) the confirmation alternates.
+	Rounds int
+	// Cores is how many cores the run may use (the search's bound).
+	Cores int
+	// MemoryLimit is the memory a trial may fill (bytes; 0: the host's);
+	// a trial that leaves less than MemoryFloor of it is refused.
+	MemoryLimit float64
+	// Log gets the progress.
+	Log io.Writer
+}
+
+// Trial is one measured run of a setting.
+type Trial struct {
+	Setting       Setting  `json:"setting"`
+	Phase         string   `json:"phase"` // loader or full
+	Status        string   `json:"status"`
+	SamplesPerSec float64  `json:"samples_per_sec"`
+	CPUCores      float64  `json:"cpu_cores"`
+	PeakRSS       int64    `json:"peak_rss_bytes"`
+	Notes         []string `json:"notes,omitempty"`
+	// Confirm is set on the confirmation's full trials.
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// Candidate is a setting the confirmation ran in full trials: the median
+// samples/s and its spread, and what it took.
+type Candidate struct {
+	Setting Setting `json:"setting"`
+	// LoaderSamplesPerSec is its loader trial's, 0 when it had none.
+	LoaderSamplesPerSec float64 `json:"loader_samples_per_sec,omitempty"`
+	Median              float64 `json:"median_samples_per_sec"`
+	Min                 float64 `json:"min_samples_per_sec"`
+	Max                 float64 `json:"max_samples_per_sec"`
+	Runs                int     `json:"runs"`
+	CPUCores            float64 `json:"cpu_cores"`
+	PeakRSS             int64   `json:"peak_rss_bytes"`
+	Baseline            bool    `json:"baseline,omitempty"`
+}
+
+// Report is the outcome of a tune. Its JSON is pipetop tune --json and
+// what pipetop run --apply reads.
+type Report struct {
+	Schema  string        `json:"schema"`
+	Command []string      `json:"command"`
+	Host    string        `json:"host"`
+	Started time.Time     `json:"started"`
+	Bisect  bisect.Report `json:"bisect"`
+	// Tuned is TunedLoader, TunedThreads or "" (nothing in the pipeline
+	// helps), and Reason why.
+	Tuned  string `json:"tuned"`
+	Reason string `json:"reason"`
+	// DataLoader is the training DataLoader's call as the script makes it.
+	DataLoader *verdict.DataLoaderCall `json:"dataloader,omitempty"`
+	Baseline   Setting                 `json:"baseline"`
+	Trials     []Trial                 `json:"trials"`
+	Candidates []Candidate             `json:"candidates"`
+	// Winner is the cheapest candidate within the noise of the fastest;
+	// SpeedUp its median over the baseline's. Nil when none beat the
+	// baseline beyond the noise.
+	Winner  *Candidate `json:"winner,omitempty"`
+	SpeedUp float64    `json:"speed_up,omitempty"`
+	// Change is the edit to make in the script, line by line; Plan the
+	// winner's settings for pipetop run --apply.
+	Change []string `json:"change,omitempty"`
+	Plan   *Plan    `json:"plan,omitempty"`
+	// OutOfBudget and Interrupted say the tune stopped early: the best so
+	// far is advised.
+	OutOfBudget bool `json:"out_of_budget,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// tuner is one tune while it runs.
+type tuner struct {
+	c     Config
+	r     *Report
+	start time.Time
+	n     int // trials run, for their labels
+}
+
+// Run tunes c's script: a bisect (or c.From), the search the verdict
+// calls for, the confirmation and the advice.
+func Run(ctx context.Context, c Config) (Report, error) {
+	if err := c.Bisect.Prepare(); err != nil {
+		return Report{}, err
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 3
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	host, _ := os.Hostname()
+	r := &Report{Schema: Schema, Command: c.Bisect.Argv, Host: host, Started: time.Now().UTC()}
+	t := &tuner{c: c, r: r, start: time.Now()}
+	if err := t.bisect(ctx); err != nil {
+		return *r, err
+	}
+	if r.Tuned != "" {
+		t.tune(ctx)
+	}
+	r.Interrupted = ctx.Err() != nil
+	return *r, nil
+}
+
+// bisect makes (or takes) the bisect and decides what to tune.
+func (t *tuner) bisect(ctx context.Context) error {
+	if t.c.From != nil {
+		t.r.Bisect = *t.c.From
+	} else {
+		c := t.c.Bisect
+		c.Phases = []string{verdict.PhaseLoader, verdict.PhaseCached, verdict.PhaseFull}
+		rep, err := bisect.Run(ctx, c)
+		if err != nil {
+			return err
+		}
+		t.r.Bisect = rep
+	}
+	t.r.Tuned, t.r.Reason = decide(t.r.Bisect.Verdict)
+	t.r.DataLoader = dataLoaderOf(t.r.Bisect)
+	if t.r.Tuned != "" && t.r.DataLoader == nil {
+		t.r.Tuned, t.r.Reason = "", "the bisect did not see where the script makes its training DataLoader, so no setting can be applied to it"
+	}
+	if t.r.DataLoader != nil {
+		t.r.Baseline = baseline(t.r.DataLoader)
+	}
+	fmt.Fprintf(t.c.Log, "pipetop tune: %s\n", t.r.Reason)
+	return nil
+}
+
+// decide is what the bisect's verdict says to tune, and why.
+func decide(v verdict.Verdict) (tuned, reason string) {
+	switch v.Kind {
+	case verdict.InputBound, verdict.InputStalls, verdict.ModerateInput:
+		return TunedLoader, "the input holds the steps back (" + string(v.Kind) + "): the training DataLoader's settings are tried in loader trials"
+	case verdict.Balanced, verdict.Oversubscribed, verdict.TrainingThreadBound, verdict.Throttled:
+		return TunedThreads, "the loader and the network compete for the cores (" + string(v.Kind) + "): threads and workers are tried in full trials"
+	}
+	return "", "the bisect says " + string(v.Kind) + ": nothing in the input pipeline helps, so nothing is tried"
+}
+
+// dataLoaderOf is the training DataLoader's call as a bisect's phases saw
+// it (the full phase's first).
+func dataLoaderOf(r bisect.Report) *verdict.DataLoaderCall {
+	for _, name := range []string{verdict.PhaseFull, verdict.PhaseLoader, verdict.PhaseCached} {
+		for _, p := range r.Phases {
+			if p.Name == name && p.DataLoader != nil {
+				return p.DataLoader
+			}
+		}
+	}
+	return nil
+}
+
+// over is whether the budget or ctx ended the tune.
+func (t *tuner) over(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if t.c.Budget > 0 && time.Since(t.start) >= t.c.Budget {
+		t.r.OutOfBudget = true
+		return true
+	}
+	return false
+}
+
+// trial runs setting s as phase and records it.
+func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool) Trial {
+	t.n++
+	label := fmt.Sprintf("trial-%d", t.n)
+	tr := Trial{Setting: s, Phase: phase, Confirm: confirm}
+	if why := s.valid(); why != "" {
+		tr.Status, tr.Notes = verdict.PhaseSkipped, []string{why}
+		t.r.Trials = append(t.r.Trials, tr)
+		return tr
+	}
+	env, err := WritePlan(s.plan(t.r.DataLoader.Site), t.c.Bisect.Dir, label+".plan.json")
+	if err != nil {
+		tr.Status, tr.Notes = verdict.PhaseFailed, []string{err.Error()}
+		t.r.Trials = append(t.r.Trials, tr)
+		return tr
+	}
+	env = append(env, "PIPETOP_BISECT_LABEL="+label+": "+s.String())
+	fmt.Fprintf(t.c.Log, "pipetop tune: %s, %s trial: %s\n", label, phase, s)
+	p := bisect.RunTrial(ctx, t.c.Bisect, bisect.Trial{Phase: phase, Label: label, Env: env, Guard: memoryGuard(t.c.MemoryLimit)})
+	tr.Status, tr.SamplesPerSec, tr.CPUCores, tr.PeakRSS, tr.Notes = p.Status, p.SamplesPerSec, p.CPUCores, p.PeakRSS, p.Notes
+	if !p.Measured() {
+		tr.SamplesPerSec = 0
+	}
+	fmt.Fprintf(t.c.Log, "pipetop tune: %s: %s, %.1f samples/s\n", label, tr.Status, tr.SamplesPerSec)
+	t.r.Trials = append(t.r.Trials, tr)
+	return tr
+}
