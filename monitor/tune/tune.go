@@ -116,6 +116,8 @@ type tuner struct {
 	r     *Report
 	start time.Time
 	n     int // trials run, for their labels
+	// run runs one trial: bisect.RunTrial with the script's config.
+	run func(context.Context, bisect.Trial) verdict.PhaseResult
 }
 
 // Run tunes c's script: a bisect (or c.From), the search the verdict
@@ -132,7 +134,9 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	host, _ := os.Hostname()
 	r := &Report{Schema: Schema, Command: c.Bisect.Argv, Host: host, Started: time.Now().UTC()}
-	t := &tuner{c: c, r: r, start: time.Now()}
+	t := &tuner{c: c, r: r, start: time.Now(), run: func(ctx context.Context, tr bisect.Trial) verdict.PhaseResult {
+		return bisect.RunTrial(ctx, c.Bisect, tr)
+	}}
 	if err := t.bisect(ctx); err != nil {
 		return *r, err
 	}
@@ -222,7 +226,7 @@ func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool
 	}
 	env = append(env, "PIPETOP_BISECT_LABEL="+label+": "+s.String())
 	fmt.Fprintf(t.c.Log, "pipetop tune: %s, %s trial: %s\n", label, phase, s)
-	p := bisect.RunTrial(ctx, t.c.Bisect, bisect.Trial{Phase: phase, Label: label, Env: env, Guard: memoryGuard(t.c.MemoryLimit)})
+	p := t.run(ctx, bisect.Trial{Phase: phase, Label: label, Env: env, Guard: memoryGuard(t.c.MemoryLimit)})
 	tr.Status, tr.SamplesPerSec, tr.CPUCores, tr.PeakRSS, tr.Notes = p.Status, p.SamplesPerSec, p.CPUCores, p.PeakRSS, p.Notes
 	if !p.Measured() {
 		tr.SamplesPerSec = 0
