@@ -29,6 +29,7 @@ import atexit
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -452,9 +453,17 @@ class Phase:
         return notes
 
     def end(self) -> None:
-        """The process exits: the file's last version."""
+        """The process exits: the file's last version, written with SIGINT
+        held off (a stopped run may get a second one while it exits)."""
         self.ended = True
-        self.write()
+        held = hasattr(signal, "pthread_sigmask")
+        if held:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.write()
+        finally:
+            if held:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def write(self) -> None:
         """(Re)write PIPETOP_BISECT_OUT/bisect-PID.json (temp name, rename);

@@ -2,8 +2,11 @@
 # launch.sh N ARGS... : start N ranks of `train.py --case ddp ARGS...` by hand
 # (Debian's torchrun is broken here), each with RANK, WORLD_SIZE, LOCAL_RANK,
 # MASTER_ADDR=127.0.0.1 and MASTER_PORT ($MASTER_PORT, else a free port).
-# SIGINT/SIGTERM are forwarded to every rank; it waits for all of them and
-# exits with the first nonzero status (0 when all succeed).
+# SIGINT/SIGTERM are forwarded to every rank (the ranks share this script's
+# process group, so a signal sent to the group reaches them directly as
+# well); it waits for all of them and exits with the first nonzero status
+# (0 when all succeed). Started with SIGINT ignored (by `cmd &` in another
+# script), this shell cannot trap it: use env --default-signal=INT there.
 set -u
 n=${1:?usage: launch.sh N ARGS...}
 shift
@@ -16,7 +19,10 @@ export MASTER_ADDR=127.0.0.1 MASTER_PORT WORLD_SIZE="$n"
 pids=""
 r=0
 while [ "$r" -lt "$n" ]; do
-	RANK=$r LOCAL_RANK=$r "$py" "$here/train.py" --case ddp "$@" &
+	# A command started with & by a non-interactive shell ignores SIGINT
+	# (and the shell cannot undo that); env puts the default back, so that a
+	# SIGINT (forwarded, or sent to the whole process group) reaches the rank.
+	RANK=$r LOCAL_RANK=$r env --default-signal=INT "$py" "$here/train.py" --case ddp "$@" &
 	pids="$pids $!"
 	r=$((r + 1))
 done

@@ -5,7 +5,9 @@ never imports pipetop).
 
 Without --steps it trains for many epochs, until stopped. With --control it
 measures one part of the pipeline itself, after a short warm-up, and prints
-one line of JSON: {"control": MODE, "samples_per_sec": X, "steps": N, "seconds": S}.
+one line of JSON: {"control": MODE, "samples_per_sec": X, "steps": N, "seconds": S}
+(the ddp case: one line per rank, with "rank"; all ranks measure the same
+number of steps).
 
   loader   iterate the training loader alone (as the loader phase does)
   network  forward+backward+optimizer (upload included) on its own first
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -49,6 +52,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 DEVICE = torch.device("cpu")
 WARMUP_S = 1.0  # each control's own warm-up
+WARMUP_STEPS = 20  # the same, on ranks that must take the same steps
 CACHED = 8  # batches the network/forward controls hold in memory
 
 
@@ -97,8 +101,10 @@ class ZarrFrames(Dataset):
 
     def __getitem__(self, i: int) -> Any:
         if self.g is None:
+            import numcodecs.blosc
             import zarr
 
+            numcodecs.blosc.use_threads = False  # one core per worker
             self.g = zarr.open_group(self.path, mode="r")
         x = torch.from_numpy(self.g["x"][i].astype("f4") / 255.0)
         return x, torch.tensor([self.g["y"][i]])
@@ -222,6 +228,10 @@ class Setup:
     val: Any = None
     check: Optional[Callable[[int], None]] = None  # after each step (the crash case)
     threads: int = 1
+    # Ranks of one run: the step count all ranks of a control agree on
+    # (the smallest proposed), and what they do before exiting together.
+    agree: Optional[Callable[[int], int]] = None
+    done: Optional[Callable[[], None]] = None
 
 
 def _loader(ds: Any, batch: int, workers: int, **kw: Any) -> DataLoader:
@@ -254,8 +264,8 @@ def case_contention(a: Any) -> Setup:
 
 def case_seed(a: Any) -> Setup:
     """Data in the training thread ~1/3 of the step, a many-tiny-ops network."""
-    model = Tiny(32, 24)
-    return Setup(_loader(Busy(4096, 32, rounds=55), 16, 0), model, _sgd(model))
+    model = Tiny(32, 64)
+    return Setup(_loader(Busy(4096, 32, rounds=6), 32, 0), model, _sgd(model))
 
 
 def case_trainval(a: Any) -> Setup:
@@ -281,7 +291,7 @@ def case_iterable(a: Any) -> Setup:
 
 def case_crash(a: Any) -> Setup:
     """A script-side check that fails when the optimizer never steps."""
-    model = mlp(64, 128, 2)
+    model = mlp(64, 512, 2)
     start = [p.detach().clone() for p in model.parameters()]
 
     def check(step: int) -> None:
@@ -303,7 +313,13 @@ def case_ddp(a: Any) -> Setup:
     ds = Busy(2048, 64, rounds=20 if rank == 0 else 60)
     train = DataLoader(ds, batch_size=16, sampler=DistributedSampler(ds), num_workers=1, drop_last=True, persistent_workers=True)
     model = nn.parallel.DistributedDataParallel(mlp(64, 256, 2))
-    return Setup(train, model, _sgd(model))
+
+    def agree(n: int) -> int:
+        t = torch.tensor([n])
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+        return int(t.item())
+
+    return Setup(train, model, _sgd(model), agree=agree, done=dist.barrier)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
@@ -380,6 +396,22 @@ def timed(work: Iterator[int], seconds: float) -> Any:
     return samples / dt, steps, dt
 
 
+def timed_ranks(work: Iterator[int], seconds: float, agree: Callable[[int], int]) -> Any:
+    """timed for the ranks of one run, whose steps may wait for each other:
+    2 x WARMUP_STEPS steps, then the same number of steps on every rank
+    (about seconds at the slowest rank's rate over the second half)."""
+    for _ in itertools.islice(work, WARMUP_STEPS):
+        pass
+    t = time.perf_counter()
+    for _ in itertools.islice(work, WARMUP_STEPS):
+        pass
+    steps = agree(max(1, int(WARMUP_STEPS / (time.perf_counter() - t) * seconds)))
+    t0 = time.perf_counter()
+    samples = sum(itertools.islice(work, steps))
+    dt = time.perf_counter() - t0
+    return samples / dt, steps, dt
+
+
 def control(s: Setup, mode: str) -> Iterator[int]:
     """The steps a control measures, as a stream of sample counts."""
     if mode == "loader":
@@ -410,13 +442,25 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--batch-type", choices=("dict", "dataclass"), default="dict", help="the dict case's batches")
     a = p.parse_args(argv)
     torch.manual_seed(0)
+    # Replaying a few batches drives gradients towards zero: denormal floats
+    # would make the cached loops slower than the real one.
+    torch.set_flush_denormal(True)
     s = CASES[a.case](a)
     torch.set_num_threads(s.threads)
     if a.control is None:
         train(s, a.steps)
         return
-    rate, steps, dt = timed(control(s, a.control), a.seconds)
-    print(json.dumps({"control": a.control, "samples_per_sec": round(rate, 2), "steps": steps, "seconds": round(dt, 3)}), flush=True)
+    if s.agree is None:
+        rate, steps, dt = timed(control(s, a.control), a.seconds)
+    else:
+        rate, steps, dt = timed_ranks(control(s, a.control), a.seconds, s.agree)
+    out = {"control": a.control, "samples_per_sec": round(rate, 2), "steps": steps, "seconds": round(dt, 3)}
+    if "RANK" in os.environ and s.agree is not None:
+        out["rank"] = int(os.environ["RANK"])
+    sys.stdout.write(json.dumps(out) + "\n")  # one write: ranks sharing stdout never interleave
+    sys.stdout.flush()
+    if s.done is not None:
+        s.done()
     sys.exit(0)
 
 
