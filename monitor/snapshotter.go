@@ -63,6 +63,7 @@ type Snapshotter struct {
 	host      string
 	mem       memHistory
 	views     []rankView // the ranks' views, kept for the next refresh's
+	tuned     measuredLookup
 }
 
 // Remote fills a snapshot's trainer parts (link, trainer, summary, ranks)
@@ -114,7 +115,11 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	side := c.read(now, w)
 	t := source.Target{PID: side.shown.WatchPID, TrainingTID: side.shown.TrainingTID}
 	c.sample(&s, now, t)
-	side.fill(&s, c.judge(side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))))
+	r := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))
+	if r.Shown != nil {
+		r.Shown.Measured = c.measured(&side.shown, now)
+	}
+	side.fill(&s, c.judge(r))
 	c.record(&s, side.shown.Steps)
 	return s
 }

@@ -122,6 +122,31 @@ type Inputs struct {
 	// Code is which code the window's stack samples went to; nil when the
 	// trainer sends none.
 	Code *stage.CodeProfile
+	// Measured is what pipetop tune measured of this script's input
+	// pipeline; nil when no tune of it was found.
+	Measured *Measured
+}
+
+// Measured is pipetop tune's measured advice for a script: the winning
+// setting, its speed-up over the script's own in full runs, and the
+// report it comes from.
+type Measured struct {
+	Advice  string
+	SpeedUp float64
+	File    string
+}
+
+// inputNext is the next step of an input-bound verdict: what pipetop tune
+// measured, when it tuned this script, else the rule's advice.
+func inputNext(in *Inputs, l *stage.LoaderStats) string {
+	m := in.Measured
+	if m == nil {
+		return InputAdvice(l)
+	}
+	if m.SpeedUp <= 1 || m.Advice == "" {
+		return fmt.Sprintf("pipetop tune measured this script's DataLoader settings (%s) and none beat its own: the input's cost is in the data itself (%s)", m.File, InputAdvice(l))
+	}
+	return fmt.Sprintf("measured by pipetop tune (%s): %s gave %.2fx the samples/s of the script's own settings in full runs; apply it (pipetop run --apply %s) or write it in the script", m.File, m.Advice, m.SpeedUp, m.File)
 }
 
 // Diagnose applies the verdict rules to a window summary and, when known,
@@ -181,7 +206,9 @@ func steady(in *Inputs) Verdict {
 	case wait >= ModerateShare && s.Waits.Bursty() && !Saturated(l):
 		return inputStalls(s, wait, l, in.Code)
 	case wait >= InputShare:
-		return inputBound(s, wait, g, l, in.Code)
+		v := inputBound(s, wait, g, l, in.Code)
+		v.Next = inputNext(in, l)
+		return v
 	case g.known && g.busy >= GPUBusyBound && g.trusted:
 		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step%s", units.Pct(g.busy), units.Dur(s.WallMean), g.label()),
 			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}

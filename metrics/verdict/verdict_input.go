@@ -9,7 +9,7 @@ import (
 
 // inputBound is the verdict for a loop that waits on data on every step
 // (or on every Nth, when N saturated workers hand over their batches in
-// turn).
+// turn), its advice (inputNext) left to the caller.
 func inputBound(s stage.Summary, wait float64, g gpuView, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
 	v := Verdict{Kind: InputBound, Stage: stage.DataWait}
 	if g.known {
@@ -20,7 +20,6 @@ func inputBound(s stage.Summary, wait float64, g gpuView, l *stage.LoaderStats, 
 			units.Pct(wait), units.Dur(s.Stage(stage.DataWait).Mean), units.Dur(s.WallMean))
 	}
 	v.Headline += inTurn(s.Waits, l) + inputCode(code, l)
-	v.Next = InputAdvice(l)
 	return v
 }
 

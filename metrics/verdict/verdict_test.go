@@ -147,3 +147,29 @@ func TestRechunkAdviceNamesTheDataset(t *testing.T) {
 		t.Fatalf("advice %q: an unknown dataset should read SRC DST", got)
 	}
 }
+
+// After a tune of the script, the input-bound verdict cites what was
+// measured instead of the rule's guess.
+func TestInputBoundCitesTheTune(t *testing.T) {
+	waiting := plantedWith(50, map[string]float64{stage.DataWait: 80, stage.Forward: 10, stage.Backward: 10}, 0)
+	l := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.99}
+	in := Inputs{Summary: waiting, Loader: l, Complete: true}
+	guess := Judge(in)
+	in.Measured = &Measured{Advice: "num_workers=4, worker threads 1", SpeedUp: 2.1, File: "/w/tune.json"}
+	v := Judge(in)
+	if v.Kind != InputBound || guess.Kind != InputBound {
+		t.Fatalf("kinds %s, %s", guess.Kind, v.Kind)
+	}
+	for _, want := range []string{"measured by pipetop tune (/w/tune.json)", "num_workers=4, worker threads 1 gave 2.10x", "pipetop run --apply /w/tune.json"} {
+		if !strings.Contains(v.Next, want) {
+			t.Errorf("next %q lacks %q", v.Next, want)
+		}
+	}
+	if strings.Contains(v.Next, "raise num_workers") || !strings.Contains(guess.Next, "num_workers") {
+		t.Errorf("guess %q, measured %q", guess.Next, v.Next)
+	}
+	in.Measured = &Measured{SpeedUp: 1, File: "/w/tune.json"}
+	if v := Judge(in); !strings.Contains(v.Next, "none beat its own") {
+		t.Errorf("a tune that found nothing: %q", v.Next)
+	}
+}

@@ -96,7 +96,7 @@ func (t *tuner) advise() {
 		return
 	}
 	p := w.Setting.plan(t.r.DataLoader.Site)
-	t.r.Plan = &p
+	t.r.Plan, t.r.Advice = &p, w.Setting.String()
 	t.r.Change = change(t.r.DataLoader, t.r.Baseline, w.Setting)
 }
 

@@ -100,6 +100,9 @@ type Report struct {
 	// baseline beyond the noise.
 	Winner  *Candidate `json:"winner,omitempty"`
 	SpeedUp float64    `json:"speed_up,omitempty"`
+	// Advice is the winner's setting in words ("" when the script's own
+	// won): what the live verdict of the script cites.
+	Advice string `json:"advice,omitempty"`
 	// Change is the edit to make in the script, line by line; Plan the
 	// winner's settings for pipetop run --apply.
 	Change []string `json:"change,omitempty"`
