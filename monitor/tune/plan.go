@@ -75,10 +75,14 @@ func (s Setting) String() string {
 }
 
 // cost orders settings by what they take: workers first, then threads,
-// then prefetched batches and workers kept alive.
+// then prefetched batches; a setting that changes something (worker
+// threads, workers kept alive) costs a little more than one that does not.
 func (s Setting) cost() int {
 	c := 1000*s.NumWorkers + 100*max(s.WorkerThreads, 1)*s.NumWorkers + 100*s.MainThreads + 10*s.PrefetchFactor
 	if s.PersistentWorkers {
+		c++
+	}
+	if s.WorkerThreads > 0 {
 		c++
 	}
 	return c
