@@ -179,7 +179,13 @@ class TestPhases(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(_lines(r), [], "the script's own loop never finished an epoch")
         self.assertEqual(doc["phase"], "loader")
-        self.assertEqual(doc["loader"], {"seen": True, "len": 10, "iterable": False, "batch_size": 4, "workers": 2})
+        loader = dict(doc["loader"])
+        site = {k: loader.pop(k) for k in ("site", "site_line", "args")}
+        self.assertEqual(loader.pop("site_path"), os.path.join(os.path.realpath(d), "train.py"))
+        self.assertEqual(loader, {"seen": True, "len": 10, "iterable": False, "batch_size": 4, "workers": 2})
+        line = textwrap.dedent(SCRIPT).splitlines().index('        train = DataLoader(Items(40), batch_size=4, num_workers=2, worker_init_fn=counter("train"))') + 1
+        self.assertEqual(site, {"site": "train.py:%d" % line, "site_line": line, "args": {
+            "num_workers": 2, "prefetch_factor": 2, "persistent_workers": False, "pin_memory": False}})
         drained = doc["drained"]
         self.assertGreaterEqual(drained["epochs"], 3)
         self.assertGreater(drained["batches"], 20)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import bisect as _bisect
 from . import comm as _comm
 from . import hotcode as _hotcode
+from . import plan as _plan
 from . import stacks as _stacks
 from . import summary as _summary
 from . import workers as _workers
@@ -540,6 +541,7 @@ def _patch_torch(torch: Any) -> None:
     from torch.utils.data import dataloader as dl
 
     p = _patches
+    p.set(dl.DataLoader, "__init__", _plan.init_wrapper)
     p.set(dl._BaseDataLoaderIter, "__next__", _next_wrapper)
     p.set(dl._BaseDataLoaderIter, "__init__", _workers.iter_init_wrapper)
     p.set(dl._MultiProcessingDataLoaderIter, "__init__", lambda orig: _workers.mp_init_wrapper(orig, lambda: state.active))
@@ -601,6 +603,10 @@ def _on_torch(torch: Any) -> None:
         _start_bisect(torch)
     except Exception as e:  # noqa: BLE001 - no phase: the run as it is
         sys.stderr.write("pipetop: bisect phase off: %r\n" % (e,))
+    try:
+        _plan.start(torch, os.environ, _patches, _training_site)
+    except Exception as e:  # noqa: BLE001 - no plan: the run as it is
+        sys.stderr.write("pipetop: plan off: %r\n" % (e,))
     state.thread = _ident()
     state.active = True
     atexit.register(state.finish)
@@ -616,6 +622,15 @@ def _start_bisect(torch: Any) -> None:
     _patches.set(_bisect.Replay, "__next__", _next_wrapper)
     _bisect.active = phase
     phase.attach(state, _patches, _batch_len)
+
+
+def _training_site() -> Optional[Tuple[str, int]]:
+    """The creation site of the training loader (the one whose batch an
+    optimizer step followed); None before that step, or when unknown."""
+    pub = state.pub
+    if pub is None or not (state.pending or pub._step_no) or state.loader_info is None:
+        return None
+    return state.loader_info.site
 
 
 _zarr_patches = _Patches()

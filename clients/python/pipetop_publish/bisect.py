@@ -34,6 +34,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from . import plan as _plan
 from .stages import BACKWARD, DATA_WAIT, OPTIM
 
 __all__ = ["PHASES", "Phase", "Replay", "active", "from_env", "nbytes", "skipped_backward", "skipped_step"]
@@ -189,7 +190,8 @@ class Phase:
         self.cap_mb = _number(environ, "PIPETOP_BISECT_CACHE_MB", 1024.0, self.notes)
         self.max_batches = _count(environ, "PIPETOP_BISECT_CACHE_BATCHES", 64, self.notes)
         self.rank = _rank(environ)
-        self.loader: Dict[str, Any] = {"seen": False, "len": None, "iterable": False, "batch_size": None, "workers": None}
+        self.loader: Dict[str, Any] = {"seen": False, "len": None, "iterable": False, "batch_size": None, "workers": None,
+                                       "site": None, "site_path": None, "site_line": None, "args": None}
         self.caching = name in (CACHED, FORWARD_ONLY)
         self.cache: Optional[Dict[str, Any]] = None
         if self.caching:
@@ -278,7 +280,8 @@ class Phase:
         except TypeError:
             self.length = None
         self.loader = {"seen": True, "len": self.length, "iterable": iterable,
-                       "batch_size": getattr(loader, "batch_size", None), "workers": getattr(loader, "num_workers", None)}
+                       "batch_size": getattr(loader, "batch_size", None), "workers": getattr(loader, "num_workers", None),
+                       **_plan.site_fields(loader)}
         if self.caching and self.length is None:
             self.notes.append("the training loader has no len() or is an IterableDataset: its cached batches are replayed without epoch ends")
         self.write()

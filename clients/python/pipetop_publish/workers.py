@@ -50,6 +50,7 @@ class IterInfo:
         self.batch = int(getattr(loader, "batch_size", 0) or 0)
         self.prefetch = int(getattr(loader, "prefetch_factor", 0) or 0) if self.workers else 0
         self.pin_memory = bool(getattr(loader, "pin_memory", False))
+        self.site = getattr(loader, "_pipetop_site", None)  # (path, line) where the user made it
         self.batches = 0
         self.created = _now()
         self.first = 0  # when the loop received its first batch

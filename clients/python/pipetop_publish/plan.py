@@ -1,0 +1,422 @@
+"""Plans of ``pipetop tune`` inside an instrumented script.
+
+``pipetop tune -- CMD`` runs CMD many times ("trials"), each with a plan of
+loader and thread settings named by ``PIPETOP_PLAN`` (a JSON file, schema
+``pipetop-plan/1``); the automatic instrumentation (auto.py) applies it
+inside the unmodified script:
+
+- ``loader``: the keyword and positional arguments of every DataLoader made
+  at the plan's creation site (``basename:line`` of the user's file, or the
+  training loader's site once known) are overridden before
+  ``DataLoader.__init__`` runs; ``worker_threads`` wraps the loader's
+  ``worker_init_fn`` so that each worker runs with that many threads.
+- ``threads.main``: ``torch.set_num_threads`` in the main process when
+  torch is imported; the script's own later calls are overridden.
+
+Every DataLoader also gets its creation site recorded (one frame walk per
+DataLoader made), with or without a plan: pipetop bisect's phase file names
+the training loader's site and arguments. A plan that cannot be applied is
+noted, never raised: ``PIPETOP_PLAN_OUT/plan-PID.json`` (schema
+``pipetop-plan-report/1``) says what was applied and why not.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import json
+import multiprocessing
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__all__ = ["Plan", "WorkerThreads", "active", "creation_site", "effective_args", "init_wrapper", "load", "site_fields", "start"]
+
+SCHEMA = "pipetop-plan/1"
+REPORT_SCHEMA = "pipetop-plan-report/1"
+
+# The DataLoader arguments a plan may set, with their JSON types.
+LOADER_ARGS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+_LOADER_FIELDS: Dict[str, type] = {"site": str, "num_workers": int, "prefetch_factor": int,
+                                   "persistent_workers": bool, "pin_memory": bool, "worker_threads": int}
+_MINIMUM = {"num_workers": 0, "prefetch_factor": 1, "worker_threads": 1, "main": 1}
+# The variables thread pools loaded after a worker's start read.
+_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+# Frames in these directories are not the user's (see creation_site).
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_skip_dirs: Tuple[str, ...] = (_OWN_DIR,)
+
+# The plan of this process (None: no plan, the run as it is).
+active: Optional["Plan"] = None
+
+# The thread count torch.set_num_threads is held at in this process (None:
+# the calls pass through): the plan's main threads in the main process, its
+# worker threads in a loader worker.
+_forced: Optional[int] = None
+
+
+# ---------------------------------------------------------------------------
+# Creation sites (every DataLoader, with or without a plan)
+
+
+def creation_site() -> Optional[Tuple[str, int]]:
+    """(absolute path, line) of the first frame of the caller's stack
+    outside torch and pipetop_publish: where the user made the DataLoader
+    being constructed; None when the whole stack is theirs."""
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_skip_dirs) and not name.startswith("<"):
+            return os.path.abspath(name), f.f_lineno
+        f = f.f_back
+    return None
+
+
+def site_name(site: Tuple[str, int]) -> str:
+    """A site as the plan names it: basename:line."""
+    return "%s:%d" % (os.path.basename(site[0]), site[1])
+
+
+def effective_args(loader: Any) -> Dict[str, Any]:
+    """The plan's DataLoader arguments as loader was made with them
+    (prefetch_factor null without workers, where it does nothing)."""
+    workers = int(getattr(loader, "num_workers", 0) or 0)
+    return {"num_workers": workers,
+            "prefetch_factor": getattr(loader, "prefetch_factor", None) if workers else None,
+            "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
+            "pin_memory": bool(getattr(loader, "pin_memory", False))}
+
+
+def site_fields(loader: Any) -> Dict[str, Any]:
+    """The creation site and arguments of loader for pipetop bisect's phase
+    file (nulls when its site is unknown)."""
+    site = getattr(loader, "_pipetop_site", None)
+    if site is None:
+        return {"site": None, "site_path": None, "site_line": None, "args": effective_args(loader)}
+    return {"site": site_name(site), "site_path": site[0], "site_line": site[1], "args": effective_args(loader)}
+
+
+def init_wrapper(orig: Callable) -> Callable:
+    """DataLoader.__init__: records the creation site on the loader and,
+    at the plan's site, makes it with the plan's arguments."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        site = plan = None
+        new: Any = None
+        try:
+            site = creation_site()
+            plan = active
+            if plan is not None and site is not None and plan.wants(site):
+                new = plan.override(orig, self, site, args, kwargs)
+        except Exception as e:  # noqa: BLE001 - the script's own arguments then
+            _note(plan, "plan not applied at a DataLoader: internal error %r" % (e,))
+            new = None
+        if new is None:
+            orig(self, *args, **kwargs)
+        else:
+            try:
+                orig(self, *new[0], **new[1])
+            except Exception as e:  # noqa: BLE001 - refused: the script's own arguments
+                _note(plan, "DataLoader at %s refused the plan's arguments (%r): the script's own used" % (site_name(site), e))
+                new = None
+                orig(self, *args, **kwargs)
+        try:
+            if site is not None:
+                self._pipetop_site = site
+            if new is not None:
+                plan.made(self, site)
+        except Exception as e:  # noqa: BLE001 - the site is optional
+            _note(plan, "DataLoader site not recorded: %r" % (e,))
+
+    __init__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __init__
+
+
+def _note(plan: Optional["Plan"], msg: str) -> None:
+    """A note in the plan report (on stderr without a plan)."""
+    if plan is not None:
+        plan.note(msg)
+    else:
+        sys.stderr.write("pipetop: %s\n" % (msg,))
+
+
+# ---------------------------------------------------------------------------
+# Threads
+
+
+def threads_wrapper(orig: Callable) -> Callable:
+    """torch.set_num_threads: held at the plan's value where it forces one
+    (the script's call noted in the main process)."""
+
+    def set_num_threads(n: int) -> None:
+        forced = _forced
+        if forced is None:
+            return orig(n)
+        if n != forced and active is not None:
+            active.note("the script's torch.set_num_threads(%s) overridden by the plan: %d" % (n, forced))
+        return orig(forced)
+
+    set_num_threads.__wrapped__ = orig  # type: ignore[attr-defined]
+    set_num_threads.__doc__ = getattr(orig, "__doc__", None)
+    return set_num_threads
+
+
+class WorkerThreads:
+    """The worker_init_fn of a planned loader with worker_threads: sets the
+    thread variables and torch's threads (held there), then calls the
+    user's own worker_init_fn. Picklable for spawned workers."""
+
+    def __init__(self, threads: int, user: Optional[Callable[[int], None]]) -> None:
+        self.threads = threads
+        self.user = user
+
+    def __call__(self, worker_id: int) -> None:
+        global _forced
+        for name in _THREAD_ENV:
+            os.environ[name] = str(self.threads)
+        import torch
+
+        _forced = self.threads
+        torch.set_num_threads(self.threads)
+        if self.user is not None:
+            self.user(worker_id)
+
+
+def _forked() -> None:
+    """A forked child (a loader worker) is not held at the main threads."""
+    global _forced
+    _forced = None
+
+
+# ---------------------------------------------------------------------------
+# The plan file
+
+
+def load(path: str) -> "Plan":
+    """The plan in file path; ValueError (or OSError) saying what is wrong."""
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    if doc.get("schema") != SCHEMA:
+        raise ValueError("schema %r, want %r" % (doc.get("schema"), SCHEMA))
+    for key in doc:
+        if key not in ("schema", "loader", "threads"):
+            raise ValueError("unknown field %r" % (key,))
+    loader = _section(doc, "loader", _LOADER_FIELDS)
+    threads = _section(doc, "threads", {"main": int})
+    site = loader.get("site")
+    if site is not None and not _site_ok(site):
+        raise ValueError("loader.site %r is not FILE:LINE" % (site,))
+    return Plan(path, loader, threads)
+
+
+def _section(doc: Dict[str, Any], name: str, fields: Dict[str, type]) -> Dict[str, Any]:
+    """doc[name] checked against fields (name: JSON type); {} when absent."""
+    part = doc.get(name)
+    if part is None:
+        return {}
+    if not isinstance(part, dict):
+        raise ValueError("%s is not an object" % (name,))
+    for key, value in part.items():
+        want = fields.get(key)
+        if want is None:
+            raise ValueError("unknown field %s.%s" % (name, key))
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise ValueError("%s.%s=%s is not a %s" % (name, key, json.dumps(value), want.__name__))
+        if want is int and value < _MINIMUM[key]:
+            raise ValueError("%s.%s=%d is below %d" % (name, key, value, _MINIMUM[key]))
+    return part
+
+
+def _site_ok(site: str) -> bool:
+    """Whether site reads FILE:LINE."""
+    name, _, line = site.rpartition(":")
+    return bool(name) and line.isdigit()
+
+
+def start(torch: Any, environ: Any, patches: Any, training_site: Callable[[], Optional[Tuple[str, int]]]) -> None:
+    """torch was just imported: load $PIPETOP_PLAN, if any, and arm it
+    (patches records torch.set_num_threads's replacement; training_site
+    gives the training loader's site once an optimizer step followed its
+    batches)."""
+    global active, _skip_dirs, _forced
+    _skip_dirs = (_OWN_DIR, os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    path = environ.get("PIPETOP_PLAN", "").strip()
+    if not path:
+        return
+    main = multiprocessing.parent_process() is None
+    try:
+        plan = load(path)
+    except (OSError, ValueError) as e:
+        if main:  # said once, not by every spawned worker
+            sys.stderr.write("pipetop: plan %s not applied: %s\n" % (path, _reason(e)))
+        return
+    plan.out = environ.get("PIPETOP_PLAN_OUT", "") if main else ""
+    plan.torch, plan.training_site = torch, training_site
+    active = plan
+    if plan.main_threads is None and plan.worker_threads is None:
+        return
+    patches.set(torch, "set_num_threads", threads_wrapper)
+    os.register_at_fork(after_in_child=_forked)
+    if main and plan.main_threads is not None:
+        _forced = plan.main_threads
+        torch.set_num_threads.__wrapped__(plan.main_threads)
+    plan.write()
+
+
+def _reason(e: BaseException) -> str:
+    """An error loading a plan as one line."""
+    if isinstance(e, OSError):
+        return e.strerror or repr(e)
+    return str(e).splitlines()[0] if str(e) else repr(e)
+
+
+class Plan:
+    """One plan applied in this process (see the module doc)."""
+
+    def __init__(self, path: str, loader: Dict[str, Any], threads: Dict[str, Any]) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.out = ""
+        self.site: Optional[str] = loader.get("site")
+        self.args = {k: loader[k] for k in LOADER_ARGS if k in loader}
+        self.worker_threads: Optional[int] = loader.get("worker_threads")
+        self.main_threads: Optional[int] = threads.get("main")
+        self.torch: Any = None
+        self.training_site: Callable[[], Optional[Tuple[str, int]]] = lambda: None
+        self.resolved: Optional[str] = None  # the training loader's site, when the plan names none
+        self.notes: Dict[str, None] = {}  # in order, each once
+        self.applied: Dict[str, Dict[str, Any]] = {}  # by site and effective arguments
+        self.threaded = False  # worker_threads reached a loader with workers
+        self.signature: Optional[inspect.Signature] = None
+        atexit.register(self.end)
+
+    # -- which DataLoader ----------------------------------------------------------
+
+    def wants(self, site: Tuple[str, int]) -> bool:
+        """Whether the DataLoader being made at site gets the plan."""
+        if not self.args and self.worker_threads is None:
+            return False
+        target = self.site or self._training()
+        if target is None:
+            return False
+        return target == (site_name(site) if "/" not in target else "%s:%d" % site)
+
+    def _training(self) -> Optional[str]:
+        """The training loader's site (a plan without one): known once an
+        optimizer step followed its batches, too late for that loader, in
+        time for the ones made there later (one per epoch)."""
+        if self.resolved is None:
+            site = self.training_site()
+            if site is not None:
+                self.resolved = site_name(site)
+                self.note("no site in the plan: the training loader's, %s, found at the first optimizer step; "
+                          "applied to the DataLoaders made there afterwards" % (self.resolved,))
+        return self.resolved
+
+    # -- the arguments -----------------------------------------------------------------
+
+    def override(self, orig: Callable, loader: Any, site: Tuple[str, int], args: Tuple[Any, ...],
+                 kwargs: Dict[str, Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+        """The arguments (positional, keyword) DataLoader.__init__ (orig) is
+        called with at a planned site, for loader."""
+        if self.signature is None:
+            self.signature = inspect.signature(orig)
+        bound = self.signature.bind(loader, *args, **kwargs)
+        given = bound.arguments
+        where = site_name(site)
+        want = dict(self.args)
+        workers = want.get("num_workers", given.get("num_workers", self._default("num_workers")))
+        if workers == 0:
+            self._without_workers(want, given, where)
+        elif self.worker_threads is not None:
+            given["worker_init_fn"] = WorkerThreads(self.worker_threads, given.get("worker_init_fn"))
+            self.threaded = True
+        given.update(want)
+        self._kind_notes(want, given, where)
+        return bound.args[1:], bound.kwargs
+
+    def _without_workers(self, want: Dict[str, Any], given: Dict[str, Any], where: str) -> None:
+        """num_workers=0, where torch refuses a prefetch_factor and
+        persistent workers: the plan's are not applied, and the script's
+        own are dropped when the plan took its workers away."""
+        for name in ("prefetch_factor", "persistent_workers"):
+            if name in want and (name == "prefetch_factor" or want[name]):
+                del want[name]
+                self.note("%s needs num_workers > 0: not applied at %s" % (name, where))
+            own = given.get(name, self._default(name))
+            if "num_workers" in self.args and own != self._default(name) and (name == "prefetch_factor" or own):
+                given[name] = self._default(name)
+                self.note("num_workers=0 at %s: the script's %s=%s dropped" % (where, name, json.dumps(own)))
+        if self.worker_threads is not None:
+            self.note("worker_threads needs num_workers > 0: not applied at %s" % (where,))
+
+    def _kind_notes(self, want: Dict[str, Any], given: Dict[str, Any], where: str) -> None:
+        """Notes on settings applied where they may do nothing."""
+        if want.get("pin_memory") and not self.torch.cuda.is_available():
+            self.note("pin_memory without CUDA: applied at %s, does nothing" % (where,))
+        if isinstance(given.get("dataset"), self.torch.utils.data.IterableDataset):
+            self.note("IterableDataset at %s: applied; num_workers changes how it shards" % (where,))
+        if given.get("batch_sampler") is not None:
+            self.note("custom batch_sampler at %s: applied; its batches are its own" % (where,))
+
+    def _default(self, name: str) -> Any:
+        """DataLoader.__init__'s default for argument name."""
+        return self.signature.parameters[name].default
+
+    def made(self, loader: Any, site: Tuple[str, int]) -> None:
+        """A DataLoader was made at a planned site with the plan."""
+        args = effective_args(loader)
+        args["worker_threads"] = self.worker_threads if args["num_workers"] and self.worker_threads is not None else None
+        key = json.dumps([site_name(site), args], sort_keys=True)
+        entry = self.applied.get(key)
+        if entry is None:
+            self.applied[key] = {"site": site_name(site), "args": args, "loaders": 1}
+            self.write()
+        else:
+            entry["loaders"] += 1
+
+    # -- the report --------------------------------------------------------------------
+
+    def note(self, msg: str) -> None:
+        """A sentence for the report (the main process's only)."""
+        if os.getpid() == self.pid and msg not in self.notes:
+            self.notes[msg] = None
+            self.write()
+
+    def doc(self, ending: bool = False) -> Dict[str, Any]:
+        """The report's content (ending: the process exits)."""
+        notes: List[str] = list(self.notes)
+        target = self.site or self.resolved
+        if ending and (self.args or self.worker_threads is not None) and not self.applied:
+            notes.append("no DataLoader was made at %s" % (target,) if target
+                         else "no site in the plan and no training loader found: nothing applied")
+        main = None
+        try:
+            main = int(self.torch.get_num_threads()) if self.torch is not None else None
+        except Exception:  # noqa: BLE001 - a report without it
+            pass
+        return {"schema": REPORT_SCHEMA, "pid": self.pid, "plan": self.path,
+                "applied": list(self.applied.values()),
+                "threads": {"main": main, "worker": self.worker_threads if self.threaded else None},
+                "notes": notes}
+
+    def end(self) -> None:
+        """The process exits: the report's last version."""
+        self.write(ending=True)
+
+    def write(self, ending: bool = False) -> None:
+        """(Re)write PIPETOP_PLAN_OUT/plan-PID.json (temp name, rename); only
+        the process that loaded the plan, never a worker, writes it."""
+        if not self.out or os.getpid() != self.pid:
+            return
+        path = os.path.join(self.out, "plan-%d.json" % self.pid)
+        tmp = path + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.doc(ending), f, indent=1)
+            os.replace(tmp, path)
+        except (OSError, TypeError, ValueError) as e:
+            sys.stderr.write("pipetop: plan report %s not written: %r\n" % (path, e))
