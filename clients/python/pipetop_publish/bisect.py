@@ -26,6 +26,7 @@ why in the file's notes.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import multiprocessing
 import os
@@ -257,6 +258,8 @@ class Phase:
                     sys.exit(0)
                 return  # cached/forward: the next optimizer step may follow one
             st.on_step = st.watch = None
+            if self.watch_id != id(it):
+                self.watched = []
             self._identify(it)
             st.divert_it = it
             st.divert = self.drain if self.name == LOADER else self.takeover
@@ -270,7 +273,8 @@ class Phase:
         info = getattr(it, "_pipetop", None)
         loader = info.loader() if info is not None and info.loader is not None else None
         if loader is None:
-            raise RuntimeError("the training loader's DataLoader is unknown")
+            raise RuntimeError("the training DataLoader object is gone by the first optimizer step "
+                               "(made inline, `for b in DataLoader(...)`?)")
         from torch.utils.data import IterableDataset
 
         self.target, self.info = info.loader, info
@@ -300,12 +304,15 @@ class Phase:
             st.divert_it = st.divert = None
             self.off(e)
             return type(it).__next__.__wrapped__(it)
-        _shutdown(it)
-        self.patches.set(type(self.target()), "__iter__", self._iter_wrapper)
         self.pos = kept % self.count
         current = Replay(self, done, self.length, self.info)
         st.divert = current.take
-        self.write()
+        try:
+            _shutdown(it)
+            self.patches.set(type(self.target()), "__iter__", self._iter_wrapper)
+            self.write()
+        except Exception as e:  # noqa: BLE001 - this epoch ends from the cache, the next ones are real
+            self.off(e)
         return current.take()
 
     def _fill(self, it: Any, real_next: Callable[[Any], Any]) -> int:
@@ -378,7 +385,6 @@ class Phase:
         it = st.divert_it
         st.divert_it = st.divert = None
         real_next = type(it).__next__.__wrapped__
-        loader = self.target()
         pub = st.pub
         pub.begin_step()
         batches = samples = 0
@@ -392,6 +398,10 @@ class Phase:
                 except StopIteration:  # a new epoch's start is part of the next batch's wait
                     if not self._epoch_yielded(it):
                         break
+                    loader = self.target()
+                    if loader is None:
+                        self.notes.append("the training DataLoader object is gone (made anew each epoch?): the drain stopped at its epoch's end")
+                        break
                     it = iter(loader)
                     st.follow(it)
                     epochs += 1
@@ -404,10 +414,13 @@ class Phase:
                 batches += 1
                 samples += n
                 t0 = t1
+        except Exception as e:  # noqa: BLE001 - the drain ends; the exit is still ours
+            self.notes.append("the loader drain stopped after an error: %r" % (e,))
         finally:
             self.drained = {"batches": batches, "samples": samples, "epochs": epochs}
             self.write()
-            _shutdown(it)
+            with contextlib.suppress(Exception):
+                _shutdown(it)
         sys.exit(0)
 
     def _epoch_yielded(self, it: Any) -> bool:
