@@ -181,8 +181,8 @@ class TestPhases(unittest.TestCase):
         self.assertEqual(doc["phase"], "loader")
         self.assertEqual(doc["loader"], {"seen": True, "len": 10, "iterable": False, "batch_size": 4, "workers": 2})
         drained = doc["drained"]
-        self.assertGreaterEqual(drained["epochs"], 3)
-        self.assertGreater(drained["batches"], 20)
+        self.assertGreaterEqual(drained["epochs"], 2)
+        self.assertGreater(drained["batches"], 10, "more than the 10 batches of one epoch")
         self.assertEqual(drained["samples"], 4 * drained["batches"])
         self.assertIsNone(doc["cache"])
         self.assertEqual([e["msg"] for e in _frames(d, "event") if e["kind"] == "phase"], ["loader"])
