@@ -80,11 +80,15 @@ func (t *tuner) sweepWorkers(ctx context.Context, sc scores, s Setting) {
 	limit := MaxWorkers
 	best := 0.0
 	for w := 0; w <= limit && !t.over(ctx); w = next(w) {
-		if w == 0 && (s.WorkerThreads > 0 || s.PrefetchFactor > 0 || s.PersistentWorkers) {
-			continue // no workers: those settings do not apply
+		if w == 0 && s.WorkerThreads > 0 {
+			continue // no workers: no worker threads to set
 		}
-		s.NumWorkers = w
-		tr := sc.measure(t, ctx, verdict.PhaseLoader, s)
+		try := s
+		try.NumWorkers = w
+		if w == 0 {
+			try.PrefetchFactor, try.PersistentWorkers = 0, false // torch refuses them without workers
+		}
+		tr := sc.measure(t, ctx, verdict.PhaseLoader, try)
 		rate := tr.SamplesPerSec
 		if tr.Status == verdict.PhaseRefused {
 			return // more workers take more memory still

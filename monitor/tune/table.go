@@ -19,23 +19,33 @@ func (r *Report) WriteTable(w io.Writer) {
 	if d := r.DataLoader; d != nil {
 		fmt.Fprintf(w, "the training DataLoader, made at %s: %s\n", d.Site, r.Baseline)
 	}
+	width := r.settingWidth()
 	if len(r.Trials) > 0 {
-		fmt.Fprintf(w, "\n%-8s %-50s %11s %6s %8s\n", "trial", "setting", "samples/s", "cores", "peak RSS")
+		fmt.Fprintf(w, "\n%-8s %-*s %10s %5s %8s\n", "trial", width, "setting", "samples/s", "cores", "peak RSS")
 		for i, tr := range r.Trials {
-			fmt.Fprintln(w, tr.row(i+1))
+			fmt.Fprintln(w, tr.row(i+1, width))
 		}
 	}
 	if len(r.Candidates) > 0 {
 		fmt.Fprintf(w, "\nconfirmed in full runs, alternating (median, min-max of %d runs each):\n", r.Candidates[0].Runs)
 		for _, c := range r.Candidates {
-			fmt.Fprintln(w, c.row())
+			fmt.Fprintln(w, c.row(width))
 		}
 	}
 	r.writeAdvice(w)
 }
 
-// row is a trial's line.
-func (tr Trial) row(n int) string {
+// settingWidth is the widest setting's length, for the columns.
+func (r *Report) settingWidth() int {
+	n := len("setting")
+	for _, tr := range r.Trials {
+		n = max(n, len(tr.Setting.String()))
+	}
+	return n
+}
+
+// row is a trial's line, its setting in width columns.
+func (tr Trial) row(n, width int) string {
 	phase := tr.Phase
 	if tr.Confirm {
 		phase += "*"
@@ -44,7 +54,7 @@ func (tr Trial) row(n int) string {
 	if tr.SamplesPerSec > 0 {
 		rate = fmt.Sprintf("%.1f", tr.SamplesPerSec)
 	}
-	line := fmt.Sprintf("%-3d %-4s %-50s %11s %6.1f %8s", n, short(phase), tr.Setting, rate, tr.CPUCores, mb(tr.PeakRSS))
+	line := fmt.Sprintf("%-3d %-4s %-*s %10s %5.1f %8s", n, short(phase), width, tr.Setting, rate, tr.CPUCores, mb(tr.PeakRSS))
 	if tr.Status != verdict.PhaseOK && tr.Status != verdict.PhaseShort {
 		note := tr.Status
 		if len(tr.Notes) > 0 {
@@ -63,13 +73,13 @@ func short(phase string) string {
 	return phase
 }
 
-// row is a candidate's line.
-func (c Candidate) row() string {
+// row is a candidate's line, its setting in width columns.
+func (c Candidate) row(width int) string {
 	tag := ""
 	if c.Baseline {
 		tag = "  (the script's own)"
 	}
-	return fmt.Sprintf("  %-50s %8.1f  %.1f-%.1f  %4.1f cores %8s%s", c.Setting, c.Median, c.Min, c.Max, c.CPUCores, mb(c.PeakRSS), tag)
+	return fmt.Sprintf("  %-*s %8.1f  %.1f-%.1f  %4.1f cores %8s%s", width+5, c.Setting, c.Median, c.Min, c.Max, c.CPUCores, mb(c.PeakRSS), tag)
 }
 
 // mb is bytes in MB, "-" for none.
