@@ -37,14 +37,14 @@ test: build
 	@$(MAKE) --no-print-directory check-libtorch2
 	@$(MAKE) --no-print-directory gpu-check-cpu
 
-# tests/diagnosis and tests/bisect run after the rest, alone and one after
-# the other: their planted scenarios read the machine's CPU (threads
+# tests/diagnosis, tests/bisect and tests/tune run after the rest, alone and
+# one after the other: their planted scenarios read the machine's CPU (threads
 # waiting, idle cores, workers' busy shares, samples/s against the script's
 # own), which the other packages' tests would be using at the same time.
-ALONE := /tests/diagnosis$$|/tests/bisect$$
+ALONE := /tests/diagnosis$$|/tests/bisect$$|/tests/tune$$
 test-go:
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(ALONE)')
-	$(GO) test -count=1 -timeout 20m -p 1 ./tests/diagnosis ./tests/bisect
+	$(GO) test -count=1 -timeout 30m -p 1 ./tests/diagnosis ./tests/bisect ./tests/tune
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

@@ -1,0 +1,207 @@
+package tune
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/tune"
+)
+
+const python = "/usr/bin/python3"
+
+var pipetop string // the binary under test
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipetop-tune-test-")
+	if err == nil {
+		err = testkit.BuildErr(root(), dir, "./cmd/pipetop")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pipetop = filepath.Join(dir, "pipetop")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// root is the module's root (two folders up from this package).
+func root() string {
+	wd, _ := os.Getwd()
+	return filepath.Dir(filepath.Dir(wd))
+}
+
+// script is the planted script.
+func script() string { return filepath.Join(root(), "cmd", "pipetop", "testdata", "tune", "train.py") }
+
+// requireTorch fails unless Debian's Python imports torch.
+func requireTorch(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(python, "-c", "import torch").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import torch (scripts/install-deps.sh installs it): %v\n%s", python, err, out)
+	}
+}
+
+// env is the environment of a test's commands: its own socket directory.
+func env(t *testing.T) []string {
+	return append(os.Environ(), ipc.DirEnv+"="+testkit.SocketDir(t))
+}
+
+// runTune runs pipetop tune --json in dir with short trials and returns
+// its report.
+func runTune(t *testing.T, dir string, flags []string, args ...string) tune.Report {
+	t.Helper()
+	cmd := exec.Command(pipetop, append(append([]string{"tune", "--no-tui", "--json", "--seconds-per-trial", "3", "--rounds", "3", "--budget", "6m"}, flags...),
+		append([]string{"--", python, script()}, args...)...)...)
+	cmd.Env, cmd.Dir = env(t), dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	var r tune.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.Schema != tune.Schema {
+		t.Fatalf("pipetop tune %v: %v (%v)\nstdout:\n%s\nstderr:\n%s", args, err, cmd.ProcessState, stdout.String(), stderr.String())
+	}
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	t.Logf("pipetop tune %s:\n%s", strings.Join(args, " "), table.String())
+	return r
+}
+
+// byHand runs the script itself with args for a fixed number of steps
+// (optionally under pipetop run with more flags) and returns the
+// samples/s it measures of itself.
+func byHand(t *testing.T, run []string, args ...string) float64 {
+	t.Helper()
+	argv := append(append([]string{python, script()}, args...), "--steps", "60")
+	if run != nil {
+		argv = append(append(append([]string{pipetop, "run", "--no-tui"}, run...), "--"), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = append(env(t), "PIPETOP_SUMMARY=0"), t.TempDir()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var r struct {
+		SamplesPerSec float64 `json:"samples_per_sec"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil || r.SamplesPerSec <= 0 {
+		t.Fatalf("%v printed %q: %v", argv, out, err)
+	}
+	return r.SamplesPerSec
+}
+
+// handArgs are the script's options for setting s.
+func handArgs(c string, s tune.Setting) []string {
+	args := []string{"--case", c, "--workers", strconv.Itoa(s.NumWorkers), "--persistent", "0"}
+	if s.PersistentWorkers {
+		args[len(args)-1] = "1"
+	}
+	if s.PrefetchFactor > 0 {
+		args = append(args, "--prefetch", strconv.Itoa(s.PrefetchFactor))
+	}
+	return args
+}
+
+// median of three runs of f.
+func median3(f func() float64) float64 {
+	a, b, c := f(), f(), f()
+	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c))
+}
+
+// Each planted loader: tune tunes the loader, and its winner, run by hand,
+// is within 10 % of the known best run by hand.
+func TestTunePicksTheKnownBest(t *testing.T) {
+	requireTorch(t)
+	for _, tc := range []struct {
+		name string
+		best tune.Setting
+	}{
+		{"cpu_items", tune.Setting{NumWorkers: 2}},
+		{"storage", tune.Setting{NumWorkers: 16}},
+		{"worker_start", tune.Setting{NumWorkers: 2, PersistentWorkers: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runTune(t, t.TempDir(), nil, "--case", tc.name)
+			if r.Tuned != tune.TunedLoader || r.Winner == nil {
+				t.Fatalf("tuned %q (%s), winner %v", r.Tuned, r.Reason, r.Winner)
+			}
+			won := median3(func() float64 { return byHand(t, nil, handArgs(tc.name, r.Winner.Setting)...) })
+			best := median3(func() float64 { return byHand(t, nil, handArgs(tc.name, tc.best)...) })
+			t.Logf("by hand: the winner (%s) %.1f samples/s, the known best (%s) %.1f", r.Winner.Setting, won, tc.best, best)
+			if won < 0.9*best {
+				t.Errorf("the winner %s runs %.1f samples/s by hand, the known best %s %.1f: more than 10 %% slower", r.Winner.Setting, won, tc.best, best)
+			}
+			if len(r.Change) == 0 || !strings.Contains(r.Change[0], "train.py:") {
+				t.Errorf("change %q does not name the DataLoader call", r.Change)
+			}
+		})
+	}
+}
+
+// Workers whose items run on several threads each: capping the workers'
+// threads wins, not adding workers; pipetop run --apply reproduces the
+// winner's speed within the noise.
+func TestThreadedWorkersAndApply(t *testing.T) {
+	requireTorch(t)
+	dir := t.TempDir()
+	r := runTune(t, dir, nil, "--case", "threaded_decode")
+	if r.Winner == nil || r.Winner.Setting.WorkerThreads != 1 || r.Winner.Setting.NumWorkers > 2 {
+		t.Fatalf("winner %+v, want worker threads 1 with at most 2 workers", r.Winner)
+	}
+	applied := median3(func() float64 { return byHand(t, []string{"--apply", filepath.Join(dir, "tune.json")}, "--case", "threaded_decode") })
+	own := median3(func() float64 { return byHand(t, []string{}, "--case", "threaded_decode") })
+	t.Logf("pipetop run --apply: %.1f samples/s, the script's own settings %.1f; tune measured %.2fx", applied, own, r.SpeedUp)
+	if applied < 1.1*own || math.Abs(applied/own-r.SpeedUp) > 0.25*r.SpeedUp {
+		t.Errorf("--apply gives %.2fx the script's own samples/s, tune measured %.2fx", applied/own, r.SpeedUp)
+	}
+}
+
+// A network-bound script: nothing is tried, and the report says why.
+func TestComputeBoundTriesNothing(t *testing.T) {
+	requireTorch(t)
+	r := runTune(t, t.TempDir(), nil, "--case", "compute")
+	if r.Tuned != "" || len(r.Trials) != 0 || !strings.Contains(r.Reason, "nothing in the input pipeline helps") {
+		t.Errorf("tuned %q, %d trials, reason %q", r.Tuned, len(r.Trials), r.Reason)
+	}
+}
+
+// Workers that each copy a large array: the memory guard refuses the
+// trials that would fill the memory allowed, and the sweep stops there.
+func TestMemoryGuard(t *testing.T) {
+	requireTorch(t)
+	r := runTune(t, t.TempDir(), []string{"--memory-limit", "2500", "--rounds", "1"}, "--case", "memory", "--mb", "300")
+	refused := 0
+	for _, tr := range r.Trials {
+		if tr.Status == verdict.PhaseRefused {
+			refused++
+			if tr.PeakRSS > 2500e6 {
+				t.Errorf("a refused trial reached %d MB", tr.PeakRSS/1e6)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no trial was refused under a 2.5 GB limit: %+v", r.Trials)
+	}
+	if r.Winner != nil && r.Winner.PeakRSS > 2500e6*0.9 {
+		t.Errorf("the winner takes %d MB", r.Winner.PeakRSS/1e6)
+	}
+}
