@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -53,42 +52,18 @@ func TestParseBisect(t *testing.T) {
 // The live view in a terminal: the monitor attached to each phase in turn,
 // the phase in its header, then the table and verdict once it is over.
 func TestBisectLiveTmux(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (apt-get install tmux)")
-	}
 	e := newRunEnv(t)
-	server := fmt.Sprintf("pipetop-bisect-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", server}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	defer exec.Command("tmux", "-L", server, "kill-server").Run()
 	script, err := filepath.Abs(filepath.Join("testdata", "bisect", "train.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	logf := filepath.Join(dir, "stderr")
-	tmux("new-session", "-d", "-s", "bisect", "-x", "120", "-y", "40", "sh", "-c",
-		"cd "+dir+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
-			e.bin+" bisect --no-gpu --seconds-per-phase 3 --phases cached,full -- "+debPython+" "+script+" --case compute 2>"+logf+"; echo EXIT=$?; sleep 60")
+	ts := newTmuxScreen(t, "bisect", "cd "+dir+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+		e.bin+" bisect --no-gpu --seconds-per-phase 3 --phases cached,full -- "+debPython+" "+script+" --case compute 2>"+logf+"; echo EXIT=$?; sleep 60", logf)
 	wait := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(50 * time.Second)
-		var s string
-		for time.Now().Before(deadline) {
-			s = tmux("capture-pane", "-p", "-t", "bisect")
-			if ok(s) {
-				return s
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		log, _ := os.ReadFile(logf)
-		t.Fatalf("timed out waiting for %s; screen:\n%s\nstderr:\n%s", what, s, log)
-		return ""
+		return ts.wait(what, 50*time.Second, ok)
 	}
 	for _, phase := range []string{"cached", "full"} {
 		wait("the monitor on phase "+phase, func(s string) bool {

@@ -391,40 +391,67 @@ func TestRunLiveViewer(t *testing.T) {
 // TestRunMonitorTmux runs pipetop run in a real terminal (tmux): the
 // monitor opens on the script's trainer, closes when the script ends, and
 // the script's output and the run summary follow.
-func TestRunMonitorTmux(t *testing.T) {
+// tmuxScreen is a tmux server of the test's own running one session,
+// name, of cmd (a sh -c line) at 120x40; killed when the test ends.
+type tmuxScreen struct {
+	t            *testing.T
+	server, name string
+	log          string // a file whose text a timeout shows beside the screen, "" for none
+}
+
+// newTmuxScreen starts cmd in a tmux session (the test skips without tmux).
+func newTmuxScreen(t *testing.T, name, cmd, log string) *tmuxScreen {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
-	e := newRunEnv(t)
-	server := fmt.Sprintf("pipetop-run-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", server}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+	ts := &tmuxScreen{t: t, server: fmt.Sprintf("pipetop-%s-%d", name, os.Getpid()), name: name, log: log}
+	t.Cleanup(func() { exec.Command("tmux", "-L", ts.server, "kill-server").Run() })
+	ts.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", "sh", "-c", cmd)
+	return ts
+}
+
+// tmux runs a tmux command on the test's server.
+func (ts *tmuxScreen) tmux(args ...string) string {
+	ts.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", ts.server}, args...)...).CombinedOutput()
+	if err != nil {
+		ts.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	defer exec.Command("tmux", "-L", server, "kill-server").Run()
+	return string(out)
+}
+
+// wait returns the screen once ok says so; the test fails after limit.
+func (ts *tmuxScreen) wait(what string, limit time.Duration, ok func(string) bool) string {
+	ts.t.Helper()
+	deadline := time.Now().Add(limit)
+	var s string
+	for time.Now().Before(deadline) {
+		s = ts.tmux("capture-pane", "-p", "-t", ts.name)
+		if ok(s) {
+			return s
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var log []byte
+	if ts.log != "" {
+		log, _ = os.ReadFile(ts.log)
+	}
+	ts.t.Fatalf("timed out waiting for %s; screen:\n%s\n%s", what, s, log)
+	return ""
+}
+
+func TestRunMonitorTmux(t *testing.T) {
+	e := newRunEnv(t)
 	script, err := filepath.Abs(example("loop.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmux("new-session", "-d", "-s", "run", "-x", "120", "-y", "40", "sh", "-c",
-		"cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
-			e.bin+" run --no-gpu --name tty -- "+debPython+" "+script+" --steps 100; echo EXIT=$?; sleep 60")
+	ts := newTmuxScreen(t, "run", "cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+		e.bin+" run --no-gpu --name tty -- "+debPython+" "+script+" --steps 100; echo EXIT=$?; sleep 60", "")
 	wait := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		var s string
-		for time.Now().Before(deadline) {
-			s = tmux("capture-pane", "-p", "-t", "run")
-			if ok(s) {
-				return s
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
-		return ""
+		return ts.wait(what, 60*time.Second, ok)
 	}
 	wait("the monitor on the script", func(s string) bool {
 		return strings.Contains(s, "tty pid") && strings.Contains(s, "● live") && strings.Contains(s, "data_wait")

@@ -106,20 +106,47 @@ func ServeHostile(t testing.TB, path string, fn func(c net.Conn)) {
 // Root is the module's root directory, found from the working directory.
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// ModuleRoot is Root for TestMain, where there is no test yet.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
+			return "", fmt.Errorf("no go.mod above the working directory")
 		}
 		dir = parent
 	}
+}
+
+// MainBinary builds the module's package pkg (such as "./cmd/pipetop")
+// into a new temporary directory for a TestMain, and returns the binary
+// and the directory to remove when the tests are done.
+func MainBinary(pkg string) (bin, dir string, err error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", "", err
+	}
+	if dir, err = os.MkdirTemp("", "pipetop-test-bin-"); err != nil {
+		return "", "", err
+	}
+	if err := BuildErr(root, dir, pkg); err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	return filepath.Join(dir, filepath.Base(pkg)), dir, nil
 }
 
 // Build builds the module's packages (paths such as "./cmd/pipetop") into

@@ -28,24 +28,21 @@ const phaseSeconds = 3
 var pipetop string // the binary under test
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipetop-bisect-test-")
-	if err == nil {
-		err = testkit.BuildErr(root(), dir, "./cmd/pipetop")
-	}
+	bin, dir, err := testkit.MainBinary("./cmd/pipetop")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pipetop = filepath.Join(dir, "pipetop")
+	pipetop = bin
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// root is the module's root (two folders up from this package).
+// root is the module's root.
 func root() string {
-	wd, _ := os.Getwd()
-	return filepath.Dir(filepath.Dir(wd))
+	dir, _ := testkit.ModuleRoot()
+	return dir
 }
 
 // script is the planted scripts' path.

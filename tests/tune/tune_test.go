@@ -24,24 +24,21 @@ const python = "/usr/bin/python3"
 var pipetop string // the binary under test
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipetop-tune-test-")
-	if err == nil {
-		err = testkit.BuildErr(root(), dir, "./cmd/pipetop")
-	}
+	bin, dir, err := testkit.MainBinary("./cmd/pipetop")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pipetop = filepath.Join(dir, "pipetop")
+	pipetop = bin
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// root is the module's root (two folders up from this package).
+// root is the module's root.
 func root() string {
-	wd, _ := os.Getwd()
-	return filepath.Dir(filepath.Dir(wd))
+	dir, _ := testkit.ModuleRoot()
+	return dir
 }
 
 // script is the planted script.
@@ -167,7 +164,9 @@ func TestThreadedWorkersAndApply(t *testing.T) {
 	if r.Winner == nil || r.Winner.Setting.WorkerThreads != 1 || r.Winner.Setting.NumWorkers > 2 {
 		t.Fatalf("winner %+v, want worker threads 1 with at most 2 workers", r.Winner)
 	}
-	applied := median3(func() float64 { return byHand(t, []string{"--apply", filepath.Join(dir, "tune.json")}, "--case", "threaded_decode") })
+	applied := median3(func() float64 {
+		return byHand(t, []string{"--apply", filepath.Join(dir, "tune.json")}, "--case", "threaded_decode")
+	})
 	own := median3(func() float64 { return byHand(t, []string{}, "--case", "threaded_decode") })
 	t.Logf("pipetop run --apply: %.1f samples/s, the script's own settings %.1f; tune measured %.2fx", applied, own, r.SpeedUp)
 	if applied < 1.1*own || math.Abs(applied/own-r.SpeedUp) > 0.25*r.SpeedUp {
