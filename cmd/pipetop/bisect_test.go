@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
