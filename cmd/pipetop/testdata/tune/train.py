@@ -22,12 +22,15 @@ Cases, each with a known best setting (on a 2-core machine):
                    released) and costs nearly no CPU; the user has 2
                    workers. Best: far more workers than cores (8-16): the
                    waits overlap.
-  threaded_decode  each item runs 256x256 torch ops (matmuls, tanh: 20
-                   parallel regions); the user's worker_init_fn raises each
-                   worker's torch threads to 8 "to decode faster", so 2
-                   workers run 16 threads on 2 cores. Best: worker_threads=1 (the plan's cap, over the
-                   user's own call), with 2 workers; adding workers only
-                   adds threads fighting for the same cores.
+  threaded_decode  each item runs a 256x256 matmul, tanh and a scale in
+                   torch (a few parallel regions); the user's worker_init_fn
+                   gives each worker a torch thread per core
+                   (os.cpu_count()), so 2 workers run 4 spinning OpenMP
+                   threads on 2 cores and every region waits for a thread
+                   the other worker holds off its core (10-20x slower than
+                   one thread each, measured). Best: worker_threads=1 (the
+                   plan's cap, over the user's own call), with 2 workers;
+                   adding workers only adds threads fighting for the cores.
   worker_start     each worker's start costs 1 s (a sleep in
                    worker_init_fn: a lazy open of remote storage) and an
                    epoch is 8 batches of cheap items; the user has
@@ -35,22 +38,24 @@ Cases, each with a known best setting (on a 2-core machine):
                    Best: persistent_workers=True (the start is paid once).
   compute          cheap in-memory items, a heavy network (3 1024-wide
                    layers at batch 64): the step is the network's. Best:
-                   nothing helps (no loader setting changes samples/s
-                   beyond noise).
+                   nothing helps (workers only take cores from the
+                   network; no setting gains beyond noise).
   memory           the dataset holds a --mb (default 600) MB array that each
                    worker copies at its start (np.copy in worker_init_fn,
-                   a per-worker cache), items cost ~1 ms; the user has 2
-                   workers (~2.5 GB with the main process). Best: as many
-                   workers as memory allows: 16 workers would take ~11 GB,
-                   so tune's memory guard must refuse the settings whose
-                   projected memory exceeds its limit (a test lowers the
-                   guard, or --mb, to see it refuse on a small box).
+                   a per-worker cache), items are cheap (~0.3 ms); the
+                   user has 2 workers (~2.5 GB with the main process).
+                   Best: 2 workers are enough on 2 cores; the case is for
+                   tune's memory guard: 16 workers would take ~11 GB, so
+                   it must refuse the settings whose projected memory
+                   exceeds its limit (a test lowers the guard, or --mb, to
+                   see it refuse on a small box).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Callable, Dict, Optional
@@ -114,15 +119,10 @@ _W = torch.randn(256, 256) / 16
 
 
 def decode_item(i: int) -> float:
-    """Four 256x256 matmuls, each with tanh and a few elementwise ops: 20
-    parallel regions over every intra-op thread torch has (~10 ms on one
-    thread; with 8 threads in each of 2 processes on 2 cores, ~23 ms)."""
-    a = torch.randn(256, 256)
-    for _ in range(4):
-        a = torch.tanh(a @ _W)
-        for _ in range(4):
-            a = a * 0.99 + 0.01
-    return float(a[0, 0]) * 1e-3
+    """A 256x256 matmul, tanh and a scale: a few parallel regions over every
+    intra-op thread torch has."""
+    a = torch.tanh(torch.randn(256, 256) @ _W)
+    return float((a * 0.99 + 0.01)[0, 0]) * 1e-3
 
 
 class Cached(Items):
@@ -148,8 +148,9 @@ class Cached(Items):
 
 
 def raise_threads(worker_id: int) -> None:
-    """threaded_decode's worker_init_fn: the user's 8 threads per worker."""
-    torch.set_num_threads(8)
+    """threaded_decode's worker_init_fn: the user's thread per core in each
+    worker (torch gives a worker 1)."""
+    torch.set_num_threads(os.cpu_count() or 1)
 
 
 def slow_start(worker_id: int) -> None:
