@@ -68,9 +68,27 @@ for epoch in range(EPOCHS):
 """
 
 
-def _line(marker: str) -> int:
+# Spawned workers (a fresh interpreter each, the plan loaded there too):
+# python spawn.py prints the threads seen in the items of the loader on the
+# line marked SPAWN and of another one, and the main's.
+SPAWN = """
+import json, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __len__(self): return 4
+    def __getitem__(self, i): return torch.tensor([torch.get_num_threads()])
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    dl = DataLoader(D(), batch_size=2, num_workers=1, multiprocessing_context="spawn")  # SPAWN
+    other = DataLoader(D(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    seen = lambda loader: sorted({int(v) for x in loader for v in x.flatten().tolist()})
+    print(json.dumps({"threads": seen(dl), "other": seen(other), "main_threads": torch.get_num_threads()}))
+"""
+
+
+def _line(marker: str, script: str = SCRIPT) -> int:
     """The line of SCRIPT (as written) that carries marker."""
-    for n, text in enumerate(textwrap.dedent(SCRIPT).splitlines(), 1):
+    for n, text in enumerate(textwrap.dedent(script).splitlines(), 1):
         if text.endswith("# " + marker):
             return n
     raise AssertionError(marker)
@@ -79,16 +97,16 @@ def _line(marker: str) -> int:
 TRAIN = "train.py:%d" % _line("TRAIN")
 
 
-def _run(doc: Any, epochs: int = 2, workers: int = 0, raw: Optional[str] = None,
+def _run(doc: Any, epochs: int = 2, workers: int = 0, raw: Optional[str] = None, source: str = SCRIPT,
          **env: str) -> Tuple[subprocess.CompletedProcess, List[Dict[str, Any]], Dict[str, Any], str]:
-    """Run SCRIPT under the instrumentation with plan doc (raw: the plan
-    file's text instead; None for both: no plan); (the process, its JSON
-    lines, its plan report ({} when none), its work dir)."""
+    """Run source (as train.py) under the instrumentation with plan doc
+    (raw: the plan file's text instead; None for both: no plan); (the
+    process, its JSON lines, its plan report ({} when none), its work dir)."""
     d = tempfile.mkdtemp(prefix="ptplan", dir="/tmp")
     os.chmod(d, 0o700)
     script = os.path.join(d, "train.py")
     with open(script, "w") as f:
-        f.write(textwrap.dedent(SCRIPT))
+        f.write(textwrap.dedent(source))
     full = dict(os.environ, PYTHONPATH=HERE, PIPETOP_SOCKET_DIR=d, PIPETOP_SUMMARY_DIR=d, PIPETOP_PLAN_OUT=d, PIPETOP_BISECT_OUT=d,
                 PIPETOP_STACKS_HZ="0", **env)
     full.pop("PIPETOP_PLAN", None)
@@ -171,14 +189,6 @@ class TestOverride(unittest.TestCase):
 
 @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
 class TestPlans(unittest.TestCase):
-    def test_no_plan(self) -> None:
-        r, lines, report, d = _run(None)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(lines[0]["train"], {"workers": 0, "prefetch": 2, "persistent": False, "pin": False})
-        self.assertEqual((lines[0]["threads"], lines[0]["main_threads"]), ([1], 1))
-        self.assertEqual(report, {})
-        shutil.rmtree(d, True)
-
     def test_applied_at_the_site_only(self) -> None:
         doc = {"schema": "pipetop-plan/1", "threads": {"main": 2},
                "loader": {"site": TRAIN, "num_workers": 2, "prefetch_factor": 4, "persistent_workers": True, "worker_threads": 2}}
@@ -196,6 +206,18 @@ class TestPlans(unittest.TestCase):
             "num_workers": 2, "prefetch_factor": 4, "persistent_workers": True, "pin_memory": False, "worker_threads": 2}}])
         self.assertEqual(report["threads"], {"main": 2, "worker": 2})
         self.assertIn("the script's torch.set_num_threads(1) overridden by the plan: 2", report["notes"])
+        shutil.rmtree(d, True)
+
+    def test_spawned_workers(self) -> None:
+        doc = {"schema": "pipetop-plan/1", "threads": {"main": 2},
+               "loader": {"site": "train.py:%d" % _line("SPAWN", SPAWN), "worker_threads": 3}}
+        r, lines, report, d = _run(doc, source=SPAWN)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lines, [{"threads": [3], "other": [1], "main_threads": 2}], "the main threads stay out of the workers")
+        self.assertEqual([n for n in os.listdir(d) if n.startswith("plan-")], ["plan-%d.json" % report["pid"]], "workers write none")
+        shutil.rmtree(d, True)
+        r, lines, report, d = _run(None, raw="[]", source=SPAWN)
+        self.assertEqual(len([s for s in r.stderr.splitlines() if s.startswith("pipetop: plan")]), 1, "said once, not by the workers")
         shutil.rmtree(d, True)
 
     def test_refusals_are_notes(self) -> None:

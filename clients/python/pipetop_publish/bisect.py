@@ -18,7 +18,8 @@ the phase out inside the unmodified script:
   steps are skipped.
 
 The recording process writes ``PIPETOP_BISECT_OUT/bisect-PID.json``
-(schema ``pipetop-bisect-phase/1``). Unset, none of this runs. Any failure
+(schema ``pipetop-bisect-phase/1``), naming the training loader's creation
+site and arguments (plan.site_fields). Unset, none of this runs. Any failure
 here switches the phase logic off (the run goes on as in ``full``) and says
 why in the file's notes.
 """

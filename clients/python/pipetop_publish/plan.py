@@ -67,7 +67,7 @@ def creation_site() -> Optional[Tuple[str, int]]:
     f = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
-        if not name.startswith(_skip_dirs) and not name.startswith("<"):
+        if not name.startswith(_skip_dirs) and not name.startswith("<frozen"):
             return os.path.abspath(name), f.f_lineno
         f = f.f_back
     return None
@@ -246,7 +246,7 @@ def start(torch: Any, environ: Any, patches: Any, training_site: Callable[[], Op
     path = environ.get("PIPETOP_PLAN", "").strip()
     if not path:
         return
-    main = multiprocessing.parent_process() is None
+    main = not _child()
     try:
         plan = load(path)
     except (OSError, ValueError) as e:
@@ -264,6 +264,13 @@ def start(torch: Any, environ: Any, patches: Any, training_site: Callable[[], Op
         _forced = plan.main_threads
         torch.set_num_threads.__wrapped__(plan.main_threads)
     plan.write()
+
+
+def _child() -> bool:
+    """Whether this process is a multiprocessing child: a spawned loader
+    worker imports torch (with the main module) once its name is set,
+    before parent_process() knows its parent."""
+    return multiprocessing.parent_process() is not None or multiprocessing.current_process().name != "MainProcess"
 
 
 def _reason(e: BaseException) -> str:
