@@ -26,7 +26,9 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 # A small training script: python SCRIPT OUT EPOCHS KIND [STEPS]. KIND: map
 # (40 items, batches of 4 from 2 workers, a validation loader of 5 batches
-# from 1 worker), iterable (an IterableDataset without __len__) or noloader.
+# from 1 worker), inline (the same, both loaders made anew each epoch by one
+# helper function, the training one inline in the for statement), iterable
+# (an IterableDataset without __len__) or noloader.
 # Each worker start appends to OUT/train or OUT/val; each epoch prints a
 # JSON line with the id() of every training batch; the end prints whether
 # the parameters changed.
@@ -67,15 +69,19 @@ if KIND == "noloader":
     for _ in range(3):
         train_step(torch.randn(4, 4), torch.randn(4, 1))
 else:
+    def make(ds, workers, name):
+        return DataLoader(ds, batch_size=4, num_workers=workers, worker_init_fn=counter(name))
+    train_ds, val_ds = Items(40), Items(20)
     if KIND == "map":
-        train = DataLoader(Items(40), batch_size=4, num_workers=2, worker_init_fn=counter("train"))
-        val = DataLoader(Items(20), batch_size=4, num_workers=1, worker_init_fn=counter("val"))
+        train, val = make(train_ds, 2, "train"), make(val_ds, 1, "val")
     else:
         train, val = DataLoader(Stream(), batch_size=4), None
     steps = 0
     for epoch in range(EPOCHS):
         ids = []
-        for x, y in train:
+        if KIND == "inline":
+            val = make(val_ds, 1, "val")
+        for x, y in (make(train_ds, 2, "train") if KIND == "inline" else train):
             ids.append(id(x))
             train_step(x.to("cpu"), y)
             steps += 1
@@ -183,7 +189,7 @@ class TestPhases(unittest.TestCase):
         site = {k: loader.pop(k) for k in ("site", "site_line", "args")}
         self.assertEqual(loader.pop("site_path"), os.path.join(os.path.realpath(d), "train.py"))
         self.assertEqual(loader, {"seen": True, "len": 10, "iterable": False, "batch_size": 4, "workers": 2})
-        line = textwrap.dedent(SCRIPT).splitlines().index('        train = DataLoader(Items(40), batch_size=4, num_workers=2, worker_init_fn=counter("train"))') + 1
+        line = textwrap.dedent(SCRIPT).splitlines().index('        return DataLoader(ds, batch_size=4, num_workers=workers, worker_init_fn=counter(name))') + 1
         self.assertEqual(site, {"site": "train.py:%d" % line, "site_line": line, "args": {
             "num_workers": 2, "prefetch_factor": 2, "persistent_workers": False, "pin_memory": False}})
         drained = doc["drained"]
@@ -217,6 +223,18 @@ class TestPhases(unittest.TestCase):
         self.assertEqual(doc["cache"], {"batches": 3, "bytes": 3 * 80, "cap_bytes": 1 << 30, "max_batches": 3, "limited_by": "count"})
         self.assertEqual(doc["notes"], [])
         self.assertEqual([e["msg"] for e in _frames(d, "event") if e["kind"] == "phase"], ["cached"])
+        shutil.rmtree(d, True)
+
+    def test_cached_replays_a_loader_made_each_epoch(self) -> None:
+        r, d, doc = _run("cached", kind="inline", PIPETOP_BISECT_CACHE_BATCHES="3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        epochs = _lines(r)[:-1]
+        self.assertEqual([len(e["ids"]) for e in epochs], [10, 10, 10], "epochs keep the loader's length")
+        self.assertEqual(len({i for e in epochs for i in e["ids"]}), 3, "every epoch replays the cache")
+        self.assertEqual(_starts(d, "train"), 2, "the training loader made anew starts no workers again")
+        self.assertEqual(_starts(d, "val"), 3, "the validation loader, made by the same function, is untouched")
+        self.assertEqual([e["val"] for e in epochs], [[0.0, 4.0, 8.0, 12.0, 16.0]] * 3)
+        self.assertEqual(doc["notes"], [])
         shutil.rmtree(d, True)
 
     def test_cache_cap(self) -> None:

@@ -493,7 +493,8 @@ def _step_wrapper(orig: Callable) -> Callable:
 
 def _batch_len(batch: Any) -> int:
     """Leading dimension of a batch (a tensor, or the first one inside a
-    tuple, list or dict); 0 when unknown."""
+    tuple, list, dict, dataclass or other object's attributes); 0 when
+    unknown."""
     for _ in range(4):
         shape = getattr(batch, "shape", None)
         if shape is not None:
@@ -502,6 +503,8 @@ def _batch_len(batch: Any) -> int:
             batch = batch[0]
         elif isinstance(batch, dict) and batch:
             batch = next(iter(batch.values()))
+        elif isinstance(getattr(batch, "__dict__", None), dict) and batch.__dict__:
+            batch = next(iter(batch.__dict__.values()))
         else:
             return 0
     return 0

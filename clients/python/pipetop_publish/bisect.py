@@ -370,12 +370,22 @@ class Phase:
 
         def __iter__(loader: Any) -> Any:
             target = self.target
-            if target is not None and loader is target():
+            if target is not None and (loader is target() or self._same_site(loader)):
                 return Replay(self, 0, self.length, self.info)
             return orig(loader)
 
         __iter__.__wrapped__ = orig  # type: ignore[attr-defined]
         return __iter__
+
+    def _same_site(self, loader: Any) -> bool:
+        """Whether loader is the training loader made again: at the same
+        site over the same dataset (a script that makes its DataLoader anew
+        each epoch, inline in a for statement). A validation loader made by
+        the same helper function has another dataset."""
+        site = getattr(loader, "_pipetop_site", None)
+        target = self.target() if self.target is not None else None
+        return (site is not None and site == getattr(target, "_pipetop_site", None)
+                and getattr(loader, "dataset", None) is getattr(target, "dataset", 0))
 
     # -- loader ----------------------------------------------------------------------
 

@@ -56,10 +56,14 @@ class IterInfo:
         self.first = 0  # when the loop received its first batch
         self.last = 0  # when the loop received its latest batch
         self.shm: Optional[mmap.mmap] = None
-        try:
-            self.loader: Any = weakref.ref(loader)  # for pipetop bisect's phases
-        except TypeError:
-            self.loader = None
+        # The DataLoader, for pipetop bisect's phases: held as long as its
+        # iterator is, since a loader made inline (`for b in DataLoader(...)`)
+        # has no other reference.
+        self.dl = loader
+
+    def loader(self) -> Any:
+        """The DataLoader this iterator belongs to."""
+        return self.dl
 
     def busy(self, now: int) -> List[int]:
         """Cumulative busy ns of each worker up to now (fetches in progress
