@@ -26,6 +26,9 @@ const (
 	TogetherShort = 0.7 // full below this fraction of both halves alone: contention
 	LoaderMargin  = 1.5 // a loader under this multiple of the network with high read amplification: input-bound
 	UploadShare   = 0.1 // ...and h2d at least this share of the synthetic step
+	// StragglerShare: a rank below this share of the fastest rank's
+	// samples/s in a bisect phase is named as its straggler.
+	StragglerShare = 0.8
 )
 
 func share(p *PhaseResult, name string) float64 {
@@ -67,7 +70,10 @@ type PhaseResult struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Ranks are each rank's own figures in a run of several ranks; the
 	// phase's figures are then the job's (samples/s summed over ranks).
-	Ranks []RankPhase `json:"ranks,omitempty"`
+	// StragglerRank is the rank Straggler names, absent when they kept
+	// pace.
+	Ranks         []RankPhase `json:"ranks,omitempty"`
+	StragglerRank *int        `json:"straggler_rank,omitempty"`
 	// CPUCores is the mean of the cores the run's threads were on, and
 	// PeakRSS the largest resident memory of the trainer's process tree
 	// seen (bytes), over the phase; 0 without readings.
@@ -108,7 +114,43 @@ const (
 // Measured is whether the phase has figures to compare: a throughput,
 // and it was neither failed, skipped nor refused.
 func (p *PhaseResult) Measured() bool {
-	return p.SamplesPerSec > 0 && p.Status != PhaseSkipped && p.Status != PhaseFailed && p.Status != PhaseRefused
+	return p.Rate() > 0 && p.Status != PhaseSkipped && p.Status != PhaseFailed && p.Status != PhaseRefused
+}
+
+// Rate is the phase's samples/s, or its steps/s when its batches had no
+// samples to count (a loop without a DataLoader); RateUnit names it.
+func (p *PhaseResult) Rate() float64 {
+	if p.SamplesPerSec > 0 {
+		return p.SamplesPerSec
+	}
+	return p.StepsPerSec
+}
+
+// RateUnit is the unit of Rate: "samples/s" or "steps/s".
+func (p *PhaseResult) RateUnit() string {
+	if p.SamplesPerSec > 0 {
+		return "samples/s"
+	}
+	return "steps/s"
+}
+
+// Straggler is the rank of a phase of several ranks that delivered less
+// than StragglerShare of the fastest rank's samples/s, the slowest such;
+// ok is false when the ranks kept pace.
+func (p *PhaseResult) Straggler() (slow, fast RankPhase, ok bool) {
+	if len(p.Ranks) < 2 {
+		return slow, fast, false
+	}
+	slow, fast = p.Ranks[0], p.Ranks[0]
+	for _, r := range p.Ranks[1:] {
+		if r.SamplesPerSec < slow.SamplesPerSec {
+			slow = r
+		}
+		if r.SamplesPerSec > fast.SamplesPerSec {
+			fast = r
+		}
+	}
+	return slow, fast, slow.SamplesPerSec < StragglerShare*fast.SamplesPerSec
 }
 
 // PoolLoad is one role of threads (training, worker, intra-op, ...) in a

@@ -33,10 +33,10 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 	if cached == nil {
 		return withoutCache(full, fwd, skipped)
 	}
-	all, net := full.SamplesPerSec, cached.SamplesPerSec
+	all, net := full.Rate(), cached.Rate()
 	inputShare := max(0, 1-all/net)
 	if ld != nil {
-		load := ld.SamplesPerSec
+		load := ld.Rate()
 		switch {
 		case all < TogetherShort*together(load, net, ld.Loader):
 			return cachedContention(full, ld, cached)
@@ -135,8 +135,8 @@ func withoutCache(full, fwd *PhaseResult, skipped string) Verdict {
 		skipped = "not measured"
 	}
 	v.Headline += " (no cached phase: " + skipped + ")"
-	if fwd != nil && full.SamplesPerSec > 0 {
-		v.Headline += fmt.Sprintf("; the forward alone runs %s samples/s, %.1fx the full run", num(fwd.SamplesPerSec), fwd.SamplesPerSec/full.SamplesPerSec)
+	if fwd != nil && full.Rate() > 0 {
+		v.Headline += fmt.Sprintf("; the forward alone runs %s %s, %.1fx the full run", num(fwd.Rate()), fwd.RateUnit(), fwd.Rate()/full.Rate())
 	}
 	return v
 }

@@ -262,6 +262,9 @@ func (m *meter) result(res *verdict.PhaseResult) {
 	res.Loader, res.Verdict = s.Loader, s.Verdict
 	if len(ranks) > 1 {
 		res.Ranks = ranks
+		if slow, _, ok := res.Straggler(); ok {
+			res.StragglerRank = &slow.Rank
+		}
 	}
 	res.PeakRSS = int64(m.peakRSS)
 	m.threadFigures(res)

@@ -59,12 +59,17 @@ func (r *Report) writeWaiting(w io.Writer) {
 	}
 }
 
-// writePhase prints a phase's notes, its own verdict and, when it failed,
-// the end of its stderr.
+// writePhase prints a phase's notes, its straggler, its own verdict and,
+// when it failed, the end of its stderr.
 func writePhase(w io.Writer, p verdict.PhaseResult) {
 	label := p.Name + ": "
 	for _, n := range p.Notes {
 		verdict.WriteWrapped(w, label, n)
+		label = strings.Repeat(" ", len(label))
+	}
+	if slow, fast, ok := p.Straggler(); ok && p.Measured() {
+		verdict.WriteWrapped(w, label, fmt.Sprintf("straggler: rank %d delivers %.1f samples/s, %.2fx rank %d's %.1f",
+			slow.Rank, slow.SamplesPerSec, slow.SamplesPerSec/fast.SamplesPerSec, fast.Rank, fast.SamplesPerSec))
 		label = strings.Repeat(" ", len(label))
 	}
 	if p.Verdict != nil && p.Measured() {
