@@ -17,8 +17,9 @@ const (
 	InputMost = 2.0
 	// SplitShare: the input costs at least this share of each step (1 -
 	// full/cached), but the network's own limit matters too: the verdict
-	// splits the step between the two.
-	SplitShare = 0.2
+	// splits the step between the two. Below it, single runs of the same
+	// loop differ by as much on a loaded 2-core machine.
+	SplitShare = 0.25
 )
 
 // diagnoseCached compares the phases of pipetop bisect (a script run once
@@ -38,7 +39,7 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 	if ld != nil {
 		load := ld.Rate()
 		switch {
-		case all < TogetherShort*together(load, net, ld.Loader):
+		case workers(ld.Loader) && all < TogetherShort*min(load, net):
 			return cachedContention(full, ld, cached)
 		case load < LoaderShort*net && net >= InputMost*all:
 			return Verdict{Kind: InputBound, Stage: stage.DataWait,
@@ -61,15 +62,13 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 	return v
 }
 
-// together is what the loader and the network should reach together
-// when they do not get in each other's way: the slower of the two when
-// the loader has workers of its own, the two one after the other when it
-// runs on the training thread (num_workers=0).
-func together(load, net float64, l *stage.LoaderStats) float64 {
-	if l != nil && l.Workers == 0 {
-		return 1 / (1/load + 1/net)
-	}
-	return min(load, net)
+// workers is whether the loader has workers of its own (or is not
+// known not to): only then do the loader and the network run side by
+// side and can fight over the cores. A loader on the training thread
+// (num_workers=0) adds its time to each step instead: the split rule's
+// case.
+func workers(l *stage.LoaderStats) bool {
+	return l == nil || l.Workers > 0
 }
 
 // split: the input costs a share of each step and the network's own limit
