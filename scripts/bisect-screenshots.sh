@@ -10,6 +10,7 @@
 #
 # usage: scripts/bisect-screenshots.sh      (make screenshots builds first)
 # env:   SECONDS_PER_PHASE  each phase's measured time (10)
+#        TUNE_BUDGET        the tune's budget (3m)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,7 +72,7 @@ capture bisect-live-120x40 120 40
 await "pipetop bisect exited"
 capture bisect-table-120x40 120 40
 
-session "$bin/pipetop tune --no-gpu --seconds-per-trial 5 --budget 6m -o $work/tune.json \
+session "$bin/pipetop tune --no-gpu --seconds-per-trial 5 --budget ${TUNE_BUDGET:-3m} -o $work/tune.json \
 	-- /usr/bin/python3 $root/cmd/pipetop/testdata/tune/train.py --case cpu_items 2>$work/tune.log; echo; echo pipetop tune exited \$?"
 await "trial-2"
 sleep 8

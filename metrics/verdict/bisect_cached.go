@@ -19,7 +19,7 @@ const (
 	// full/cached), but the network's own limit matters too: the verdict
 	// splits the step between the two. Below it, single runs of the same
 	// loop differ by as much on a loaded 2-core machine.
-	SplitShare = 0.25
+	SplitShare = 0.3
 )
 
 // diagnoseCached compares the phases of pipetop bisect (a script run once
