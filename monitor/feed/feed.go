@@ -283,6 +283,9 @@ func (f *Feed) connected(m ipc.Message, now time.Time) {
 	}
 	f.hello, f.ep = &h, m.Endpoint
 	f.config = parseConfig(h.Config) // once per connection, not per refresh
+	if f.config.Phase != "" && (!same || f.phase == "") {
+		f.phase = f.config.Phase // a bisect phase named in the hello: no event to miss
+	}
 	f.setLink(snapshot.LinkConnected, "", m.Endpoint.Path, now)
 }
 
@@ -598,8 +601,9 @@ func (f *Feed) trainer(now time.Time) *snapshot.Trainer {
 
 // configInfo is what the viewer reads from a trainer's free-form config.
 type configInfo struct {
-	EpochSteps int64  `json:"epoch_steps"` // steps per epoch, for the ETA
-	Kind       string `json:"kind"`        // "synthetic" marks the test publisher
+	EpochSteps int64  `json:"epoch_steps"`  // steps per epoch, for the ETA
+	Kind       string `json:"kind"`         // "synthetic" marks the test publisher
+	Phase      string `json:"bisect_phase"` // the pipetop bisect phase or tune trial the process runs
 }
 
 // parseConfig reads the optional fields pipetop uses; anything else, or a

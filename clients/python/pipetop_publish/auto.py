@@ -218,7 +218,10 @@ class _State:
         except Exception:  # noqa: BLE001 - a broken CUDA setup means CPU times
             cuda = False
         name = run_name()
-        self.pub = Publisher(name=name, config={"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")},
+        config = {"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")}
+        if _bisect.active is not None:
+            config["bisect_phase"] = _bisect.active.label or _bisect.active.name
+        self.pub = Publisher(name=name, config=config,
                              stages=_STAGES, cuda=cuda)
         self.idx = dict(self.pub._index)
         self.sampler = _workers.Sampler(self.pub, self._current_loader)
