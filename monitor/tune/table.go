@@ -107,12 +107,32 @@ func (r *Report) writeAdvice(w io.Writer) {
 		}
 		verdict.WriteWrapped(w, "try it:  ", "pipetop run --apply tune.json -- "+strings.Join(r.Command, " ")+" (with the report saved as tune.json)")
 	}
+	if r.NoEffect() {
+		verdict.WriteWrapped(w, "note:    ", "no setting changed the loader's samples/s by 5 % or more: the script may not use them (an IterableDataset that shards by worker itself, a custom sampler or batch_sampler)")
+	}
 	if r.OutOfBudget {
 		fmt.Fprintln(w, "the budget ran out: the best so far is advised")
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: the trials so far")
 	}
+}
+
+// NoEffect is whether the loader trials (two or more with figures) all
+// delivered within Rising of each other: the settings made no difference.
+func (r *Report) NoEffect() bool {
+	lo, hi, n := 0.0, 0.0, 0
+	for _, tr := range r.Trials {
+		if tr.Phase != verdict.PhaseLoader || tr.SamplesPerSec <= 0 {
+			continue
+		}
+		if n == 0 || tr.SamplesPerSec < lo {
+			lo = tr.SamplesPerSec
+		}
+		hi = max(hi, tr.SamplesPerSec)
+		n++
+	}
+	return n >= 2 && hi < Rising*lo
 }
 
 // ReadReport reads a pipetop tune --json file.

@@ -174,3 +174,18 @@ func TestPlanOf(t *testing.T) {
 		t.Errorf("another file: %v", err)
 	}
 }
+
+// A loader that ignores its settings: every trial alike, and the table
+// says the settings made no difference.
+func TestSettingsWithoutEffect(t *testing.T) {
+	tu := fakeTuner(t, Setting{NumWorkers: 2}, 2, func(Setting) (float64, float64) { return 100, 0.5 })
+	tu.tune(context.Background())
+	if !tu.r.NoEffect() {
+		t.Fatalf("trials %+v", tu.r.Trials)
+	}
+	var b strings.Builder
+	tu.r.WriteTable(&b)
+	if !strings.Contains(b.String(), "no setting changed the loader's samples/s") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
