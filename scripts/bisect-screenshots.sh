@@ -67,7 +67,8 @@ cd "$work"
 session "$bin/pipetop bisect --no-gpu --seconds-per-phase $SECONDS_PER_PHASE \
 	-- /usr/bin/python3 $root/cmd/pipetop/testdata/bisect/train.py --case input 2>$work/bisect.log; echo; echo pipetop bisect exited \$?"
 await "phase cached"
-sleep $((SECONDS_PER_PHASE / 2 + 4))
+sleep 4 # the steps and the flame bar filled in
+await "phase cached"
 capture bisect-live-120x40 120 40
 await "pipetop bisect exited"
 capture bisect-table-120x40 120 40
@@ -75,7 +76,8 @@ capture bisect-table-120x40 120 40
 session "$bin/pipetop tune --no-gpu --seconds-per-trial 5 --budget ${TUNE_BUDGET:-3m} -o $work/tune.json \
 	-- /usr/bin/python3 $root/cmd/pipetop/testdata/tune/train.py --case cpu_items 2>$work/tune.log; echo; echo pipetop tune exited \$?"
 await "trial-2"
-sleep 8
+sleep 4
+await "trial-2"
 capture tune-live-120x40 120 40
 await "pipetop tune exited"
 capture tune-table-120x40 120 40
