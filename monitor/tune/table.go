@@ -77,7 +77,7 @@ func short(phase string) string {
 func (c Candidate) row(width int) string {
 	tag := ""
 	if c.Baseline {
-		tag = "  (the script's own)"
+		tag = "  (own)"
 	}
 	return fmt.Sprintf("  %-*s %8.1f  %.1f-%.1f  %4.1f cores %8s%s", width+5, c.Setting, c.Median, c.Min, c.Max, c.CPUCores, mb(c.PeakRSS), tag)
 }
@@ -101,7 +101,7 @@ func (r *Report) writeAdvice(w io.Writer) {
 	case r.Winner.Baseline:
 		verdict.WriteWrapped(w, "advice:  ", "keep the script's settings: no setting tried beat them beyond the noise of the runs")
 	default:
-		verdict.WriteWrapped(w, "advice:  ", fmt.Sprintf("%s: %.2fx the script's own samples/s (median of %d full runs each)", r.Winner.Setting, r.SpeedUp, r.Winner.Runs))
+		verdict.WriteWrapped(w, "advice:  ", fmt.Sprintf("%s: %.2fx the script's own samples/s (the medians of their full runs)", r.Winner.Setting, r.SpeedUp))
 		for _, c := range r.Change {
 			verdict.WriteWrapped(w, "change:  ", c)
 		}
