@@ -47,7 +47,9 @@ PIPETOP_STACKS_HZ sets the stack samples of the training thread and the
 DataLoader workers (default 100 a second, 0 off), from which the verdict
 names the code the time goes to. --record FILE records the run (every
 rank, and the host's readings each second) for pipetop replay, summary,
-compare and report.`
+compare and report. --apply FILE runs the script with the DataLoader and
+thread settings of a pipetop tune report (its winner's plan) or a plan file,
+without editing it (docs/tune.md).`
 
 // runFlags is pipetop run.
 func runFlags(fs *flag.FlagSet) runFunc {
