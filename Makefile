@@ -11,7 +11,7 @@ PY := /usr/bin/python3
 FUZZTIME ?= 10s
 DEMO_DATA ?= data/demo.zarr
 
-.PHONY: all deps build shim test test-go test-python check-libtorch2 gpu-check-cpu gpu-check-prep fuzz lint bench demo screenshots clean
+.PHONY: all deps build shim test test-go test-tune test-python check-libtorch2 gpu-check-cpu gpu-check-prep fuzz lint bench demo screenshots clean
 
 all: build
 
@@ -37,14 +37,19 @@ test: build
 	@$(MAKE) --no-print-directory check-libtorch2
 	@$(MAKE) --no-print-directory gpu-check-cpu
 
-# tests/diagnosis, tests/bisect and tests/tune run after the rest, alone and
-# one after the other: their planted scenarios read the machine's CPU (threads
+# tests/diagnosis and tests/bisect run after the rest, alone and one after
+# the other (tests/tune too, in make test-tune): their planted scenarios read the machine's CPU (threads
 # waiting, idle cores, workers' busy shares, samples/s against the script's
 # own), which the other packages' tests would be using at the same time.
 ALONE := /tests/diagnosis$$|/tests/bisect$$|/tests/tune$$
 test-go:
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(ALONE)')
-	$(GO) test -count=1 -timeout 30m -p 1 ./tests/diagnosis ./tests/bisect ./tests/tune
+	$(GO) test -count=1 -timeout 20m -p 1 ./tests/diagnosis ./tests/bisect
+
+## test-tune: pipetop tune end to end on the planted scripts (tests/tune):
+## six whole tunes, 15-20 minutes on 2 cores, so not part of make test
+test-tune: build
+	$(GO) test -count=1 -timeout 40m -v ./tests/tune
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
