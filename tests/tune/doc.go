@@ -3,6 +3,7 @@
 // never import pipetop): the setting tune advises is the known best, or
 // within 10 % of it when both are run by hand; nothing is tried when the
 // network is the bottleneck; the memory guard refuses a trial; and
-// pipetop run --apply reproduces the winner's speed. It reads the
-// machine's CPU, so make test runs it alone, after the other packages.
+// pipetop run --apply reproduces the winner's speed. Its six whole tunes
+// take 15-20 minutes on 2 cores and read the machine's CPU, so it runs
+// alone, in make test-tune, not in make test.
 package tune
