@@ -73,11 +73,12 @@ func (m *meter) run(ctx context.Context, p *child.Process) {
 		m.timedOut = time.Now().After(deadline)
 		return
 	}
-	// Steps sent in batches and read only when a snapshot is taken: at
-	// thousands of steps a second, a wake-up for each would take the CPU
-	// the phase measures. (Not aggregates: a loop that stops, e.g. on
-	// input(), would leave its last steps unsent.)
-	mon, err := monitor.Open(ctx, sock, monitor.Options{Sources: m.c.Sources(), Gated: true, Batch: time.Second})
+	// Aggregates, not a frame per step, read only when a snapshot is
+	// taken: at thousands of steps a second, sending and reading each one
+	// would take the CPU the phase measures (a phase then measured half
+	// its steps/s). The cost: the steps of a loop's last partial second
+	// before it stops (on input(), say) are not seen.
+	mon, err := monitor.Open(ctx, sock, monitor.Options{Sources: m.c.Sources(), Aggregates: true, Gated: true, Batch: time.Second})
 	if err != nil {
 		m.notes = append(m.notes, fmt.Sprintf("attach %s: %v", sock, err))
 		return
