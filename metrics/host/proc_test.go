@@ -67,19 +67,27 @@ func TestProcSamplerSelf(t *testing.T) {
 }
 
 // TestProcSamplerChildren starts an idle and a busy child and expects both
-// in the child list, the busy one using CPU.
+// in the child list, the busy one at the CPU share gopsutil measures over the
+// same window. The window lasts until the busy child has run 300 ms, so a
+// loaded machine lengthens the test instead of failing it.
 func TestProcSamplerChildren(t *testing.T) {
 	idle := startChild(t, "sleep", "30")
 	busy := startChild(t, "sh", "-c", "while :; do :; done")
+	settle(t, idle.Process.Pid)
 	s := NewProcSampler(os.Getpid(), "")
-	now := time.Now()
-	if err := s.Sample(now); err != nil {
+	before := childCPU(t, busy.Process.Pid)
+	start := time.Now()
+	if err := s.Sample(start); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if err := s.Sample(now.Add(300 * time.Millisecond)); err != nil {
+	for childCPU(t, busy.Process.Pid)-before < 0.3 && time.Since(start) < 20*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	end := time.Now()
+	if err := s.Sample(end); err != nil {
 		t.Fatal(err)
 	}
+	used := childCPU(t, busy.Process.Pid) - before
 	kids := s.Snapshot().Children
 	byPID := map[int]ProcInfo{}
 	for _, k := range kids {
@@ -93,8 +101,12 @@ func TestProcSamplerChildren(t *testing.T) {
 	if !ok || kb.Comm != "sh" {
 		t.Fatalf("busy child %d not listed: %+v", busy.Process.Pid, kids)
 	}
-	if !kb.CPU.Valid() || kb.CPU.V < 20 {
-		t.Errorf("busy child CPU = %+v, want >= 20%%", kb.CPU)
+	// gopsutil's reads bracket the sampler's, so the sampler may see up to
+	// a few clock ticks less than gopsutil on a loaded machine.
+	wall := end.Sub(start).Seconds()
+	want, slack := 100*used/wall, 100*0.05/wall
+	if !kb.CPU.Valid() || kb.CPU.V > want+1e-9 || kb.CPU.V < want-slack {
+		t.Errorf("busy child CPU = %+v, gopsutil says %.1f%% (±%.1f) over %.2fs", kb.CPU, want, slack, wall)
 	}
 	if !ki.CPU.Valid() || ki.CPU.V > 5 {
 		t.Errorf("idle child CPU = %+v, want ~0", ki.CPU)
@@ -102,6 +114,36 @@ func TestProcSamplerChildren(t *testing.T) {
 	if !slices.IsSortedFunc(kids, func(a, b ProcInfo) int { return a.PID - b.PID }) {
 		t.Errorf("children not sorted by pid")
 	}
+}
+
+// settle waits until pid has stopped using CPU, so a child still loading on
+// a busy machine is not measured as busy.
+func settle(t *testing.T, pid int) {
+	t.Helper()
+	last := childCPU(t, pid)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		now := childCPU(t, pid)
+		if now == last {
+			return
+		}
+		last = now
+	}
+	t.Fatalf("child %d still using CPU after 20s", pid)
+}
+
+// childCPU is the user+system CPU seconds gopsutil reads for pid.
+func childCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	p, err := process.NewProcess(int32(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Times()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.User + c.System
 }
 
 // A child started after a walk of the tree shows from the next walk, at
