@@ -46,14 +46,22 @@ func (t *tuner) tune(ctx context.Context) {
 }
 
 // searchLoader tries the DataLoader's settings in loader trials: the
-// workers doubling (with torch's threads in each worker, then one), then
-// deeper prefetching and persistent workers on the best so far.
+// workers doubling (with torch's threads in each worker, then one; then,
+// when the script's workers do not persist, again with persistent
+// workers, since a worker start paid every epoch hides what more workers
+// deliver), then deeper prefetching and persistent workers on the best so
+// far.
 func (t *tuner) searchLoader(ctx context.Context, sc scores) {
 	base := t.r.Baseline
 	sc.measure(t, ctx, verdict.PhaseLoader, base)
 	for _, threads := range []int{0, 1} {
 		s := base
 		s.WorkerThreads = threads
+		t.sweepWorkers(ctx, sc, s)
+	}
+	if !base.PersistentWorkers {
+		s := base
+		s.WorkerThreads, s.PersistentWorkers = sc.top().WorkerThreads, true
 		t.sweepWorkers(ctx, sc, s)
 	}
 	best := sc.top()

@@ -85,11 +85,20 @@ func TestSearchFindsThePlantedBest(t *testing.T) {
 			}
 			return 60 / float64(max(s.NumWorkers, 1)), 2
 		}, Setting{NumWorkers: 2, WorkerThreads: 1}},
+		{"worker starts each epoch: persistent workers, then as many as the cores", Setting{NumWorkers: 2}, func(s Setting) (float64, float64) {
+			// 64 items of 3 ms on 2 cores; a worker start costs 1 s, paid
+			// every epoch unless the workers persist.
+			epoch := 64 * 0.003 / float64(min(max(s.NumWorkers, 1), 2))
+			if s.NumWorkers > 0 && !s.PersistentWorkers {
+				epoch++
+			}
+			return 64 / epoch, float64(min(s.NumWorkers, 2))
+		}, Setting{NumWorkers: 2, PersistentWorkers: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tu := fakeTuner(t, tc.base, 2, tc.model)
 			tu.tune(context.Background())
-			if tu.r.Winner == nil || tu.r.Winner.Setting.NumWorkers != tc.want.NumWorkers || tu.r.Winner.Setting.WorkerThreads != tc.want.WorkerThreads {
+			if w := tu.r.Winner; w == nil || w.Setting.NumWorkers != tc.want.NumWorkers || w.Setting.WorkerThreads != tc.want.WorkerThreads || w.Setting.PersistentWorkers != tc.want.PersistentWorkers {
 				t.Fatalf("winner %+v, want %+v; trials %+v", tu.r.Winner, tc.want, tu.r.Trials)
 			}
 			if tu.r.SpeedUp <= 1 || len(tu.r.Change) == 0 || !strings.HasPrefix(tu.r.Change[0], "train.py:42: DataLoader(") {

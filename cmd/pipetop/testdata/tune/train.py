@@ -33,9 +33,13 @@ Cases, each with a known best setting (on a 2-core machine):
                    adding workers only adds threads fighting for the cores.
   worker_start     each worker's start costs 1 s (a sleep in
                    worker_init_fn: a lazy open of remote storage) and an
-                   epoch is 8 batches of cheap items; the user has
-                   persistent_workers=False, so every epoch pays the start.
-                   Best: persistent_workers=True (the start is paid once).
+                   epoch is 8 batches of cpu_items' ~3 ms items; the user
+                   has 2 workers and persistent_workers=False, so every
+                   epoch pays the start. Best: persistent_workers=True with
+                   2 workers (the start is paid once; the items still need
+                   both cores). Without persistence no worker count beats
+                   loading on the training thread, so a search that keeps
+                   the script's persistence ends at num_workers=0.
   compute          cheap in-memory items, a heavy network (3 1024-wide
                    layers at batch 64): the step is the network's. Best:
                    nothing helps (workers only take cores from the
@@ -163,7 +167,7 @@ def dataset(case: str, mb: int) -> Items:
     n = ITEMS.get(case, 4096)
     if case == "memory":
         return Cached(n, mb)
-    cost = {"cpu_items": numpy_item, "storage": storage_item, "threaded_decode": decode_item}.get(case)
+    cost = {"cpu_items": numpy_item, "worker_start": numpy_item, "storage": storage_item, "threaded_decode": decode_item}.get(case)
     return Items(n, cost)
 
 
