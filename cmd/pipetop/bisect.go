@@ -128,7 +128,7 @@ func (c *bisectConfig) phaseList() []string {
 
 // runBisect runs the bisect c describes and prints its result.
 func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) error {
-	env, err := runEnv(runConfig{name: c.name})
+	env, _, err := runEnv(runConfig{name: c.name})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -88,9 +89,12 @@ func (c *runConfig) check(argv []string) error {
 // runCommand runs the command c names, instrumented, and prints the
 // summary of its run.
 func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	env, err := runEnv(c)
+	env, planOut, err := runEnv(c)
 	if err != nil {
 		return err
+	}
+	if planOut != "" {
+		defer os.RemoveAll(filepath.Dir(planOut))
 	}
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = env
@@ -132,6 +136,9 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 	if err := report(summaryDir(), start, c.asJSON, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "pipetop:", err)
 	}
+	if planOut != "" {
+		fmt.Fprintf(stderr, "pipetop: --apply %s: %s\n", c.apply, tune.DescribeOutcome(tune.ReadPlanReports(planOut)))
+	}
 	if status != 0 {
 		return exitStatus(status)
 	}
@@ -140,15 +147,17 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 
 // runEnv unpacks the embedded publisher and returns the child's
 // environment: the publisher on PYTHONPATH behind a sitecustomize
-// bootstrap, the name, and the summary left for pipetop to print.
-func runEnv(c runConfig) ([]string, error) {
+// bootstrap, the name, the summary left for pipetop to print, and with
+// --apply the plan, in a directory of its own where the script reports
+// what it applied (planOut).
+func runEnv(c runConfig) (env []string, planOut string, err error) {
 	root, err := pypublish.CacheRoot()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	dir, err := pypublish.Unpack(root)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	set := []string{"PIPETOP_SUMMARY=file"}
 	if c.name != "" {
@@ -157,15 +166,21 @@ func runEnv(c runConfig) ([]string, error) {
 	if c.apply != "" {
 		plan, err := tune.PlanOf(c.apply)
 		if err != nil {
-			return nil, fmt.Errorf("--apply: %w", err)
+			return nil, "", fmt.Errorf("--apply: %w", err)
 		}
-		env, err := tune.WritePlan(plan, root, fmt.Sprintf("plan-%d.json", os.Getpid()))
+		tmp, err := os.MkdirTemp("", "pipetop-apply-")
 		if err != nil {
-			return nil, fmt.Errorf("--apply: %w", err)
+			return nil, "", fmt.Errorf("--apply: %w", err)
 		}
-		set = append(set, env...)
+		penv, out, err := tune.WritePlan(plan, tmp, "plan.json")
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, "", fmt.Errorf("--apply: %w", err)
+		}
+		set, planOut = append(set, penv...), out
 	}
-	return pypublish.Env(os.Environ(), dir, set...)
+	env, err = pypublish.Env(os.Environ(), dir, set...)
+	return env, planOut, err
 }
 
 // summaryDir is where the child writes its summary: $PIPETOP_SUMMARY_DIR,

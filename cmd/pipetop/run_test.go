@@ -503,3 +503,50 @@ func TestReportSummaries(t *testing.T) {
 		t.Errorf("verdict not added to the file: %v\n%s", err, b)
 	}
 }
+
+// pipetop run --apply says where the plan was applied, and says so when
+// it reached no DataLoader (a plan written before the script changed).
+func TestRunApplyReportsTheOutcome(t *testing.T) {
+	e := newRunEnv(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "tune", "train.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := loaderLine(t, script)
+	for _, tc := range []struct {
+		line int
+		want string
+	}{
+		{line, fmt.Sprintf("the plan was applied at train.py:%d", line)},
+		{line - 1, fmt.Sprintf("the plan reached no DataLoader; no DataLoader was made at train.py:%d (the script made its DataLoaders at train.py:%d)", line-1, line)},
+	} {
+		plan := filepath.Join(t.TempDir(), "plan.json")
+		doc := fmt.Sprintf(`{"schema": "pipetop-plan/1", "loader": {"site": "train.py:%d", "num_workers": 1}}`, tc.line)
+		if err := os.WriteFile(plan, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := e.command(t, nil, "--no-tui", "--apply", plan, "--", debPython, script, "--case", "cpu_items", "--steps", "5")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pipetop run --apply: %v\n%s", err, out)
+		}
+		if want := "pipetop: --apply " + plan + ": " + tc.want; !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// loaderLine is the line of the training DataLoader's call in script.
+func loaderLine(t *testing.T, script string) int {
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "# THE TRAINING DATALOADER") {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s: no training DataLoader marked", script)
+	return 0
+}

@@ -135,7 +135,7 @@ func runTune(ctx context.Context, c tuneConfig, stdout, stderr io.Writer) error 
 // tuneConfig is what tune.Run needs from the command line, and what to
 // remove once it is done.
 func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
-	env, err := runEnv(runConfig{})
+	env, _, err := runEnv(runConfig{})
 	if err != nil {
 		return tune.Config{}, nil, err
 	}

@@ -116,17 +116,22 @@ func (s Setting) plan(site string) Plan {
 }
 
 // WritePlan writes p to dir/name and returns the environment that makes
-// the instrumentation apply it.
-func WritePlan(p Plan, dir, name string) ([]string, error) {
+// the instrumentation apply it, and the directory where the script's
+// processes report what they applied (ReadPlanReports).
+func WritePlan(p Plan, dir, name string) (env []string, out string, err error) {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return nil, fmt.Errorf("write plan: %w", err)
+		return nil, "", fmt.Errorf("write plan: %w", err)
 	}
-	return []string{"PIPETOP_PLAN=" + path}, nil
+	out = strings.TrimSuffix(path, ".json") + ".out"
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return nil, "", fmt.Errorf("plan reports: %w", err)
+	}
+	return []string{"PIPETOP_PLAN=" + path, "PIPETOP_PLAN_OUT=" + out}, out, nil
 }
 
 // PlanOf reads the plan a file holds: a pipetop tune report's winner, or

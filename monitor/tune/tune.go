@@ -221,7 +221,7 @@ func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool
 		t.r.Trials = append(t.r.Trials, tr)
 		return tr
 	}
-	env, err := WritePlan(s.plan(t.r.DataLoader.Site), t.c.Bisect.Dir, label+".plan.json")
+	env, out, err := WritePlan(s.plan(t.r.DataLoader.Site), t.c.Bisect.Dir, label+".plan.json")
 	if err != nil {
 		tr.Status, tr.Notes = verdict.PhaseFailed, []string{err.Error()}
 		t.r.Trials = append(t.r.Trials, tr)
@@ -231,10 +231,27 @@ func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool
 	fmt.Fprintf(t.c.Log, "pipetop tune: %s, %s trial: %s\n", label, phase, s)
 	p := t.run(ctx, bisect.Trial{Phase: phase, Label: label, Env: env, Guard: memoryGuard(t.c.MemoryLimit)})
 	tr.Status, tr.SamplesPerSec, tr.CPUCores, tr.PeakRSS, tr.Notes = p.Status, p.SamplesPerSec, p.CPUCores, p.PeakRSS, p.Notes
-	if !p.Measured() {
+	planned(&tr, out)
+	if !p.Measured() || tr.Status == verdict.PhaseFailed {
 		tr.SamplesPerSec = 0
 	}
 	fmt.Fprintf(t.c.Log, "pipetop tune: %s: %s, %.1f samples/s\n", label, tr.Status, tr.SamplesPerSec)
 	t.r.Trials = append(t.r.Trials, tr)
 	return tr
+}
+
+// planned adds to a measured trial what the script reported of its plan:
+// its notes, and a failure when the plan reached no DataLoader (the trial
+// then measured the script's own settings under another name).
+func planned(tr *Trial, out string) {
+	reports, err := ReadPlanReports(out)
+	sites, notes := PlanOutcome(reports)
+	tr.Notes = append(tr.Notes, notes...)
+	switch {
+	case tr.Status != verdict.PhaseOK && tr.Status != verdict.PhaseShort:
+	case err != nil:
+		tr.Status, tr.Notes = verdict.PhaseFailed, append(tr.Notes, err.Error())
+	case len(sites) == 0:
+		tr.Status, tr.Notes = verdict.PhaseFailed, append(tr.Notes, "the plan reached no DataLoader: the trial ran the script's own settings")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +28,47 @@ func fakeTuner(t *testing.T, base Setting, cores int, model loaderModel) *tuner 
 	tu := &tuner{c: Config{Cores: cores, Rounds: 3, Log: io.Discard, Bisect: bisect.Config{Dir: dir}}, r: r, start: time.Now()}
 	tu.run = func(_ context.Context, tr bisect.Trial) verdict.PhaseResult {
 		s := settingOf(t, tr.Env)
+		applied(t, tr.Env, "train.py:42")
 		rate, c := model(s)
 		return verdict.PhaseResult{Name: tr.Phase, Status: verdict.PhaseOK, Steps: 100, SamplesPerSec: rate, CPUCores: c}
 	}
 	return tu
+}
+
+// applied writes the report a script writes when its plan reached the
+// DataLoader at site ("" : reached none) to the trial's PIPETOP_PLAN_OUT.
+func applied(t *testing.T, env []string, site string) {
+	for _, kv := range env {
+		dir, ok := strings.CutPrefix(kv, "PIPETOP_PLAN_OUT=")
+		if !ok {
+			continue
+		}
+		r := PlanReport{Schema: PlanReportSchema, PID: 7, Notes: []string{"a note"}}
+		if site != "" {
+			r.Applied = []AppliedLoader{{Site: site, Loaders: 1}}
+		}
+		b, _ := json.Marshal(r)
+		if err := os.WriteFile(filepath.Join(dir, "plan-7.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no PIPETOP_PLAN_OUT in %v", env)
+}
+
+// A trial whose plan reached no DataLoader measured the script's own
+// settings: it fails, with the script's note, and never wins.
+func TestPlanThatReachedNothingFails(t *testing.T) {
+	tu := fakeTuner(t, Setting{NumWorkers: 2}, 2, func(Setting) (float64, float64) { return 100, 1 })
+	tu.run = func(_ context.Context, tr bisect.Trial) verdict.PhaseResult {
+		applied(t, tr.Env, "")
+		return verdict.PhaseResult{Name: tr.Phase, Status: verdict.PhaseOK, Steps: 100, SamplesPerSec: 100}
+	}
+	tr := tu.trial(context.Background(), verdict.PhaseLoader, Setting{NumWorkers: 4}, false)
+	if tr.Status != verdict.PhaseFailed || tr.SamplesPerSec != 0 || !slices.Contains(tr.Notes, "a note") ||
+		!slices.Contains(tr.Notes, "the plan reached no DataLoader: the trial ran the script's own settings") {
+		t.Errorf("trial %+v", tr)
+	}
 }
 
 // settingOf reads back the setting a trial's plan file applies.

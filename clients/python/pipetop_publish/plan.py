@@ -124,6 +124,8 @@ def init_wrapper(orig: Callable) -> Callable:
         try:
             if site is not None:
                 self._pipetop_site = site
+                if plan is not None:
+                    plan.seen.setdefault(site_name(site), None)
             if new is not None:
                 plan.made(self, site)
         except Exception as e:  # noqa: BLE001 - the site is optional
@@ -296,6 +298,7 @@ class Plan:
         self.resolved: Optional[str] = None  # the training loader's site, when the plan names none
         self.notes: Dict[str, None] = {}  # in order, each once
         self.applied: Dict[str, Dict[str, Any]] = {}  # by site and effective arguments
+        self.seen: Dict[str, None] = {}  # the sites of every DataLoader made, in order
         self.threaded = False  # worker_threads reached a loader with workers
         self.signature: Optional[inspect.Signature] = None
         atexit.register(self.end)
@@ -398,8 +401,7 @@ class Plan:
         notes: List[str] = list(self.notes)
         target = self.site or self.resolved
         if ending and (self.args or self.worker_threads is not None) and not self.applied:
-            notes.append("no DataLoader was made at %s" % (target,) if target
-                         else "no site in the plan and no training loader found: nothing applied")
+            notes.append(self._unmatched(target))
         main = None
         try:
             main = int(self.torch.get_num_threads()) if self.torch is not None else None
@@ -409,6 +411,15 @@ class Plan:
                 "applied": list(self.applied.values()),
                 "threads": {"main": main, "worker": self.worker_threads if self.threaded else None},
                 "notes": notes}
+
+    def _unmatched(self, target: Optional[str]) -> str:
+        """The note of a plan that reached no DataLoader."""
+        if not target:
+            return "no site in the plan and no training loader found: nothing applied"
+        if not self.seen:
+            return "no DataLoader was made at %s" % (target,)
+        return ("no DataLoader was made at %s (the script made its DataLoaders at %s): nothing applied; "
+                "if the script changed since the plan was written, tune it again" % (target, ", ".join(self.seen)))
 
     def end(self) -> None:
         """The process exits: the report's last version."""
