@@ -22,15 +22,18 @@ Cases, each with a known best setting (on a 2-core machine):
                    released) and costs nearly no CPU; the user has 2
                    workers. Best: far more workers than cores (8-16): the
                    waits overlap.
-  threaded_decode  each item runs a 256x256 matmul, tanh and a scale in
-                   torch (a few parallel regions); the user's worker_init_fn
-                   gives each worker a torch thread per core
-                   (os.cpu_count()), so 2 workers run 4 spinning OpenMP
-                   threads on 2 cores and every region waits for a thread
-                   the other worker holds off its core (10-20x slower than
-                   one thread each, measured). Best: worker_threads=1 (the
-                   plan's cap, over the user's own call), with 2 workers;
-                   adding workers only adds threads fighting for the cores.
+  threaded_decode  each item runs ~2 ms of single-threaded numpy and a
+                   256x256 matmul, tanh and a scale in torch (a few
+                   parallel regions); the user's worker_init_fn gives each
+                   worker a torch thread per core (os.cpu_count()), so 2
+                   workers run 4 spinning OpenMP threads on 2 cores and
+                   every region waits for a thread the other worker holds
+                   off its core (10-20x slower than one thread each,
+                   measured). Best: worker_threads=1 (the plan's cap, over
+                   the user's own call), with 2 workers; adding workers only
+                   adds threads fighting for the cores, and loading on the
+                   training thread (no workers) runs the numpy part on one
+                   core.
   worker_start     each worker's start costs 1 s (a sleep in
                    worker_init_fn: a lazy open of remote storage) and an
                    epoch is 8 batches of cpu_items' ~3 ms items; the user
@@ -123,10 +126,12 @@ _W = torch.randn(256, 256) / 16
 
 
 def decode_item(i: int) -> float:
-    """A 256x256 matmul, tanh and a scale: a few parallel regions over every
-    intra-op thread torch has."""
+    """~2 ms of single-threaded numpy (the part of a decode no thread pool
+    splits), then a 256x256 matmul, tanh and a scale: a few parallel regions
+    over every intra-op thread torch has."""
     a = torch.tanh(torch.randn(256, 256) @ _W)
-    return float((a * 0.99 + 0.01)[0, 0]) * 1e-3
+    b = np.sort(np.sin(np.arange(20000, dtype=np.float64) * (i + 1)))
+    return float((a * 0.99 + 0.01)[0, 0] + b[i % 20000]) * 1e-3
 
 
 class Cached(Items):
@@ -211,6 +216,9 @@ def loader_extra(args: argparse.Namespace) -> Dict[str, Any]:
 # The loop
 
 
+WARMUP_S = 2.0  # --seconds counts from this long after the first batch
+
+
 def train(args: argparse.Namespace) -> None:
     """Train until --steps (0: until stopped); print the rate at the end."""
     data = dataset(args.case, args.mb)
@@ -220,18 +228,20 @@ def train(args: argparse.Namespace) -> None:
     model = network(args.case)
     opt = torch.optim.SGD(model.parameters(), lr=0.001)
     steps = samples = 0
-    t0 = 0.0
+    first = t0 = None  # the first batch's time; where the rate's window starts
     while True:
         for x, y in loader:
-            if not steps:
-                t0 = time.perf_counter()  # the rate counts the batches after the first
+            now = time.perf_counter()
+            first = now if first is None else first
+            if t0 is None and now - first >= (WARMUP_S if args.seconds else 0):
+                t0 = now  # the rate counts the batches after this one
             loss = (model(x) - y).pow(2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-            samples += len(x) if steps else 0
+            samples += len(x) if t0 is not None and now > t0 else 0
             steps += 1
-            if steps == args.steps:
+            if steps == args.steps or (args.seconds and t0 is not None and now - t0 >= args.seconds):
                 seconds = time.perf_counter() - t0
                 print(json.dumps({"case": args.case, "samples_per_sec": round(samples / seconds, 1),
                                   "steps": steps, "seconds": round(seconds, 2)}), flush=True)
@@ -246,6 +256,8 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--prefetch", type=int, help="prefetch_factor (default: torch's)")
     p.add_argument("--persistent", type=int, choices=(0, 1), default=None, help="persistent_workers (default 0)")
     p.add_argument("--steps", type=int, default=0, help="stop after N steps (default: until stopped)")
+    p.add_argument("--seconds", type=float, default=0,
+                   help="stop after S seconds counted from %g s after the first batch (every worker started)" % WARMUP_S)
     p.add_argument("--mb", type=int, default=600, help="the memory case's array size in MB")
     train(settings(p.parse_args(argv)))
 
