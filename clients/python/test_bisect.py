@@ -250,6 +250,19 @@ class TestPhases(unittest.TestCase):
             self.assertTrue(any(note in n for n in doc["notes"]), doc["notes"])
             shutil.rmtree(d, True)
 
+    def test_cache_time_limit(self) -> None:
+        # A loader slower than the caching time: what it delivered by then
+        # is cached (the batch of the first step at least), never a wait of
+        # minutes the phase would read as a stall.
+        r, d, doc = _run("cached", epochs=2, PIPETOP_BISECT_CACHE_SECONDS="1e-9")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(_lines(r)[:-1]), 2)
+        self.assertEqual(doc["cache"]["limited_by"], "time")
+        self.assertGreaterEqual(doc["cache"]["batches"], 1)
+        self.assertLess(doc["cache"]["batches"], doc["cache"]["max_batches"])
+        self.assertTrue(any("batches in 1e-09 s of caching" in n for n in doc["notes"]), doc["notes"])
+        shutil.rmtree(d, True)
+
     def test_forward_skips_backward_and_optimizer(self) -> None:
         r, d, doc = _run("forward", epochs=2, PIPETOP_BISECT_CACHE_BATCHES="4")
         self.assertEqual(r.returncode, 0, r.stderr)

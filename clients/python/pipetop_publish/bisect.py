@@ -10,7 +10,8 @@ the phase out inside the unmodified script:
   published per batch, across epochs, for ``PIPETOP_BISECT_SECONDS``; then
   the process exits with status 0.
 - ``cached``: after the first optimizer step, up to
-  ``PIPETOP_BISECT_CACHE_BATCHES`` batches (at most ``PIPETOP_BISECT_CACHE_MB``)
+  ``PIPETOP_BISECT_CACHE_BATCHES`` batches (at most ``PIPETOP_BISECT_CACHE_MB``,
+  and what the loader delivers in ``PIPETOP_BISECT_CACHE_SECONDS``)
   of the training loader are kept, its workers are shut down, and the same
   batch objects are served again in order, cyclically, with the loader's
   epoch length.
@@ -191,6 +192,7 @@ class Phase:
         self.seconds = _number(environ, "PIPETOP_BISECT_SECONDS", 30.0, self.notes)
         self.cap_mb = _number(environ, "PIPETOP_BISECT_CACHE_MB", 1024.0, self.notes)
         self.max_batches = _count(environ, "PIPETOP_BISECT_CACHE_BATCHES", 64, self.notes)
+        self.fill_s = _number(environ, "PIPETOP_BISECT_CACHE_SECONDS", 5.0, self.notes)
         self.rank = _rank(environ)
         self.loader: Dict[str, Any] = {"seen": False, "len": None, "iterable": False, "batch_size": None, "workers": None,
                                        "site": None, "site_path": None, "site_line": None, "args": None}
@@ -327,7 +329,13 @@ class Phase:
                 break
         self.watched = []
         kept = len(items)
+        deadline = time.monotonic() + self.fill_s
         while not limit:
+            if items and time.monotonic() >= deadline:
+                limit = "time"
+                self.notes.append("the training loader delivered %d batches in %g s of caching: %d cached, fewer than --cache-batches %d"
+                                  % (len(items) - kept, self.fill_s, len(items), self.max_batches))
+                break
             try:
                 b = real_next(it)
             except StopIteration:
