@@ -46,6 +46,31 @@ const (
 	TypicalRank = 0.4
 )
 
+// PauseStages are the stages besides data_wait whose long times the
+// summaries look at for a pattern (Summary.Pauses): the step's untimed
+// rest (a checkpoint written between steps), evaluation and explicit
+// synchronization.
+var PauseStages = []string{Other, Eval, Sync}
+
+// Pause is the pattern of one stage's times over a window's steps, as the
+// WaitPattern of data_wait: a stage that takes long on a few steps, often
+// every N steps (a checkpoint, an evaluation pass), rather than on each.
+type Pause struct {
+	// Stage names the stage.
+	Stage string `json:"stage"`
+	WaitPattern
+}
+
+// RunShare is the part (0..1) of the window's step time the pattern's
+// spikes take, given the mean step wall time: "188 ms every 25 steps, 29 %
+// of the run's time".
+func (p *WaitPattern) RunShare(wallMean float64) float64 {
+	if p == nil || wallMean <= 0 {
+		return 0
+	}
+	return p.Spikes * p.SpikeNs / wallMean
+}
+
 // Bursty reports whether the waits come in bursts: a minority of steps
 // wait much longer than the typical one, and those hold most of the wait.
 func (p *WaitPattern) Bursty() bool {
