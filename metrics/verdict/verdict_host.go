@@ -25,6 +25,10 @@ type Host struct {
 	RSS, GPUMem Series
 	// CPU is the run's threads and the CPU it may use; nil when unread.
 	CPU *HostCPU
+	// WriteRate is the bytes a second the trainer process wrote through
+	// write calls (its /proc/PID/io wchar) over the latest reading; 0
+	// when unknown.
+	WriteRate float64
 }
 
 // Series is a number sampled over time.
