@@ -281,6 +281,10 @@ class TestAutoRun(unittest.TestCase):
         names = [s["name"] for s in doc["stages"]]
         for want in ("forward", "backward", "optim", "eval", "other"):
             self.assertIn(want, names)
+        recent = doc["recent"]
+        self.assertEqual([row[0] for row in recent["steps"]], [0, 1, 2])
+        self.assertTrue(all(len(row) == 3 + len(recent["names"]) and row[2] >= row[1] for row in recent["steps"]))
+        self.assertGreater(doc["io"]["wchar"], 0)
         self.assertEqual(os.listdir(d).count("pipetop-summary-accum-%d.json" % doc["pid"]), 1)
         self.assertFalse([n for n in os.listdir(d) if n.endswith(".sock")], "socket left behind")
 
