@@ -116,7 +116,9 @@ class TestWorkerSlots(unittest.TestCase):
         info = workers.IterInfo(dl, created=1000)
         self.assertEqual(workers._epoch_fields(info), {"length": 8, "worker_starts": 4, "site": "train.py:42"})
         info.first = 1000 + 1_500_000_000
-        self.assertEqual(workers._epoch_fields(info)["worker_start_ns"], 1_500_000_000)
+        workers.started(info)
+        later = workers.IterInfo(dl, created=5_000_000_000)  # the next epoch's, before its first batch
+        self.assertEqual(workers._epoch_fields(later)["worker_start_ns"], 1_500_000_000)
 
         class Endless(Loader):
             persistent_workers = True

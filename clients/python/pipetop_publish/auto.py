@@ -378,6 +378,7 @@ def _next_wrapper(orig: Callable) -> Callable:
                         info.last = _now()
                         if not info.first:
                             info.first = info.last
+                            _workers.started(info)
             except Exception as e:  # noqa: BLE001
                 st.fail(e)
 

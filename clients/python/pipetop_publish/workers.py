@@ -101,6 +101,14 @@ def worker_starts(loader: Any) -> int:
     return int(getattr(loader, "_pipetop_starts", 0) or 0)
 
 
+def started(info: IterInfo) -> None:
+    """The iterator of info handed its first batch over: what starting its
+    workers cost is kept on its DataLoader, for the loader frames sent
+    while the next epoch's workers start."""
+    if info.workers:
+        info.dl._pipetop_start_ns = info.first - info.created
+
+
 def iter_init_wrapper(orig: Callable) -> Callable:
     """_BaseDataLoaderIter.__init__: remember the loader's settings."""
 
@@ -267,8 +275,9 @@ def _epoch_fields(info: IterInfo) -> Dict[str, Any]:
     starts = worker_starts(info.dl)
     if starts:
         out["worker_starts"] = starts
-    if info.workers and info.first > info.created:
-        out["worker_start_ns"] = info.first - info.created
+    start = int(getattr(info.dl, "_pipetop_start_ns", 0) or 0)
+    if start > 0:
+        out["worker_start_ns"] = start
     if info.site is not None:
         out["site"] = "%s:%d" % (os.path.basename(info.site[0]), info.site[1])
     return out
