@@ -2,7 +2,7 @@
 """A training loop over a small dataset for several epochs. Planted: 64
 samples, batch 8 (8 batches an epoch), 2 DataLoader workers, each of which
 opens its dataset for 1.5 s when it starts (--open-s, in worker_init_fn);
-steps of 20 ms (10 ms forward, 10 ms optimizer). Without --persistent the
+steps of 20 ms (12 ms forward, 8 ms optimizer). Without --persistent the
 DataLoader starts 2 new workers every epoch, so every 8th step waits about
 1.5 s for them; with it (persistent_workers=True) the workers start once."""
 
@@ -28,8 +28,8 @@ def open_dataset(worker_id: int) -> None:
 
 
 loader = DataLoader(SleepyDataset(64), batch_size=8, num_workers=2, worker_init_fn=open_dataset, persistent_workers=args.persistent)
-model = SleepyNet(forward_ms=10)
-opt = SlowSGD(model.parameters(), step_ms=10)
+model = SleepyNet(forward_ms=12)
+opt = SlowSGD(model.parameters(), step_ms=8)
 
 for epoch in range(args.epochs):
     for x, y in loader:
