@@ -47,8 +47,8 @@ func untimed(s stage.Summary, share float64, code *stage.CodeProfile, host *Host
 	if !periodic(p) {
 		return v
 	}
-	if call := checkpointCall(g); call != nil {
-		v.Next = checkpointNext(call, h, p, s, host)
+	if call, what := checkpointCall(g); call != nil {
+		v.Next = checkpointNext(what, call, h, p, s, host)
 	} else {
 		v.Next = fmt.Sprintf("make %s cheaper or call it less often than every %d steps; it runs on the training thread between the timed stages", culprit(h), p.Period)
 	}

@@ -71,46 +71,52 @@ func persistentAdvice(l *stage.LoaderStats) string {
 
 // checkpointCall returns the step of g's hot path that writes a
 // checkpoint or another file (torch.save, pickle, numpy's save, a file
-// write), nil when none holds HotShare of the group's time.
-func checkpointCall(g *stage.CodeGroup) *stage.PathStep {
+// write) and what it is ("a checkpoint", "a file write"); nil when none
+// holds HotShare of the group's time.
+func checkpointCall(g *stage.CodeGroup) (*stage.PathStep, string) {
 	if g == nil {
-		return nil
+		return nil, ""
 	}
 	for i := range g.Path {
 		f := &g.Path[i]
-		if f.Lib != "" && f.Share >= stage.HotShare && writes(f.Name) {
-			return f
+		if what := writes(f.Name); f.Lib != "" && f.Share >= stage.HotShare && what != "" {
+			return f, what
 		}
 	}
-	return nil
+	return nil, ""
 }
 
-// writes reports whether a library function's name says it writes:
-// save, dump, write and their variants (torch `save`, `_save`, pickle
-// `dump`, safetensors `save_file`, numpy `savez`).
-func writes(name string) bool {
-	name = strings.ToLower(name[strings.LastIndex(name, ".")+1:])
-	name = strings.TrimLeft(name, "_")
-	for _, verb := range []string{"save", "dump", "write"} {
-		if strings.HasPrefix(name, verb) {
-			return true
-		}
+// writes says what a library function writes, from its name: a save or
+// dump and their variants (torch `save`, `_save`, pickle `dump`,
+// safetensors `save_file`, numpy `savez`) is a checkpoint, a write a file
+// write; "" for any other name.
+func writes(name string) string {
+	name = strings.TrimLeft(strings.ToLower(name[strings.LastIndex(name, ".")+1:]), "_")
+	switch {
+	case strings.HasPrefix(name, "save"), strings.HasPrefix(name, "dump"):
+		return "a checkpoint"
+	case strings.HasPrefix(name, "write"):
+		return "a file write"
 	}
-	return false
+	return ""
 }
 
-// checkpointNext is the advice for a periodic pause under a file write:
-// how much the process writes each time (from its write counter, when the
-// viewer reads it) and the fix.
-func checkpointNext(call *stage.PathStep, h *stage.HotSpot, p *stage.WaitPattern, s stage.Summary, host *Host) string {
+// checkpointNext is the advice for a periodic pause under a file write
+// (what: "a checkpoint", "a file write"): how much the process writes each
+// time (from its write counter, when known) and the fix.
+func checkpointNext(what string, call *stage.PathStep, h *stage.HotSpot, p *stage.WaitPattern, s stage.Summary, host *Host) string {
 	size := ""
 	if host != nil && host.WriteRate > 0 && s.WallMean > 0 {
 		if b := host.WriteRate * float64(p.Period) * s.WallMean / 1e9; b >= CheckpointMinB {
 			size = fmt.Sprintf(", about %s each time (the process writes %s/s)", units.Bytes(b), units.Bytes(host.WriteRate))
 		}
 	}
-	return fmt.Sprintf("a checkpoint: %s writes every %d steps, %s each%s; save less often, or in a background thread or process (copy the state_dict to the CPU first) so the training loop does not wait",
-		funcText(call.CodeFrame)+" called from "+at(h), p.Period, units.Dur(p.SpikeNs), size)
+	fix := "save less often, or in a background thread or process (copy the state_dict to the CPU first)"
+	if what != "a checkpoint" {
+		fix = "write less often, or in a background thread"
+	}
+	return fmt.Sprintf("%s: %s writes every %d steps, %s each%s; %s so the training loop does not wait",
+		what, funcText(call.CodeFrame)+" called from "+at(h), p.Period, units.Dur(p.SpikeNs), size, fix)
 }
 
 // evalBound is the verdict for evaluation passes that take EvalShare or
