@@ -58,18 +58,18 @@ func pausePlants(t *testing.T) []pausePlant {
 			end: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
 				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:30"),
 				lacks: []string{"collate_fn"}}},
-		{name: "persistent", script: "epochs.py", args: []string{"--persistent"}, after: 4 * time.Second, interval: 5 * time.Second,
+		{name: "persistent", script: "epochs.py", args: []string{"--persistent", "--epochs", "80"}, after: 4 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Balanced}, stage: stage.Forward,
 				lacks: []string{"persistent_workers", "epoch", "every 8"}},
 			// The first step's 1.5 s worker start weighs in the whole run's
 			// means; the summary may call that input, but never the epoch.
 			end: pauseWant{lacks: []string{"persistent_workers", "epoch", "every 8"}}},
-		{name: "checkpoint", script: "checkpoint.py", args: []string{"--out", ckpt}, after: 5 * time.Second, interval: 6 * time.Second,
+		{name: "checkpoint", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1000"}, after: 5 * time.Second, interval: 6 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
 				has: []string{"every 25 steps", "of the run's time", "torch `save`", "called from `save_checkpoint`", "a checkpoint", "save less often"}},
 			end: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
 				has: []string{"every 25 steps", "of the run's time", "torch `save`", "a checkpoint", "MiB each time", "save less often"}}},
-		{name: "eval", script: "validation.py", args: []string{"--every", "4", "--steps", "400"}, after: 4 * time.Second, interval: 5 * time.Second,
+		{name: "eval", script: "validation.py", args: []string{"--every", "4", "--steps", "600"}, after: 4 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.StageBound}, stage: stage.Eval,
 				has: []string{"eval-bound: evaluation takes", "every 4 steps", "of the run's time", "evaluate less often than every 4 steps"}},
 			end: pauseWant{kinds: []verdict.Kind{verdict.StageBound}, stage: stage.Eval,
@@ -140,6 +140,9 @@ func runPausePlant(t *testing.T, p pausePlant) pauseResult {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	if err := awaitSocket(env, 90*time.Second); err != nil { // torch imports slowly beside the other plants
+		r.err = err
+	}
 	r.live = observeAs(scenario{after: p.after, interval: p.interval, window: "all"}, env)
 	select {
 	case err := <-done:
@@ -147,9 +150,9 @@ func runPausePlant(t *testing.T, p pausePlant) pauseResult {
 			r.err = fmt.Errorf("pipetop run: %w", err)
 			return r
 		}
-	case <-time.After(120 * time.Second):
+	case <-time.After(180 * time.Second):
 		_ = cmd.Process.Kill()
-		r.err = fmt.Errorf("pipetop run of %s still running after 120 s", p.script)
+		r.err = fmt.Errorf("pipetop run of %s still running after 180 s", p.script)
 		return r
 	}
 	var docs []summary.Script
