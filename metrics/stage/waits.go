@@ -5,7 +5,9 @@ import "sort"
 // WaitPattern describes how the data_wait time of a window is spread over
 // its steps: a loader that is slow on every step (steady) asks for a
 // faster loader, one that falls behind now and then (bursty, often
-// periodic) asks for deeper prefetch. docs/verdicts.md explains the rule.
+// periodic) asks for deeper prefetch. The PauseStages have the same
+// pattern (Pause): a checkpoint or an evaluation every N steps is bursty
+// and periodic. docs/verdicts.md explains the rules.
 type WaitPattern struct {
 	// Waiting is the share of steps (0..1) that really waited: data_wait
 	// at or above ThresholdNs.
