@@ -106,9 +106,9 @@ func writes(name string) string {
 // time (from its write counter, when known) and the fix.
 func checkpointNext(what string, call *stage.PathStep, h *stage.HotSpot, p *stage.WaitPattern, s stage.Summary, host *Host) string {
 	size := ""
-	if host != nil && host.WriteRate > 0 && s.WallMean > 0 {
-		if b := host.WriteRate * float64(p.Period) * s.WallMean / 1e9; b >= CheckpointMinB {
-			size = fmt.Sprintf(", about %s each time (the process writes %s/s)", units.Bytes(b), units.Bytes(host.WriteRate))
+	if rate := host.WriteRate(); rate > 0 && s.WallMean > 0 {
+		if b := rate * float64(p.Period) * s.WallMean / 1e9; b >= CheckpointMinB {
+			size = fmt.Sprintf(", about %s each time (the process writes %s/s)", units.Bytes(b), units.Bytes(rate))
 		}
 	}
 	fix := "save less often, or in a background thread or process (copy the state_dict to the CPU first)"

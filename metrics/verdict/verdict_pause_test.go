@@ -63,7 +63,7 @@ func TestPauseVerdicts(t *testing.T) {
 			[]string{"every 8th step waits 1.53 s", "find what recurs every 8 steps"}, []string{"persistent_workers", "epoch"}},
 		{"a period that is not the loader's length", Inputs{Summary: epoch, Loader: &otherLength}, InputStalls,
 			[]string{"find what recurs every 8 steps"}, []string{"persistent_workers"}},
-		{"a checkpoint every 25 steps", Inputs{Summary: checkpoint, Code: save, Host: &Host{WriteRate: 162e6 / (25 * checkpoint.WallMean / 1e9)}}, Untimed,
+		{"a checkpoint every 25 steps", Inputs{Summary: checkpoint, Code: save, Host: &Host{Writes: Series{TimeNs: []int64{1, 2}, Value: []float64{0.5 * 162e6 / (25 * checkpoint.WallMean / 1e9), 1.5 * 162e6 / (25 * checkpoint.WallMean / 1e9)}}}}, Untimed,
 			[]string{"188 ms every 25 steps, 28 % of the run's time", "under torch `save`", "a checkpoint: torch `save` called from `save_checkpoint` at train.py:30 writes every 25 steps, 188 ms each",
 				"about 154 MiB each time", "save less often, or in a background thread or process"}, []string{"wrap"}},
 		{"a checkpoint without the write counter", Inputs{Summary: checkpoint, Code: save}, Untimed,

@@ -153,7 +153,9 @@ func (s *Script) ioHost() *verdict.Host {
 	if s.IO == nil || s.WallNs <= 0 {
 		return nil
 	}
-	return &verdict.Host{WriteRate: float64(s.IO.WChar) / (float64(s.WallNs) / 1e9)}
+	h := &verdict.Host{}
+	h.Writes.Add(s.EndNs, float64(s.IO.WChar)/(float64(s.WallNs)/1e9))
+	return h
 }
 
 // ReadScript reads the pipetop-summary/1 file at path; its stack samples,
