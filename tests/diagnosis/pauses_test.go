@@ -52,7 +52,9 @@ func pausePlants(t *testing.T) []pausePlant {
 	epoch := []string{"every 8th step waits", "one pass over the DataLoader (len 8)", "new workers every epoch"}
 	noEpoch := []string{"persistent_workers=True", "new workers every epoch", "one pass over the DataLoader", "worker processes started"}
 	return []pausePlant{
-		{name: "epochs", script: "epochs.py", after: 4 * time.Second, interval: 8 * time.Second,
+		// 12 s see 5 epochs or more even when a loaded box stretches them
+		// to 2.5 s: the period needs 3 stalls agreeing.
+		{name: "epochs", script: "epochs.py", args: []string{"--epochs", "14"}, after: 4 * time.Second, interval: 12 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
 				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:30"),
 				lacks: []string{"collate_fn", "find what recurs"}},
