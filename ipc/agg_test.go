@@ -127,6 +127,9 @@ func TestAggFrameRoundTrip(t *testing.T) {
 		`{"type":"agg","agg":{"steps":0}}`,
 		`{"type":"agg","agg":{"steps":1,"wall":{"n":1,"sum":5,"bins":[5]}}}`,
 		`{"type":"agg","agg":{"steps":1,"wall":{"n":1,"sum":5,"bins":[5,1]},"waits":[1,10]}}`,
+		`{"type":"agg","agg":{"steps":1,"wall":{"n":1,"sum":5,"bins":[5,1]},"cpu":[{"n":1,"sum":3000000,"bins":[1051,1]}],"pauses":[1,1,3000000]}}`,
+		`{"type":"agg","agg":{"steps":1,"wall":{"n":1,"sum":5,"bins":[5,1]},"cpu":[{"n":1,"sum":3000000,"bins":[1051,1]}],"pauses":[0,1,10]}}`,
+		`{"type":"agg","agg":{"steps":1,"wall":{"n":1,"sum":5,"bins":[5,1]},"cpu":[{"n":1,"sum":3000000,"bins":[1051,1]}],"pauses":[0,1]}}`,
 	} {
 		if _, err := DecodeFrame([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)

@@ -56,6 +56,11 @@ func decodeAggFast(line []byte) (*Frame, error) {
 			return nil, err
 		}
 	}
+	if p.lit(`,"pauses":`) {
+		if a.Pauses, err = p.intList(&arena); err != nil {
+			return nil, err
+		}
+	}
 	if !p.lit("}}") {
 		return nil, errNotFast
 	}

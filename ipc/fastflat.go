@@ -102,6 +102,16 @@ func (p *fastParser) loaderMember(l *stage.LoaderStats, key []byte) bool {
 		return p.boolTo(&l.PinMemory)
 	case "cores":
 		return p.intTo(&l.Cores)
+	case "length":
+		return p.intTo(&l.Length)
+	case "persistent_workers":
+		return p.boolTo(&l.PersistentWorkers)
+	case "worker_starts":
+		return p.intTo(&l.WorkerStarts)
+	case "worker_start_ns":
+		return p.int64To(&l.WorkerStartNs)
+	case "site":
+		return p.str(&l.Site)
 	}
 	return false
 }

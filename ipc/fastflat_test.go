@@ -38,6 +38,7 @@ func TestFastFlatFrames(t *testing.T) {
 		{"python progress", []byte(`{"type":"progress","progress":{"t":5,"step":-1,"done":0}}`), true},
 		{"python progress in a stage", []byte(`{"type":"progress","progress":{"t":9,"step":3,"done":3,"step_t0":7,"stage":"forward","since":8}}`), true},
 		{"python torch loader", []byte(`{"type":"loader","loader":{"source":"torch","workers":2,"batch":64,"batches_per_sec":19.5,"samples_per_sec":1248.0,"worker_busy":0.5,"worker_busy_each":[0.4,0.6],"queue_depth":0,"queue_cap":4,"prefetch_factor":2,"pin_memory":false,"cores":2,"t":17}}`), true},
+		{"python torch loader between epochs", []byte(`{"type":"loader","loader":{"source":"torch","workers":2,"length":8,"persistent_workers":true,"worker_starts":20,"worker_start_ns":1500000000,"site":"train.py:30","t":17}}`), true},
 		{"empty lists and objects", []byte(`{"type":"loader","loader":{"worker_busy_each":[]}}`), true},
 		{"a repeated key: the last one", []byte(`{"type":"progress","progress":{"t":1,"t":2,"step":0,"done":0}}`), true},
 		{"zarr arrays", []byte(`{"type":"loader","loader":{"t":1,"zarr":[{"path":"a.zarr","bytes_read":5}]}}`), false},
@@ -84,6 +85,7 @@ func FuzzFastFlat(f *testing.F) {
 	f.Add(goProgress())
 	f.Add([]byte(`{"type":"progress","progress":{"t":9,"step":3,"done":3,"step_t0":7,"stage":"forward","since":8}}`))
 	f.Add([]byte(`{"type":"loader","loader":{"worker_busy_each":[0.25,1e-3],"pin_memory":true,"dataset":"x"}}`))
+	f.Add([]byte(`{"type":"loader","loader":{"source":"torch","workers":2,"length":8,"persistent_workers":false,"worker_starts":20,"worker_start_ns":1500000000,"site":"train.py:30"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agreeWithJSON(t, data, decodeLoaderFast)
 		agreeWithJSON(t, data, decodeProgressFast)

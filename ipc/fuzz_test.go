@@ -98,6 +98,7 @@ func FuzzReader(f *testing.F) {
 func FuzzFastAgg(f *testing.F) {
 	f.Add([]byte(`{"type":"agg","agg":{"steps":3,"first":1,"last":3,"t0":10,"t1":90,"n":24,"loss":{"step":3,"value":0.5},"wall":{"n":3,"sum":80,"bins":[20,1,30,2]},"busy":{"n":0,"sum":0},"cpu":[{"n":3,"sum":7000000,"bins":[1439,1,1500,2]}],"gpu":[{"n":1,"sum":5,"bins":[5,1]}],"waits":[2,3000000]}}`))
 	f.Add([]byte(`{"type":"agg","agg":{"steps":1,"first":1,"last":1,"t0":1,"t1":2,"n":0,"wall":{"n":1,"sum":1,"bins":[1,1]},"busy":{"n":0,"sum":0},"cpu":[]}}`))
+	f.Add([]byte(`{"type":"agg","agg":{"steps":1,"first":1,"last":1,"t0":1,"t1":2,"n":0,"wall":{"n":1,"sum":1,"bins":[1,1]},"busy":{"n":0,"sum":0},"cpu":[{"n":1,"sum":3000000,"bins":[1051,1]}],"pauses":[0,1,3000000]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) { agreeWithJSON(t, data, decodeAggFast) })
 }
 

@@ -404,10 +404,11 @@ func (c *Snapshotter) record(s *snapshot.Snapshot, steps int64) {
 }
 
 // memHistory remembers the trainer's resident and GPU memory over the last
-// HistoryLen refreshes, for the memory-creep rule.
+// HistoryLen refreshes, for the memory-creep rule, and the bytes it wrote
+// a second, for the size of a checkpoint.
 type memHistory struct {
-	pid         int
-	rss, gpuMem verdict.Series
+	pid                 int
+	rss, gpuMem, writes verdict.Series
 }
 
 // add appends this refresh's samples of h (source.HostFiller) to the
@@ -419,7 +420,8 @@ func (m *memHistory) add(pid int, h *verdict.Host) {
 	}
 	addCapped(&m.rss, h.RSS)
 	addCapped(&m.gpuMem, h.GPUMem)
-	h.RSS, h.GPUMem = m.rss, m.gpuMem
+	addCapped(&m.writes, h.Writes)
+	h.RSS, h.GPUMem, h.Writes = m.rss, m.gpuMem, m.writes
 }
 
 // addCapped appends the samples of add to s, dropping the oldest beyond

@@ -25,7 +25,7 @@ func aggRecords() []stage.Record {
 	var recs []stage.Record
 	t := int64(1_800_000_000e9)
 	for i := range int64(300) {
-		cpu := []int64{i * 97_001 % 9_000_000, 3_000_000 + i*1_013, 5_000_000 + i*7, 1_000 * (i % 5), i}
+		cpu := []int64{i * 97_001 % 9_000_000, 3_000_000 + i*1_013, 5_000_000 + i*7, 1_000 * (i % 5), i % 25 * 200_000} // other reaches the pause floor on some steps
 		gpu := []int64{-1, 2_900_000 + i, -1, 900 * (i % 5), -1}
 		if i%3 == 0 {
 			gpu = nil

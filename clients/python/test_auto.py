@@ -103,6 +103,33 @@ class TestWorkerSlots(unittest.TestCase):
             workers._slot = None
             os.unlink(path)
 
+    def test_epoch_fields(self) -> None:
+        class Loader:
+            num_workers, batch_size, prefetch_factor, persistent_workers = 2, 8, 2, False
+            _pipetop_site = ("/x/train.py", 42)
+
+            def __len__(self) -> int:
+                return 8
+
+        dl = Loader()
+        dl._pipetop_starts = 4
+        info = workers.IterInfo(dl, created=1000)
+        self.assertEqual(workers._epoch_fields(info), {"length": 8, "worker_starts": 4, "site": "train.py:42"})
+        info.first = 1000 + 1_500_000_000
+        workers.started(info)
+        later = workers.IterInfo(dl, created=5_000_000_000)  # the next epoch's, before its first batch
+        self.assertEqual(workers._epoch_fields(later)["worker_start_ns"], 1_500_000_000)
+
+        class Endless(Loader):
+            persistent_workers = True
+
+            def __len__(self) -> int:
+                raise TypeError("an iterable dataset has no length")
+
+        fields = workers._epoch_fields(workers.IterInfo(Endless()))
+        self.assertTrue(fields["persistent_workers"])
+        self.assertNotIn("length", fields)
+
     def test_files_of_killed_runs(self) -> None:
         # A killed run leaves its slot file; a later process may get its
         # pid. Before, creating ours then failed (O_EXCL on pid + serial)
@@ -211,6 +238,33 @@ for step in range(3):
 """
 
 
+EPOCHS = """\
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def slow_start(worker_id):
+    time.sleep(0.3)
+
+
+def main():
+    ds = TensorDataset(torch.randn(16, 4))
+    loader = DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=slow_start, persistent_workers=sys.argv[1] == "True")
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
 class TestAutoRun(unittest.TestCase):
     def test_steps_and_eval(self) -> None:
@@ -229,8 +283,31 @@ class TestAutoRun(unittest.TestCase):
         names = [s["name"] for s in doc["stages"]]
         for want in ("forward", "backward", "optim", "eval", "other"):
             self.assertIn(want, names)
+        recent = doc["recent"]
+        self.assertEqual([row[0] for row in recent["steps"]], [0, 1, 2])
+        self.assertTrue(all(len(row) == 3 + len(recent["names"]) and row[2] >= row[1] for row in recent["steps"]))
+        self.assertGreater(doc["io"]["wchar"], 0)
         self.assertEqual(os.listdir(d).count("pipetop-summary-accum-%d.json" % doc["pid"]), 1)
         self.assertFalse([n for n in os.listdir(d) if n.endswith(".sock")], "socket left behind")
+
+    def test_epoch_restarts(self) -> None:
+        """Without persistent workers every epoch starts the workers afresh:
+        the loader statistics count them and what a start costs; with them,
+        the workers start once."""
+        for persistent, starts in ((False, 6), (True, 2)):
+            d = _sockdir()
+            with open(os.path.join(d, "epochs.py"), "w") as f:
+                f.write(textwrap.dedent(EPOCHS))
+            r = _run_auto(os.path.join(d, "epochs.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d}, str(persistent))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-epochs-")]
+            with open(os.path.join(d, files[0])) as f:
+                ld = json.load(f)["loader"]
+            self.assertEqual(ld["length"], 4)
+            self.assertEqual(ld["worker_starts"], starts)
+            self.assertEqual(ld.get("persistent_workers", False), persistent)
+            self.assertEqual(ld["site"], "epochs.py:12")
+            self.assertGreaterEqual(ld["worker_start_ns"], 250_000_000)
 
     def test_device_moves(self) -> None:
         """A batch moved to a device is h2d; a result brought back to the

@@ -28,6 +28,11 @@ type Aggregate struct {
 	// nanoseconds pairs flattened in step order; at most MaxAggWaits.
 	// Every wait the wait pattern can count is one of them.
 	Waits []int64 `json:"waits,omitempty"`
+	// Pauses lists the steps on which one of the PauseStages took at
+	// least WaitFloor, as stage index, step, nanoseconds triples flattened
+	// in step order; at most MaxAggWaits. Every long time the stage's
+	// pattern can count is one of them.
+	Pauses []int64 `json:"pauses,omitempty"`
 }
 
 // Brief is a copy of a with what a brief summary reads (AggRing.Brief):
@@ -39,7 +44,7 @@ func (a *Aggregate) Brief() Aggregate {
 	b := *a
 	b.Wall.Bins = slices.Clone(a.Wall.Bins)
 	b.Busy = Sketch{N: a.Busy.N, Sum: a.Busy.Sum}
-	b.CPU, b.GPU, b.Waits = counts(a.CPU), counts(a.GPU), nil
+	b.CPU, b.GPU, b.Waits, b.Pauses = counts(a.CPU), counts(a.GPU), nil, nil
 	if a.Loss != nil {
 		l := *a.Loss
 		b.Loss = &l
@@ -84,6 +89,8 @@ func (a *Aggregate) Validate() error {
 		return fmt.Errorf("aggregate with more than %d stages", MaxStages)
 	case len(a.Waits)%2 != 0 || len(a.Waits) > 2*MaxAggWaits:
 		return fmt.Errorf("aggregate with %d wait numbers (want step, ns pairs, at most %d)", len(a.Waits), MaxAggWaits)
+	case len(a.Pauses)%3 != 0 || len(a.Pauses) > 3*MaxAggWaits:
+		return fmt.Errorf("aggregate with %d pause numbers (want stage, step, ns triples, at most %d)", len(a.Pauses), MaxAggWaits)
 	}
 	if a.Wall.N != a.Steps {
 		return fmt.Errorf("aggregate wall sketch counts %d steps of %d", a.Wall.N, a.Steps)
@@ -108,6 +115,14 @@ func (a *Aggregate) Validate() error {
 			return fmt.Errorf("aggregate wait %d ns below the %d ns floor", a.Waits[j+1], int64(WaitFloor))
 		}
 	}
+	for j := 0; j < len(a.Pauses); j += 3 {
+		if k := a.Pauses[j]; k < 0 || k >= int64(len(a.CPU)) {
+			return fmt.Errorf("aggregate pause of stage %d of %d", k, len(a.CPU))
+		}
+		if a.Pauses[j+2] < WaitFloor {
+			return fmt.Errorf("aggregate pause %d ns below the %d ns floor", a.Pauses[j+2], int64(WaitFloor))
+		}
+	}
 	return nil
 }
 
@@ -116,7 +131,8 @@ func (a *Aggregate) Validate() error {
 type Aggregator struct {
 	names    []string
 	rankWait []bool
-	dataWait int // stage index of data_wait, -1 if none
+	dataWait int   // stage index of data_wait, -1 if none
+	pauses   []int // stage indexes of the PauseStages in names
 	agg      Aggregate
 	wall     sketchBuilder
 	busy     sketchBuilder
@@ -130,6 +146,9 @@ func NewAggregator(names []string) *Aggregator {
 		cpu: make([]sketchBuilder, len(names)), gpu: make([]sketchBuilder, len(names))}
 	for k, n := range names {
 		a.rankWait[k] = ClassOf(n) == ClassComm
+		if slices.Contains(PauseStages, n) {
+			a.pauses = append(a.pauses, k)
+		}
 	}
 	return a
 }
@@ -142,7 +161,9 @@ func (a *Aggregator) Steps() int64 { return a.agg.Steps }
 
 // Full reports whether the aggregate holds MaxAggWaits waits: take it
 // before adding more.
-func (a *Aggregator) Full() bool { return len(a.agg.Waits) >= 2*MaxAggWaits }
+func (a *Aggregator) Full() bool {
+	return len(a.agg.Waits) >= 2*MaxAggWaits || len(a.agg.Pauses) >= 3*MaxAggWaits
+}
 
 // Add counts r. Times of stages beyond the Aggregator's names count only
 // toward the step's GPU busy time, as in a StepRing.
@@ -180,6 +201,11 @@ func (a *Aggregator) Add(r *Record) {
 	}
 	if k := a.dataWait; k >= 0 && k < r.NumStages && r.CPU[k] >= WaitFloor && !a.Full() {
 		g.Waits = append(g.Waits, r.Step, r.CPU[k])
+	}
+	for _, k := range a.pauses {
+		if k < r.NumStages && r.CPU[k] >= WaitFloor && !a.Full() {
+			g.Pauses = append(g.Pauses, int64(k), r.Step, r.CPU[k])
+		}
 	}
 }
 

@@ -87,6 +87,7 @@ func (a *AggRing) summarize(d time.Duration, full bool) Summary {
 	s.Stages = make([]StageStat, len(a.names))
 	dataWait := slices.Index(a.names, DataWait)
 	var waitTypical, waitTotal float64
+	var pauses [MaxStages][2]float64 // pauses[k]: a PauseStage's typical time and total
 	for k, name := range a.names {
 		cpu := func(g *Aggregate) *Sketch { return sketchAt(g.CPU, k) }
 		gpu := func(g *Aggregate) *Sketch { return sketchAt(g.GPU, k) }
@@ -104,6 +105,9 @@ func (a *AggRing) summarize(d time.Duration, full bool) Summary {
 		if k == dataWait {
 			waitTypical, waitTotal = a.m.quantile(TypicalRank), float64(a.m.sum)
 		}
+		if slices.Contains(PauseStages, name) {
+			pauses[k] = [2]float64{a.m.quantile(TypicalRank), float64(a.m.sum)}
+		}
 		a.column(w, gpu)
 		st.HasGPU = a.m.n > 0
 		st.GPUMean, st.GPUP99 = a.m.mean(), a.m.quantile(0.99)
@@ -118,7 +122,26 @@ func (a *AggRing) summarize(d time.Duration, full bool) Summary {
 		}
 		s.Waits = waitPattern(s.Steps, waitTotal, a.waits, s.WallP50, wallTypical, waitTypical)
 	}
+	for _, name := range PauseStages {
+		if k := slices.Index(a.names, name); full && k >= 0 {
+			a.stageWaits(w, k)
+			s.addPause(name, waitPattern(s.Steps, pauses[k][1], a.waits, s.WallP50, wallTypical, pauses[k][0]))
+		}
+	}
 	return s
+}
+
+// stageWaits gathers into a.waits the step, ns pairs of stage k's pauses
+// the window w's aggregates carry, in step order.
+func (a *AggRing) stageWaits(w []*Aggregate, k int) {
+	a.waits = a.waits[:0]
+	for _, g := range w {
+		for j := 0; j+2 < len(g.Pauses); j += 3 {
+			if g.Pauses[j] == int64(k) {
+				a.waits = append(a.waits, g.Pauses[j+1], g.Pauses[j+2])
+			}
+		}
+	}
 }
 
 // window is the aggregates first..end-1.

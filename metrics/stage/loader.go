@@ -58,4 +58,19 @@ type LoaderStats struct {
 	// decoded first; BytesRead, BytesDecoded, BytesUsed, DecodeNs and
 	// ReadAmp then sum them.
 	Zarr []ZarrArray `json:"zarr,omitempty"`
+	// Length is the DataLoader's length, len(loader): the batches of one
+	// pass over the data (an epoch); 0 when unknown.
+	Length int `json:"length,omitempty"`
+	// PersistentWorkers is the DataLoader's persistent_workers setting.
+	PersistentWorkers bool `json:"persistent_workers,omitempty"`
+	// WorkerStarts counts the worker processes the DataLoader started so
+	// far: its workers times the iterators that started them (one per
+	// epoch without persistent workers).
+	WorkerStarts int `json:"worker_starts,omitempty"`
+	// WorkerStartNs is what the newest start of the workers cost: from
+	// the creation of the iterator that started them to its first batch.
+	WorkerStartNs int64 `json:"worker_start_ns,omitempty"`
+	// Site is where the user's code made the DataLoader (FILE:LINE, the
+	// file's base name); empty when unknown.
+	Site string `json:"site,omitempty"`
 }

@@ -36,9 +36,26 @@ type Summary struct {
 	LastEndNs     int64       `json:"last_end_ns"` // when the newest step ended, Unix ns
 	// Waits is how data_wait is spread over the steps; nil without a
 	// data_wait stage.
-	Waits    *WaitPattern `json:"waits,omitempty"`
-	HasLoss  bool         `json:"has_loss"`
-	LastLoss float32      `json:"last_loss"`
+	Waits *WaitPattern `json:"waits,omitempty"`
+	// Pauses are the patterns of the PauseStages that spiked on some of
+	// the steps, in PauseStages order; empty when none did.
+	Pauses   []Pause `json:"pauses,omitempty"`
+	HasLoss  bool    `json:"has_loss"`
+	LastLoss float32 `json:"last_loss"`
+}
+
+// PauseOf is the pattern of the named stage's times: Waits for data_wait,
+// else its entry of Pauses; nil when none is known.
+func (s *Summary) PauseOf(name string) *WaitPattern {
+	if name == DataWait {
+		return s.Waits
+	}
+	for i := range s.Pauses {
+		if s.Pauses[i].Stage == name {
+			return &s.Pauses[i].WaitPattern
+		}
+	}
+	return nil
 }
 
 // Stage returns the statistics of the named stage, or nil.
@@ -291,12 +308,24 @@ func (w *StepRing) summarize(first, end int) Summary {
 	s := w.aggregate(first, end)
 	if s.Steps > 0 {
 		s.HasLoss, s.LastLoss = w.lastLoss(first, end)
+		c := &w.cols
 		if k := slices.Index(w.names, DataWait); k >= 0 {
-			c := &w.cols
 			s.Waits = w.waits(first, end, k, s.WallP50, typical(c.wall), typical(c.cpu[k]))
+		}
+		for _, name := range PauseStages {
+			if k := slices.Index(w.names, name); k >= 0 {
+				s.addPause(name, w.waits(first, end, k, s.WallP50, typical(c.wall), typical(c.cpu[k])))
+			}
 		}
 	}
 	return s
+}
+
+// addPause keeps stage name's pattern p when some of its steps spiked.
+func (s *Summary) addPause(name string, p *WaitPattern) {
+	if p != nil && p.Spikes > 0 {
+		s.Pauses = append(s.Pauses, Pause{Stage: name, WaitPattern: *p})
+	}
 }
 
 // mean is the mean of v, 0 when v is empty.

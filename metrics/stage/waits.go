@@ -5,7 +5,9 @@ import "sort"
 // WaitPattern describes how the data_wait time of a window is spread over
 // its steps: a loader that is slow on every step (steady) asks for a
 // faster loader, one that falls behind now and then (bursty, often
-// periodic) asks for deeper prefetch. docs/verdicts.md explains the rule.
+// periodic) asks for deeper prefetch. The PauseStages have the same
+// pattern (Pause): a checkpoint or an evaluation every N steps is bursty
+// and periodic. docs/verdicts.md explains the rules.
 type WaitPattern struct {
 	// Waiting is the share of steps (0..1) that really waited: data_wait
 	// at or above ThresholdNs.
@@ -45,6 +47,31 @@ const (
 	// whichever way a window's odd step falls.
 	TypicalRank = 0.4
 )
+
+// PauseStages are the stages besides data_wait whose long times the
+// summaries look at for a pattern (Summary.Pauses): the step's untimed
+// rest (a checkpoint written between steps), evaluation and explicit
+// synchronization.
+var PauseStages = []string{Other, Eval, Sync}
+
+// Pause is the pattern of one stage's times over a window's steps, as the
+// WaitPattern of data_wait: a stage that takes long on a few steps, often
+// every N steps (a checkpoint, an evaluation pass), rather than on each.
+type Pause struct {
+	// Stage names the stage.
+	Stage string `json:"stage"`
+	WaitPattern
+}
+
+// RunShare is the part (0..1) of the window's step time the pattern's
+// spikes take, given the mean step wall time: "188 ms every 25 steps, 29 %
+// of the run's time".
+func (p *WaitPattern) RunShare(wallMean float64) float64 {
+	if p == nil || wallMean <= 0 {
+		return 0
+	}
+	return p.Spikes * p.SpikeNs / wallMean
+}
 
 // Bursty reports whether the waits come in bursts: a minority of steps
 // wait much longer than the typical one, and those hold most of the wait.

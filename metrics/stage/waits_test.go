@@ -89,3 +89,57 @@ func TestPeriod(t *testing.T) {
 		}
 	}
 }
+
+// checkpointRing is n steps of 19 ms forward whose untimed rest (other)
+// is 0.5 ms but 188 ms on every 25th step: a checkpoint written between
+// steps.
+func checkpointRing(n int) *StepRing {
+	names := []string{DataWait, Forward, Other}
+	w := NewStepRing(names, 1024)
+	var t0 int64
+	for i := range n {
+		r := Record{Step: int64(i), NumStages: len(names), Samples: 1}
+		r.ClearGPU()
+		r.CPU[0], r.CPU[1], r.CPU[2] = 0.1e6, 19e6, 0.5e6
+		if i%25 == 24 {
+			r.CPU[2] = 188e6
+		}
+		r.StartNs, r.EndNs = t0, t0+r.CPU[0]+r.CPU[1]+r.CPU[2]
+		t0 = r.EndNs
+		w.Add(&r)
+	}
+	return w
+}
+
+// TestPausesOfOther: a pause of the untimed rest every 25 steps has its
+// pattern, period and share of the run, the same from the steps and from
+// aggregates of them; data_wait, flat, has no spikes.
+func TestPausesOfOther(t *testing.T) {
+	w := checkpointRing(400)
+	rings := NewAggRing(w.Names(), 64)
+	a := NewAggregator(w.Names())
+	for i := range w.Len() {
+		r := w.at(i)
+		a.Add(&r)
+		if i%37 == 36 || i == w.Len()-1 {
+			rings.Add(a.Take())
+		}
+	}
+	for _, c := range []struct {
+		what string
+		s    Summary
+	}{{"steps", w.Summarize(0)}, {"aggregates", rings.Summarize(0)}} {
+		p := c.s.PauseOf(Other)
+		if p == nil {
+			t.Fatalf("%s: no pattern of other (pauses %+v)", c.what, c.s.Pauses)
+		}
+		share := p.RunShare(c.s.WallMean)
+		if !p.Bursty() || p.Period != 25 || math.Abs(p.SpikeNs-188e6) > 2e6 || math.Abs(share-0.28) > 0.02 {
+			t.Errorf("%s: other bursty %v, period %d, spike %.0f ns, %.2f of the run; want bursty, every 25 steps, 188 ms, 0.28",
+				c.what, p.Bursty(), p.Period, p.SpikeNs, share)
+		}
+		if c.s.PauseOf(Sync) != nil || (c.s.Waits != nil && c.s.Waits.Spikes > 0) {
+			t.Errorf("%s: a pattern of a stage without pauses: sync %+v, waits %+v", c.what, c.s.PauseOf(Sync), c.s.Waits)
+		}
+	}
+}

@@ -216,10 +216,11 @@ func steady(in *Inputs) Verdict {
 		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s%s", units.Pct(network), units.Pct(g.busy), g.label()),
 			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
 	case share(stage.Sync) >= SyncShare:
-		return Verdict{Kind: SyncBound, Stage: stage.Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share(stage.Sync)), units.Dur(s.Stage(stage.Sync).Mean)),
-			Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
+		return syncBound(s, share(stage.Sync))
 	case share(stage.Other) >= OtherShare:
-		return untimed(s, share(stage.Other), in.Code)
+		return untimed(s, share(stage.Other), in.Code, in.Host)
+	case share(stage.Eval) >= EvalShare:
+		return evalBound(s, share(stage.Eval))
 	}
 	if name, sh := biggestOther(s); sh >= SingleStageShare {
 		next := fmt.Sprintf("look inside %s: it dominates the step", name)
@@ -241,6 +242,18 @@ func steady(in *Inputs) Verdict {
 	}
 	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
 		Next: "profile the largest stage further"}
+}
+
+// syncBound is the verdict for explicit synchronization that takes
+// SyncShare of each step or more, with its period when it recurs.
+func syncBound(s stage.Summary, share float64) Verdict {
+	v := Verdict{Kind: SyncBound, Stage: stage.Sync, Headline: fmt.Sprintf("sync-bound: explicit synchronization takes %s of each step (%s)", units.Pct(share), units.Dur(s.Stage(stage.Sync).Mean)),
+		Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
+	if p := s.PauseOf(stage.Sync); periodic(p) {
+		v.Headline += ": " + pauseText(p, s)
+		v.Next = fmt.Sprintf("what reads back from the device every %d steps (a log, a metric, a .cpu() copy) waits %s for the queued work: do it less often or without blocking", p.Period, units.Dur(p.SpikeNs))
+	}
+	return v
 }
 
 // InputAdvice is the suggested next step for an input-bound pipeline, given
@@ -286,6 +299,8 @@ func workersAdvice(l *stage.LoaderStats) string {
 	switch {
 	case l.Workers == 0:
 		return "the DataLoader loads batches on the training thread: set num_workers=2 or more"
+	case l.WorkerBusy < BusyWorkers && epochRestart(l, 0):
+		return persistentAdvice(l)
 	case l.WorkerBusy >= BusyWorkers:
 		advice := fmt.Sprintf("%d workers are busy %s: raise num_workers", l.Workers, units.Pct(l.WorkerBusy))
 		if idle := l.Cores - l.Workers - 1; idle > 0 {

@@ -25,16 +25,32 @@ func inputCode(code *stage.CodeProfile, l *stage.LoaderStats) string {
 }
 
 // untimed is the verdict for a step whose time is mostly outside every
-// stage; with stack samples it names the function that time goes to.
-func untimed(s stage.Summary, share float64, code *stage.CodeProfile) Verdict {
+// stage; with stack samples it names the function that time goes to, and
+// a pause every N steps under a file write is a checkpoint.
+func untimed(s stage.Summary, share float64, code *stage.CodeProfile, host *Host) Verdict {
 	v := Verdict{Kind: Untimed, Stage: stage.Other,
 		Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", units.Pct(share), units.Dur(s.Stage(stage.Other).Mean)),
 		Next:     "wrap the missing work in a stage span to see what it is"}
-	if g := code.Group(stage.RoleTrain, stage.Other); g != nil && g.Hot != nil {
-		h := g.Hot
-		share, where := phraseParts(h)
-		v.Headline += fmt.Sprintf("; %s of it %s", units.Pct(share), where)
-		v.Next = fmt.Sprintf("make %s cheaper or call it less often (every N steps); it runs on the training thread between the timed stages", culprit(h))
+	p := s.PauseOf(stage.Other)
+	if periodic(p) {
+		v.Headline = fmt.Sprintf("untimed work outside every stage: %s (%s of each step on average)", pauseText(p, s), units.Dur(s.Stage(stage.Other).Mean))
+		v.Next = fmt.Sprintf("find what the loop does every %d steps between the timed stages (a checkpoint, an evaluation, a log flush) and wrap it in a stage span", p.Period)
+	}
+	g := code.Group(stage.RoleTrain, stage.Other)
+	if g == nil || g.Hot == nil {
+		return v
+	}
+	h := g.Hot
+	hs, where := phraseParts(h)
+	v.Headline += fmt.Sprintf("; %s of it %s", units.Pct(hs), where)
+	v.Next = fmt.Sprintf("make %s cheaper or call it less often (every N steps); it runs on the training thread between the timed stages", culprit(h))
+	if !periodic(p) {
+		return v
+	}
+	if call, what := checkpointCall(g); call != nil {
+		v.Next = checkpointNext(what, call, h, p, s, host)
+	} else {
+		v.Next = fmt.Sprintf("make %s cheaper or call it less often than every %d steps; it runs on the training thread between the timed stages", culprit(h), p.Period)
 	}
 	return v
 }

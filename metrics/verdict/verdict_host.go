@@ -25,6 +25,23 @@ type Host struct {
 	RSS, GPUMem Series
 	// CPU is the run's threads and the CPU it may use; nil when unread.
 	CPU *HostCPU
+	// Writes is the bytes a second the trainer process wrote through
+	// write calls (its /proc/PID/io wchar), sampled over the recent past,
+	// oldest first.
+	Writes Series
+}
+
+// WriteRate is the mean of the Writes samples (bytes a second), 0 when
+// there are none.
+func (h *Host) WriteRate() float64 {
+	if h == nil || len(h.Writes.Value) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, v := range h.Writes.Value {
+		sum += v
+	}
+	return sum / float64(len(h.Writes.Value))
 }
 
 // Series is a number sampled over time.

@@ -47,21 +47,28 @@ func inTurn(p *stage.WaitPattern, l *stage.LoaderStats) string {
 }
 
 // inputStalls is the verdict for a loader that keeps up on most steps but
-// falls far behind on a few: prefetch depth, not loader speed, is the cure.
+// falls far behind on a few: prefetch depth, not loader speed, is the cure,
+// unless the pause recurs with each pass over a DataLoader that restarts
+// its workers every epoch.
 func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
 	p := s.Waits
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
 	next := "the loader keeps up on average but not in bursts: deepen the prefetch (more loader workers, a larger prefetch queue or prefetch_factor) so a slow batch overlaps the steps before it"
+	cause := ""
 	if p.Period > 0 {
 		which = fmt.Sprintf("every %s step waits", ordinal(p.Period))
 		next += fmt.Sprintf("; find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
+		cause = fmt.Sprintf(", %s of the run's time", units.Pct(p.RunShare(s.WallMean)))
 	}
-	if l != nil && l.ReadAmp >= HighReadAmp {
+	if epochRestart(l, p.Period) {
+		cause += epochText(l)
+		next = persistentAdvice(l)
+	} else if l != nil && l.ReadAmp >= HighReadAmp {
 		next += "; " + InputAdvice(l)
 	}
 	return Verdict{Kind: InputStalls, Stage: stage.DataWait,
-		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s); waiting is %s of the time",
-			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), units.Pct(wait)) + inputCode(code, l),
+		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s)%s; waiting is %s of the time",
+			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), cause, units.Pct(wait)) + inputCode(code, l),
 		Next: next}
 }
 

@@ -53,9 +53,9 @@ func TestJudgeRules(t *testing.T) {
 	healthy := run(start, 200, steadyTimes(ms1/2))
 	few := run(start, 2, func(int) map[string]int64 { return map[string]int64{stage.DataWait: 3e9, stage.Forward: 50 * ms1} })
 	end := func(w *stage.StepRing) int64 { last, _ := w.Last(); return last.EndNs }
-	drifted := run(start, 400, func(i int) map[string]int64 {
+	drifted := run(start, 1000, func(i int) map[string]int64 {
 		m := steadyTimes(ms1)(i)
-		if i >= 200 {
+		if i >= 600 {
 			m[stage.DataWait] = 6 * ms1
 		}
 		return m
@@ -76,7 +76,7 @@ func TestJudgeRules(t *testing.T) {
 		at = r.EndNs
 		resumed.Add(&r)
 	}
-	baseline := drifted.SummarizeBetween(BaselineSkip, 0, start+int64(100*11*ms1))
+	baseline := drifted.SummarizeBetween(BaselineSkip, 0, start+int64(500*11*ms1))
 	recent := drifted.Summarize(1e9)
 	for _, tc := range []struct {
 		name     string

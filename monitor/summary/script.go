@@ -47,6 +47,11 @@ type Script struct {
 	// Timeline is the run's totals at fixed instants (for the job
 	// summary over time).
 	Timeline []TimePoint `json:"timeline,omitempty"`
+	// Recent are the run's newest steps one by one, for the pattern of
+	// its pauses; nil in files written before they were.
+	Recent *RecentSteps `json:"recent,omitempty"`
+	// IO is the process's write counters at the end, nil when unread.
+	IO *ScriptIO `json:"io,omitempty"`
 	// code is the profile of Stacks, set by Judge.
 	code *stage.CodeProfile
 }
@@ -105,6 +110,54 @@ type TimePoint struct {
 	Stages map[string]int64 `json:"stages"`
 }
 
+// RecentSteps are a run's newest steps (at most 4,096): the stage list
+// and one row a step of step number, start and end (Unix ns) and each
+// stage's CPU ns in the list's order.
+type RecentSteps struct {
+	Names []string  `json:"names"`
+	Steps [][]int64 `json:"steps"`
+}
+
+// ScriptIO is a process's write counters (/proc/PID/io): bytes through
+// write calls (wchar) and bytes that reached the disk.
+type ScriptIO struct {
+	WChar      int64 `json:"wchar"`
+	WriteBytes int64 `json:"write_bytes"`
+}
+
+// pauses sets the patterns of out's data_wait and pause stages from the
+// recent steps (out's means stay the whole run's).
+func (r *RecentSteps) pauses(out *stage.Summary) {
+	if r == nil || len(r.Names) == 0 || len(r.Names) > stage.MaxStages {
+		return
+	}
+	w := stage.NewStepRing(r.Names, len(r.Steps))
+	for _, row := range r.Steps {
+		if len(row) != 3+len(r.Names) || row[2] < row[1] {
+			continue // not a step row: left out
+		}
+		rec := stage.RecordOf(row[0], row[1], row[2], 0, row[3:], nil)
+		w.Add(&rec)
+	}
+	if w.Len() == 0 {
+		return
+	}
+	s := w.Summarize(0)
+	out.Waits, out.Pauses = s.Waits, s.Pauses
+}
+
+// ioHost is the host readings the file has: the bytes a second the
+// process wrote over its steps, for the size of a checkpoint; nil when
+// unknown.
+func (s *Script) ioHost() *verdict.Host {
+	if s.IO == nil || s.WallNs <= 0 {
+		return nil
+	}
+	h := &verdict.Host{}
+	h.Writes.Add(s.EndNs, float64(s.IO.WChar)/(float64(s.WallNs)/1e9))
+	return h
+}
+
 // ReadScript reads the pipetop-summary/1 file at path; its stack samples,
 // if any, are checked.
 func ReadScript(path string) (Script, error) {
@@ -141,7 +194,8 @@ func DecodeScript(b []byte, path string) (s Script, ok bool, err error) {
 }
 
 // Whole turns the whole-run totals into the window summary the verdict
-// rules read (means only: no percentiles over a whole run).
+// rules read (means only: no percentiles over a whole run), with the
+// pattern of the pauses of the run's newest steps when the file has them.
 func (s *Script) Whole() stage.Summary {
 	out := stage.Summary{
 		Steps:         int(s.Steps),
@@ -154,6 +208,7 @@ func (s *Script) Whole() stage.Summary {
 	for _, st := range s.Stages {
 		out.Stages = append(out.Stages, stage.StageStat{Name: st.Name, Mean: st.MeanNs, Share: st.Share})
 	}
+	s.Recent.pauses(&out)
 	return out
 }
 
@@ -161,7 +216,7 @@ func (s *Script) Whole() stage.Summary {
 // samples, which the text names the hot code of).
 func (s *Script) Judge() verdict.Verdict {
 	s.code = stage.ProfileOf(s.Stacks)
-	v := verdict.Judge(verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code})
+	v := verdict.Judge(verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()})
 	s.Verdict = &v
 	return v
 }

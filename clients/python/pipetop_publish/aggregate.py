@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from .stages import CLASSES, COMM, DATA_WAIT
+from .stages import CLASSES, COMM, DATA_WAIT, EVAL, OTHER, SYNC
 from .wire import FLOAT32_MAX, Record, dumps
 
 #: Seconds one aggregate stands for.
@@ -17,6 +17,8 @@ AGG_INTERVAL = 1.0
 WAIT_FLOOR = 2_000_000
 #: Most waits one aggregate lists; a full aggregate is sent early.
 MAX_AGG_WAITS = 4096
+#: The stages besides data_wait whose long times are listed (Go: stage.PauseStages).
+PAUSE_STAGES = (OTHER, EVAL, SYNC)
 _SUB = 64  # bins per power of two above 2 * _SUB ns
 
 
@@ -64,6 +66,7 @@ class Aggregator:
         self.names = names
         self._comm = [CLASSES.get(n) == CLASSES[COMM] for n in names]
         self._wait = names.index(DATA_WAIT) if DATA_WAIT in names else -1
+        self._pause = [i for i, n in enumerate(names) if n in PAUSE_STAGES]
         self._reset()
 
     def _reset(self) -> None:
@@ -76,9 +79,10 @@ class Aggregator:
         self._cpu = [_Column() for _ in range(k)]
         self._gpu = [_Column() for _ in range(k)]
         self._waits: List[int] = []
+        self._pauses: List[int] = []
 
     def full(self) -> bool:
-        return len(self._waits) >= 2 * MAX_AGG_WAITS
+        return len(self._waits) >= 2 * MAX_AGG_WAITS or len(self._pauses) >= 3 * MAX_AGG_WAITS
 
     def add(self, r: Record) -> None:
         step, t0, t1, n, loss, cpu, gpu, _ = r
@@ -111,6 +115,9 @@ class Aggregator:
         if 0 <= w < len(cpu) and cpu[w] >= WAIT_FLOOR and not self.full():
             self._waits.append(step)
             self._waits.append(cpu[w])
+        for i in self._pause:
+            if i < len(cpu) and cpu[i] >= WAIT_FLOOR and not self.full():
+                self._pauses.extend((i, step, cpu[i]))
 
     def take(self) -> Optional[bytes]:
         """The agg frame of the steps added since the last take (None when
@@ -131,5 +138,7 @@ class Aggregator:
             agg["gpu"] = [c.wire() for c in self._gpu]
         if self._waits:
             agg["waits"] = self._waits
+        if self._pauses:
+            agg["pauses"] = self._pauses
         self._reset()
         return dumps({"type": "agg", "agg": agg})

@@ -369,7 +369,10 @@ def _next_wrapper(orig: Callable) -> Callable:
                 if batch is not None and st.grad_enabled():
                     st.samples += _batch_len(batch)
                     info = getattr(self, "_pipetop", None)
-                    if id(self) != st.loader_id:
+                    # A new iterator may get a freed one's id (the next
+                    # epoch's, without persistent workers): its own
+                    # statistics tell it apart.
+                    if id(self) != st.loader_id or info is not st.loader_info:
                         st.loader, st.loader_id, st.loader_info = weakref.ref(self), id(self), info
                     if st.watch is not None:
                         st.watch(self, batch)
@@ -378,6 +381,7 @@ def _next_wrapper(orig: Callable) -> Callable:
                         info.last = _now()
                         if not info.first:
                             info.first = info.last
+                            _workers.started(info)
             except Exception as e:  # noqa: BLE001
                 st.fail(e)
 

@@ -19,6 +19,7 @@ from .stages import CANONICAL, OTHER
 from .wire import MAX_STAGES, encode_config
 
 MAX_MSG = 4096  # longest event message, in characters
+RECENT_STEPS = 4096  # step records the run summary keeps for the pattern of its pauses
 TIMELINE_NS = 1_000_000_000  # the run timeline's first interval (doubled to keep TIMELINE_POINTS)
 TIMELINE_POINTS = 64
 _NOT_STEPS = ("event", "loader", "stacks")  # queued items that are not step records
@@ -123,6 +124,9 @@ class Publisher:
         # boundary (Unix ns, a multiple of the interval, so that the ranks
         # of a run mark the same instants).
         self._timeline: List[Dict[str, Any]] = []
+        # The newest step records, for the pattern of the run's pauses in
+        # its summary (a pause every N steps).
+        self._recent: Deque[Any] = collections.deque(maxlen=RECENT_STEPS)
         self._mark_ns = TIMELINE_NS
         self._next_mark = 0
         self._queue: Deque[Any] = collections.deque()
@@ -205,6 +209,7 @@ class Publisher:
         value, deferred = _loss_value(loss, self._gpu is not None)
         n = min(max(0, int(samples)), _INT32_MAX)
         rec = (self._step_no, self._base + start, self._base + now, n, value, tuple(cpu), None, self._names)
+        self._recent.append(rec)
         self._step_no += 1
         if self._base + now >= self._next_mark:
             self._mark(self._base + now)
@@ -274,7 +279,20 @@ class Publisher:
             "stages": [{"name": n, "cpu_ns": self._totals[i] if i < len(self._totals) else 0} for i, n in enumerate(self._names)],
             "first_step": first,
             "timeline": list(self._timeline),
+            "recent": self._recent_steps(),
         }
+
+    def _recent_steps(self) -> Dict[str, Any]:
+        """The newest step records (at most RECENT_STEPS) as the stage
+        list now and one row a step: step, start and end (Unix ns), then
+        each stage's CPU ns in that list's order (0 for a stage the step
+        did not have)."""
+        names = self._names
+        rows = []
+        for step, t0, t1, _, _, cpu, _, had in list(self._recent):
+            at = dict(zip(had, cpu))
+            rows.append([step, t0, t1] + [at.get(n, 0) for n in names])
+        return {"names": list(names), "steps": rows}
 
     def _push(self, item: Any) -> None:
         if self._closed or os.getpid() != self._pid:

@@ -59,6 +59,12 @@ def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, A
         # that doubles as the run grows): the job summary judges the ranks
         # over time from their differences.
         "timeline": s["timeline"],
+        # The newest steps one by one: the pattern of the run's pauses
+        # (a checkpoint or an epoch boundary every N steps).
+        "recent": s["recent"],
+        # The bytes the process wrote (/proc/self/io), for the size of a
+        # checkpoint.
+        "io": _io(),
         "loader": loader,
         "stacks": code,
         "ddp": ddp,
@@ -68,6 +74,18 @@ def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, A
         "rank_of": launcher(os.environ) or None,
         "host": socket.gethostname(),
     }
+
+
+def _io() -> Optional[Dict[str, int]]:
+    """The process's write counters from /proc/self/io (wchar: bytes
+    through write calls; write_bytes: bytes that reached the disk), None
+    where unreadable."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return {"wchar": int(fields["wchar"]), "write_bytes": int(fields["write_bytes"])}
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def path_for(name: str, pid: int) -> str:
@@ -120,7 +138,7 @@ def finish(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, 
     """Print and write the summary as PIPETOP_SUMMARY says; returns the
     path written, if any. A run without a single step leaves nothing."""
     mode = os.environ.get("PIPETOP_SUMMARY", "print").strip().lower()
-    if mode in ("0", "off", "no", "false") or pub.summary()["steps"] == 0:
+    if mode in ("0", "off", "no", "false") or pub._step_no == 0:
         return None
     doc = build(pub, loader, code, ddp)
     path = path_for(pub.name, pub._pid)

@@ -43,16 +43,19 @@ def _fetching() -> bool:
 
 
 class IterInfo:
-    """What the main process knows about one DataLoader iterator."""
+    """What the main process knows about one DataLoader iterator (created:
+    when its making began, before it started its workers)."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, created: int = 0) -> None:
         self.workers = int(getattr(loader, "num_workers", 0) or 0)
         self.batch = int(getattr(loader, "batch_size", 0) or 0)
         self.prefetch = int(getattr(loader, "prefetch_factor", 0) or 0) if self.workers else 0
         self.pin_memory = bool(getattr(loader, "pin_memory", False))
+        self.persistent = bool(getattr(loader, "persistent_workers", False))
+        self.length = _length(loader)
         self.site = getattr(loader, "_pipetop_site", None)  # (path, line) where the user made it
         self.batches = 0
-        self.created = _now()
+        self.created = created or _now()
         self.first = 0  # when the loop received its first batch
         self.last = 0  # when the loop received its latest batch
         self.shm: Optional[mmap.mmap] = None
@@ -81,6 +84,29 @@ class IterInfo:
                 busy += now - start
             out.append((busy, first))
         return out
+
+
+def _length(loader: Any) -> int:
+    """len(loader): the batches of one epoch; 0 when it has none (an
+    iterable dataset without __len__)."""
+    try:
+        return max(0, int(len(loader)))
+    except Exception:  # noqa: BLE001 - no length: no epoch to compare with
+        return 0
+
+
+def worker_starts(loader: Any) -> int:
+    """The worker processes started for loader so far (counted in
+    mp_init_wrapper: its workers, once per iterator that started them)."""
+    return int(getattr(loader, "_pipetop_starts", 0) or 0)
+
+
+def started(info: IterInfo) -> None:
+    """The iterator of info handed its first batch over: what starting its
+    workers cost is kept on its DataLoader, for the loader frames sent
+    while the next epoch's workers start."""
+    if info.workers:
+        info.dl._pipetop_start_ns = info.first - info.created
 
 
 def iter_init_wrapper(orig: Callable) -> Callable:
@@ -114,13 +140,15 @@ def mp_init_wrapper(orig: Callable, active: Callable[[], bool]) -> Callable:
             orig(self, loader, *args, **kwargs)
             return
         user_init = loader.worker_init_fn
+        created = _now()
         try:
             loader.worker_init_fn = WorkerInit(path, user_init, _workerlink.receiver_path(), _stacks.hz())
             orig(self, loader, *args, **kwargs)
         finally:
             loader.worker_init_fn = user_init
         try:
-            self._pipetop = IterInfo(loader)
+            loader._pipetop_starts = worker_starts(loader) + int(loader.num_workers)
+            self._pipetop = IterInfo(loader, created)
             self._pipetop.shm = shm
             weakref.finalize(self, _remove, path)
         except Exception:  # noqa: BLE001
@@ -234,6 +262,27 @@ def queue_depth(it: Any) -> int:
         return -1
 
 
+def _epoch_fields(info: IterInfo) -> Dict[str, Any]:
+    """What tells an epoch boundary's pause (docs/protocol.md, loader):
+    the loader's length, persistent_workers, the worker processes started
+    so far, what the newest start cost (from the iterator's making to its
+    first batch) and the creation site."""
+    out: Dict[str, Any] = {}
+    if info.length:
+        out["length"] = info.length
+    if info.persistent:
+        out["persistent_workers"] = True
+    starts = worker_starts(info.dl)
+    if starts:
+        out["worker_starts"] = starts
+    start = int(getattr(info.dl, "_pipetop_start_ns", 0) or 0)
+    if start > 0:
+        out["worker_start_ns"] = start
+    if info.site is not None:
+        out["site"] = "%s:%d" % (os.path.basename(info.site[0]), info.site[1])
+    return out
+
+
 class Sampler:
     """Publishes the training loader's statistics once per interval."""
 
@@ -304,5 +353,6 @@ class Sampler:
             "pin_memory": info.pin_memory,
             "cores": self._cores,
         }
+        out.update(_epoch_fields(info))
         out.update(_zarrwatch.registry.loader_fields())
         return out

@@ -22,9 +22,18 @@ func fromProcInfo(p host.ProcInfo) snapshot.Proc {
 }
 
 // FillHost implements source.HostFiller: the trainer's resident memory at
-// s.Time, for the memory-creep rule, while it is alive and read.
+// s.Time, for the memory-creep rule, and the bytes it wrote a second
+// since the previous reading, for the size of a checkpoint, while it is
+// alive and read.
 func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) {
-	if s.Process != nil && s.Process.Alive && s.Process.Self.RSS.OK() {
-		h.RSS.Add(s.Time.UnixNano(), s.Process.Self.RSS.Or(0))
+	if s.Process == nil || !s.Process.Alive {
+		return
+	}
+	self := &s.Process.Self
+	if self.RSS.OK() {
+		h.RSS.Add(s.Time.UnixNano(), self.RSS.Or(0))
+	}
+	if self.WriteRate.OK() {
+		h.Writes.Add(s.Time.UnixNano(), self.WriteRate.Or(0))
 	}
 }
