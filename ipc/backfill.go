@@ -24,8 +24,8 @@ const (
 // history is the ring of the steps the publisher goroutine sent, for
 // viewers that attach later: written by that goroutine alone, after it
 // took them off the training thread's ring, so the step path pays
-// nothing for it. Its memory grows to BackfillSteps records (about
-// 600 KB) and no further.
+// nothing for it. Its memory, BackfillSteps records (about 600 KB), is
+// taken at once, at the first step.
 type history struct {
 	recs  []stage.Record
 	next  int   // slot of the next write once recs is full
@@ -35,6 +35,9 @@ type history struct {
 
 // add copies recs into the ring, overwriting the oldest once it is full.
 func (h *history) add(recs []stage.Record) {
+	if h.recs == nil && len(recs) > 0 {
+		h.recs = make([]stage.Record, 0, BackfillSteps) // once: no garbage from growing
+	}
 	for i := range recs {
 		if len(h.recs) < BackfillSteps {
 			h.recs = append(h.recs, recs[i])
