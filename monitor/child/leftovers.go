@@ -35,10 +35,14 @@ const settleTick = 100 * time.Millisecond
 // included), it stops them, SIGINT, then SIGTERM after grace, SIGKILL
 // after another, and says so; otherwise it says that they run on and waits
 // for them, and such a signal meanwhile stops them. It returns once none
-// is left, each waited for. say prints a line for the user.
+// is left, each waited for; what exits by itself within settleQuiet goes
+// unmentioned. say prints a line for the user.
 func (p *Process) Settle(grace time.Duration, say func(format string, args ...any)) {
 	<-p.exited
 	left := children(os.Getpid())
+	if len(left) > 0 && !p.stopAsked.Load() {
+		left = lingering(settleQuiet)
+	}
 	if len(left) == 0 {
 		return
 	}
@@ -62,6 +66,23 @@ func (p *Process) Settle(grace time.Duration, say func(format string, args ...an
 		case <-t.C:
 		}
 	}
+}
+
+// settleQuiet is how long what a command leaves behind may take to exit
+// by itself before Settle says anything: multiprocessing's resource
+// tracker outlives a torch.multiprocessing.spawn script by a moment.
+const settleQuiet = time.Second
+
+// lingering waits up to d for pipetop's children to exit, reaping them,
+// and returns those still there.
+func lingering(d time.Duration) []proc {
+	end := time.Now().Add(d)
+	left := reap(children(os.Getpid()))
+	for len(left) > 0 && time.Now().Before(end) {
+		time.Sleep(settleTick)
+		left = reap(children(os.Getpid()))
+	}
+	return left
 }
 
 // stopAll stops pipetop's children, those that become its children

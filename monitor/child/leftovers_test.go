@@ -78,14 +78,14 @@ func TestForwardReachesDescendants(t *testing.T) {
 	}
 }
 
-// A command that exits by itself leaving a process running: Settle says
-// so and waits for it.
+// A command that exits by itself leaving a process running for a while:
+// Settle says so and waits for it.
 func TestSettleWaitsForWhatIsLeft(t *testing.T) {
 	if err := Adopt(); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	p := start(t, `sh -c 'echo $$ >`+dir+`/pid; sleep 0.5' & sleep 0.1; exit 0`, Options{})
+	p := start(t, `sh -c 'echo $$ >`+dir+`/pid; sleep 1.6' & sleep 0.1; exit 0`, Options{})
 	member := waitPid(t, dir+"/pid")
 	p.Wait()
 	var s said
@@ -96,12 +96,15 @@ func TestSettleWaitsForWhatIsLeft(t *testing.T) {
 	if !strings.Contains(s.String(), "running: waiting for them (Ctrl-C stops them)") {
 		t.Errorf("Settle said %q", s.String())
 	}
-	// Nothing left: nothing said.
-	q := start(t, "exit 0", Options{})
-	q.Wait()
-	var none said
-	q.Settle(time.Second, none.say)
-	if none.String() != "" {
-		t.Errorf("Settle of a command that left nothing said %q", none.String())
+	// Nothing left, or what exits within a second by itself (a resource
+	// tracker): nothing said.
+	for _, script := range []string{"exit 0", "sleep 0.3 & exit 0"} {
+		q := start(t, script, Options{})
+		q.Wait()
+		var none said
+		q.Settle(time.Second, none.say)
+		if none.String() != "" {
+			t.Errorf("Settle of sh -c %q said %q", script, none.String())
+		}
 	}
 }
