@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
 )
 
 // spawnRun is pipetop run --no-tui ARGS of examples/ddp/spawn.py (2 ranks
@@ -124,6 +126,32 @@ func TestSpawnRanksAreOneRun(t *testing.T) {
 	t.Logf("pipetop run said:\n%s", r.stderr.String())
 }
 
+// awaitStep waits until the trainer at socket path publishes a step: its
+// DataLoader workers, which spawn starts afresh, have imported torch.
+func awaitStep(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		<-ctx.Done()
+		c.Close()
+	}()
+	for {
+		f, err := c.Next()
+		if err != nil {
+			t.Fatalf("no step from %s: %v", path, err)
+		}
+		if f.Type == ipc.TypeSteps && len(f.Steps) > 0 {
+			return
+		}
+	}
+}
+
 // A Ctrl-C of pipetop run stops every process of the run (the script, its
 // 2 spawned ranks and their DataLoader workers) before pipetop returns.
 func TestSpawnCtrlCLeavesNothing(t *testing.T) {
@@ -131,8 +159,9 @@ func TestSpawnCtrlCLeavesNothing(t *testing.T) {
 		t.Skip("starts PyTorch ranks")
 	}
 	r := newSpawnRun(t, nil, "--seconds", "600")
-	rankPIDs(t, r.sockets, 2)
-	time.Sleep(2 * time.Second) // training
+	for _, rk := range rankPIDs(t, r.sockets, 2) {
+		awaitStep(t, rk.path)
+	}
 	if n := len(marked(r.sockets)); n < 5 {
 		t.Fatalf("%d processes of the run before the Ctrl-C, want the script, 2 ranks and their workers", n)
 	}
