@@ -79,6 +79,7 @@ type attempt struct {
 	peerPID int
 	batchMs int  // what our hello asks (Hello.BatchMs)
 	aggs    bool // our hello accepts agg frames
+	fill    bool // our hello accepts a backfill frame
 }
 
 func (a *attempt) fail(problem, advice string, err error) *AttachError {
@@ -109,11 +110,15 @@ type ViewOptions struct {
 	// second whatever the step rate, for a viewer that summarizes windows
 	// and needs no single step (docs/protocol.md).
 	Aggregates bool
+	// Backfill asks for the steps the trainer finished in the minute
+	// before the attach (a backfill frame after its hello), so that a
+	// one-shot or a fresh view judges a run of slow steps at once.
+	Backfill bool
 }
 
 // DialView is Dial with the viewer's wishes in its hello.
 func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
-	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates}
+	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates, fill: o.Backfill}
 	conn, err := a.dial(ctx, HelloTimeout())
 	if err != nil || o.Gate == nil {
 		return conn, err
@@ -181,6 +186,9 @@ func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
 	accepts := []string{TypeProgress, TypeStacks}
 	if a.aggs {
 		accepts = append(accepts, TypeAgg)
+	}
+	if a.fill {
+		accepts = append(accepts, TypeBackfill)
 	}
 	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: accepts, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)

@@ -138,7 +138,7 @@ type Frame struct {
 	V      int                `json:"v,omitempty"` // protocol version, in hello frames
 	Hello  *Hello             `json:"hello,omitempty"`
 	Stages []string           `json:"stages,omitempty"`
-	Steps  []stage.Record     `json:"-"` // steps frames; on the wire as "steps"
+	Steps  []stage.Record     `json:"-"` // steps and backfill frames; on the wire as "steps"
 	Loader *stage.LoaderStats `json:"loader,omitempty"`
 	Event  *Event             `json:"event,omitempty"`
 	// Progress is set in progress frames.
@@ -194,7 +194,7 @@ func (f *Frame) validate() error {
 		if len(f.Stages) == 0 || len(f.Stages) > stage.MaxStages {
 			return fmt.Errorf("stages frame with %d stages (want 1..%d)", len(f.Stages), stage.MaxStages)
 		}
-	case TypeSteps:
+	case TypeSteps, TypeBackfill:
 		for i := range f.Steps {
 			if err := validateStep(&f.Steps[i]); err != nil {
 				return fmt.Errorf("step %d: %w", i, err)
@@ -329,8 +329,8 @@ func clip(b []byte) string {
 // AppendFrame appends f as one protocol line, JSON and a newline, to dst;
 // a steps frame takes the compact form that viewers decode fastest.
 func AppendFrame(dst []byte, f *Frame) []byte {
-	if f.Type == TypeSteps {
-		return appendSteps(dst, f.Steps)
+	if f.Type == TypeSteps || f.Type == TypeBackfill {
+		return appendStepFrame(dst, f.Type, f.Steps)
 	}
 	return appendJSON(dst, f)
 }
@@ -348,7 +348,14 @@ func appendJSON(dst []byte, v any) []byte {
 // appendSteps appends a steps frame holding recs, without reflection: this
 // runs for every published step.
 func appendSteps(dst []byte, recs []stage.Record) []byte {
-	dst = append(dst, `{"type":"steps","steps":[`...)
+	return appendStepFrame(dst, TypeSteps, recs)
+}
+
+// appendStepFrame appends a frame of type typ whose steps are recs.
+func appendStepFrame(dst []byte, typ string, recs []stage.Record) []byte {
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","steps":[`...)
 	for i := range recs {
 		if i > 0 {
 			dst = append(dst, ',')

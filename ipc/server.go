@@ -61,6 +61,7 @@ type Server struct {
 
 	vmu     sync.Mutex
 	viewers map[*viewer]struct{}
+	hist    history // the steps sent, for viewers that attach later (guarded by vmu)
 
 	accepted, refused, dropped, overflow, published atomic.Int64
 	refusals                                        refusalLog
@@ -304,6 +305,9 @@ func (s *Server) flush(batch *[]stage.Record) {
 	if stages != nil {
 		s.sendAggregate() // of the steps of the old list
 		s.agg = nil
+		s.vmu.Lock()
+		s.hist.reset()
+		s.vmu.Unlock()
 		s.broadcast(stages)
 	}
 	s.sendSteps(*batch)
@@ -319,10 +323,13 @@ func (s *Server) flush(batch *[]stage.Record) {
 const AggregateEvery = time.Second
 
 // sendSteps sends recs, in frames of at most maxStepsPerFrame, to the
-// viewers that take steps frames.
+// viewers that take steps frames, after the backfill of the viewers that
+// asked for one since, and keeps them for later ones.
 func (s *Server) sendSteps(recs []stage.Record) {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
+	s.backfill()
+	s.hist.add(recs)
 	raw := 0
 	for v := range s.viewers {
 		if !v.aggOn {
@@ -386,7 +393,8 @@ func (s *Server) sendAggregate() {
 }
 
 // aggsOn offers f (when not nil) to the viewers that take agg frames, then
-// turns agg frames on for the viewers whose hello accepted them.
+// turns agg frames on for the viewers whose hello accepted them (once
+// their backfill, when they asked for one, went out: it comes first).
 func (s *Server) aggsOn(f []byte) {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
@@ -394,8 +402,26 @@ func (s *Server) aggsOn(f []byte) {
 		if v.aggOn && f != nil && !v.offer(f) {
 			s.dropped.Add(1)
 		}
-		if v.aggs.Load() {
+		if v.aggs.Load() && (v.filled || !v.backfill.Load()) {
 			v.aggOn = true
+		}
+	}
+}
+
+// backfill sends each viewer whose hello asked for it, once, the steps
+// sent before it attached that the history still holds (those of the
+// last BackfillWindow). Steps sent to it between its attach and its hello
+// came before them; the viewer puts them in order.
+func (s *Server) backfill() {
+	for v := range s.viewers {
+		if v.filled || !v.backfill.Load() {
+			continue
+		}
+		v.filled = true
+		for _, f := range appendBackfill(nil, s.hist.before(v.mark)) {
+			if !v.offer(f) {
+				s.dropped.Add(1)
+			}
 		}
 	}
 }
@@ -455,6 +481,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		v.offer(loader)
 	}
 	s.vmu.Lock()
+	v.mark = s.hist.total // every step before it went to the viewers before it
 	s.viewers[v] = struct{}{}
 	s.vmu.Unlock()
 	s.accepted.Add(1)

@@ -21,7 +21,13 @@ type viewer struct {
 	// aggOn: it is sent agg frames instead of steps (guarded by the
 	// server's vmu). It turns on where an aggregate begins, after its
 	// hello accepted them, so that every step reaches it once.
-	aggOn     bool
+	aggOn bool
+	// backfill: its hello asks for the steps sent before it attached;
+	// filled: they went out (guarded by vmu), mark: how many steps the
+	// server had sent when it attached (history.total; guarded by vmu).
+	backfill  atomic.Bool
+	filled    bool
+	mark      int64
 	batch     atomic.Int64 // ns its hello asks frames to be held (BatchMs)
 	writes    atomic.Int64 // writes made to it, for tests of batching
 	closeOnce sync.Once
@@ -176,6 +182,7 @@ func (v *viewer) readLoop() error {
 			return fmt.Errorf("viewer sent a %q frame; only hello is accepted", f.Type)
 		}
 		v.progress.Store(f.Hello.Accepting(TypeProgress))
+		v.backfill.Store(f.Hello.Accepting(TypeBackfill)) // before aggs: see Server.aggsOn
 		v.aggs.Store(f.Hello.Accepting(TypeAgg))
 		v.batch.Store(int64(batchOf(f.Hello)))
 	}

@@ -51,6 +51,10 @@ type Options struct {
 	// Aggregates asks every trainer for agg frames instead of steps
 	// (ipc.ViewOptions): about one frame a second whatever the step rate.
 	Aggregates bool
+	// Backfill asks every trainer for the steps it finished in the minute
+	// before the attach (ipc.ViewOptions): a one-shot or a fresh view of
+	// slow steps judges from the first second instead of warming up.
+	Backfill bool
 	// BriefRanks keeps each rank of a run but the shown one in brief: in
 	// the snapshots (Snapshotter.BriefRanks) and in what the viewer holds
 	// of it (feed.NewBrief), for a view that shows only their summaries.
@@ -83,7 +87,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		return nil, err
 	}
 	f := feed.New(0)
-	view := ipc.ViewOptions{Batch: o.Batch, Aggregates: o.Aggregates}
+	view := ipc.ViewOptions{Batch: o.Batch, Aggregates: o.Aggregates, Backfill: o.Backfill}
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}

@@ -35,7 +35,11 @@ const runLong = `Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTor
 instrumentation: every Python process it starts publishes its training
 steps with no change to the script. With a terminal, the monitor opens
 attached to it (q closes the monitor, the run goes on); without one, or with
---no-tui, pipetop only runs it. When the run ends, pipetop prints the stage
+--no-tui, pipetop only runs it. pipetop returns only once every process the
+command started has exited: what it leaves running when it exits (the ranks
+torch.multiprocessing.spawn started) is waited for, or, after a Ctrl-C,
+SIGTERM or SIGHUP, stopped (SIGINT, then SIGTERM and SIGKILL 5 s apart),
+and pipetop says which. When the run ends, pipetop prints the stage
 table, throughput and verdict of the whole run (also written to
 pipetop-summary-NAME-PID.json) and exits with the command's status.
 A launcher that starts the ranks of a data-parallel run (torchrun, a shell
@@ -111,6 +115,9 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 		cmd.Stdout = stderr // stdout carries the summary only
 	}
 	start := time.Now()
+	if err := child.Adopt(); err != nil {
+		fmt.Fprintln(stderr, "pipetop:", err, "(what the command leaves running when it exits is not stopped)")
+	}
 	p, err := child.Start(cmd, child.Options{Terminal: tty})
 	if err != nil {
 		return fmt.Errorf("run %s: %w", c.argv[0], err)
@@ -125,6 +132,7 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 		monitorChild(ctx, c, p, out, stderr)
 	}
 	status, waitErr := p.Wait()
+	p.Settle(settleGrace, func(format string, args ...any) { fmt.Fprintf(stderr, "pipetop: "+format+"\n", args...) })
 	if rec != nil {
 		if err := rec.stop(); err != nil {
 			fmt.Fprintln(stderr, "pipetop:", err)
@@ -144,6 +152,10 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// settleGrace is how long what the command left running gets for each of
+// SIGINT and SIGTERM once pipetop was asked to stop.
+const settleGrace = 5 * time.Second
 
 // runEnv unpacks the embedded publisher and returns the child's
 // environment: the publisher on PYTHONPATH behind a sitecustomize

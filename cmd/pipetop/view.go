@@ -67,7 +67,7 @@ func aggregates(fallback bool) bool {
 // snapshotOnce implements --once and --json.
 func snapshotOnce(ctx context.Context, c config, stdout io.Writer) error {
 	agg := aggregates(false)
-	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true, Aggregates: agg})
+	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), NoWatch: true, Aggregates: agg, Backfill: true})
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func showView(ctx context.Context, c config, stdout, _ io.Writer) error {
 func interactive(ctx context.Context, c config) error {
 	oneThread()
 	m, err := open(ctx, c, monitor.Options{Sources: sources.Registered(c.noGPU), Batch: batchFor(c.interval), Gated: true,
-		Aggregates: aggregates(true), BriefRanks: true})
+		Aggregates: aggregates(true), Backfill: true, BriefRanks: true})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package stage
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"math"
@@ -236,4 +238,29 @@ func (w *StepRing) Aggregate() Aggregate {
 		a.Add(&r)
 	}
 	return a.Take()
+}
+
+// Aggregates folds the records the ring holds, oldest first, into
+// aggregates of about every each (one ends with the first record that
+// ends every or more after the first one of it began, or when it is
+// full), as a trainer's agg frames cut them: a window of older steps then
+// joins a window of aggregates that ended in it.
+func (w *StepRing) Aggregates(every time.Duration) []Aggregate {
+	var out []Aggregate
+	a := NewAggregator(w.names)
+	var startNs int64
+	for i := range w.Len() {
+		r := w.at(i)
+		if a.Steps() == 0 {
+			startNs = r.StartNs
+		}
+		a.Add(&r)
+		if a.Full() || r.EndNs-startNs >= int64(every) {
+			out = append(out, a.Take())
+		}
+	}
+	if a.Steps() > 0 {
+		out = append(out, a.Take())
+	}
+	return out
 }

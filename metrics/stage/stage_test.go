@@ -400,3 +400,38 @@ func TestTimerProgress(t *testing.T) {
 		t.Fatalf("after the step: %+v", p)
 	}
 }
+
+// Prepend puts older records before those held, each step once, in order,
+// the oldest going when the ring cannot hold them all.
+func TestStepRingPrepend(t *testing.T) {
+	names := []string{DataWait, Other}
+	rec := func(step int64) Record {
+		return RecordOf(step, step*10, step*10+9, 1, []int64{step, 1}, nil)
+	}
+	for _, c := range []struct {
+		capacity int
+		want     []int64
+	}{{8, []int64{14, 15, 16, 17, 18, 19, 20, 21}}, {6, []int64{16, 17, 18, 19, 20, 21}}, {16, []int64{14, 15, 16, 17, 18, 19, 20, 21}}} {
+		w := NewStepRing(names, c.capacity)
+		for _, s := range []int64{20, 21} {
+			r := rec(s)
+			w.Add(&r)
+		}
+		var older []Record
+		for s := int64(14); s <= 20; s++ { // 20 came already
+			older = append(older, rec(s))
+		}
+		w.Prepend(older)
+		var got []int64
+		for i := range w.Len() {
+			r := w.at(i)
+			got = append(got, r.Step)
+			if r.CPU[0] != r.Step {
+				t.Errorf("capacity %d: step %d has data_wait %d, want its own", c.capacity, r.Step, r.CPU[0])
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("capacity %d: after Prepend %v, want %v", c.capacity, got, c.want)
+		}
+	}
+}

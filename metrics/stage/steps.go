@@ -222,6 +222,52 @@ func (w *StepRing) UpdateGPU(step int64, gpu []int64) bool {
 	return false
 }
 
+// Prepend puts recs, records older than those held (oldest first), before
+// them: a viewer's backfill of the steps a trainer finished before it
+// attached. Those of recs not older than the oldest record held (by step
+// number) are left out, as the steps that came already; when the ring
+// cannot hold them all, the oldest go.
+func (w *StepRing) Prepend(recs []Record) {
+	if n := w.Len(); n > 0 {
+		oldest := w.fields(0).step
+		k := 0
+		for k < len(recs) && recs[k].Step < oldest {
+			k++
+		}
+		recs = recs[:k]
+	}
+	if len(recs) == 0 {
+		return
+	}
+	held := NewStepRing(w.names, w.capacity)
+	for i := range w.Len() {
+		held.copySlot(w, w.slot(i))
+	}
+	w.Reset()
+	for i := range recs {
+		w.Add(&recs[i])
+	}
+	for i := range held.Len() {
+		w.copySlot(held, held.slot(i))
+	}
+}
+
+// copySlot adds the record in slot of src, a ring of the same stage list,
+// as it is held there.
+func (w *StepRing) copySlot(src *StepRing, slot int) {
+	if !w.full && w.next == len(w.steps) {
+		w.grow()
+	}
+	w.steps[w.next] = src.steps[slot]
+	for k := range w.names {
+		w.cpu[k][w.next], w.gpu[k][w.next] = src.cpu[k][slot], src.gpu[k][slot]
+	}
+	w.next++
+	if w.next == w.capacity {
+		w.next, w.full = 0, true
+	}
+}
+
 // slot is where the i-th record, oldest first, is held.
 func (w *StepRing) slot(i int) int {
 	if !w.full {

@@ -1,8 +1,10 @@
 // Package child is a command pipetop runs and watches (pipetop run -- CMD):
 // started in the process group pipetop is in (the terminal's, with one),
-// the signals pipetop receives forwarded to it, its exit status, the
-// trainer socket it or one of its descendants opens (AwaitSocket), and its
-// output held while a screen owns the terminal (Held).
+// the signals pipetop receives forwarded to it (SIGINT to its descendants
+// too), its exit status, what it leaves running when it exits (Adopt,
+// Settle), the trainer socket it or one of its descendants opens
+// (AwaitSocket), and its output held while a screen owns the terminal
+// (Held).
 //
 // A Process is started from an *exec.Cmd the caller has set up (its
 // environment, standard streams, process attributes), so a caller that runs
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -44,6 +47,9 @@ type Process struct {
 	exited chan struct{} // closed once the command was waited for
 	err    error         // cmd.Wait's error, set before exited closes
 	group  bool          // the command leads a process group of its own
+	// stopAsked: pipetop caught SIGINT, SIGTERM or SIGHUP while the
+	// command ran (Settle then stops what it leaves behind).
+	stopAsked atomic.Bool
 }
 
 // Start starts cmd and forwards pipetop's signals to it until it exits.
@@ -117,18 +123,27 @@ func (p *Process) done() bool {
 	}
 }
 
-// forward passes signals to the command until it exited; with terminal,
-// SIGINT and SIGQUIT are not (see Options.Terminal).
+// forward passes signals to the command until it exited, SIGINT to its
+// descendants too; with terminal, SIGINT and SIGQUIT are not (see
+// Options.Terminal).
 func (p *Process) forward(terminal bool) {
 	for {
 		select {
 		case <-p.exited:
 			return
 		case s := <-p.sigs:
+			if isStop(s) {
+				p.stopAsked.Store(true)
+			}
 			if terminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
 				continue
 			}
 			_ = p.cmd.Process.Signal(s)
+			if s == syscall.SIGINT {
+				// As a Ctrl-C at a terminal reaches its whole foreground
+				// group: the ranks a launcher started, its workers.
+				signalAll(descendants(p.Pid()), syscall.SIGINT)
+			}
 		}
 	}
 }

@@ -310,6 +310,8 @@ func (f *Feed) frame(fr *ipc.Frame) {
 		f.steps(fr.Steps)
 	case ipc.TypeAgg:
 		f.aggregate(fr.Agg)
+	case ipc.TypeBackfill:
+		f.backfill(fr.Steps)
 	case ipc.TypeStages:
 		f.reset(fr.Stages)
 		f.totals.SetStages(fr.Stages)
@@ -360,14 +362,33 @@ func (f *Feed) steps(rs []stage.Record) {
 	f.total += int64(len(rs))
 }
 
+// backfill takes in the steps the trainer finished before this viewer
+// attached (its recent window, once, right after the hello): they join the
+// window before the steps that came live meanwhile, so that a one-shot or a
+// fresh view judges a run of slow steps from the first second. The
+// process's totals and the drift baseline count from the attach, as
+// before: the steps before it are not theirs to count. A trainer sends it
+// before its first agg frame to this viewer; one that comes after is left
+// out.
+func (f *Feed) backfill(rs []stage.Record) {
+	if f.aggs.Len() > 0 {
+		return
+	}
+	f.win.Prepend(rs)
+	f.total += int64(len(rs))
+}
+
 // aggregate keeps an agg frame's aggregate (a brief copy in a brief feed)
 // in the window and adds it to the totals and the baseline, as steps does
 // a record.
 func (f *Feed) aggregate(g *stage.Aggregate) {
 	if f.aggs.Len() == 0 && f.win.Len() > 0 {
 		// The steps that came raw before the viewer's hello was read
-		// join the window as one aggregate of their own.
-		f.keep(f.win.Aggregate())
+		// (and its backfill) join the window as aggregates of about the
+		// trainer's interval.
+		for _, a := range f.win.Aggregates(ipc.AggregateEvery) {
+			f.keep(a)
+		}
 		f.win.Reset()
 	}
 	f.keep(*g)

@@ -1,9 +1,12 @@
-"""Who a publisher is: its rank of a run (from the launcher's environment),
+"""Who a publisher is: its rank of a run (from the launcher's environment,
+or from torch.distributed for ranks torch.multiprocessing.spawn started),
 its pid as the host sees it, and when its process started."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 import time
 from typing import Any, Dict
 
@@ -51,10 +54,51 @@ def launcher(env: Any) -> Dict[str, Any]:
     return out
 
 
+def torch_rank(env: Any) -> Dict[str, Any]:
+    """The rank of a process in an initialised torch.distributed process
+    group that no launcher's environment names: the ranks that
+    torch.multiprocessing.spawn starts (pytorch/examples' recipe: each calls
+    init_process_group(rank=i, world_size=n)). Its launcher is ``spawn``
+    in a multiprocessing child, else ``torch.distributed``; its run is the
+    rendezvous, MASTER_ADDR:MASTER_PORT, when set (env://, the recipe's),
+    else, in a multiprocessing child, its parent (``spawn:PPID``: the ranks
+    of one spawn share it). torch is never imported here: empty when the
+    process has not imported torch.distributed or not initialised it.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return {}
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return {}
+        r, w = int(dist.get_rank()), int(dist.get_world_size())
+    except Exception:  # noqa: BLE001 - a broken process group names no rank
+        return {}
+    if w < 1 or not 0 <= r < w:
+        return {}
+    spawned = multiprocessing.parent_process() is not None
+    out: Dict[str, Any] = {"launcher": "spawn" if spawned else "torch.distributed", "rank": r, "world_size": w}
+    run = ""
+    if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        run = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
+    elif spawned:
+        run = "spawn:%d" % os.getppid()
+    if run:
+        out["run"] = run.encode("utf-8")[:128].decode("utf-8", "ignore")
+    return out
+
+
+def who(env: Any) -> Dict[str, Any]:
+    """This process's launcher and rank: the launcher's environment's
+    (launcher), else an initialised torch.distributed's (torch_rank);
+    empty for a single process."""
+    return launcher(env) or torch_rank(env)
+
+
 def rank_fields(env: Any) -> Dict[str, Any]:
-    """The hello's rank, world_size and run of a launched rank (see
-    launcher); empty for a single process."""
-    return {k: v for k, v in launcher(env).items() if k in ("rank", "world_size", "run")}
+    """The hello's rank, world_size and run of a rank (see who); empty for
+    a single process."""
+    return {k: v for k, v in who(env).items() if k in ("rank", "world_size", "run")}
 
 
 def host_pid(status_path: str = "/proc/self/status") -> int:

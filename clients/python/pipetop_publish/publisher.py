@@ -12,7 +12,7 @@ import weakref
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .gputimer import GpuTimer
-from .identity import host_pid, process_start_ns, rank_fields
+from .identity import host_pid, process_start_ns, who
 from .server import Server
 from .sockets import socket_dir, socket_name
 from .stages import CANONICAL, OTHER
@@ -147,7 +147,10 @@ class Publisher:
             # intra-op pools by this id.
             "tid": threading.get_native_id(),
         }
-        hello.update(rank_fields(os.environ))
+        # Who this rank is, read once: torch.distributed may be torn down
+        # before the end-of-run summary needs it.
+        self.rank_of: Dict[str, Any] = who(os.environ)
+        hello.update({k: v for k, v in self.rank_of.items() if k in ("rank", "world_size", "run")})
         cfg = encode_config(config)
         if cfg is not None:
             hello["config"] = cfg

@@ -19,6 +19,10 @@ from . import wire
 from .wire import MAX_FRAME, STEPS_PER_FRAME, ProtocolError, Record, batch_seconds, decode_viewer_line, dumps, encode_steps
 
 PROGRESS_INTERVAL = 1.0  # seconds between progress frames
+# The recent window kept for viewers that attach later (a backfill frame
+# after the hello): the steps of the last minute, at most BACKFILL_STEPS.
+BACKFILL_STEPS = 2048
+BACKFILL_WINDOW_NS = 60_000_000_000
 
 
 class Viewer:
@@ -27,7 +31,7 @@ class Viewer:
 
     __slots__ = (
         "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
-        "stacks", "aggs", "agg_on", "batch", "next_write",
+        "stacks", "aggs", "agg_on", "batch", "next_write", "mark",
     )
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
@@ -49,6 +53,7 @@ class Viewer:
         self.agg_on = False
         self.batch = 0.0  # seconds its hello asks frames to be held (batch_ms)
         self.next_write = 0.0  # monotonic time before which frames are held
+        self.mark = 0  # steps kept before it attached (Server._kept): its backfill
 
     def offer(self, frame: bytes) -> bool:
         """Queue a frame; False (and counted) when the queue is full."""
@@ -110,6 +115,10 @@ class Server:
         self._interval = flush_interval
         self._viewers: Dict[int, Viewer] = {}
         self._loader: Optional[bytes] = None  # the latest loader frame
+        # The steps drained, for the backfill of viewers that attach later:
+        # appended on this thread (never the training thread's), bounded.
+        self._history: Deque[Record] = collections.deque(maxlen=BACKFILL_STEPS)
+        self._kept = 0  # steps ever appended to _history
         self._agg: Optional[Aggregator] = None  # while a viewer accepts agg frames
         self._agg_start = 0.0
         self._lock = threading.Lock()  # guards counters read by stats()
@@ -237,6 +246,7 @@ class Server:
                 quiet_close(conn)
                 continue
             v = Viewer(conn, self._viewer_queue)
+            v.mark = self._kept  # every step before it went to the viewers before it
             hello = dict(self._hello, stages=list(self._names))
             v.offer(dumps({"type": "hello", "v": wire.PROTOCOL_VERSION, "hello": hello}))
             if self._loader is not None:
@@ -278,6 +288,28 @@ class Server:
             v.stacks = isinstance(accepts, list) and "stacks" in accepts
             v.aggs = isinstance(accepts, list) and "agg" in accepts
             v.batch = batch_seconds(hello.get("batch_ms"))
+            if isinstance(accepts, list) and "backfill" in accepts:
+                self._backfill(v)
+
+    def _backfill(self, v: Viewer) -> None:
+        """Send v, once, the steps kept from before it attached: those of
+        the current stage list that ended within BACKFILL_WINDOW_NS of the
+        newest of them, oldest first. Its agg frames, if it takes them,
+        begin later, at the next aggregate."""
+        mark = v.mark
+        v.mark = -1  # sent: a second hello sends nothing
+        if mark < 0:
+            return
+        held = list(self._history)[: max(0, len(self._history) - (self._kept - mark))]
+        recs = [r for r in held if r[7] is self._names or r[7] == self._names]
+        if recs:
+            cut = recs[-1][2] - BACKFILL_WINDOW_NS
+            recs = [r for r in recs if r[2] >= cut]
+        for i in range(0, len(recs), STEPS_PER_FRAME):
+            if not v.offer(encode_steps(recs[i : i + STEPS_PER_FRAME], "backfill")):
+                with self._lock:
+                    self._dropped += 1
+        self._write(v)
 
     def _write(self, v: Viewer) -> None:
         try:
@@ -320,6 +352,7 @@ class Server:
 
     def _flush(self) -> None:
         items = self._drain()
+        self._keep(items)
         if not self._viewers and self._record is None:
             # Nobody to encode for: only keep track of the stage list, which
             # the hello of the next viewer carries.
@@ -367,6 +400,13 @@ class Server:
         for v in list(self._viewers.values()):
             if v.has_output() and not v.want_write:
                 self._write_due(v, now)
+
+    def _keep(self, items: List[Any]) -> None:
+        """Append the step records among items to the history."""
+        for item in items:
+            if item[0] not in ("event", "loader", "stacks"):
+                self._history.append(item)
+                self._kept += 1
 
     def _aggregate(self, item: Record) -> None:
         agg = self._agg

@@ -16,7 +16,6 @@ import sys
 import time
 from typing import Any, Dict, Optional, TextIO
 
-from .identity import launcher
 from .stages import CORE
 
 SCHEMA = "pipetop-summary/1"
@@ -68,10 +67,10 @@ def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, A
         "loader": loader,
         "stacks": code,
         "ddp": ddp,
-        # Who ran it: the launcher and rank (identity.launcher: launcher,
+        # Who ran it: the launcher and rank (identity.who: launcher,
         # rank, world_size, local_rank, run; absent for a single process)
         # and the host, for the job summary of a multi-rank run.
-        "rank_of": launcher(os.environ) or None,
+        "rank_of": pub.rank_of or None,
         "host": socket.gethostname(),
     }
 

@@ -31,7 +31,7 @@ class ProtocolError(ValueError):
 
 
 
-_KNOWN_TYPES = ("hello", "stages", "steps", "loader", "event", "progress", "stacks", "agg", "drops", "error")
+_KNOWN_TYPES = ("hello", "stages", "steps", "backfill", "loader", "event", "progress", "stacks", "agg", "drops", "error")
 
 
 def decode_viewer_line(line: bytes) -> Dict[str, Any]:
@@ -127,7 +127,9 @@ def encode_step(r: Record) -> str:
     return "".join(parts)
 
 
-def encode_steps(recs: Sequence[Record]) -> bytes:
+def encode_steps(recs: Sequence[Record], typ: str = "steps") -> bytes:
+    """A steps frame of recs (typ "backfill": the steps before a viewer
+    attached, sent to it once after the hello)."""
     body = ",".join(encode_step(r) for r in recs)
-    return ('{"type":"steps","steps":[%s]}\n' % body).encode()
+    return ('{"type":"%s","steps":[%s]}\n' % (typ, body)).encode()
 

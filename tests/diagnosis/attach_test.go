@@ -1,0 +1,65 @@
+package diagnosis
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// slowStepScenarios are runs of 2 s steps that a one-shot pipetop --json
+// attaches to 5 s in: in its 1 s collection at most one step ends, so
+// without the trainer's backfill it judged nothing ("warming up"). With it,
+// the window holds the steps before the attach and the verdict is the
+// run's: the cause planted in examples/auto/slow_steps.py.
+func slowStepScenarios() []scenario {
+	return []scenario{
+		{name: "torch/2 s steps, 75 % reading: input-bound at once", start: autoScript("slow_steps.py", "--read-ms", "1500", "--compute-ms", "500"),
+			after: 5 * time.Second, interval: time.Second, kind: verdict.InputBound, stage: stage.DataWait,
+			headline: []string{"waits on data_wait", "read_from_storage"}, next: []string{"set num_workers=2 or more"}},
+		{name: "torch/2 s steps, 95 % forward: compute-bound at once", start: autoScript("slow_steps.py", "--read-ms", "20", "--compute-ms", "1900"),
+			after: 5 * time.Second, interval: time.Second, kind: verdict.ComputeBound, stage: stage.Forward,
+			next: []string{"input keeps up"}},
+	}
+}
+
+// TestAttachJudgesSlowStepsAtOnce: a one-shot --json 5 s into a run of 2 s
+// steps gives the run's verdict over the steps before the attach (its 5 s
+// window holds at least two), for a viewer of steps and one of agg frames.
+func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
+	scs := slowStepScenarios()
+	results := make([]result, len(scs))
+	var wg sync.WaitGroup
+	for i, sc := range scs {
+		cmd, logs, err := sc.start(t, sc.name)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = observe(sc, cmd.Env)
+			results[i].logs = logs
+		}()
+	}
+	wg.Wait()
+	for i, sc := range scs {
+		t.Run(sc.name, func(t *testing.T) {
+			check(t, sc, results[i])
+			for _, r := range []result{results[i], *results[i].agg} {
+				var snap struct {
+					Summary *stage.Summary `json:"summary"`
+				}
+				if err := json.Unmarshal(r.out, &snap); err != nil || snap.Summary == nil {
+					t.Fatalf("no summary in %s: %v", r.out, err)
+				}
+				if snap.Summary.Steps < 2 {
+					t.Errorf("the 5 s window holds %d steps after a 1 s collection; want the backfill's 2 or more", snap.Summary.Steps)
+				}
+			}
+		})
+	}
+}
