@@ -24,6 +24,9 @@ const (
 	// Finalists are how many settings besides the baseline the
 	// confirmation runs.
 	Finalists = 2
+	// SearchNoise: a search trial within this share of the fastest may be
+	// as fast; the cheapest such setting is a finalist.
+	SearchNoise = 0.10
 )
 
 // scores are the search's trials by setting (each setting runs once).
@@ -206,14 +209,32 @@ func (sc scores) ranked() []Setting {
 	return out
 }
 
-// best are the n fastest settings other than base that beat it.
+// best returns at most n finalists among the settings that beat base:
+// the fastest, the cheapest within SearchNoise of it (a single trial's
+// lead that small is noise, and the confirmation then decides), then the
+// next fastest.
 func (sc scores) best(n int, base Setting) []Setting {
-	var out []Setting
+	var beat []Setting
 	for _, s := range sc.ranked() {
-		if len(out) == n {
-			break
-		}
 		if s != base && sc[s].SamplesPerSec > sc[base].SamplesPerSec {
+			beat = append(beat, s)
+		}
+	}
+	if len(beat) == 0 || n == 0 {
+		return nil
+	}
+	out := []Setting{beat[0]}
+	cheap := beat[0]
+	for _, s := range beat[1:] {
+		if sc[s].SamplesPerSec >= (1-SearchNoise)*sc[beat[0]].SamplesPerSec && s.cost() < cheap.cost() {
+			cheap = s
+		}
+	}
+	if cheap != beat[0] && len(out) < n {
+		out = append(out, cheap)
+	}
+	for _, s := range beat[1:] {
+		if len(out) < n && s != cheap {
 			out = append(out, s)
 		}
 	}

@@ -236,3 +236,27 @@ func TestSettingsWithoutEffect(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// The finalists are the fastest and the cheapest within the search's noise
+// of it, not the two fastest by a hair.
+func TestFinalistsIncludeTheCheapestNearTheFastest(t *testing.T) {
+	base := Setting{}
+	sc := scores{
+		base:                                     {SamplesPerSec: 500},
+		{NumWorkers: 4, PrefetchFactor: 4}:       {SamplesPerSec: 875},
+		{NumWorkers: 4, PersistentWorkers: true}: {SamplesPerSec: 825},
+		{NumWorkers: 2, PersistentWorkers: true}: {SamplesPerSec: 815},
+		{NumWorkers: 1}:                          {SamplesPerSec: 600},
+	}
+	got := sc.best(2, base)
+	want := []Setting{{NumWorkers: 4, PrefetchFactor: 4}, {NumWorkers: 2, PersistentWorkers: true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("finalists %v, want %v", got, want)
+	}
+	if got := sc.best(3, base); len(got) != 3 || got[2] != (Setting{NumWorkers: 4, PersistentWorkers: true}) {
+		t.Errorf("3 finalists %v", got)
+	}
+	if got := (scores{base: {SamplesPerSec: 500}}).best(2, base); got != nil {
+		t.Errorf("nothing beats the baseline, finalists %v", got)
+	}
+}
