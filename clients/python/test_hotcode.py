@@ -17,7 +17,9 @@ import time
 import types
 import unittest
 
-from pipetop_publish import stacks, workerlink, zarrwatch
+import hashlib
+
+from pipetop_publish import hotcode, pythreads, stacks, workerlink, zarrwatch
 from pipetop_publish.auto import _Patches
 
 from test_pipetop_publish import PublisherCase, wait_for
@@ -111,6 +113,110 @@ class TestWorkerStacks(unittest.TestCase):
         frames = stacks.Describer().frames(tuple(raw))
         self.assertEqual(frames[0][0], "_worker_loop")
         self.assertNotIn("parent_loop", [fr[0] for fr in frames])
+
+
+def hash_without_the_gil(stop: threading.Event) -> None:
+    """Native work that releases the GIL: hashlib hashes large buffers
+    without it."""
+    data = b"x" * (8 << 20)
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+
+def sleep_a_lot(stop: threading.Event) -> None:
+    """A thread that waits."""
+    while not stop.is_set():
+        time.sleep(0.01)
+
+
+class TestOtherThreads(unittest.TestCase):
+    def sample(self, targets, hz: float = 200, samples: int = 200):
+        """Sample the main thread with the other threads running targets;
+        what the watch took."""
+        stop = threading.Event()
+        threads = [threading.Thread(target=fn, args=(stop,), name=name, daemon=True) for name, fn in targets]
+        for t in threads:
+            t.start()
+        s = stacks.StackSampler(threading.get_ident(), stacks.TRAIN, -1, lambda: "other", hz)
+        s.others = pythreads.ThreadWatch({threading.get_ident()})
+        old = sys.getswitchinterval()
+        self.addCleanup(sys.setswitchinterval, old)
+        sys.setswitchinterval(stacks.TRAIN_SWITCH)  # as the collector sets it
+        comm = {}
+        try:
+            s.start()
+            deadline = time.monotonic() + 10
+            while s.samples < samples and time.monotonic() < deadline:
+                time.sleep(0.02)  # the training thread waits, as it does for the GIL
+            s.stop()
+            for t in threads:
+                with open("/proc/self/task/%d/comm" % t.native_id) as f:
+                    comm[t.name] = f.read().strip()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        got = pythreads.Threads()
+        got.add(stacks.Describer(), *s.others.take())
+        body = hotcode.with_threads({"frames": [], "rows": []}, got)
+        return {e["name"]: e for e in body["threads"]}, body, {t.name: t.native_id for t in threads}, comm
+
+    @staticmethod
+    def shares(e):
+        """A thread's share of a core and the part of it the probes found
+        it running without the GIL."""
+        cpu = e["cpu_ns"] / max(1, e["covered_ns"])
+        return cpu, e["free_ns"] / max(1, e["probed_ns"])
+
+    def test_a_python_spinner_holds_the_gil(self) -> None:
+        got, body, tids, comm = self.sample([("metrics-logger", spin_in_named_function), ("sleeper", sleep_a_lot),
+                                             ("pipetop-own", sleep_a_lot)])
+        self.assertNotIn("pipetop-own", got, "pipetop's own threads are left out")
+        self.assertEqual(comm["pipetop-own"], "pipetop-own", "and named so in /proc")
+        self.assertNotEqual(comm["metrics-logger"], "metrics-logger", "the run's threads keep their names")
+        spin, sleeper = got["metrics-logger"], got["sleeper"]
+        if os.environ.get("PIPETOP_TEST_VERBOSE"):
+            print(got)
+        self.assertEqual(spin["tid"], tids["metrics-logger"])
+        cpu, free = self.shares(spin)
+        self.assertGreater(cpu, 0.1, spin)
+        self.assertGreaterEqual(spin["probes"], 5, spin)
+        self.assertLess(free, 0.25 * cpu, "the spinner runs only with the GIL: %r" % spin)
+        self.assertLess(self.shares(sleeper)[0], 0.1, sleeper)
+        frames = body["frames"]
+        names = {frames[i]["name"] for r in spin["rows"] for i in r["stack"]}
+        self.assertIn("spin_in_named_function", names)
+
+    def test_native_work_runs_without_the_gil(self) -> None:
+        got, _, _, _ = self.sample([("hasher", hash_without_the_gil)])
+        if os.environ.get("PIPETOP_TEST_VERBOSE"):
+            print(got)
+        cpu, free = self.shares(got["hasher"])
+        self.assertGreater(cpu, 0.1, got)
+        self.assertGreater(free, 0.25 * cpu, "the hasher runs without the GIL: %r" % got)
+
+    def test_torch_threads_only_with_torch(self) -> None:
+        fake = types.SimpleNamespace(get_num_threads=lambda: 2, get_num_interop_threads=lambda: 1)
+        old = sys.modules.get("torch")
+        sys.modules["torch"] = fake  # type: ignore[assignment]
+        try:
+            self.assertEqual(pythreads.torch_threads(), {"intra_op_threads": 2, "inter_op_threads": 1})
+        finally:
+            if old is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = old
+        if old is None:
+            self.assertEqual(pythreads.torch_threads(), {})
+
+    def test_cpu_clock_of_an_ended_thread(self) -> None:
+        t = threading.Thread(target=lambda: None)
+        t.start()
+        t.join()
+        wait_for(lambda: not os.path.exists("/proc/self/task/%d" % t.native_id), "the thread's end")
+        with self.assertRaises(OSError):
+            time.clock_gettime_ns(pythreads.cpu_clock(t.native_id))
+        self.assertGreater(time.clock_gettime_ns(pythreads.cpu_clock(threading.get_native_id())), 0)
 
 
 class TestPayload(unittest.TestCase):
