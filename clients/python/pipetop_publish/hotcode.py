@@ -40,6 +40,7 @@ class Collector:
         if self.sampler is not None:
             self.watch = self.sampler.others = _pythreads.ThreadWatch({tid})
         self.run_threads = _pythreads.Threads()
+        self._named: set = set()  # pipetop threads named in /proc without a watch
         self.receiver = _workerlink.receiver()
         self.describer = _stacks.Describer()
         self.run = _stacks.Fold(cap=_stacks.MAX_RUN_ROWS)
@@ -81,6 +82,8 @@ class Collector:
                 rows = self.describer.rows(self.sampler.fold.take())
             if self.watch is not None:
                 threads.add(self.describer, *self.watch.take())
+            else:
+                _pythreads.name_all_own(self._named)
             lost = 0
             for msg in self.receiver.drain() if self.receiver is not None else []:
                 body = msg.get("stacks")

@@ -50,6 +50,21 @@ CPU, COVERED, SAMPLES, FREE, PROBED, PROBES = range(6)
 NTOTALS = 6
 
 
+def name_own(t: threading.Thread, named: Set[int]) -> None:
+    """Give a pipetop thread its threading name as its OS name, once (named
+    holds the native ids done)."""
+    nid = t.native_id
+    if nid is not None and nid not in named and t.name.startswith(OWN_PREFIX):
+        _stacks.name_os_thread(t.name, nid)
+        named.add(nid)
+
+
+def name_all_own(named: Set[int]) -> None:
+    """name_own for every thread of the process."""
+    for t in threading.enumerate():
+        name_own(t, named)
+
+
 def _gil_sleep() -> Optional[Callable[[int], int]]:
     """libc's usleep called with the GIL held; None where ctypes or libc
     cannot give it."""
@@ -117,9 +132,7 @@ class ThreadWatch:
             if ident is None or nid is None:
                 continue
             if t.name.startswith(OWN_PREFIX):
-                if nid not in self._named:
-                    _stacks.name_os_thread(t.name, nid)
-                    self._named.add(nid)
+                name_own(t, self._named)
                 continue
             if ident == me or ident in self.skip or len(seen) >= MAX_THREADS:
                 continue
