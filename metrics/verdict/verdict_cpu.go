@@ -35,6 +35,15 @@ type HostCPU struct {
 	// IdleCores is how many of the host's cores were idle (whoever else
 	// uses them); -1 when unread.
 	IdleCores float64
+	// TrainingSwitches is how many times a second the training thread was
+	// switched onto a CPU and TrainingPreempted how many times it was
+	// preempted: the rest are voluntary (it blocked); both -1 when the
+	// hello named no training thread.
+	TrainingSwitches, TrainingPreempted float64
+	// IntraOpThreads is torch.get_num_threads() in the trainer process
+	// (the training thread counts as one), from its stacks frames; 0 when
+	// unknown.
+	IntraOpThreads int
 }
 
 // CPUPool is the busy threads of one role.
@@ -142,6 +151,8 @@ func pools(c *HostCPU) string {
 			continue
 		}
 		switch {
+		case p.Role == "intra-op" && p.Processes <= 1 && c.IntraOpThreads > 0:
+			parts = append(parts, torchPool(p, c.IntraOpThreads))
 		case p.Role == "worker":
 			parts = append(parts, plural(p.Busy, "busy loader worker"))
 		case p.Processes > 1:

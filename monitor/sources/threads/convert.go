@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -20,21 +21,26 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 		return nil
 	}
 	c := &verdict.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
-		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu)}
+		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu), TrainingSwitches: -1, TrainingPreempted: -1}
 	var run, wait float64
-	fresh := 0
+	fresh, read := 0, 0
 	for _, th := range t.Threads {
+		if th.Role == host.RolePipetop {
+			continue // pipetop's own threads are not the run's
+		}
+		read++
 		if th.Fresh {
 			fresh++
 			continue
 		}
 		run += th.CPU / 100
 		wait += th.Wait / 100
-		if th.Role == "training" {
+		if th.Role == host.RoleTraining {
 			c.Training, c.TrainingCPU = min(1, (th.CPU+th.Wait)/100), th.CPU/100
+			c.TrainingSwitches, c.TrainingPreempted = th.Switches, th.Preempted
 		}
 	}
-	if fresh == len(t.Threads) {
+	if fresh == read {
 		return nil
 	}
 	c.Used, c.Demand = run, run+wait
@@ -45,7 +51,7 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 		c.WaitShare = wait / c.Demand
 	}
 	for role, r := range t.ByRole() {
-		if r.Busy > 0 {
+		if r.Busy > 0 && role != host.RolePipetop {
 			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
 		}
 	}

@@ -1,0 +1,81 @@
+package verdict
+
+import (
+	"fmt"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
+)
+
+// GILBound is the kind of the GIL rule: another Python thread of the
+// trainer process holds the GIL while the training thread waits for it.
+const GILBound Kind = "gil-bound"
+
+// Thresholds of the GIL rule.
+const (
+	GILThreadShare   = 0.30 // another Python thread runs holding the GIL at least this share of a core ...
+	GILOverTraining  = 2.0  // ... and at least this many times the training thread's share of a core ...
+	GILMinProbes     = 10   // ... (its CPU without the GIL known from at least this many probes) ...
+	GILTrainingWants = 0.50 // ... while the training thread wants a CPU (on one or waiting) at most this share of the time ...
+	GILSwitches      = 100  // ... and blocks at least this many times a second (voluntary switches)
+)
+
+// gilRule: a Python thread of the trainer process runs Python code (it
+// holds the GIL) most of the time while the training thread mostly
+// blocks, switching off its CPU many times a second: it waits for the GIL.
+// Threads that run native code without the GIL (torch's pools, the
+// pin-memory thread, a thread in a big torch.mm or a sleep) are not
+// blamed: the Python stack sampler finds them running while it holds the
+// GIL (stage.ThreadProfile.Free).
+func gilRule(in *Inputs) (Verdict, bool) {
+	c := hostCPU(in)
+	if c == nil || c.Training < 0 || c.Training > GILTrainingWants || c.TrainingSwitches < 0 {
+		return Verdict{}, false
+	}
+	blocks := c.TrainingSwitches - max(0, c.TrainingPreempted)
+	if blocks < GILSwitches {
+		return Verdict{}, false
+	}
+	if g := gpuOf(in.Summary, in.Host); g.known && g.trusted && g.busy >= GPUBusyBound {
+		return Verdict{}, false // the step waits for the GPU, not for the GIL
+	}
+	th := gilThread(in.Code, c.TrainingCPU)
+	if th == nil {
+		return Verdict{}, false
+	}
+	head := fmt.Sprintf("gil-bound: Python thread %q (tid %d) holds the GIL %s of a core", th.Name, th.TID, units.Pct(th.GIL()))
+	if w, ok := th.Where(); ok {
+		head += " in " + funcText(w) + fmt.Sprintf(" at %s:%d", w.File, w.Line)
+	}
+	head += fmt.Sprintf(" while the training thread is on a CPU %s of the time and blocks %.0f times a second waiting for it",
+		units.Pct(c.TrainingCPU), blocks)
+	return Verdict{Kind: GILBound, Headline: head,
+		Next: fmt.Sprintf("the training loop waits for the GIL that %q holds: move its work to a process (multiprocessing), make it sleep between rounds or batch its work (every N steps), or do it in code that releases the GIL (numpy/torch on whole arrays)", th.Name)}, true
+}
+
+// gilThread is the thread that holds the GIL the most, if it passes the
+// rule's thresholds against the training thread's share of a core on a
+// CPU; nil when none does.
+func gilThread(code *stage.CodeProfile, trainingCPU float64) *stage.ThreadProfile {
+	if code == nil {
+		return nil
+	}
+	for i := range code.Threads {
+		th := &code.Threads[i]
+		if th.Probes >= GILMinProbes && th.GIL() >= GILThreadShare && th.GIL() >= GILOverTraining*max(0, trainingCPU) {
+			return th
+		}
+	}
+	return nil
+}
+
+// torchPool names the trainer's intra-op threads by what torch reports
+// (n = torch.get_num_threads(), the training thread one of them), with
+// the busy threads named like the process beyond torch's pool.
+func torchPool(p CPUPool, n int) string {
+	s := fmt.Sprintf("torch's %s (torch.get_num_threads(), the training thread one of them)", plural(n, "intra-op thread"))
+	if extra := p.Busy - (n - 1); extra > 0 {
+		s += " + " + plural(extra, "other busy thread")
+	}
+	return s
+}

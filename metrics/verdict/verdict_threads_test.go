@@ -1,0 +1,88 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// thread is a stage.ThreadProfile of a thread whose hot path ends in the
+// user's function fn at file:line.
+func thread(tid int, name string, cpu, free float64, probes int64, fn, file string, line int) stage.ThreadProfile {
+	u := stage.CodeFrame{Name: fn, File: file, Line: line}
+	return stage.ThreadProfile{TID: tid, Name: name, CPU: cpu, Free: free, Probes: probes, Samples: 500, SampledNs: 5e9,
+		Path: []stage.PathStep{{CodeFrame: stage.CodeFrame{Name: "Thread.run", File: "threading.py", Line: 975, Lib: "threading"}, Share: 1},
+			{CodeFrame: u, Share: 1}},
+		Hot: &stage.HotSpot{User: u, Share: 1, LineShare: 0.9}}
+}
+
+// TestGILRule plants a Python thread holding the GIL beside a training
+// thread that waits for it (the issue's metrics logger: 96 % of a core, the
+// training thread on a CPU 8 % of the time, 1,283 switches a second), and
+// the controls that must not be blamed.
+func TestGILRule(t *testing.T) {
+	const start = int64(1e18)
+	slow := run(start, 100, func(int) map[string]int64 {
+		return map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 60 * ms1, stage.Backward: 40 * ms1, stage.Optim: 45 * ms1}
+	}).Summarize(0) // compute-bound by its shares
+	waiting := HostCPU{UsableCores: 2, Demand: 1.1, Used: 1.05, WaitShare: 0.04, Training: 0.1, TrainingCPU: 0.08, Others: 0.97,
+		IdleCores: 0.9, TrainingSwitches: 1300, TrainingPreempted: 17}
+	busy := waiting
+	busy.Training, busy.TrainingCPU, busy.TrainingSwitches = 0.97, 0.9, 40
+	logger := thread(4242, "metrics-logger", 0.96, 0.01, 80, "log_metrics", "train_gil.py", 31)
+	mm := thread(4243, "precompute", 0.9, 0.85, 80, "precompute", "train_gil.py", 44)
+	for _, tc := range []struct {
+		name     string
+		cpu      HostCPU
+		threads  []stage.ThreadProfile
+		gpu      float64
+		want     Kind
+		contains []string
+	}{
+		{"a logger spinning in Python", waiting, []stage.ThreadProfile{logger, mm}, 0, GILBound,
+			[]string{`Python thread "metrics-logger" (tid 4242)`, "holds the GIL 95 % of a core", "`log_metrics` at train_gil.py:31",
+				"on a CPU 8 % of the time", "blocks 1283 times a second", "move its work to a process", "sleep", "releases the GIL"}},
+		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, 0, ComputeBound, nil},
+		{"a thread that sleeps is not blamed", waiting, []stage.ThreadProfile{thread(9, "sleeper", 0.01, 0, 80, "s", "t.py", 1)}, 0, ComputeBound, nil},
+		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, 0, ComputeBound, nil},
+		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, 0, ComputeBound, nil},
+		{"a busy GPU is what the step waits for", waiting, []stage.ThreadProfile{logger}, 0.95, GPUBound, nil},
+		{"old trainers send no threads", waiting, nil, 0, ComputeBound, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Host{CPU: &tc.cpu}
+			if tc.gpu > 0 {
+				h.GPUActivity, h.GPUActivitySource = tc.gpu, "GPM"
+			}
+			code := &stage.CodeProfile{Threads: tc.threads}
+			v := Judge(Inputs{Summary: slow, Live: true, Host: h, Code: code})
+			if v.Kind != tc.want {
+				t.Fatalf("kind = %s (%s), want %s", v.Kind, v, tc.want)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(v.String(), c) {
+					t.Errorf("verdict %q lacks %q", v, c)
+				}
+			}
+		})
+	}
+}
+
+// TestTorchPoolNames: with torch's thread count, the trainer's intra-op
+// pool is named by it, not by counting threads named like the process.
+func TestTorchPoolNames(t *testing.T) {
+	c := &HostCPU{Demand: 3, Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}}}
+	if got := pools(c); got != "1 intra-op thread + 1 training thread" {
+		t.Errorf("without torch's count: %q", got)
+	}
+	c.IntraOpThreads = 2
+	if got := pools(c); !strings.Contains(got, "torch's 2 intra-op threads (torch.get_num_threads(), the training thread one of them)") ||
+		strings.Contains(got, "other busy") {
+		t.Errorf("with torch.get_num_threads() = 2: %q", got)
+	}
+	c.Pools[0].Busy = 3
+	if got := pools(c); !strings.Contains(got, "+ 2 other busy threads") {
+		t.Errorf("three busy threads named like the process beside torch's one pool thread: %q", got)
+	}
+}
