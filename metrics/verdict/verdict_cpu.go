@@ -114,7 +114,7 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	if name != "" {
 		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
 	}
-	next := "the step is one thread's work while cores idle: more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads), else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
+	next := "the step is one thread's work while cores idle: " + moreIntraOp(c) + ", else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
 	if g.known {
 		next = fmt.Sprintf("the GPU is busy only %s: the step is one thread's host work (Python, op dispatch, kernel launches): a larger batch, fewer small ops, CUDA graphs or torch.compile", units.Pct(g.busy))
 	}

@@ -79,3 +79,14 @@ func torchPool(p CPUPool, n int) string {
 	}
 	return s
 }
+
+// moreIntraOp is the training-thread-bound advice to use more intra-op
+// threads, with torch's own count where the trainer reports it.
+func moreIntraOp(c *HostCPU) string {
+	n := c.IntraOpThreads
+	if want := int(c.UsableCores); n > 0 && want > n {
+		return fmt.Sprintf("more intra-op threads if the ops run on one (torch runs %s, torch.get_num_threads(): torch.set_num_threads(%d) for the %s usable cores; pipetrain --threads)",
+			plural(n, "intra-op thread"), want, cores(c.UsableCores))
+	}
+	return "more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads)"
+}

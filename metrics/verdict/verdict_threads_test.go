@@ -86,3 +86,19 @@ func TestTorchPoolNames(t *testing.T) {
 		t.Errorf("three busy threads named like the process beside torch's one pool thread: %q", got)
 	}
 }
+
+// TestTrainingThreadAdviceNamesTorchThreads: the imagenet run (torch
+// picked 1 intra-op thread on 2 cores, the other idle) is told the count
+// torch reports and the one to set.
+func TestTrainingThreadAdviceNamesTorchThreads(t *testing.T) {
+	const start = int64(1e18)
+	pyLoop := run(start, 200, func(int) map[string]int64 {
+		return map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 20 * ms1, stage.Optim: ms1}
+	}).Summarize(0)
+	c := HostCPU{UsableCores: 2, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.98, TrainingCPU: 0.93, Others: 0.1, IdleCores: 0.95,
+		IntraOpThreads: 1, TrainingSwitches: 20, TrainingPreempted: 5}
+	v := Judge(Inputs{Summary: pyLoop, Live: true, Host: &Host{CPU: &c}})
+	if v.Kind != TrainingThreadBound || !strings.Contains(v.Next, "torch runs 1 intra-op thread, torch.get_num_threads(): torch.set_num_threads(2) for the 2 usable cores") {
+		t.Errorf("verdict %s", v)
+	}
+}
