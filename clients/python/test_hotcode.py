@@ -195,6 +195,20 @@ class TestOtherThreads(unittest.TestCase):
         self.assertGreater(cpu, 0.1, got)
         self.assertGreater(free, 0.25 * cpu, "the hasher runs without the GIL: %r" % got)
 
+    def test_run_rows_are_bounded(self) -> None:
+        run = pythreads.Threads()
+        for i in range(stacks.MAX_RUN_ROWS + 10):
+            one = pythreads.Threads()
+            one.rows[(7, "t", (("f%d" % i, "a.py", i, ""),))] = [1, 10]
+            one.totals[7] = [10, 10, 1, 0, 0, 0]
+            run.merge(one)
+        self.assertLessEqual(len(run.rows), stacks.MAX_RUN_ROWS + 1)
+        self.assertEqual(sum(n for n, _ in run.rows.values()), stacks.MAX_RUN_ROWS + 10, "the samples still add up")
+        body = hotcode.with_threads({"frames": [], "rows": []}, run)
+        (entry,) = body["threads"]
+        self.assertEqual(len(entry["rows"]), pythreads.MAX_THREAD_ROWS + 1)
+        self.assertEqual(sum(r["n"] for r in entry["rows"]), stacks.MAX_RUN_ROWS + 10)
+
     def test_torch_threads_only_with_torch(self) -> None:
         fake = types.SimpleNamespace(get_num_threads=lambda: 2, get_num_interop_threads=lambda: 1)
         old = sys.modules.get("torch")

@@ -231,11 +231,19 @@ class Threads:
     def add(self, describer: _stacks.Describer, raw: Dict[Any, List[int]], totals: Dict[int, List[int]]) -> None:
         """Add what ThreadWatch.take returned."""
         for (nid, _, name, stack), (n, ns) in raw.items():
-            key = (nid, name, stack if stack == (_stacks.MORE,) else describer.frames(stack))
-            row = self.rows.setdefault(key, [0, 0])
-            row[0] += n
-            row[1] += ns
+            self._add_row((nid, name, stack if stack == (_stacks.MORE,) else describer.frames(stack)), n, ns)
         self.merge_totals(totals)
+
+    def _add_row(self, key: Tuple[int, str, Tuple[_stacks.Frame, ...]], n: int, ns: int) -> None:
+        """Count a row; beyond MAX_RUN_ROWS rows, new stacks go to their
+        thread's [more stacks] row."""
+        row = self.rows.get(key)
+        if row is None:
+            if len(self.rows) >= _stacks.MAX_RUN_ROWS:
+                key = (key[0], key[1], (_stacks.MORE,))
+            row = self.rows.setdefault(key, [0, 0])
+        row[0] += n
+        row[1] += ns
 
     def merge_totals(self, totals: Dict[int, List[int]]) -> None:
         """Add totals by native id."""
@@ -247,9 +255,7 @@ class Threads:
     def merge(self, other: "Threads") -> None:
         """Add every row and total of other."""
         for key, (n, ns) in other.rows.items():
-            row = self.rows.setdefault(key, [0, 0])
-            row[0] += n
-            row[1] += ns
+            self._add_row(key, n, ns)
         self.merge_totals(other.totals)
 
     def __bool__(self) -> bool:
