@@ -1,7 +1,9 @@
 """Stack samples: a daemon thread that reads one thread's Python stack a
 fixed number of times a second (``PIPETOP_STACKS_HZ``, default 100, 0 = off)
 with ``sys._current_frames()`` and folds each stack into a table keyed by
-(role, worker, stage, frames), so that nothing is sent per sample.
+(role, worker, stage, frames), so that nothing is sent per sample. In the
+training process the same tick samples the process's other Python threads
+(``pythreads``).
 
 Each sample stands for the wall time since the sampler's previous one. The
 sampler needs the GIL to read a stack: while the sampled thread runs Python
