@@ -17,8 +17,14 @@ const (
 	GILOverTraining  = 2.0  // ... and at least this many times the training thread's share of a core ...
 	GILMinProbes     = 10   // ... (its CPU without the GIL known from at least this many probes) ...
 	GILTrainingWants = 0.50 // ... while the training thread wants a CPU (on one or waiting) at most this share of the time ...
-	GILSwitches      = 100  // ... and blocks at least this many times a second (voluntary switches)
+	GILSwitches      = 100  // ... and blocks at least this many times a second (voluntary switches) ...
+	GILResultWait    = 0.50 // ... but not this share of its samples in a wait for another thread's result
 )
+
+// waitLibs are the standard modules whose functions a thread blocks in
+// when it waits for another thread's result (a queue, a future, a
+// condition).
+var waitLibs = map[string]bool{"threading": true, "queue": true, "concurrent": true, "asyncio": true, "selectors": true, "multiprocessing": true}
 
 // gilRule: a Python thread of the trainer process runs Python code (it
 // holds the GIL) most of the time while the training thread mostly
@@ -40,8 +46,8 @@ func gilRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false // the step waits for the GPU, not for the GIL
 	}
 	th := gilThread(in.Code, c.TrainingCPU)
-	if th == nil {
-		return Verdict{}, false
+	if th == nil || resultWait(in.Code) >= GILResultWait {
+		return Verdict{}, false // a producer thread the loop waits on is its input, not a GIL holder
 	}
 	head := fmt.Sprintf("gil-bound: Python thread %q (tid %d) holds the GIL %s of a core", th.Name, th.TID, units.Pct(th.GIL()))
 	if w, ok := th.Where(); ok {
@@ -67,6 +73,27 @@ func gilThread(code *stage.CodeProfile, trainingCPU float64) *stage.ThreadProfil
 		}
 	}
 	return nil
+}
+
+// resultWait is the share of the training thread's sampled time whose
+// innermost frame is a wait for another thread's result (waitLibs).
+func resultWait(code *stage.CodeProfile) float64 {
+	var all, waiting float64
+	for _, g := range code.Groups {
+		if g.Role != stage.RoleTrain {
+			continue
+		}
+		all += float64(g.SampledNs)
+		for _, f := range g.Top {
+			if waitLibs[f.Lib] {
+				waiting += f.Self * float64(g.SampledNs)
+			}
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return waiting / all
 }
 
 // torchPool names the trainer's intra-op threads by what torch reports

@@ -36,26 +36,31 @@ func TestGILRule(t *testing.T) {
 		name     string
 		cpu      HostCPU
 		threads  []stage.ThreadProfile
+		train    []stage.CodeGroup // the training thread's samples
 		gpu      float64
 		want     Kind
 		contains []string
 	}{
-		{"a logger spinning in Python", waiting, []stage.ThreadProfile{logger, mm}, 0, GILBound,
+		{"a logger spinning in Python", waiting, []stage.ThreadProfile{logger, mm}, nil, 0, GILBound,
 			[]string{`Python thread "metrics-logger" (tid 4242)`, "holds the GIL 95 % of a core", "`log_metrics` at train_gil.py:31",
 				"on a CPU 8 % of the time", "blocks 1283 times a second", "move its work to a process", "sleep", "releases the GIL"}},
-		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, 0, ComputeBound, nil},
-		{"a thread that sleeps is not blamed", waiting, []stage.ThreadProfile{thread(9, "sleeper", 0.01, 0, 80, "s", "t.py", 1)}, 0, ComputeBound, nil},
-		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, 0, ComputeBound, nil},
-		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, 0, ComputeBound, nil},
-		{"a busy GPU is what the step waits for", waiting, []stage.ThreadProfile{logger}, 0.95, GPUBound, nil},
-		{"old trainers send no threads", waiting, nil, 0, ComputeBound, nil},
+		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, nil, 0, ComputeBound, nil},
+		{"a thread that sleeps is not blamed", waiting, []stage.ThreadProfile{thread(9, "sleeper", 0.01, 0, 80, "s", "t.py", 1)}, nil, 0, ComputeBound, nil},
+		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, nil, 0, ComputeBound, nil},
+		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, nil, 0, ComputeBound, nil},
+		{"a busy GPU is what the step waits for", waiting, []stage.ThreadProfile{logger}, nil, 0.95, GPUBound, nil},
+		{"old trainers send no threads", waiting, nil, nil, 0, ComputeBound, nil},
+		{"a producer thread the loop waits on is not blamed", waiting, []stage.ThreadProfile{logger},
+			[]stage.CodeGroup{{Role: stage.RoleTrain, Stage: stage.DataWait, SampledNs: 4e9,
+				Top: []stage.FuncShare{{Name: "Condition.wait", File: "threading.py", Lib: "threading", Self: 0.8, Total: 0.8}}}},
+			0, ComputeBound, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &Host{CPU: &tc.cpu}
 			if tc.gpu > 0 {
 				h.GPUActivity, h.GPUActivitySource = tc.gpu, "GPM"
 			}
-			code := &stage.CodeProfile{Threads: tc.threads}
+			code := &stage.CodeProfile{Threads: tc.threads, Groups: tc.train}
 			v := Judge(Inputs{Summary: slow, Live: true, Host: h, Code: code})
 			if v.Kind != tc.want {
 				t.Fatalf("kind = %s (%s), want %s", v.Kind, v, tc.want)
