@@ -132,7 +132,7 @@ const MaxThreads = 1024
 type threadCounters struct {
 	at                       int64 // when its schedstat was read
 	run, wait, nvcsw, slices uint64
-	name             string // kept so that an unchanged name is not copied again
+	name                     string // kept so that an unchanged name is not copied again
 	// readAt and readWait are when the status (nvcsw, name) was last read
 	// and the wait then; preempted is the rate between the last two reads.
 	readAt    int64
@@ -143,8 +143,8 @@ type threadCounters struct {
 	// quiet says the thread ran and waited under quietShare of a core
 	// since the read before.
 	cpu, waited, switches float64
-	role        uint8 // an index in Roles
-	quiet       bool
+	role                  uint8 // an index in Roles
+	quiet                 bool
 }
 
 // shown is the ThreadInfo of the thread's last read.
