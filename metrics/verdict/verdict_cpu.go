@@ -32,18 +32,18 @@ type HostCPU struct {
 	// both -1 when the hello named none. Others is the cores the run's
 	// other threads used.
 	Training, TrainingCPU, Others float64
-	// IdleCores is how many of the host's cores were idle (whoever else
-	// uses them); -1 when unread.
-	IdleCores float64
 	// TrainingSwitches is how many times a second the training thread was
 	// switched onto a CPU and TrainingPreempted how many times it was
 	// preempted: the rest are voluntary (it blocked); both -1 when the
-	// hello named no training thread.
+	// hello named no training thread (0 from readers that keep neither).
 	TrainingSwitches, TrainingPreempted float64
 	// IntraOpThreads is torch.get_num_threads() in the trainer process
 	// (the training thread counts as one), from its stacks frames; 0 when
 	// unknown.
 	IntraOpThreads int
+	// IdleCores is how many of the host's cores were idle (whoever else
+	// uses them); -1 when unread.
+	IdleCores float64
 }
 
 // CPUPool is the busy threads of one role.

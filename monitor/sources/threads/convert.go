@@ -20,27 +20,24 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	if t == nil {
 		return nil
 	}
+	t = runThreads(t)
 	c := &verdict.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
 		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu), TrainingSwitches: -1, TrainingPreempted: -1}
 	var run, wait float64
-	fresh, read := 0, 0
+	fresh := 0
 	for _, th := range t.Threads {
-		if th.Role == host.RolePipetop {
-			continue // pipetop's own threads are not the run's
-		}
-		read++
 		if th.Fresh {
 			fresh++
 			continue
 		}
 		run += th.CPU / 100
 		wait += th.Wait / 100
-		if th.Role == host.RoleTraining {
+		if th.Role == "training" {
 			c.Training, c.TrainingCPU = min(1, (th.CPU+th.Wait)/100), th.CPU/100
 			c.TrainingSwitches, c.TrainingPreempted = th.Switches, th.Preempted
 		}
 	}
-	if fresh == read {
+	if fresh == len(t.Threads) {
 		return nil
 	}
 	c.Used, c.Demand = run, run+wait
@@ -51,13 +48,26 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 		c.WaitShare = wait / c.Demand
 	}
 	for role, r := range t.ByRole() {
-		if r.Busy > 0 && role != host.RolePipetop {
+		if r.Busy > 0 {
 			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
 		}
 	}
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
 	return c
 }
+
+// runThreads is t without pipetop's own threads (role pipetop): they are
+// never the run's.
+func runThreads(t *snapshot.Threads) *snapshot.Threads {
+	if !slices.ContainsFunc(t.Threads, isPipetop) {
+		return t
+	}
+	run := *t
+	run.Threads = slices.DeleteFunc(slices.Clone(t.Threads), isPipetop)
+	return &run
+}
+
+func isPipetop(th snapshot.Thread) bool { return th.Role == host.RolePipetop }
 
 // busyProcesses counts the processes with busy threads of role.
 func busyProcesses(t *snapshot.Threads, role string) int {
