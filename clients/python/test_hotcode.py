@@ -209,19 +209,25 @@ class TestOtherThreads(unittest.TestCase):
         self.assertEqual(len(entry["rows"]), pythreads.MAX_THREAD_ROWS + 1)
         self.assertEqual(sum(r["n"] for r in entry["rows"]), stacks.MAX_RUN_ROWS + 10)
 
-    def test_torch_threads_only_with_torch(self) -> None:
-        fake = types.SimpleNamespace(get_num_threads=lambda: 2, get_num_interop_threads=lambda: 1)
-        old = sys.modules.get("torch")
-        sys.modules["torch"] = fake  # type: ignore[assignment]
-        try:
-            self.assertEqual(pythreads.torch_threads(), {"intra_op_threads": 2, "inter_op_threads": 1})
-        finally:
-            if old is None:
-                del sys.modules["torch"]
-            else:
-                sys.modules["torch"] = old
-        if old is None:
-            self.assertEqual(pythreads.torch_threads(), {})
+    def test_torch_threads_follow_the_setters(self) -> None:
+        state = {"intra": 4}
+
+        def set_num_threads(n: int) -> None:
+            state["intra"] = n
+
+        fake = types.SimpleNamespace(get_num_threads=lambda: state["intra"], get_num_interop_threads=lambda: 1,
+                                     set_num_threads=set_num_threads)
+        counts = pythreads.TorchThreads(fake)
+        self.assertEqual(counts.counts, {"intra_op_threads": 4, "inter_op_threads": 1})
+        fake.set_num_threads(2)
+        self.assertEqual(state["intra"], 2, "the program's call still does its work")
+        self.assertEqual(counts.counts["intra_op_threads"], 2)
+        pythreads.TorchThreads(fake)  # a second collector does not wrap twice
+        self.assertFalse(hasattr(fake.set_num_threads.__wrapped__, "_pipetop_wrapped"))
+        body = hotcode.with_threads({"frames": [], "rows": []}, pythreads.Threads(), counts)
+        self.assertEqual(body["intra_op_threads"], 2)
+        self.assertNotIn("threads", body, "no threads sampled, no field")
+        self.assertEqual(pythreads.TorchThreads(None).counts, {})
 
     def test_cpu_clock_of_an_ended_thread(self) -> None:
         t = threading.Thread(target=lambda: None)

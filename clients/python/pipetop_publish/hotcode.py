@@ -40,6 +40,7 @@ class Collector:
         if self.sampler is not None:
             self.watch = self.sampler.others = _pythreads.ThreadWatch({tid})
         self.run_threads = _pythreads.Threads()
+        self.torch = _pythreads.TorchThreads(sys.modules.get("torch"))
         self._named: set = set()  # pipetop threads named in /proc without a watch
         self.receiver = _workerlink.receiver()
         self.describer = _stacks.Describer()
@@ -108,7 +109,7 @@ class Collector:
             if publish:
                 body, _ = _stacks.fitted(rows, now, interval, self.rate, _stacks.MAX_FRAME_BYTES,
                                          {"lost": lost} if lost else None)
-                self.pub.stacks(with_threads(body, threads))
+                self.pub.stacks(with_threads(body, threads, self.torch))
 
     def final(self) -> Optional[Dict[str, Any]]:
         """The whole run's samples, as a stacks frame body, for the
@@ -120,13 +121,14 @@ class Collector:
         body = _stacks.payload(rows, time.time_ns(), 0, self.rate, max_rows=_stacks.MAX_RUN_ROWS)
         if self.lost:
             body["lost"] = self.lost
-        return with_threads(body, self.run_threads)
+        return with_threads(body, self.run_threads, self.torch)
 
 
-def with_threads(body: Dict[str, Any], threads: _pythreads.Threads) -> Dict[str, Any]:
+def with_threads(body: Dict[str, Any], threads: _pythreads.Threads, torch: Optional[_pythreads.TorchThreads] = None) -> Dict[str, Any]:
     """body with the other threads' entries and torch's thread counts
     (docs/protocol.md, stacks)."""
     if threads:
         body["threads"] = threads.entries(body)
-    body.update(_pythreads.torch_threads())
+    if torch is not None:
+        body.update(torch.counts)
     return body

@@ -26,6 +26,7 @@ a viewer reading ``/proc`` does not count them as the run's.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -298,18 +299,40 @@ def _frame_index(fr: _stacks.Frame, index: Dict[Tuple[str, str, int, str], int],
     return i
 
 
-def torch_threads() -> Dict[str, int]:
-    """torch's intra-op and inter-op thread counts in this process, as
-    stacks frame fields; empty when torch is not imported."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return {}
-    out = {}
-    for key, fn in (("intra_op_threads", "get_num_threads"), ("inter_op_threads", "get_num_interop_threads")):
-        try:
-            n = int(getattr(torch, fn)())
-        except Exception:  # noqa: BLE001 - a partial torch, a mock
-            continue
-        if n > 0:
-            out[key] = n
-    return out
+class TorchThreads:
+    """torch's thread counts in this process, as stacks frame fields. Made
+    on the training thread, which reads them; torch.set_num_threads and
+    torch.set_num_interop_threads are wrapped to read them again after each
+    call, on the calling thread: torch.get_num_threads() answers for the
+    thread that asks (another thread keeps the count it first saw)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.counts: Dict[str, int] = {}
+        if torch is None:
+            return
+        self._read(torch)
+        for setter in ("set_num_threads", "set_num_interop_threads"):
+            fn = getattr(torch, setter, None)
+            if callable(fn) and not getattr(fn, "_pipetop_wrapped", False):
+                setattr(torch, setter, self._wrap(torch, fn))
+
+    def _wrap(self, torch: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            self._read(torch)
+            return out
+
+        wrapped._pipetop_wrapped = True  # type: ignore[attr-defined]
+        return wrapped
+
+    def _read(self, torch: Any) -> None:
+        counts = {}
+        for key, fn in (("intra_op_threads", "get_num_threads"), ("inter_op_threads", "get_num_interop_threads")):
+            try:
+                n = int(getattr(torch, fn)())
+            except Exception:  # noqa: BLE001 - a partial torch, a mock
+                continue
+            if n > 0:
+                counts[key] = n
+        self.counts = counts
