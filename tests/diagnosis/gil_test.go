@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func TestGILVerdicts(t *testing.T) {
 			}
 			v := r.verdict
 			t.Logf("%s", v)
+			checkOwnThreads(t, r.out)
 			if !tc.blamed {
 				if v.Kind == verdict.GILBound || strings.Contains(v.Headline, "precompute") || strings.Contains(v.Headline, "metrics-logger") {
 					t.Fatalf("a thread that does not hold the GIL was blamed: %s", v)
@@ -61,5 +63,45 @@ func TestGILVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkOwnThreads checks a pipetop --json snapshot of side_thread.py: the
+// publisher's own threads are in the threads part under their own names
+// and role (so no CPU rule counts them), and torch's intra-op count came
+// with the stack samples (the script sets 1).
+func checkOwnThreads(t *testing.T, out []byte) {
+	t.Helper()
+	var snap struct {
+		Threads *struct {
+			Threads []struct {
+				Name string `json:"name"`
+				Role string `json:"role"`
+			} `json:"threads"`
+		} `json:"threads"`
+		Code *struct {
+			IntraOp int `json:"intra_op_threads"`
+		} `json:"code"`
+	}
+	if err := json.Unmarshal(out, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Threads == nil {
+		t.Fatal("no threads part")
+	}
+	own := 0
+	for _, th := range snap.Threads.Threads {
+		if strings.HasPrefix(th.Name, "pipetop") != (th.Role == "pipetop") {
+			t.Errorf("thread %q has role %s", th.Name, th.Role)
+		}
+		if th.Role == "pipetop" {
+			own++
+		}
+	}
+	if own < 2 {
+		t.Errorf("%d of the publisher's threads named in /proc, want its sampler, collector and server at least: %+v", own, snap.Threads.Threads)
+	}
+	if snap.Code == nil || snap.Code.IntraOp != 1 {
+		t.Errorf("code part %+v: want torch's 1 intra-op thread", snap.Code)
 	}
 }
