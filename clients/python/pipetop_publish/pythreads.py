@@ -112,7 +112,7 @@ class ThreadWatch:
 
     def __init__(self, skip: Set[int]) -> None:
         self.skip = set(skip)
-        self.fold = _stacks.Fold(cap=_stacks.MAX_RUN_ROWS)  # (ident, -1, "", raw stack)
+        self.fold = _stacks.Fold(cap=_stacks.MAX_RUN_ROWS)  # (native id, -1, name, raw stack)
         self.totals: Dict[int, List[int]] = {}
         self._threads: Dict[int, _Thread] = {}
         self._listed = -LIST_EVERY_NS
