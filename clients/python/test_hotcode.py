@@ -130,7 +130,7 @@ def sleep_a_lot(stop: threading.Event) -> None:
 
 
 class TestOtherThreads(unittest.TestCase):
-    def sample(self, targets, hz: float = 200, samples: int = 200):
+    def sample(self, targets, hz: float = 200, samples: int = 300):
         """Sample the main thread with the other threads running targets;
         what the watch took."""
         stop = threading.Event()
@@ -180,7 +180,7 @@ class TestOtherThreads(unittest.TestCase):
         self.assertEqual(spin["tid"], tids["metrics-logger"])
         cpu, free = self.shares(spin)
         self.assertGreater(cpu, 0.1, spin)
-        self.assertGreaterEqual(spin["probes"], 5, spin)
+        self.assertGreaterEqual(spin["probes"], 3, spin)
         self.assertLess(free, 0.25 * cpu, "the spinner runs only with the GIL: %r" % spin)
         self.assertLess(self.shares(sleeper)[0], 0.1, sleeper)
         frames = body["frames"]

@@ -57,7 +57,7 @@ var Kinds = []KindInfo{
 	{MemoryCreep, SeverityBad, false, "memory-creep", []Threshold{{"CreepMinNs", CreepMinNs}, {"CreepMinPoints", CreepMinPoints},
 		{"CreepMinBytes", CreepMinBytes}, {"CreepMinGrowth", CreepMinGrowth}, {"CreepFit", CreepFit}}},
 	{GILBound, SeverityBad, false, "gil-bound", []Threshold{{"GILThreadShare", GILThreadShare}, {"GILOverTraining", GILOverTraining},
-		{"GILMinProbes", GILMinProbes}, {"GILTrainingWants", GILTrainingWants}, {"GILSwitches", GILSwitches}, {"GILResultWait", GILResultWait},
+		{"GILMinProbes", GILMinProbes}, {"GILTrainingCPU", GILTrainingCPU}, {"GILSwitches", GILSwitches}, {"GILResultWait", GILResultWait},
 		{"GPUBusyBound", GPUBusyBound}}},
 	{Drift, SeverityBad, false, "drift", []Threshold{{"DriftSlower", DriftSlower}, {"DriftMinGrow", DriftMinGrow},
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}}},

@@ -13,12 +13,12 @@ const GILBound Kind = "gil-bound"
 
 // Thresholds of the GIL rule.
 const (
-	GILThreadShare   = 0.30 // another Python thread runs holding the GIL at least this share of a core ...
-	GILOverTraining  = 2.0  // ... and at least this many times the training thread's share of a core ...
-	GILMinProbes     = 10   // ... (its CPU without the GIL known from at least this many probes) ...
-	GILTrainingWants = 0.50 // ... while the training thread wants a CPU (on one or waiting) at most this share of the time ...
-	GILSwitches      = 100  // ... and blocks at least this many times a second (voluntary switches) ...
-	GILResultWait    = 0.50 // ... but not this share of its samples in a wait for another thread's result
+	GILThreadShare  = 0.20 // another Python thread runs holding the GIL at least this share of a core ...
+	GILOverTraining = 2.0  // ... and at least this many times the training thread's share of a core ...
+	GILMinProbes    = 5    // ... (its CPU without the GIL known from at least this many probes) ...
+	GILTrainingCPU  = 0.50 // ... while the training thread is on a CPU at most this share of the time ...
+	GILSwitches     = 100  // ... and blocks at least this many times a second (voluntary switches) ...
+	GILResultWait   = 0.50 // ... but not this share of its samples in a wait for another thread's result
 )
 
 // waitLibs are the standard modules whose functions a thread blocks in
@@ -27,15 +27,17 @@ const (
 var waitLibs = map[string]bool{"threading": true, "queue": true, "concurrent": true, "asyncio": true, "selectors": true, "multiprocessing": true}
 
 // gilRule: a Python thread of the trainer process runs Python code (it
-// holds the GIL) most of the time while the training thread mostly
-// blocks, switching off its CPU many times a second: it waits for the GIL.
+// holds the GIL) much of the time while the training thread is seldom on a
+// CPU and blocks many times a second: it waits for the GIL. (On a loaded
+// host the training thread also queues for a CPU after each hand-over, so
+// the rule reads the time it ran, not the time it wanted a CPU.)
 // Threads that run native code without the GIL (torch's pools, the
 // pin-memory thread, a thread in a big torch.mm or a sleep) are not
 // blamed: the Python stack sampler finds them running while it holds the
 // GIL (stage.ThreadProfile.Free).
 func gilRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.Training < 0 || c.Training > GILTrainingWants || c.TrainingSwitches < 0 {
+	if c == nil || c.TrainingCPU < 0 || c.TrainingCPU > GILTrainingCPU || c.TrainingSwitches < 0 {
 		return Verdict{}, false
 	}
 	blocks := c.TrainingSwitches - max(0, c.TrainingPreempted)

@@ -13,9 +13,10 @@ for PROBE_NS, and reads the threads' CPU clocks at both ends. Sleeping
 leaves the CPU to the threads it measures. A probe that ends later than
 PROBE_SWITCH of the interpreter's switch interval after the tick took the
 GIL is not counted: a thread waiting for the GIL may have made it hand the
-GIL over by then. A thread that gains CPU time in the probe runs while
-another thread holds the GIL: in a C call that released it. A thread that runs most of the time but
-gains nothing in the probes runs only with the GIL: Python code, or C code
+GIL over, and getting it back takes a whole switch interval. A thread that
+gains CPU time in the probe runs while another thread holds the GIL: in a
+C call that released it. A thread that runs most of the time but gains
+nothing in the probes runs only with the GIL: Python code, or C code
 that keeps it. Its share of a core, less its share in the probes, is the
 CPU it spent holding the GIL.
 
@@ -38,9 +39,9 @@ OWN_PREFIX = "pipetop"  # the threading names of this package's threads
 MAX_THREADS = 32  # other threads sampled at once
 MAX_THREAD_ROWS = 16  # stacks a thread's entry of a stacks frame keeps
 LIST_EVERY_NS = 1_000_000_000  # how often the thread list is read again
-PROBE_EVERY = 10  # ticks between probes (10 a second at the default 100 Hz)
+PROBE_EVERY_NS = 100_000_000  # at most ten probes a second
 PROBE_NS = 200_000  # a probe holds the GIL this long ...
-PROBE_SWITCH = 0.6  # ... and counts only if it ended within this share of the switch interval of the tick's start
+PROBE_SWITCH = 0.9  # ... and counts only if it ended within this share of the switch interval of the tick's start
 PROBE_BUSY_NS = 50_000_000  # a probe is made only when other threads used this much CPU since the last one
 
 _now = time.perf_counter_ns
@@ -117,7 +118,7 @@ class ThreadWatch:
         self._threads: Dict[int, _Thread] = {}
         self._listed = -LIST_EVERY_NS
         self._named: Set[int] = set()
-        self._ticks = 0  # ticks since the last probe
+        self._probed = 0  # when the last probe started
         self._busy = 0  # CPU ns the threads used since the last probe
         self._sleep = _gil_sleep()
         self._lock = threading.Lock()
@@ -168,8 +169,7 @@ class ThreadWatch:
                 self._add(t, c, ns)
                 self.fold.add((t.native_id, -1, t.name, tuple(raw)), 1, ns)
                 live.append((t, c))
-            self._ticks += 1
-            if live and self._sleep is not None and self._ticks >= PROBE_EVERY and self._busy >= PROBE_BUSY_NS:
+            if live and self._sleep is not None and start - self._probed >= PROBE_EVERY_NS and self._busy >= PROBE_BUSY_NS:
                 self._probe(self._sleep, live, start)
 
     def _add(self, t: _Thread, c: int, ns: int) -> None:
@@ -187,7 +187,7 @@ class ThreadWatch:
         """Keep the GIL for PROBE_NS and add what CPU each thread gained
         meanwhile, unless the probe ended too long after start (the tick's
         start)."""
-        self._ticks = self._busy = 0
+        self._probed, self._busy = start, 0
         c0 = []
         for t, _ in live:
             try:
