@@ -30,6 +30,8 @@ func TestGILRule(t *testing.T) {
 		IdleCores: 0.9, TrainingSwitches: 1300, TrainingPreempted: 17}
 	busy := waiting
 	busy.Training, busy.TrainingCPU, busy.TrainingSwitches = 0.97, 0.9, 40
+	rare := waiting
+	rare.TrainingSwitches, rare.TrainingPreempted = 60, 30 // blocks 30 times a second: not waiting for the GIL
 	// The plant on a loaded 2-core box: the training thread queues for a
 	// CPU after each hand-over (wanted 92 %, ran 9 %), the logger holds
 	// the GIL 24 % of a core over 9 probes.
@@ -55,6 +57,7 @@ func TestGILRule(t *testing.T) {
 		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, nil, 0, ComputeBound, nil},
 		{"a thread that sleeps is not blamed", waiting, []stage.ThreadProfile{thread(9, "sleeper", 0.01, 0, 80, "s", "t.py", 1)}, nil, 0, ComputeBound, nil},
 		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, nil, 0, ComputeBound, nil},
+		{"a training thread that seldom blocks", rare, []stage.ThreadProfile{logger}, nil, 0, ComputeBound, nil},
 		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, nil, 0, ComputeBound, nil},
 		{"a busy GPU is what the step waits for", waiting, []stage.ThreadProfile{logger}, nil, 0.95, GPUBound, nil},
 		{"old trainers send no threads", waiting, nil, nil, 0, ComputeBound, nil},
