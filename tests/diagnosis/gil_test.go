@@ -24,7 +24,7 @@ func TestGILVerdicts(t *testing.T) {
 		blamed   bool
 		headline []string
 	}{
-		{"spin", true, []string{`Python thread "metrics-logger" (tid `, "holds the GIL", "`log_metrics` at side_thread.py:3", "training thread is on a CPU"}},
+		{"spin", true, []string{`Python thread "metrics-logger" (tid `, "holds the GIL", "in `log_metrics` at ", "side_thread.py:3", "training thread is on a CPU"}},
 		{"mm", false, nil},
 		{"sleep", false, nil},
 		{"none", false, nil},
