@@ -227,6 +227,9 @@ func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
 	var r verdict.Run
 	if in, ok := t.shown.Inputs(nowNs); ok {
 		in.Host = h
+		if h != nil && h.CPU != nil && in.Code != nil {
+			h.CPU.IntraOpThreads = in.Code.IntraOpThreads // what torch reports, for naming its pool
+		}
 		r.Shown = &in
 	}
 	if !t.run {

@@ -17,7 +17,9 @@ import time
 import types
 import unittest
 
-from pipetop_publish import stacks, workerlink, zarrwatch
+import hashlib
+
+from pipetop_publish import hotcode, pythreads, stacks, workerlink, zarrwatch
 from pipetop_publish.auto import _Patches
 
 from test_pipetop_publish import PublisherCase, wait_for
@@ -111,6 +113,130 @@ class TestWorkerStacks(unittest.TestCase):
         frames = stacks.Describer().frames(tuple(raw))
         self.assertEqual(frames[0][0], "_worker_loop")
         self.assertNotIn("parent_loop", [fr[0] for fr in frames])
+
+
+def hash_without_the_gil(stop: threading.Event) -> None:
+    """Native work that releases the GIL: hashlib hashes large buffers
+    without it."""
+    data = b"x" * (8 << 20)
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+
+def sleep_a_lot(stop: threading.Event) -> None:
+    """A thread that waits."""
+    while not stop.is_set():
+        time.sleep(0.01)
+
+
+class TestOtherThreads(unittest.TestCase):
+    def sample(self, targets, hz: float = 200, samples: int = 300):
+        """Sample the main thread with the other threads running targets;
+        what the watch took."""
+        stop = threading.Event()
+        threads = [threading.Thread(target=fn, args=(stop,), name=name, daemon=True) for name, fn in targets]
+        for t in threads:
+            t.start()
+        s = stacks.StackSampler(threading.get_ident(), stacks.TRAIN, -1, lambda: "other", hz)
+        s.others = pythreads.ThreadWatch({threading.get_ident()})
+        old = sys.getswitchinterval()
+        self.addCleanup(sys.setswitchinterval, old)
+        sys.setswitchinterval(stacks.TRAIN_SWITCH)  # as the collector sets it
+        comm = {}
+        try:
+            s.start()
+            deadline = time.monotonic() + 10
+            while s.samples < samples and time.monotonic() < deadline:
+                time.sleep(0.02)  # the training thread waits, as it does for the GIL
+            s.stop()
+            for t in threads:
+                with open("/proc/self/task/%d/comm" % t.native_id) as f:
+                    comm[t.name] = f.read().strip()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        got = pythreads.Threads()
+        got.add(stacks.Describer(), *s.others.take())
+        body = hotcode.with_threads({"frames": [], "rows": []}, got)
+        return {e["name"]: e for e in body["threads"]}, body, {t.name: t.native_id for t in threads}, comm
+
+    @staticmethod
+    def shares(e):
+        """A thread's share of a core and the part of it the probes found
+        it running without the GIL."""
+        cpu = e["cpu_ns"] / max(1, e["covered_ns"])
+        return cpu, e["free_ns"] / max(1, e["probed_ns"])
+
+    def test_a_python_spinner_holds_the_gil(self) -> None:
+        got, body, tids, comm = self.sample([("metrics-logger", spin_in_named_function), ("sleeper", sleep_a_lot),
+                                             ("pipetop-own", sleep_a_lot)])
+        self.assertNotIn("pipetop-own", got, "pipetop's own threads are left out")
+        self.assertEqual(comm["pipetop-own"], "pipetop-own", "and named so in /proc")
+        self.assertNotEqual(comm["metrics-logger"], "metrics-logger", "the run's threads keep their names")
+        spin, sleeper = got["metrics-logger"], got["sleeper"]
+        if os.environ.get("PIPETOP_TEST_VERBOSE"):
+            print(got)
+        self.assertEqual(spin["tid"], tids["metrics-logger"])
+        cpu, free = self.shares(spin)
+        self.assertGreater(cpu, 0.1, spin)
+        self.assertGreaterEqual(spin["probes"], 3, spin)
+        self.assertLess(free, 0.25 * cpu, "the spinner runs only with the GIL: %r" % spin)
+        self.assertLess(self.shares(sleeper)[0], 0.1, sleeper)
+        frames = body["frames"]
+        names = {frames[i]["name"] for r in spin["rows"] for i in r["stack"]}
+        self.assertIn("spin_in_named_function", names)
+
+    def test_native_work_runs_without_the_gil(self) -> None:
+        got, _, _, _ = self.sample([("hasher", hash_without_the_gil)])
+        if os.environ.get("PIPETOP_TEST_VERBOSE"):
+            print(got)
+        cpu, free = self.shares(got["hasher"])
+        self.assertGreater(cpu, 0.1, got)
+        self.assertGreater(free, 0.25 * cpu, "the hasher runs without the GIL: %r" % got)
+
+    def test_run_rows_are_bounded(self) -> None:
+        run = pythreads.Threads()
+        for i in range(stacks.MAX_RUN_ROWS + 10):
+            one = pythreads.Threads()
+            one.rows[(7, "t", (("f%d" % i, "a.py", i, ""),))] = [1, 10]
+            one.totals[7] = [10, 10, 1, 0, 0, 0]
+            run.merge(one)
+        self.assertLessEqual(len(run.rows), stacks.MAX_RUN_ROWS + 1)
+        self.assertEqual(sum(n for n, _ in run.rows.values()), stacks.MAX_RUN_ROWS + 10, "the samples still add up")
+        body = hotcode.with_threads({"frames": [], "rows": []}, run)
+        (entry,) = body["threads"]
+        self.assertEqual(len(entry["rows"]), pythreads.MAX_THREAD_ROWS + 1)
+        self.assertEqual(sum(r["n"] for r in entry["rows"]), stacks.MAX_RUN_ROWS + 10)
+
+    def test_torch_threads_follow_the_setters(self) -> None:
+        state = {"intra": 4}
+
+        def set_num_threads(n: int) -> None:
+            state["intra"] = n
+
+        fake = types.SimpleNamespace(get_num_threads=lambda: state["intra"], get_num_interop_threads=lambda: 1,
+                                     set_num_threads=set_num_threads)
+        counts = pythreads.TorchThreads(fake)
+        self.assertEqual(counts.counts, {"intra_op_threads": 4, "inter_op_threads": 1})
+        fake.set_num_threads(2)
+        self.assertEqual(state["intra"], 2, "the program's call still does its work")
+        self.assertEqual(counts.counts["intra_op_threads"], 2)
+        pythreads.TorchThreads(fake)  # a second collector does not wrap twice
+        self.assertFalse(hasattr(fake.set_num_threads.__wrapped__, "_pipetop_wrapped"))
+        body = hotcode.with_threads({"frames": [], "rows": []}, pythreads.Threads(), counts)
+        self.assertEqual(body["intra_op_threads"], 2)
+        self.assertNotIn("threads", body, "no threads sampled, no field")
+        self.assertEqual(pythreads.TorchThreads(None).counts, {})
+
+    def test_cpu_clock_of_an_ended_thread(self) -> None:
+        t = threading.Thread(target=lambda: None)
+        t.start()
+        t.join()
+        wait_for(lambda: not os.path.exists("/proc/self/task/%d" % t.native_id), "the thread's end")
+        with self.assertRaises(OSError):
+            time.clock_gettime_ns(pythreads.cpu_clock(t.native_id))
+        self.assertGreater(time.clock_gettime_ns(pythreads.cpu_clock(threading.get_native_id())), 0)
 
 
 class TestPayload(unittest.TestCase):

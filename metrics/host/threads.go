@@ -28,11 +28,15 @@ const (
 	RoleComm = "comm"
 	// RoleOther is any other thread.
 	RoleOther = "other"
+	// RolePipetop is a thread of pipetop's own publisher in the trainer
+	// (the Python publisher names its threads "pipetop-..."): never the
+	// run's.
+	RolePipetop = "pipetop"
 )
 
 // Roles lists every role in the order the screen and the exporter show
 // them.
-var Roles = []string{RoleTraining, RoleMain, RoleWorker, RoleIntraOp, RolePinMemory, RoleComm, RoleOther}
+var Roles = []string{RoleTraining, RoleMain, RoleWorker, RoleIntraOp, RolePinMemory, RoleComm, RoleOther, RolePipetop}
 
 // RoleOf names a thread's role. leader is the thread whose tid is its
 // process's pid; trainer says the process is the watched one (else it is
@@ -52,6 +56,8 @@ func RoleOf(name, leaderName []byte, tid, pid, training int, trainer, directChil
 		return RoleOther
 	}
 	switch {
+	case hasAnyPrefix(name, "pipetop"):
+		return RolePipetop
 	case hasAnyPrefix(name, "gloo", "nccl", "c10d", "ProcessGroup", "pt_nccl", "NCCL"):
 		return RoleComm
 	case hasAnyPrefix(name, "pin_memory", "pin-memory", "pt_pin"):
@@ -81,10 +87,13 @@ type ThreadInfo struct {
 	// one core; Wait the share it was runnable but waited for a CPU (the
 	// scheduler's run-queue delay). Preempted is involuntary context
 	// switches per second. All three are 0 on a thread's first sample
-	// (Fresh).
+	// (Fresh). Switches is how many times a second it was switched onto a
+	// CPU (schedstat's timeslices): with Preempted small, nearly all are
+	// voluntary (it blocked, e.g. waiting for a lock or the GIL).
 	CPU       float64 `json:"cpu"`
 	Wait      float64 `json:"wait"`
 	Preempted float64 `json:"preempted"`
+	Switches  float64 `json:"switches,omitempty"`
 	Fresh     bool    `json:"fresh,omitempty"`
 }
 
@@ -121,26 +130,26 @@ const MaxThreads = 1024
 // under the 128 bytes a map keeps in place, so keeping it allocates
 // nothing.
 type threadCounters struct {
-	at               int64 // when its schedstat was read
-	run, wait, nvcsw uint64
-	name             string // kept so that an unchanged name is not copied again
+	at                       int64 // when its schedstat was read
+	run, wait, nvcsw, slices uint64
+	name                     string // kept so that an unchanged name is not copied again
 	// readAt and readWait are when the status (nvcsw, name) was last read
 	// and the wait then; preempted is the rate between the last two reads.
 	readAt    int64
 	readWait  uint64
 	preempted float64
 	seen      int64 // when the thread was first read
-	// cpu, waited and role are what the last read showed; quiet says
-	// the thread ran and waited under quietShare of a core since the read
-	// before.
-	cpu, waited float64
-	role        uint8 // an index in Roles
-	quiet       bool
+	// cpu, waited, switches and role are what the last read showed;
+	// quiet says the thread ran and waited under quietShare of a core
+	// since the read before.
+	cpu, waited, switches float64
+	role                  uint8 // an index in Roles
+	quiet                 bool
 }
 
 // shown is the ThreadInfo of the thread's last read.
 func (c *threadCounters) shown(pid, tid int) ThreadInfo {
-	return ThreadInfo{PID: pid, TID: tid, Name: c.name, Role: Roles[c.role], CPU: c.cpu, Wait: c.waited, Preempted: c.preempted}
+	return ThreadInfo{PID: pid, TID: tid, Name: c.name, Role: Roles[c.role], CPU: c.cpu, Wait: c.waited, Preempted: c.preempted, Switches: c.switches}
 }
 
 // statusWait is the run-queue wait, in ns, after which a thread's status
@@ -417,7 +426,7 @@ func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadS
 	}
 	role := RoleOf(st.name, p.leader, tid, p.pid, s.training, p.pid == s.pid, p.directChild)
 	now := s.snap.Time.UnixNano()
-	c := threadCounters{at: now, run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, name: name,
+	c := threadCounters{at: now, run: ss.runNs, wait: ss.waitNs, nvcsw: st.nvcsw, slices: ss.slices, name: name,
 		readAt: prev.readAt, readWait: prev.readWait, preempted: prev.preempted, seen: prev.seen,
 		role: uint8(slices.Index(Roles, role))}
 	if !ok {
@@ -432,13 +441,14 @@ func (s *ThreadSampler) thread(p *watchedProc, tid int, ss schedStat, st threadS
 	}
 	t := c.shown(p.pid, tid)
 	dt := float64(now-prev.at) / 1e9
-	if !ok || dt <= 0 || c.run < prev.run || c.wait < prev.wait || c.nvcsw < prev.nvcsw {
+	if !ok || dt <= 0 || c.run < prev.run || c.wait < prev.wait || c.nvcsw < prev.nvcsw || c.slices < prev.slices {
 		t.Fresh = true
 		c.preempted, t.Preempted = 0, 0
 	} else {
 		c.cpu = 100 * float64(c.run-prev.run) / 1e9 / dt
 		c.waited = 100 * float64(c.wait-prev.wait) / 1e9 / dt
-		t.CPU, t.Wait = c.cpu, c.waited
+		c.switches = float64(c.slices-prev.slices) / dt
+		t.CPU, t.Wait, t.Switches = c.cpu, c.waited, c.switches
 		c.quiet = c.cpu+c.waited < 100*quietShare
 	}
 	s.cur[tid] = c

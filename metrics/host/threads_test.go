@@ -21,6 +21,9 @@ import (
 type fakeProc struct {
 	t    *testing.T
 	root string
+	// slices are the timeslices a thread's schedstat says, by tid (7
+	// when unset).
+	slices map[int]uint64
 }
 
 func newFakeProc(t *testing.T) *fakeProc {
@@ -28,7 +31,7 @@ func newFakeProc(t *testing.T) *fakeProc {
 	must(t, os.MkdirAll(filepath.Join(root, "pressure"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "pressure", "cpu"),
 		[]byte("some avg10=41.50 avg60=30.00 avg300=10.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"), 0o644))
-	f := &fakeProc{t: t, root: root}
+	f := &fakeProc{t: t, root: root, slices: map[int]uint64{}}
 	f.lastPID(300)
 	return f
 }
@@ -64,7 +67,11 @@ func (f *fakeProc) process(pid, ppid int, children ...int) {
 func (f *fakeProc) thread(pid, tid int, name string, runNs, waitNs, nvcsw uint64, threads int) {
 	dir := filepath.Join(f.root, strconv.Itoa(pid), "task", strconv.Itoa(tid))
 	must(f.t, os.MkdirAll(dir, 0o755))
-	must(f.t, os.WriteFile(filepath.Join(dir, "schedstat"), fmt.Appendf(nil, "%d %d 7\n", runNs, waitNs), 0o644))
+	slices, ok := f.slices[tid]
+	if !ok {
+		slices = 7
+	}
+	must(f.t, os.WriteFile(filepath.Join(dir, "schedstat"), fmt.Appendf(nil, "%d %d %d\n", runNs, waitNs, slices), 0o644))
 	status := fmt.Sprintf("Name:\t%s\nState:\tR (running)\nThreads:\t%d\nCpus_allowed_list:\t0-3\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t%d\n", name, threads, nvcsw)
 	must(f.t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
 }
@@ -115,6 +122,7 @@ func TestThreadSamplerFakeTree(t *testing.T) {
 	// One second later: 101 ran 0.5 s and waited 0.25 s; 102 exits during
 	// the read (its files are gone); 103 appears (the count moves).
 	f.thread(100, 100, "python3", 1e8, 0, 0, 3)
+	f.slices[101] = 7 + 300
 	f.thread(100, 101, "python3", 5e8, 2.5e8, 40, 3)
 	f.exit(100, 102)
 	f.thread(100, 103, "gloo", 0, 0, 0, 3)
@@ -127,8 +135,8 @@ func TestThreadSamplerFakeTree(t *testing.T) {
 	if _, ok := got[103]; ok {
 		t.Errorf("thread 103 listed before a re-walk: %+v", got[103])
 	}
-	if th := got[101]; th.Fresh || th.CPU != 50 || th.Wait != 25 || th.Preempted != 40 {
-		t.Errorf("tid 101 = %+v, want CPU 50 %%, wait 25 %%, 40 preemptions/s", th)
+	if th := got[101]; th.Fresh || th.CPU != 50 || th.Wait != 25 || th.Preempted != 40 || th.Switches != 300 {
+		t.Errorf("tid 101 = %+v, want CPU 50 %%, wait 25 %%, 40 preemptions/s, 300 switches/s", th)
 	}
 	if !s.walked.IsZero() {
 		t.Fatal("a thread gone did not ask for a new walk")
@@ -383,5 +391,26 @@ func TestThreadSamplerWalkReadsQuietThreads(t *testing.T) {
 	}
 	if th, ok := got[108]; !ok || !th.Fresh {
 		t.Errorf("after the walk, new thread 108 = %+v (listed %v), want it fresh", th, ok)
+	}
+}
+
+// TestRoleOfNames: roles from thread names, pipetop's own threads apart
+// from the pool threads that carry the process's name.
+func TestRoleOfNames(t *testing.T) {
+	leader := []byte("python3")
+	for _, tc := range []struct {
+		name string
+		want string
+	}{
+		{"pipetop-stacks", RolePipetop},
+		{"pipetop-hotcod", RolePipetop},
+		{"python3", RoleIntraOp},
+		{"gloo-worker", RoleComm},
+		{"pin_memory", RolePinMemory},
+		{"metrics", RoleOther},
+	} {
+		if got := RoleOf([]byte(tc.name), leader, 11, 10, 12, true, false); got != tc.want {
+			t.Errorf("RoleOf(%q) = %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -33,6 +33,13 @@ type CodeProfile struct {
 	// Groups: the training thread's stages (most sampled first), then the
 	// workers.
 	Groups []CodeGroup `json:"groups"`
+	// Threads are the trainer process's other Python threads, the most
+	// CPU holding the GIL first; nil when the publisher sends none.
+	Threads []ThreadProfile `json:"threads,omitempty"`
+	// IntraOpThreads and InterOpThreads are torch's thread counts in the
+	// trainer process, from the newest frame that says; 0 when unknown.
+	IntraOpThreads int `json:"intra_op_threads,omitempty"`
+	InterOpThreads int `json:"inter_op_threads,omitempty"`
 }
 
 // CodeGroup is the samples of one role (and, for the training thread,

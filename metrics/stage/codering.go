@@ -21,6 +21,10 @@ type codeEntry struct {
 	hz     float64
 	lost   int64
 	rows   []codeRow
+	// threads are the frame's other Python threads; intraOp and interOp
+	// torch's thread counts (0: unknown).
+	threads          []threadEntry
+	intraOp, interOp int
 }
 
 // codeRow is one row of a stacks frame, interned.
@@ -78,7 +82,8 @@ func (c *CodeRing) Add(s *StackSamples) {
 	for i, f := range s.Frames {
 		ids[i] = c.t.frame(f)
 	}
-	e := codeEntry{timeNs: s.TimeNs, hz: s.Hz, lost: s.Lost, rows: make([]codeRow, 0, len(s.Rows))}
+	e := codeEntry{timeNs: s.TimeNs, hz: s.Hz, lost: s.Lost, rows: make([]codeRow, 0, len(s.Rows)),
+		threads: c.internThreads(s, ids), intraOp: s.IntraOpThreads, interOp: s.InterOpThreads}
 	var buf []int32
 	for _, r := range s.Rows {
 		buf = buf[:0]
@@ -149,6 +154,9 @@ func (c *CodeRing) compact() {
 			}
 			r.stack = c.t.stack(buf)
 		}
+		for j := range c.entries[i].threads {
+			c.entries[i].threads[j].reintern(&old, &c.t)
+		}
 	}
 }
 
@@ -208,6 +216,7 @@ func (c *CodeRing) Profile(fromNs, toNs int64) *CodeProfile {
 		}
 		return cmp.Or(cmp.Compare(b.SampledNs, a.SampledNs), cmp.Compare(a.Stage, b.Stage))
 	})
+	c.addThreads(p, fromNs, toNs)
 	return p
 }
 

@@ -22,6 +22,14 @@ type StackSamples struct {
 	Rows []StackRow `json:"rows"`
 	// Lost counts samples the workers could not deliver.
 	Lost int64 `json:"lost,omitempty"`
+	// Threads are the trainer process's other Python threads; absent from
+	// publishers that do not sample them.
+	Threads []ThreadSamples `json:"threads,omitempty"`
+	// IntraOpThreads and InterOpThreads are torch's thread counts in the
+	// trainer process (torch.get_num_threads(),
+	// torch.get_num_interop_threads()); 0 when unknown.
+	IntraOpThreads int `json:"intra_op_threads,omitempty"`
+	InterOpThreads int `json:"inter_op_threads,omitempty"`
 }
 
 // CodeFrame is one function at one line.
@@ -100,7 +108,7 @@ func (s *StackSamples) Validate() error {
 			return fmt.Errorf("stacks: row %d: %w", i, err)
 		}
 	}
-	return nil
+	return s.validThreads()
 }
 
 func (s *StackSamples) validRow(r *StackRow) error {

@@ -56,6 +56,9 @@ var Kinds = []KindInfo{
 	{Swapping, SeverityBad, false, "swapping", []Threshold{{"HostMemFull", HostMemFull}, {"SwapInUse", SwapInUse}}},
 	{MemoryCreep, SeverityBad, false, "memory-creep", []Threshold{{"CreepMinNs", CreepMinNs}, {"CreepMinPoints", CreepMinPoints},
 		{"CreepMinBytes", CreepMinBytes}, {"CreepMinGrowth", CreepMinGrowth}, {"CreepFit", CreepFit}}},
+	{GILBound, SeverityBad, false, "gil-bound", []Threshold{{"GILThreadShare", GILThreadShare}, {"GILOverTraining", GILOverTraining},
+		{"GILMinProbes", GILMinProbes}, {"GILTrainingCPU", GILTrainingCPU}, {"GILSwitches", GILSwitches}, {"GILResultWait", GILResultWait},
+		{"GPUBusyBound", GPUBusyBound}}},
 	{Drift, SeverityBad, false, "drift", []Threshold{{"DriftSlower", DriftSlower}, {"DriftMinGrow", DriftMinGrow},
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}, {"DriftBaseNs", DriftBaseNs}, {"DriftBaseMin", DriftBaseMin}}},
 	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
@@ -83,7 +86,8 @@ type rule func(in *Inputs) (Verdict, bool)
 // rules are every rule Judge applies: the ranks', the time rules, the host
 // rules and the window's throughput rules. Their order only breaks ties
 // between findings of the same kind.
-var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, steadyRule}
+var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, steadyRule,
+	gilRule}
 
 // kindRank is each kind's place in Kinds.
 var kindRank = func() map[Kind]int {

@@ -32,6 +32,15 @@ type HostCPU struct {
 	// both -1 when the hello named none. Others is the cores the run's
 	// other threads used.
 	Training, TrainingCPU, Others float64
+	// TrainingSwitches is how many times a second the training thread was
+	// switched onto a CPU and TrainingPreempted how many times it was
+	// preempted: the rest are voluntary (it blocked); both -1 when the
+	// hello named no training thread (0 from readers that keep neither).
+	TrainingSwitches, TrainingPreempted float64
+	// IntraOpThreads is torch.get_num_threads() in the trainer process
+	// (the training thread counts as one), from its stacks frames; 0 when
+	// unknown.
+	IntraOpThreads int
 	// IdleCores is how many of the host's cores were idle (whoever else
 	// uses them); -1 when unread.
 	IdleCores float64
@@ -105,7 +114,7 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	if name != "" {
 		head += fmt.Sprintf("; %s takes %s of the step", name, units.Pct(sh))
 	}
-	next := "the step is one thread's work while cores idle: more intra-op threads if the ops run on one (torch.set_num_threads; pipetrain --threads), else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
+	next := "the step is one thread's work while cores idle: " + moreIntraOp(c) + ", else a larger batch, fewer and larger ops, vectorised code instead of Python loops"
 	if g.known {
 		next = fmt.Sprintf("the GPU is busy only %s: the step is one thread's host work (Python, op dispatch, kernel launches): a larger batch, fewer small ops, CUDA graphs or torch.compile", units.Pct(g.busy))
 	}
@@ -142,6 +151,8 @@ func pools(c *HostCPU) string {
 			continue
 		}
 		switch {
+		case p.Role == "intra-op" && p.Processes <= 1 && c.IntraOpThreads > 0:
+			parts = append(parts, torchPool(p, c.IntraOpThreads))
 		case p.Role == "worker":
 			parts = append(parts, plural(p.Busy, "busy loader worker"))
 		case p.Processes > 1:

@@ -22,15 +22,17 @@ type Thread struct {
 	PID  int    `json:"pid"`
 	TID  int    `json:"tid"`
 	Name string `json:"name"`
-	// Role is training, main, worker, intra-op, pin-memory, comm or other
-	// (host.RoleOf).
+	// Role is training, main, worker, intra-op, pin-memory, comm, other
+	// or pipetop (host.RoleOf).
 	Role string `json:"role"`
 	// CPU is % of one core on a CPU, Wait % of the refresh runnable but
 	// waiting for a CPU, Preempted involuntary context switches per
-	// second; all 0 on a thread's first refresh (Fresh).
+	// second, Switches all switches onto a CPU per second (absent from
+	// older recordings); all 0 on a thread's first refresh (Fresh).
 	CPU       float64 `json:"cpu"`
 	Wait      float64 `json:"wait"`
 	Preempted float64 `json:"preempted"`
+	Switches  float64 `json:"switches,omitempty"`
 	Fresh     bool    `json:"fresh,omitempty"`
 }
 

@@ -1,8 +1,10 @@
 """Which code the time goes to, in the main process of an automatically
 instrumented run: the training thread's stack samples (each tagged with the
-stage the loop is in), the samples and Zarr counters the DataLoader workers
-send (``workerlink``), a ``stacks`` frame once a second with what came in
-since the last one, and the whole run's samples for the end-of-run summary.
+stage the loop is in), the process's other Python threads (``pythreads``:
+their stacks and how much CPU they spent holding the GIL), the samples and
+Zarr counters the DataLoader workers send (``workerlink``), a ``stacks``
+frame once a second with what came in since the last one (and torch's
+thread counts), and the whole run's samples for the end-of-run summary.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from . import pythreads as _pythreads
 from . import stacks as _stacks
 from . import workerlink as _workerlink
 from . import zarrwatch as _zarrwatch
@@ -33,6 +36,12 @@ class Collector:
         self.pub = pub
         self.rate = rate
         self.sampler = _stacks.StackSampler(tid, _stacks.TRAIN, -1, where, rate) if rate > 0 else None
+        self.watch: Optional[_pythreads.ThreadWatch] = None
+        if self.sampler is not None:
+            self.watch = self.sampler.others = _pythreads.ThreadWatch({tid})
+        self.run_threads = _pythreads.Threads()
+        self.torch = _pythreads.TorchThreads(sys.modules.get("torch"))
+        self._named: set = set()  # pipetop threads named in /proc without a watch
         self.receiver = _workerlink.receiver()
         self.describer = _stacks.Describer()
         self.run = _stacks.Fold(cap=_stacks.MAX_RUN_ROWS)
@@ -56,6 +65,7 @@ class Collector:
             self.sampler.stop()
 
     def _loop(self) -> None:
+        _stacks.name_os_thread(self._thread.name)
         while not self._stop.wait(INTERVAL):
             try:
                 self.gather(publish=True)
@@ -68,8 +78,13 @@ class Collector:
         run's totals, and publish it as one stacks frame (publish)."""
         with self._lock:
             rows: Dict[Any, List[int]] = {}
+            threads = _pythreads.Threads()
             if self.sampler is not None:
                 rows = self.describer.rows(self.sampler.fold.take())
+            if self.watch is not None:
+                threads.add(self.describer, *self.watch.take())
+            else:
+                _pythreads.name_all_own(self._named)
             lost = 0
             for msg in self.receiver.drain() if self.receiver is not None else []:
                 body = msg.get("stacks")
@@ -90,10 +105,11 @@ class Collector:
             if not rows and not lost:
                 return
             self.run.merge(rows)
+            self.run_threads.merge(threads)
             if publish:
                 body, _ = _stacks.fitted(rows, now, interval, self.rate, _stacks.MAX_FRAME_BYTES,
                                          {"lost": lost} if lost else None)
-                self.pub.stacks(body)
+                self.pub.stacks(with_threads(body, threads, self.torch))
 
     def final(self) -> Optional[Dict[str, Any]]:
         """The whole run's samples, as a stacks frame body, for the
@@ -105,4 +121,14 @@ class Collector:
         body = _stacks.payload(rows, time.time_ns(), 0, self.rate, max_rows=_stacks.MAX_RUN_ROWS)
         if self.lost:
             body["lost"] = self.lost
-        return body
+        return with_threads(body, self.run_threads, self.torch)
+
+
+def with_threads(body: Dict[str, Any], threads: _pythreads.Threads, torch: Optional[_pythreads.TorchThreads] = None) -> Dict[str, Any]:
+    """body with the other threads' entries and torch's thread counts
+    (docs/protocol.md, stacks)."""
+    if threads:
+        body["threads"] = threads.entries(body)
+    if torch is not None:
+        body.update(torch.counts)
+    return body

@@ -1,7 +1,9 @@
 """Stack samples: a daemon thread that reads one thread's Python stack a
 fixed number of times a second (``PIPETOP_STACKS_HZ``, default 100, 0 = off)
 with ``sys._current_frames()`` and folds each stack into a table keyed by
-(role, worker, stage, frames), so that nothing is sent per sample.
+(role, worker, stage, frames), so that nothing is sent per sample. In the
+training process the same tick samples the process's other Python threads
+(``pythreads``).
 
 Each sample stands for the wall time since the sampler's previous one. The
 sampler needs the GIL to read a stack: while the sampled thread runs Python
@@ -55,6 +57,7 @@ WORKER = "worker"  # the role of a DataLoader worker's fetch
 PYTHON_SWITCH = 0.005  # Python's default switch interval, seconds
 WORKER_SWITCH = 0.0002  # the switch interval while a DataLoader worker is sampled
 TRAIN_SWITCH = 0.001  # the switch interval while the training process is sampled
+COMM_LEN = 15  # the kernel's limit on a thread's name
 
 _now = time.perf_counter_ns
 
@@ -63,6 +66,19 @@ _now = time.perf_counter_ns
 Frame = Tuple[str, str, int, str]
 # A row's key: (role, worker or -1, stage or "", frames root first).
 Key = Tuple[str, int, str, Tuple[Frame, ...]]
+
+
+def name_os_thread(name: str, native_id: Optional[int] = None) -> None:
+    """Set the OS name of a thread of this process (the calling thread by
+    default) to name, cut to the kernel's 15 bytes, so that a viewer
+    reading /proc tells pipetop's threads from the run's; errors are
+    ignored."""
+    path = "/proc/thread-self/comm" if native_id is None else "/proc/self/task/%d/comm" % native_id
+    try:
+        with open(path, "w") as f:
+            f.write(name.encode("ascii", "replace").decode()[:COMM_LEN])
+    except OSError:
+        pass
 
 
 def hz(env: Optional[Dict[str, str]] = None) -> float:
@@ -272,6 +288,9 @@ class StackSampler:
         self.period = 1.0 / rate
         self.fold = Fold(cap=MAX_RUN_ROWS)
         self.samples = 0
+        # others samples the process's other Python threads at each tick
+        # (pythreads.ThreadWatch); None in workers.
+        self.others: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pipetop-stacks", daemon=True)
 
@@ -284,6 +303,7 @@ class StackSampler:
         self._stop.set()
 
     def _run(self) -> None:
+        name_os_thread(self._thread.name)
         period, stopped = self.period, self._stop.is_set
         last = _now()
         try:
@@ -300,15 +320,19 @@ class StackSampler:
         stage = self.where()
         if stage is None:
             return
-        f = sys._current_frames().get(self.tid)
-        if f is None:
-            return
-        stack = []
-        while f is not None and len(stack) < MAX_DEPTH:
-            stack.append((f.f_code, f.f_lineno))
-            f = f.f_back
-        self.fold.add((self.role, self.worker, stage, tuple(stack)), 1, ns)
-        self.samples += 1
+        frames = sys._current_frames()
+        f = frames.get(self.tid)
+        if f is not None:
+            stack = []
+            while f is not None and len(stack) < MAX_DEPTH:
+                stack.append((f.f_code, f.f_lineno))
+                f = f.f_back
+            self.fold.add((self.role, self.worker, stage, tuple(stack)), 1, ns)
+            self.samples += 1
+        if self.others is not None:
+            # After the training thread's stack: by then a thread that
+            # handed this one the GIL is back waiting for it.
+            self.others.sample(frames, ns)
 
 
 def payload(rows: Dict[Key, List[int]], t_ns: int, interval_ns: int, rate: float, max_rows: int = MAX_ROWS) -> Dict[str, Any]:

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -19,8 +20,9 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	if t == nil {
 		return nil
 	}
+	t = runThreads(t)
 	c := &verdict.HostCPU{UsableCores: t.UsableCores, QuotaCPUs: t.Quota.CPUs, ThrottledShare: t.Quota.ThrottledShare,
-		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu)}
+		Training: -1, TrainingCPU: -1, IdleCores: idleCores(cpu), TrainingSwitches: -1, TrainingPreempted: -1}
 	var run, wait float64
 	fresh := 0
 	for _, th := range t.Threads {
@@ -32,6 +34,7 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 		wait += th.Wait / 100
 		if th.Role == "training" {
 			c.Training, c.TrainingCPU = min(1, (th.CPU+th.Wait)/100), th.CPU/100
+			c.TrainingSwitches, c.TrainingPreempted = th.Switches, th.Preempted
 		}
 	}
 	if fresh == len(t.Threads) {
@@ -52,6 +55,19 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
 	return c
 }
+
+// runThreads is t without pipetop's own threads (role pipetop): they are
+// never the run's.
+func runThreads(t *snapshot.Threads) *snapshot.Threads {
+	if !slices.ContainsFunc(t.Threads, isPipetop) {
+		return t
+	}
+	run := *t
+	run.Threads = slices.DeleteFunc(slices.Clone(t.Threads), isPipetop)
+	return &run
+}
+
+func isPipetop(th snapshot.Thread) bool { return th.Role == host.RolePipetop }
 
 // busyProcesses counts the processes with busy threads of role.
 func busyProcesses(t *snapshot.Threads, role string) int {

@@ -76,7 +76,7 @@ func (p *Source) Fill(s *snapshot.Snapshot) {
 			Throttled: r.Quota.Throttled, ThrottledSeconds: r.Quota.ThrottledSeconds, ThrottledShare: p.share}}
 	for i, th := range r.Threads {
 		t.Threads[i] = snapshot.Thread{PID: th.PID, TID: th.TID, Name: th.Name, Role: th.Role,
-			CPU: th.CPU, Wait: th.Wait, Preempted: th.Preempted, Fresh: th.Fresh}
+			CPU: th.CPU, Wait: th.Wait, Preempted: th.Preempted, Switches: th.Switches, Fresh: th.Fresh}
 	}
 	if r.PressureOK {
 		t.Pressure = &snapshot.Pressure{SomeAvg10: r.PressureSome.Avg10, FullAvg10: r.PressureFull.Avg10,
