@@ -151,7 +151,7 @@ class TestSummary(unittest.TestCase):
             doc = summary.build(pub, loader)
         finally:
             pub.close()
-        self.assertEqual(doc["schema"], "pipetop-summary/1")
+        self.assertEqual(doc["schema"], "pipetop-summary/2")
         self.assertEqual(doc["steps"], 4)
         self.assertEqual(doc["samples"], 32)
         fwd = [s for s in doc["stages"] if s["name"] == "forward"][0]

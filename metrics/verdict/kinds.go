@@ -59,7 +59,8 @@ var Kinds = []KindInfo{
 	{Drift, SeverityBad, false, "drift", []Threshold{{"DriftSlower", DriftSlower}, {"DriftMinGrow", DriftMinGrow},
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}}},
 	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
-	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait}}},
+	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait},
+		{"OversubTrainDemand", OversubTrainDemand}, {"OversubTrainWait", OversubTrainWait}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", stage.WaitFloor},
 		{"WaitOfStep", stage.WaitOfStep}, {"BurstySpike", stage.BurstySpike}, {"BurstyWaiting", stage.BurstyWaiting}, {"TypicalRank", stage.TypicalRank}, {"BurstyShare", stage.BurstyShare},
 		{"MinPeriodWaits", stage.MinPeriodWaits}, {"PeriodAgree", stage.PeriodAgree}, {"BusyWorkers", BusyWorkers}}},
@@ -68,6 +69,8 @@ var Kinds = []KindInfo{
 	{GPUBound, SeverityGood, true, "gpu-bound", []Threshold{{"GPUBusyBound", GPUBusyBound}}},
 	{TrainingThreadBound, SeverityBad, false, "training-thread-bound", []Threshold{{"TrainingThreadBusy", TrainingThreadBusy},
 		{"OtherThreadsIdle", OtherThreadsIdle}, {"IdleCoresFree", IdleCoresFree}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
+	{LoaderTakesCores, SeverityBad, false, "loader-takes-cores", []Threshold{{"LoaderCores", LoaderCores}, {"HighReadAmp", HighReadAmp},
+		{"InputShare", InputShare}, {"NetworkShare", NetworkShare}, {"GPUBusyBound", GPUBusyBound}, {"LoaderTrainWait", LoaderTrainWait}}},
 	{LaunchBound, SeverityBad, false, "launch-bound", []Threshold{{"NetworkShare", NetworkShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{SyncBound, SeverityBad, false, "sync-bound", []Threshold{{"SyncShare", SyncShare}}},
 	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}}},
@@ -83,7 +86,7 @@ type rule func(in *Inputs) (Verdict, bool)
 // rules are every rule Judge applies: the ranks', the time rules, the host
 // rules and the window's throughput rules. Their order only breaks ties
 // between findings of the same kind.
-var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, steadyRule}
+var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, loaderCoresRule, steadyRule}
 
 // kindRank is each kind's place in Kinds.
 var kindRank = func() map[Kind]int {

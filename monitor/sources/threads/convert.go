@@ -46,7 +46,7 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	}
 	for role, r := range t.ByRole() {
 		if r.Busy > 0 {
-			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
+			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy, Cores: r.CPU / 100})
 		}
 	}
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
