@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,11 @@ func TestReadScriptsAddsHostCPU(t *testing.T) {
 	if v := back.Judge(); v.Kind != verdict.Throttled {
 		t.Errorf("judged again from the file: %s", v)
 	}
+	var text strings.Builder
+	WriteScriptText(&text, &back, path)
+	if want := "cpu: threads wanted 2.1 CPUs of 0.5 usable, waited 75 % of that time for one; quota 0.5 CPUs, ran out in 90 % of its periods; the training thread wanted a CPU 100 % of the time (on one 30 %) (means of 20 readings)"; !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
 }
 
 // TestRecordingJudgesHostCPU: pipetop summary of a recording judges the
@@ -128,4 +134,3 @@ func TestRecordingJudgesHostCPU(t *testing.T) {
 		t.Errorf("CPU use %+v", r.CPU)
 	}
 }
-
