@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -97,7 +96,7 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // CPU-bound network beside workers decoding 500-frame Zarr chunks
 // (loader-takes-cores) and the same on 1-frame chunks (compute-bound).
 func TestCPUVerdictsAtTheEnd(t *testing.T) {
-	zarr := func(chunk int) string {
+	zarr := func(t *testing.T, chunk int) string {
 		data := filepath.Join(t.TempDir(), "frames-"+strconv.Itoa(chunk)+".zarr")
 		make := exec.Command(python, "../../examples/auto/make_zarr.py", data, "--frames", "2000", "--side", "96", "--chunk-frames", strconv.Itoa(chunk))
 		if out, err := make.CombinedOutput(); err != nil {
@@ -128,6 +127,34 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return underRun(r, 0, "threads.py", "--python", "--seconds", "10")
 			}),
+		plant(scenario{name: "torch/2 intra-op threads + 2 busy workers on 2 cores: oversubscribed, live and at the end",
+			after: 5 * time.Second, interval: 2 * time.Second, kind: verdict.Oversubscribed,
+			headline: []string{"oversubscribed:", "busy loader worker", "the training thread"}, next: []string{"torch.set_num_threads", "OMP_NUM_THREADS=1"}}, verdict.Oversubscribed,
+			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+				return underRun(r, 0, "threads.py", "--threads", "2", "--workers", "2", "--worker-threads", "1", "--seconds", "12")
+			}),
+		plant(scenario{name: "torch/1 thread + 1 worker on 2 cores: not oversubscribed",
+			after: 5 * time.Second, interval: 2 * time.Second, kind: verdict.InputBound, also: []verdict.Kind{verdict.ModerateInput, verdict.ComputeBound}}, verdict.InputBound,
+			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+				return underRun(r, 0, "threads.py", "--threads", "1", "--workers", "1", "--worker-threads", "1", "--seconds", "12")
+			}),
+		plant(scenario{name: "torch/workers decode 500-frame zarr chunks beside a CPU-bound network: loader-takes-cores",
+			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.LoaderTakesCores, stage: "forward",
+			headline: []string{"loader-takes-cores: the DataLoader workers use", "the network takes"},
+			next:     []string{"data/camera", "500x", "--chunk-frames 1", "pipetop bisect -- CMD"}}, verdict.LoaderTakesCores,
+			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
+					return underRun(r, 0, "zarr_network.py", zarr(t, 500), "--seconds", "14")(t, name)
+				}
+			}),
+		plant(scenario{name: "torch/healthy: workers on 1-frame zarr chunks beside a CPU-bound network are not blamed",
+			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.ComputeBound, stage: "forward",
+			next: []string{"input keeps up"}}, verdict.ComputeBound,
+			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
+					return underRun(r, 0, "zarr_network.py", zarr(t, 1), "--seconds", "14")(t, name)
+				}
+			}),
 	}
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
@@ -148,6 +175,4 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			t.Logf("end of run: %s", v)
 		})
 	}
-	_ = zarr
-	_ = strings.Contains
 }
