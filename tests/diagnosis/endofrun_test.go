@@ -100,7 +100,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 		data := filepath.Join(t.TempDir(), "frames-"+strconv.Itoa(chunk)+".zarr")
 		make := exec.Command(python, "../../examples/auto/make_zarr.py", data, "--frames", "2000", "--side", "96", "--chunk-frames", strconv.Itoa(chunk))
 		if out, err := make.CombinedOutput(); err != nil {
-			t.Skipf("make_zarr.py: %v\n%s", err, out)
+			t.Fatalf("make_zarr.py: %v\n%s", err, out)
 		}
 		return data
 	}
