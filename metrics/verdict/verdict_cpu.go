@@ -35,6 +35,10 @@ type HostCPU struct {
 	// IdleCores is how many of the host's cores were idle (whoever else
 	// uses them); -1 when unread.
 	IdleCores float64
+	// WorkerCores is the cores the loader's worker processes used (every
+	// thread of the trainer's child processes: the decoding library's
+	// threads too).
+	WorkerCores float64
 	// Refreshes is how many refreshes of a whole run these readings are
 	// the means of (an end-of-run summary's); 0 for one live refresh. The
 	// CPU rules read a live refresh or a whole run's means, never the last
@@ -48,8 +52,6 @@ type CPUPool struct {
 	// Processes is how many processes have busy threads of the role and
 	// Busy how many such threads there are in all.
 	Processes, Busy int
-	// Cores is the cores the role's threads used.
-	Cores float64
 }
 
 // Thresholds of the CPU rules.
@@ -58,7 +60,8 @@ const (
 	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
 	OversubTrainDemand = 1.5  // or threads wanting a CPU at least this many times the usable cores ...
-	OversubTrainWait   = 0.30 // ... and the training thread waited at least this share of the time it wanted one (and OversubWait)
+	OversubTrainWait   = 0.30 // ... and the training thread waited at least this share of the time it wanted one (and OversubWait) ...
+	OversubUsed        = 0.80 // ... while the run's threads used at least this share of the usable cores (a busy host is not the run's oversubscription)
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
 	OtherThreadsIdle   = 0.15 // ... while the rest of the run uses at most this share of the training thread's CPU
 	IdleCoresFree      = 0.25 // ... and at least this many of the host's cores are idle: other threads could help
@@ -79,7 +82,9 @@ func throttledRule(in *Inputs) (Verdict, bool) {
 
 // oversubscribedRule: more threads want a CPU than the run has cores, and
 // they wait for one: twice the cores, or 1.5 times with the training
-// thread itself waiting for a CPU.
+// thread itself waiting for a CPU while the run fills the cores (when
+// other processes take the cores, every thread of the run waits longer and
+// wants a CPU longer: that is the host's load, not the run's threads).
 func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
 	if c == nil || c.UsableCores <= 0 || c.WaitShare < OversubWait {
@@ -87,7 +92,7 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	}
 	tw := trainingWait(c)
 	over := c.Demand >= OversubDemand*c.UsableCores ||
-		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait)
+		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait && c.Used >= OversubUsed*c.UsableCores)
 	if !over {
 		return Verdict{}, false
 	}

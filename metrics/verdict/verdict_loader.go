@@ -23,7 +23,7 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	fix, amp, ok := rechunkFix(l)
-	used := workerCores(c)
+	used := c.WorkerCores
 	if !ok || used < LoaderCores*c.UsableCores {
 		return Verdict{}, false
 	}
@@ -40,21 +40,13 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	top := largestOf(s, stage.ClassNetwork)
-	return Verdict{Kind: LoaderTakesCores, Stage: top.Name,
-		Headline: fmt.Sprintf("loader-takes-cores: the DataLoader workers use %.1f of the %s cores the network needs, decoding %.0fx the bytes they return; the network takes %s of each %s step, most in %s",
-			used, cores(c.UsableCores), amp, units.Pct(network), units.Dur(s.WallMean), top.Name),
-		Next: fix + "; the input keeps up only by taking the network's CPU: `pipetop bisect -- CMD` (your training command) measures the network alone against the full run, the gain to expect"}, true
-}
-
-// workerCores is the cores the run's loader workers used.
-func workerCores(c *HostCPU) float64 {
-	var sum float64
-	for _, p := range c.Pools {
-		if p.Role == "worker" {
-			sum += p.Cores
-		}
+	head := fmt.Sprintf("loader-takes-cores: the DataLoader workers use %.1f of the %s cores the network needs, decoding %.0fx the bytes they return; the network takes %s of each %s step, most in %s",
+		used, cores(c.UsableCores), amp, units.Pct(network), units.Dur(s.WallMean), top.Name)
+	if tw := trainingWait(c); tw >= LoaderTrainWait {
+		head += fmt.Sprintf("; the training thread waited %s of its time for a CPU", units.Pct(tw))
 	}
-	return sum
+	return Verdict{Kind: LoaderTakesCores, Stage: top.Name, Headline: head,
+		Next: fix + "; the input keeps up only by taking the network's CPU: `pipetop bisect -- CMD` (your training command) measures the network alone against the full run, the gain to expect"}, true
 }
 
 // rechunkFix is the rechunk advice for an amplified loader and its read

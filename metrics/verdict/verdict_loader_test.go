@@ -26,7 +26,7 @@ func TestLoaderTakesCores(t *testing.T) {
 	}
 	busy := func(workers, wait float64) *HostCPU {
 		return &HostCPU{UsableCores: 2, Demand: 2.6, Used: 1.95, WaitShare: 0.25, Training: 1, TrainingCPU: 1 - wait, Others: 0.9, IdleCores: 0.05,
-			Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1, Cores: 1 - wait}, {Role: "worker", Processes: 2, Busy: 2, Cores: workers}}}
+			WorkerCores: workers, Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -37,8 +37,14 @@ func TestLoaderTakesCores(t *testing.T) {
 		contains []string
 	}{
 		{"500-frame chunks, workers take a core: named", compute, zarr(250, 500), busy(1.1, 0.3), LoaderTakesCores,
-			[]string{"workers use 1.1 of the 2 cores", "250x", "most in forward", "rechunk /data/pusht.zarr /data/pusht-rechunked.zarr --chunk-frames 1", "pipetop bisect -- CMD"}},
+			[]string{"workers use 1.1 of the 2 cores", "250x", "most in forward", "the training thread waited 30 % of its time for a CPU", "rechunk /data/pusht.zarr /data/pusht-rechunked.zarr --chunk-frames 1", "pipetop bisect -- CMD"}},
 		{"1-frame chunks: not blamed", compute, zarr(1, 1), busy(1.1, 0.3), ComputeBound, []string{"input keeps up"}},
+		{"oversubscribed by the amplified loader: the rechunk first", compute, zarr(250, 500),
+			&HostCPU{UsableCores: 2, Demand: 4.4, Used: 2, WaitShare: 0.55, Training: 1, TrainingCPU: 0.5, Others: 1.5, IdleCores: 0, WorkerCores: 1.2},
+			LoaderTakesCores, []string{"1.2 of the 2 cores", "rechunk"}},
+		{"oversubscribed with 1-frame chunks: oversubscribed", compute, zarr(1, 1),
+			&HostCPU{UsableCores: 2, Demand: 4.4, Used: 2, WaitShare: 0.55, Training: 1, TrainingCPU: 0.5, Others: 1.5, IdleCores: 0, WorkerCores: 1.2},
+			Oversubscribed, nil},
 		{"idle workers: not blamed", compute, zarr(250, 500), busy(0.2, 0.05), ComputeBound, []string{"input keeps up"}},
 		{"no CPU readings: compute-bound", compute, zarr(250, 500), nil, ComputeBound, nil},
 		{"the input does not keep up: input-bound says it", waiting, zarr(250, 500), busy(1.1, 0.3), InputBound, []string{"rechunk"}},
@@ -87,6 +93,9 @@ func TestOversubscribedTrainingWait(t *testing.T) {
 			ComputeBound, nil},
 		{"1 thread + 1 worker at 1.1x",
 			HostCPU{UsableCores: 2, Demand: 2.2, Used: 1.9, WaitShare: 0.14, Training: 1, TrainingCPU: 0.85, Others: 1.05, IdleCores: 0.1, Pools: pools[:1]},
+			ComputeBound, nil},
+		{"1.65x on a busy host: the run gets 0.4 of 2 cores",
+			HostCPU{UsableCores: 2, Demand: 3.3, Used: 0.4, WaitShare: 0.88, Training: 1, TrainingCPU: 0.18, Others: 0.22, IdleCores: 0, Pools: pools},
 			ComputeBound, nil},
 		{"2x without the training thread's reading",
 			HostCPU{UsableCores: 2, Demand: 4.2, Used: 2, WaitShare: 0.5, Training: -1, TrainingCPU: -1, Pools: pools},

@@ -38,17 +38,18 @@ type RunCPU struct {
 	Others      float64 `json:"others"`
 	// IdleCores is the mean idle cores of the host, -1 when unread.
 	IdleCores float64 `json:"idle_cores"`
+	// WorkerCores is the mean cores of the loader's worker processes.
+	WorkerCores float64 `json:"worker_cores"`
 	// Pools are the busy threads by role: the mean busy threads and
-	// processes (rounded) and cores used, over every refresh.
+	// processes (rounded), over every refresh.
 	Pools []RunPool `json:"pools"`
 }
 
 // RunPool is one role's busy threads over the run.
 type RunPool struct {
-	Role      string  `json:"role"`
-	Processes int     `json:"processes"`
-	Busy      int     `json:"busy"`
-	Cores     float64 `json:"cores"`
+	Role      string `json:"role"`
+	Processes int    `json:"processes"`
+	Busy      int    `json:"busy"`
 }
 
 // HostCPU is r as the CPU rules read it: a whole run's means.
@@ -58,9 +59,9 @@ func (r *RunCPU) HostCPU() *verdict.HostCPU {
 	}
 	c := &verdict.HostCPU{UsableCores: r.UsableCores, QuotaCPUs: r.QuotaCPUs, ThrottledShare: r.ThrottledShare,
 		Demand: r.Demand, Used: r.Used, WaitShare: r.WaitShare, Training: r.Training, TrainingCPU: r.TrainingCPU,
-		Others: r.Others, IdleCores: r.IdleCores, Refreshes: r.Refreshes}
+		Others: r.Others, IdleCores: r.IdleCores, WorkerCores: r.WorkerCores, Refreshes: r.Refreshes}
 	for _, p := range r.Pools {
-		c.Pools = append(c.Pools, verdict.CPUPool{Role: p.Role, Processes: p.Processes, Busy: p.Busy, Cores: p.Cores})
+		c.Pools = append(c.Pools, verdict.CPUPool{Role: p.Role, Processes: p.Processes, Busy: p.Busy})
 	}
 	return c
 }
@@ -68,13 +69,13 @@ func (r *RunCPU) HostCPU() *verdict.HostCPU {
 // CPUMeans adds up the CPU readings of a run's refreshes; its zero value
 // is ready.
 type CPUMeans struct {
-	n                                            int
-	usable, quota, throttled, demand, used, wait float64
-	nTrain                                       int
-	train, trainCPU, others                      float64
-	nIdle                                        int
-	idle                                         float64
-	pools                                        map[string]*RunPool // sums
+	n                                                     int
+	usable, quota, throttled, demand, used, wait, workers float64
+	nTrain                                                int
+	train, trainCPU, others                               float64
+	nIdle                                                 int
+	idle                                                  float64
+	pools                                                 map[string]*RunPool // sums
 }
 
 // Add adds one refresh's readings; nil is skipped.
@@ -91,6 +92,7 @@ func (m *CPUMeans) Add(c *verdict.HostCPU) {
 	m.demand += c.Demand
 	m.used += c.Used
 	m.wait += c.WaitShare * c.Demand
+	m.workers += c.WorkerCores
 	if c.Training >= 0 && c.TrainingCPU >= 0 {
 		m.nTrain++
 		m.train += c.Training
@@ -112,7 +114,6 @@ func (m *CPUMeans) Add(c *verdict.HostCPU) {
 		}
 		s.Processes += p.Processes
 		s.Busy += p.Busy
-		s.Cores += p.Cores
 	}
 }
 
@@ -132,7 +133,7 @@ func (m *CPUMeans) Run() *RunCPU {
 	}
 	n := float64(m.n)
 	r := &RunCPU{Refreshes: m.n, UsableCores: m.usable / n, QuotaCPUs: m.quota, ThrottledShare: m.throttled / n,
-		Demand: m.demand / n, Used: m.used / n, Training: -1, TrainingCPU: -1, IdleCores: -1, Pools: []RunPool{}}
+		Demand: m.demand / n, Used: m.used / n, WorkerCores: m.workers / n, Training: -1, TrainingCPU: -1, IdleCores: -1, Pools: []RunPool{}}
 	if m.demand > 0 {
 		r.WaitShare = m.wait / m.demand
 	}
@@ -145,7 +146,7 @@ func (m *CPUMeans) Run() *RunCPU {
 	}
 	for _, p := range m.pools {
 		r.Pools = append(r.Pools, RunPool{Role: p.Role, Processes: int(math.Round(float64(p.Processes) / n)),
-			Busy: int(math.Round(float64(p.Busy) / n)), Cores: p.Cores / n})
+			Busy: int(math.Round(float64(p.Busy) / n))})
 	}
 	slices.SortFunc(r.Pools, func(a, b RunPool) int { return strings.Compare(a.Role, b.Role) })
 	return r

@@ -20,11 +20,11 @@ func TestCPUMeans(t *testing.T) {
 		t.Fatal("means without readings")
 	}
 	m.Add(&verdict.HostCPU{UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 1, Demand: 3, Used: 0.5, WaitShare: 0.8,
-		Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5,
-		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2, Cores: 0.2}, {Role: "training", Processes: 1, Busy: 1, Cores: 0.2}}})
+		Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5, WorkerCores: 0.2,
+		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2}, {Role: "training", Processes: 1, Busy: 1}}})
 	m.Add(&verdict.HostCPU{UsableCores: 2, ThrottledShare: 0.5, Demand: 1, Used: 0.5, WaitShare: 0.5,
-		Training: -1, TrainingCPU: -1, IdleCores: -1,
-		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2, Cores: 0.4}}})
+		Training: -1, TrainingCPU: -1, IdleCores: -1, WorkerCores: 0.4,
+		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2}}})
 	m.Add(nil)
 	got := m.Run()
 	if math.Abs(got.WaitShare-(0.8*3+0.5*1)/4) > 1e-9 {
@@ -32,11 +32,14 @@ func TestCPUMeans(t *testing.T) {
 	}
 	want := &RunCPU{Refreshes: 2, UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 0.75, Demand: 2, Used: 0.5,
 		WaitShare: got.WaitShare, Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5,
-		Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1, Cores: 0.1}, {Role: "worker", Processes: 2, Busy: 2, Cores: 0.30000000000000004}}}
+		WorkerCores: got.WorkerCores, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("means\n%+v\nwant\n%+v", got, want)
 	}
-	if c := got.HostCPU(); c.Refreshes != 2 || len(c.Pools) != 2 || c.Pools[1].Cores != got.Pools[1].Cores {
+	if math.Abs(got.WorkerCores-0.3) > 1e-9 {
+		t.Errorf("worker cores %v, want 0.3", got.WorkerCores)
+	}
+	if c := got.HostCPU(); c.Refreshes != 2 || len(c.Pools) != 2 || c.WorkerCores != got.WorkerCores {
 		t.Errorf("as the rules read it: %+v", c)
 	}
 }
@@ -45,9 +48,9 @@ func TestCPUMeans(t *testing.T) {
 // ran out in most periods, and a training thread alone on a CPU.
 var (
 	throttledRun = &RunCPU{Refreshes: 20, UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 2.1, Used: 0.5,
-		WaitShare: 0.75, Training: 1, TrainingCPU: 0.3, Others: 0.2, IdleCores: 1.4, Pools: []RunPool{{Role: "intra-op", Processes: 1, Busy: 2, Cores: 0.3}}}
+		WaitShare: 0.75, Training: 1, TrainingCPU: 0.3, Others: 0.2, IdleCores: 1.4, Pools: []RunPool{{Role: "intra-op", Processes: 1, Busy: 2}}}
 	trainingRun = &RunCPU{Refreshes: 20, UsableCores: 2, Demand: 1.02, Used: 1, WaitShare: 0.02, Training: 0.99, TrainingCPU: 0.97,
-		Others: 0.03, IdleCores: 0.95, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1, Cores: 0.97}}}
+		Others: 0.03, IdleCores: 0.95, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1}}}
 )
 
 // TestScriptJudgesHostCPU: a summary whose shares say compute-bound is

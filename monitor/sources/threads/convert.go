@@ -46,11 +46,31 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	}
 	for role, r := range t.ByRole() {
 		if r.Busy > 0 {
-			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy, Cores: r.CPU / 100})
+			c.Pools = append(c.Pools, verdict.CPUPool{Role: role, Processes: busyProcesses(t, role), Busy: r.Busy})
 		}
 	}
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
+	c.WorkerCores = workerCores(t)
 	return c
+}
+
+// workerCores is the cores used by the loader's worker processes: every
+// thread of a process whose first thread is a worker (the trainer's
+// children), the decoding library's threads included.
+func workerCores(t *snapshot.Threads) float64 {
+	workers := map[int]bool{}
+	for _, th := range t.Threads {
+		if th.Role == "worker" {
+			workers[th.PID] = true
+		}
+	}
+	var sum float64
+	for _, th := range t.Threads {
+		if workers[th.PID] && !th.Fresh {
+			sum += th.CPU / 100
+		}
+	}
+	return sum
 }
 
 // busyProcesses counts the processes with busy threads of role.
