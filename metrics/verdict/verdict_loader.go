@@ -9,7 +9,7 @@ import (
 
 // Thresholds of the loader-takes-cores rule.
 const (
-	LoaderCores     = 0.25 // loader workers using at least this share of the usable cores ...
+	LoaderCores     = 0.25 // loader workers using at least this share of the CPU the run's threads got ...
 	LoaderTrainWait = 0.10 // ... and, on a GPU, the training thread waiting at least this share of the time it wants a CPU
 )
 
@@ -24,7 +24,7 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 	}
 	fix, amp, ok := rechunkFix(l)
 	used := c.WorkerCores
-	if !ok || used < LoaderCores*c.UsableCores {
+	if !ok || c.Used <= 0 || used < LoaderCores*c.Used {
 		return Verdict{}, false
 	}
 	s := in.Summary
@@ -40,8 +40,8 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	top := largestOf(s, stage.ClassNetwork)
-	head := fmt.Sprintf("loader-takes-cores: the DataLoader workers use %.1f of the %s cores the network needs, decoding %.0fx the bytes they return; the network takes %s of each %s step, most in %s",
-		used, cores(c.UsableCores), amp, units.Pct(network), units.Dur(s.WallMean), top.Name)
+	head := fmt.Sprintf("loader-takes-cores: the DataLoader workers use %.1f of the %.1f cores the run gets (%s usable), decoding %.0fx the bytes they return, cores the network needs; the network takes %s of each %s step, most in %s",
+		used, c.Used, cores(c.UsableCores), amp, units.Pct(network), units.Dur(s.WallMean), top.Name)
 	if tw := trainingWait(c); tw >= LoaderTrainWait {
 		head += fmt.Sprintf("; the training thread waited %s of its time for a CPU", units.Pct(tw))
 	}
