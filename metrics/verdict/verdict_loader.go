@@ -40,13 +40,13 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	top := largestOf(s, stage.ClassNetwork)
-	head := fmt.Sprintf("loader-takes-cores: the DataLoader workers use %.1f of the %.1f cores the run gets (%s usable), decoding %.0fx the bytes they return, cores the network needs; the network takes %s of each %s step, most in %s",
+	head := fmt.Sprintf("loader-takes-cores: the DataLoader workers take %.1f of the %.1f cores the run gets (%s usable) from the network, decoding %.0fx the bytes they return; the network takes %s of each %s step, most in %s",
 		used, c.Used, cores(c.UsableCores), amp, units.Pct(network), units.Dur(s.WallMean), top.Name)
 	if tw := trainingWait(c); tw >= LoaderTrainWait {
 		head += fmt.Sprintf("; the training thread waited %s of its time for a CPU", units.Pct(tw))
 	}
 	return Verdict{Kind: LoaderTakesCores, Stage: top.Name, Headline: head,
-		Next: fix + "; the input keeps up only by taking the network's CPU: `pipetop bisect -- CMD` (your training command) measures the network alone against the full run, the gain to expect"}, true
+		Next: fix + "; the loader's decoding takes the network's CPU: `pipetop bisect -- CMD` (your training command) measures the network alone against the full run, the gain to expect"}, true
 }
 
 // rechunkFix is the rechunk advice for an amplified loader and its read

@@ -37,7 +37,7 @@ func TestLoaderTakesCores(t *testing.T) {
 		contains []string
 	}{
 		{"500-frame chunks, workers take a core: named", compute, zarr(250, 500), busy(1.1, 0.3), LoaderTakesCores,
-			[]string{"workers use 1.1 of the 1.9 cores the run gets (2 usable)", "250x", "most in forward", "the training thread waited 30 % of its time for a CPU", "rechunk /data/pusht.zarr /data/pusht-rechunked.zarr --chunk-frames 1", "pipetop bisect -- CMD"}},
+			[]string{"workers take 1.1 of the 1.9 cores the run gets (2 usable) from the network", "250x", "most in forward", "the training thread waited 30 % of its time for a CPU", "rechunk /data/pusht.zarr /data/pusht-rechunked.zarr --chunk-frames 1", "pipetop bisect -- CMD"}},
 		{"1-frame chunks: not blamed", compute, zarr(1, 1), busy(1.1, 0.3), ComputeBound, []string{"input keeps up"}},
 		{"oversubscribed by the amplified loader: the rechunk first", compute, zarr(250, 500),
 			&HostCPU{UsableCores: 2, Demand: 4.4, Used: 2, WaitShare: 0.55, Training: 1, TrainingCPU: 0.5, Others: 1.5, IdleCores: 0, WorkerCores: 1.2},

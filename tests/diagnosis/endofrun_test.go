@@ -140,11 +140,11 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			}),
 		plant(scenario{name: "torch/workers decode 500-frame zarr chunks beside a CPU-bound network: loader-takes-cores",
 			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.LoaderTakesCores, stage: "forward",
-			headline: []string{"loader-takes-cores: the DataLoader workers use", "the network takes"},
+			headline: []string{"loader-takes-cores: the DataLoader workers take", "from the network", "the network takes"},
 			next:     []string{"data/camera", "500x", "--chunk-frames 1", "pipetop bisect -- CMD"}}, verdict.LoaderTakesCores,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, "zarr_network.py", zarr(t, 500), "--seconds", "14")(t, name)
+					return underRun(r, 0, "zarr_network.py", zarr(t, 500), "--seconds", "14", "--batch", "48")(t, name)
 				}
 			}),
 		plant(scenario{name: "torch/healthy: workers on 1-frame zarr chunks beside a CPU-bound network are not blamed",
@@ -152,7 +152,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			next: []string{"input keeps up"}}, verdict.ComputeBound,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, "zarr_network.py", zarr(t, 1), "--seconds", "14")(t, name)
+					return underRun(r, 0, "zarr_network.py", zarr(t, 1), "--seconds", "14", "--batch", "48")(t, name)
 				}
 			}),
 	}
