@@ -139,7 +139,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 				return underRun(r, 0, "threads.py", "--threads", "1", "--workers", "1", "--worker-threads", "1", "--seconds", "12")
 			}),
 		plant(scenario{name: "torch/workers decode 500-frame zarr chunks beside a CPU-bound network: loader-takes-cores",
-			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.LoaderTakesCores, stage: "forward",
+			after: 8 * time.Second, interval: 2 * time.Second, kind: verdict.LoaderTakesCores, stage: "backward",
 			headline: []string{"loader-takes-cores: the DataLoader workers take", "from the network", "the network takes"},
 			next:     []string{"data/camera", "500x", "--chunk-frames 1", "pipetop bisect -- CMD"}}, verdict.LoaderTakesCores,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
@@ -148,7 +148,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 				}
 			}),
 		plant(scenario{name: "torch/healthy: workers on 1-frame zarr chunks beside a CPU-bound network are not blamed",
-			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.ComputeBound, stage: "forward",
+			after: 8 * time.Second, interval: 2 * time.Second, kind: verdict.ComputeBound, stage: "backward",
 			next: []string{"input keeps up"}}, verdict.ComputeBound,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
