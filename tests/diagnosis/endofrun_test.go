@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -94,7 +95,9 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // workers on this box's cores (oversubscribed, below the 2x bar: the
 // training thread waits), and its control with 1 thread and 1 worker; a
 // CPU-bound network beside workers decoding 500-frame Zarr chunks
-// (loader-takes-cores) and the same on 1-frame chunks (compute-bound).
+// (loader-takes-cores) and the same on 1-frame chunks, not blamed
+// (compute-bound live; at the end also moderately input-bound: a whole run
+// whose workers start and read 4 files a sample on a loaded box).
 func TestCPUVerdictsAtTheEnd(t *testing.T) {
 	zarr := func(t *testing.T, chunk int) string {
 		data := filepath.Join(t.TempDir(), "frames-"+strconv.Itoa(chunk)+".zarr")
@@ -107,7 +110,8 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 	type endScenario struct {
 		scenario
 		run *endOfRun
-		end verdict.Kind // the end-of-run summary's kind
+		end     verdict.Kind   // the end-of-run summary's kind
+		endAlso []verdict.Kind // other acceptable kinds at the end
 	}
 	plant := func(sc scenario, end verdict.Kind, start func(*endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error)) endScenario {
 		e := endScenario{scenario: sc, run: &endOfRun{}, end: end}
@@ -156,6 +160,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 				}
 			}),
 	}
+	scs[len(scs)-1].endAlso = []verdict.Kind{verdict.ModerateInput}
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			cmd, logs, err := sc.start(t, sc.name)
@@ -169,7 +174,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\nstderr:\n%s", err, logs)
 			}
-			if v.Kind != sc.end {
+			if v.Kind != sc.end && !slices.Contains(sc.endAlso, v.Kind) {
 				t.Fatalf("end-of-run verdict %s, want %s\nstderr:\n%s", v, sc.end, logs)
 			}
 			t.Logf("end of run: %s", v)
