@@ -109,7 +109,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 	}
 	type endScenario struct {
 		scenario
-		run *endOfRun
+		run     *endOfRun
 		end     verdict.Kind   // the end-of-run summary's kind
 		endAlso []verdict.Kind // other acceptable kinds at the end
 	}
