@@ -41,7 +41,8 @@ type RunCPU struct {
 	// WorkerCores is the mean cores of the loader's worker processes.
 	WorkerCores float64 `json:"worker_cores"`
 	// Pools are the busy threads by role: the mean busy threads and
-	// processes (rounded), over every refresh.
+	// processes (rounded; a role busy on fewer than half the refreshes is
+	// left out), over every refresh.
 	Pools []RunPool `json:"pools"`
 }
 
@@ -145,8 +146,9 @@ func (m *CPUMeans) Run() *RunCPU {
 		r.IdleCores = m.idle / float64(m.nIdle)
 	}
 	for _, p := range m.pools {
-		r.Pools = append(r.Pools, RunPool{Role: p.Role, Processes: int(math.Round(float64(p.Processes) / n)),
-			Busy: int(math.Round(float64(p.Busy) / n))})
+		if busy := int(math.Round(float64(p.Busy) / n)); busy > 0 {
+			r.Pools = append(r.Pools, RunPool{Role: p.Role, Processes: max(1, int(math.Round(float64(p.Processes)/n))), Busy: busy})
+		}
 	}
 	slices.SortFunc(r.Pools, func(a, b RunPool) int { return strings.Compare(a.Role, b.Role) })
 	return r
