@@ -94,8 +94,10 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // host and thread readings pipetop run kept while it trained. A throttled
 // run (a 0.3-CPU quota under 4 threads), a pure-Python step
 // (training-thread-bound), 2 intra-op threads beside 2 busy single-thread
-// workers on this box's cores (oversubscribed, below the 2x bar: the
-// training thread waits), and its control with 1 thread and 1 worker
+// workers on this box's 2 cores (oversubscribed: the issue's
+// diffusion_policy setting; the BLAS library's own threads in each
+// process take it to about 2.6x here, the headline names the training
+// thread's wait), and its control with 1 thread and 1 worker
 // (OMP_NUM_THREADS=1 keeps the BLAS library's own pool to that thread:
 // its one worker is slower than the loop, so it waits on its input); a
 // CPU-bound network beside workers decoding 500-frame Zarr chunks
