@@ -62,7 +62,7 @@ var Kinds = []KindInfo{
 	{LoaderTakesCores, SeverityBad, false, "loader-takes-cores", []Threshold{{"LoaderCores", LoaderCores}, {"HighReadAmp", HighReadAmp},
 		{"InputShare", InputShare}, {"NetworkShare", NetworkShare}, {"GPUBusyBound", GPUBusyBound}, {"LoaderTrainWait", LoaderTrainWait}}},
 	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait},
-		{"OversubTrainDemand", OversubTrainDemand}, {"OversubTrainWait", OversubTrainWait}, {"OversubUsed", OversubUsed}}},
+		{"OversubTrainDemand", OversubTrainDemand}, {"OversubTrainWait", OversubTrainWait}, {"OversubUsed", OversubUsed}, {"LoaderCores", LoaderCores}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", stage.WaitFloor},
 		{"WaitOfStep", stage.WaitOfStep}, {"BurstySpike", stage.BurstySpike}, {"BurstyWaiting", stage.BurstyWaiting}, {"TypicalRank", stage.TypicalRank}, {"BurstyShare", stage.BurstyShare},
 		{"MinPeriodWaits", stage.MinPeriodWaits}, {"PeriodAgree", stage.PeriodAgree}, {"BusyWorkers", BusyWorkers}}},

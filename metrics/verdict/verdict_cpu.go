@@ -82,9 +82,11 @@ func throttledRule(in *Inputs) (Verdict, bool) {
 
 // oversubscribedRule: more threads want a CPU than the run has cores, and
 // they wait for one: twice the cores, or 1.5 times with the training
-// thread itself waiting for a CPU while the run fills the cores (when
-// other processes take the cores, every thread of the run waits longer and
-// wants a CPU longer: that is the host's load, not the run's threads).
+// thread itself waiting for a CPU while the run fills the cores and its
+// loader workers take a share of them (when other processes take the
+// cores, every thread of the run waits longer and wants a CPU longer: that
+// is the host's load; one process whose torch and BLAS pools overlap wants
+// about 1.5x on its own and is compute, not oversubscription).
 func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
 	if c == nil || c.UsableCores <= 0 || c.WaitShare < OversubWait {
@@ -92,7 +94,8 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	}
 	tw := trainingWait(c)
 	over := c.Demand >= OversubDemand*c.UsableCores ||
-		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait && c.Used >= OversubUsed*c.UsableCores)
+		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait && c.Used >= OversubUsed*c.UsableCores &&
+			c.WorkerCores >= LoaderCores*c.Used)
 	if !over {
 		return Verdict{}, false
 	}

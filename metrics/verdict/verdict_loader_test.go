@@ -86,8 +86,15 @@ func TestOversubscribedTrainingWait(t *testing.T) {
 		contains []string
 	}{
 		{"diffusion_policy at 1.65x, training thread waiting 45 %",
-			HostCPU{UsableCores: 2, Demand: 3.3, Used: 1.95, WaitShare: 0.42, Training: 1, TrainingCPU: 0.55, Others: 1.4, IdleCores: 0.05, Pools: pools},
+			HostCPU{UsableCores: 2, Demand: 3.3, Used: 1.95, WaitShare: 0.42, Training: 1, TrainingCPU: 0.55, Others: 1.4, IdleCores: 0.05, WorkerCores: 0.8, Pools: pools},
 			Oversubscribed, []string{"on 2 cores", "waited 42 %", "the training thread 45 %"}},
+		// zarr_network.py on 1-frame chunks with 2 intra-op threads, as
+		// pipetop read it at the end on a quiet moment of the 2-core box:
+		// torch's pool and the BLAS library's overlap in one process.
+		{"1.6x from one process's pools: compute",
+			HostCPU{UsableCores: 2, Demand: 3.2, Used: 1.85, WaitShare: 0.42, Training: 1, TrainingCPU: 0.61, Others: 1.2, IdleCores: 0.05, WorkerCores: 0.1,
+				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "intra-op", Processes: 1, Busy: 2}}},
+			ComputeBound, nil},
 		{"1.65x, the training thread on a CPU",
 			HostCPU{UsableCores: 2, Demand: 3.3, Used: 1.95, WaitShare: 0.42, Training: 1, TrainingCPU: 0.9, Others: 1.05, IdleCores: 0.05, Pools: pools},
 			ComputeBound, nil},
