@@ -102,7 +102,8 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // its one worker is slower than the loop, so it waits on its input or
 // keeps up, as the box's load goes: judged at the end only); a
 // CPU-bound network beside workers decoding 500-frame Zarr chunks
-// (loader-takes-cores) and the same on 1-frame chunks, not blamed
+// (loader-takes-cores; OMP_NUM_THREADS=1 keeps the BLAS pool out of the
+// network's 2 torch threads) and the same on 1-frame chunks, not blamed
 // (compute-bound live; at the end also moderately input-bound: a whole run
 // whose workers start and read 4 files a sample on a loaded box).
 func TestCPUVerdictsAtTheEnd(t *testing.T) {
@@ -156,7 +157,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			next:     []string{"data/camera", "500x", "--chunk-frames 1", "pipetop bisect -- CMD"}}, verdict.LoaderTakesCores,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, nil, "zarr_network.py", zarr(t, 500), "--seconds", "14", "--batch", "48")(t, name)
+					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 500), "--seconds", "14", "--batch", "48")(t, name)
 				}
 			}),
 		plant(scenario{name: "torch/healthy: workers on 1-frame zarr chunks beside a CPU-bound network are not blamed",
@@ -164,7 +165,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			next: []string{"input keeps up"}}, verdict.ComputeBound,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, nil, "zarr_network.py", zarr(t, 1), "--seconds", "14", "--batch", "48")(t, name)
+					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 1), "--seconds", "14", "--batch", "48")(t, name)
 				}
 			}, verdict.ModerateInput),
 	}
