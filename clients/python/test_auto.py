@@ -178,7 +178,7 @@ class TestSummary(unittest.TestCase):
             doc = summary.build(pub, loader)
         finally:
             pub.close()
-        self.assertEqual(doc["schema"], "pipetop-summary/1")
+        self.assertEqual(doc["schema"], "pipetop-summary/2")
         self.assertEqual(doc["steps"], 4)
         self.assertEqual(doc["samples"], 32)
         fwd = [s for s in doc["stages"] if s["name"] == "forward"][0]
@@ -221,6 +221,36 @@ for step in range(3):
     opt.zero_grad()
     with torch.no_grad():                       # evaluation between steps
         model(torch.randn(2, 4)).sum().item()
+print("done")
+"""
+
+
+FROZEN = """
+import time, torch
+from torch.utils.data import DataLoader, TensorDataset
+
+class Encoder(torch.nn.Module):                 # a frozen encoder, slow on purpose
+    def forward(self, x):
+        time.sleep(0.02)
+        return x * 2
+
+encoder, policy = Encoder().eval(), torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(policy.parameters(), lr=0.1)
+train = DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=4)
+val = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=4)
+for epoch in range(2):
+    for (x,) in train:
+        with torch.no_grad():                   # inside the step: forward
+            z = encoder(x)
+        policy(z).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    policy.eval()
+    with torch.no_grad():                       # a validation pass: eval
+        for (x,) in val:
+            time.sleep(0.005)
+            policy(encoder(x)).sum().item()
+    policy.train()
 print("done")
 """
 
@@ -308,6 +338,26 @@ class TestAutoRun(unittest.TestCase):
             self.assertEqual(ld.get("persistent_workers", False), persistent)
             self.assertEqual(ld["site"], "epochs.py:12")
             self.assertGreaterEqual(ld["worker_start_ns"], 250_000_000)
+
+    def test_frozen_encoder_is_forward(self) -> None:
+        """A module called under no_grad inside a training step (after its
+        batch, before its optimizer step) is forward; the validation pass
+        after the epoch stays eval."""
+        d = _sockdir()
+        with open(os.path.join(d, "frozen.py"), "w") as f:
+            f.write(textwrap.dedent(FROZEN))
+        r = _run_auto(os.path.join(d, "frozen.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-frozen-")]
+        with open(os.path.join(d, files[0])) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["steps"], 8)
+        total = {s["name"]: s["total_ns"] for s in doc["stages"]}
+        # 8 training steps x 20 ms of encoder; 2 epochs x 2 validation
+        # batches x (5 ms + 20 ms).
+        self.assertGreaterEqual(total["forward"], 8 * 20e6, total)
+        self.assertGreaterEqual(total["eval"], 2 * 20e6, total)
+        self.assertLess(total["eval"], 8 * 20e6, total)
 
     def test_device_moves(self) -> None:
         """A batch moved to a device is h2d; a result brought back to the

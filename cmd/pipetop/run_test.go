@@ -485,7 +485,7 @@ func TestReportSummaries(t *testing.T) {
 	write("pipetop-summary-old-6.json", doc("old", start.Add(-time.Hour)))
 	write("pipetop-summary-bad-5.json", `{"schema":"pipetop-summary/1",`)
 	var stdout, stderr bytes.Buffer
-	if err := report(dir, start, false, &stdout, &stderr); err != nil {
+	if err := report(dir, start, nil, false, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	text := stderr.String()

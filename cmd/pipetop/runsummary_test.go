@@ -54,7 +54,7 @@ func TestJobSummary(t *testing.T) {
 	write("pipetop-summary-train-10.json", rankDocJSON(0, 10, 10, 30, end))
 	write("pipetop-summary-train-11.json", rankDocJSON(1, 11, 40, 2, end))
 	var stdout, stderr bytes.Buffer
-	if err := report(dir, start, false, &stdout, &stderr); err != nil {
+	if err := report(dir, start, nil, false, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	text := stderr.String()
@@ -88,7 +88,7 @@ func TestJobSummary(t *testing.T) {
 		}
 	}
 	stdout.Reset()
-	if err := report(dir2, start, true, &stdout, &stderr); err != nil {
+	if err := report(dir2, start, nil, true, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	var docs []summary.Job

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A plain CPU training loop for the CPU verdicts: --threads intra-op
 threads in the main process and in each of --workers DataLoader workers
+(--worker-threads in each worker instead, when set)
 (each worker's items are matrix products too; without workers the items
 are cheap). More threads than cores in
 all is oversubscription; --threads equal to the cores and no workers uses
@@ -17,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--workers", type=int, default=0)
+ap.add_argument("--worker-threads", type=int, default=0, help="intra-op threads in each worker (0: --threads)")
 ap.add_argument("--size", type=int, default=384)
 ap.add_argument("--python", action="store_true")
 ap.add_argument("--seconds", type=float, default=60)
@@ -40,7 +42,7 @@ class Products(Dataset):
 
 
 def worker_init(_: int) -> None:
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.worker_threads or args.threads)
 
 
 def python_work() -> float:

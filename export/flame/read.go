@@ -12,7 +12,7 @@ import (
 
 // Read reads the stack samples of the file at path: the stacks frames of a
 // recording, by rank, or the whole-run samples of a run summary
-// (pipetop-summary/1). A damaged recording's samples up to the damage are
+// (pipetop-summary/2, or /1). A damaged recording's samples up to the damage are
 // read; damage says where it stopped.
 func Read(path string) (samples []Samples, damage, err error) {
 	b, err := os.ReadFile(path)

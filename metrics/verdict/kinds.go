@@ -62,7 +62,10 @@ var Kinds = []KindInfo{
 	{Drift, SeverityBad, false, "drift", []Threshold{{"DriftSlower", DriftSlower}, {"DriftMinGrow", DriftMinGrow},
 		{"BaselineNs", BaselineNs}, {"BaselineSkip", BaselineSkip}, {"DriftBaseNs", DriftBaseNs}, {"DriftBaseMin", DriftBaseMin}}},
 	{Throttled, SeverityBad, false, "throttled", []Threshold{{"ThrottledPeriods", ThrottledPeriods}}},
-	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait}}},
+	{LoaderTakesCores, SeverityBad, false, "loader-takes-cores", []Threshold{{"LoaderCores", LoaderCores}, {"HighReadAmp", HighReadAmp},
+		{"InputShare", InputShare}, {"NetworkShare", NetworkShare}, {"GPUBusyBound", GPUBusyBound}, {"LoaderTrainWait", LoaderTrainWait}}},
+	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait},
+		{"OversubTrainDemand", OversubTrainDemand}, {"OversubTrainWait", OversubTrainWait}, {"OversubUsed", OversubUsed}, {"LoaderCores", LoaderCores}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", stage.WaitFloor},
 		{"WaitOfStep", stage.WaitOfStep}, {"BurstySpike", stage.BurstySpike}, {"BurstyWaiting", stage.BurstyWaiting}, {"TypicalRank", stage.TypicalRank}, {"BurstyShare", stage.BurstyShare},
 		{"MinPeriodWaits", stage.MinPeriodWaits}, {"PeriodAgree", stage.PeriodAgree}, {"BusyWorkers", BusyWorkers}, {"WorkerStartMinNs", WorkerStartMinNs}}},
@@ -86,7 +89,7 @@ type rule func(in *Inputs) (Verdict, bool)
 // rules are every rule Judge applies: the ranks', the time rules, the host
 // rules and the window's throughput rules. Their order only breaks ties
 // between findings of the same kind.
-var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, steadyRule,
+var rules = []rule{stoppedRule, rankRule, startRule, stallRule, warmRule, memoryRule, driftRule, throttledRule, oversubscribedRule, trainingThreadRule, loaderCoresRule, steadyRule,
 	gilRule}
 
 // kindRank is each kind's place in Kinds.

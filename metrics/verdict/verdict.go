@@ -55,6 +55,9 @@ const (
 	Throttled           Kind = "throttled"
 	Oversubscribed      Kind = "oversubscribed"
 	TrainingThreadBound Kind = "training-thread-bound"
+	// LoaderTakesCores: the loader keeps up by decoding amplified chunks
+	// on the cores the network needs.
+	LoaderTakesCores Kind = "loader-takes-cores"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time

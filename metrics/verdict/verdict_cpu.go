@@ -44,6 +44,15 @@ type HostCPU struct {
 	// IdleCores is how many of the host's cores were idle (whoever else
 	// uses them); -1 when unread.
 	IdleCores float64
+	// WorkerCores is the cores the loader's worker processes used (every
+	// thread of the trainer's child processes: the decoding library's
+	// threads too).
+	WorkerCores float64
+	// Refreshes is how many refreshes of a whole run these readings are
+	// the means of (an end-of-run summary's); 0 for one live refresh. The
+	// CPU rules read a live refresh or a whole run's means, never the last
+	// refresh of a trainer that is gone.
+	Refreshes int
 }
 
 // CPUPool is the busy threads of one role.
@@ -59,6 +68,9 @@ const (
 	ThrottledPeriods   = 0.25 // the quota ran out in at least this share of periods: throttled
 	OversubDemand      = 2.0  // threads wanting a CPU at least this many times the usable cores ...
 	OversubWait        = 0.25 // ... that waited at least this share of the time for one: oversubscribed
+	OversubTrainDemand = 1.5  // or threads wanting a CPU at least this many times the usable cores ...
+	OversubTrainWait   = 0.30 // ... and the training thread waited at least this share of the time it wanted one (and OversubWait) ...
+	OversubUsed        = 0.80 // ... while the run's threads used at least this share of the usable cores (a busy host is not the run's oversubscription)
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
 	OtherThreadsIdle   = 0.15 // ... while the rest of the run uses at most this share of the training thread's CPU
 	IdleCoresFree      = 0.25 // ... and at least this many of the host's cores are idle: other threads could help
@@ -78,17 +90,41 @@ func throttledRule(in *Inputs) (Verdict, bool) {
 }
 
 // oversubscribedRule: more threads want a CPU than the run has cores, and
-// they wait for one.
+// they wait for one: twice the cores, or 1.5 times with the training
+// thread itself waiting for a CPU while the run fills the cores and its
+// loader workers take a share of them (when other processes take the
+// cores, every thread of the run waits longer and wants a CPU longer: that
+// is the host's load; one process whose torch and BLAS pools overlap wants
+// about 1.5x on its own and is compute, not oversubscription).
 func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.UsableCores <= 0 || c.Demand < OversubDemand*c.UsableCores || c.WaitShare < OversubWait {
+	if c == nil || c.UsableCores <= 0 || c.WaitShare < OversubWait {
 		return Verdict{}, false
 	}
-	return Verdict{Kind: Oversubscribed,
-		Headline: fmt.Sprintf("oversubscribed: %s on %s cores; threads waited %s of their time for a CPU",
-			pools(c), cores(c.UsableCores), units.Pct(c.WaitShare)),
+	tw := trainingWait(c)
+	over := c.Demand >= OversubDemand*c.UsableCores ||
+		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait && c.Used >= OversubUsed*c.UsableCores &&
+			c.WorkerCores >= LoaderCores*c.Used)
+	if !over {
+		return Verdict{}, false
+	}
+	head := fmt.Sprintf("oversubscribed: %s on %s cores; threads waited %s of their time for a CPU",
+		pools(c), cores(c.UsableCores), units.Pct(c.WaitShare))
+	if tw >= 0 {
+		head += fmt.Sprintf(", the training thread %s", units.Pct(tw))
+	}
+	return Verdict{Kind: Oversubscribed, Headline: head,
 		Next: fmt.Sprintf("use at most %s compute threads in all: torch.set_num_threads in the main process, OMP_NUM_THREADS=1 (torch.set_num_threads(1) in worker_init_fn) in loader workers; pipetrain: lower --threads and --workers",
 			cores(c.UsableCores))}, true
+}
+
+// trainingWait is the share of the time the training thread wanted a CPU
+// that it waited for one (its run-queue delay); -1 when unknown.
+func trainingWait(c *HostCPU) float64 {
+	if c.Training <= 0 || c.TrainingCPU < 0 {
+		return -1
+	}
+	return max(0, c.Training-c.TrainingCPU) / c.Training
 }
 
 // trainingThreadRule: the training thread is on a CPU nearly all the time
@@ -133,8 +169,10 @@ func largestStage(s stage.Summary) (string, float64) {
 	return name, best
 }
 
+// hostCPU is the CPU readings the rules judge: a live refresh's, or a
+// whole run's means; nil otherwise.
 func hostCPU(in *Inputs) *HostCPU {
-	if in.Host == nil || !in.Live {
+	if in.Host == nil || in.Host.CPU == nil || (!in.Live && in.Host.CPU.Refreshes == 0) {
 		return nil
 	}
 	return in.Host.CPU

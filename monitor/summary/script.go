@@ -3,6 +3,7 @@ package summary
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,11 +16,16 @@ import (
 
 // ScriptSchema tags the end-of-run summary the Python publisher writes at
 // the end of a process under pipetop run (pipetop-summary-NAME-PID.json,
-// docs/python.md).
-const ScriptSchema = "pipetop-summary/1"
+// docs/python.md). Version 2 added host_cpu; ScriptSchemaV1 files, which
+// lack it, still read.
+const (
+	ScriptSchema   = "pipetop-summary/2"
+	ScriptSchemaV1 = "pipetop-summary/1"
+)
 
-// Script is a pipetop-summary/1 document: one Python process's whole run.
-// pipetop run adds the verdict to it (Judge, AddVerdict).
+// Script is a pipetop-summary/2 (or /1) document: one Python process's
+// whole run. pipetop run adds the CPU readings it kept and the verdict to
+// it (Judge, ReadScripts).
 type Script struct {
 	Schema        string             `json:"schema"`
 	Name          string             `json:"name"`
@@ -52,6 +58,9 @@ type Script struct {
 	Recent *RecentSteps `json:"recent,omitempty"`
 	// IO is the process's write counters at the end, nil when unread.
 	IO *ScriptIO `json:"io,omitempty"`
+	// HostCPU is the run's threads and CPU over the run as pipetop run
+	// read them, added by pipetop run; null when unread (and in /1 files).
+	HostCPU *RunCPU `json:"host_cpu,omitempty"`
 	// code is the profile of Stacks, set by Judge.
 	code *stage.CodeProfile
 }
@@ -158,8 +167,8 @@ func (s *Script) ioHost() *verdict.Host {
 	return h
 }
 
-// ReadScript reads the pipetop-summary/1 file at path; its stack samples,
-// if any, are checked.
+// ReadScript reads the pipetop-summary/2 (or /1) file at path; its stack
+// samples, if any, are checked.
 func ReadScript(path string) (Script, error) {
 	var s Script
 	b, err := os.ReadFile(path)
@@ -169,7 +178,7 @@ func ReadScript(path string) (Script, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("run summary %s: %w", path, err)
 	}
-	if s.Schema != ScriptSchema {
+	if !knownSchema(s.Schema) {
 		return s, fmt.Errorf("run summary %s: schema %q, want %q", path, s.Schema, ScriptSchema)
 	}
 	if s.Stacks != nil {
@@ -187,11 +196,14 @@ func DecodeScript(b []byte, path string) (s Script, ok bool, err error) {
 	if json.Unmarshal(b, &s) != nil || !strings.HasPrefix(s.Schema, "pipetop-summary/") {
 		return Script{}, false, nil
 	}
-	if s.Schema != ScriptSchema {
+	if !knownSchema(s.Schema) {
 		return Script{}, true, fmt.Errorf("%s: summary schema %q, this pipetop reads %q", path, s.Schema, ScriptSchema)
 	}
 	return s, true, nil
 }
+
+// knownSchema reports whether this pipetop reads run summaries of schema.
+func knownSchema(schema string) bool { return schema == ScriptSchema || schema == ScriptSchemaV1 }
 
 // Whole turns the whole-run totals into the window summary the verdict
 // rules read (means only: no percentiles over a whole run), with the
@@ -213,10 +225,18 @@ func (s *Script) Whole() stage.Summary {
 }
 
 // Judge sets the verdict of the whole run (and the profile of its stack
-// samples, which the text names the hot code of).
+// samples, which the text names the hot code of), with the CPU rules over
+// HostCPU when pipetop run kept it.
 func (s *Script) Judge() verdict.Verdict {
 	s.code = stage.ProfileOf(s.Stacks)
-	v := verdict.Judge(verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()})
+	in := verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()}
+	if c := s.HostCPU.HostCPU(); c != nil {
+		if in.Host == nil {
+			in.Host = &verdict.Host{}
+		}
+		in.Host.CPU = c
+	}
+	v := verdict.Judge(in)
 	s.Verdict = &v
 	return v
 }
@@ -238,19 +258,34 @@ func (s *Script) Run(path string) Run {
 // AddVerdict writes the verdict v into the summary file at path,
 // atomically; every other field of the file stays as it is.
 func AddVerdict(path string, v verdict.Verdict) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("add the verdict to %s: %w", path, err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("add the verdict to %s: %w", path, err)
-	}
-	doc["verdict"] = v
-	if err := writeJSON(path, doc); err != nil {
+	if err := amend(path, map[string]any{"verdict": v}); err != nil {
 		return fmt.Errorf("add the verdict to %s: %w", path, err)
 	}
 	return nil
+}
+
+// addJudged writes the verdict v and the CPU readings c into the summary
+// file at path, atomically, raising its schema to ScriptSchema; every
+// other field stays as it is.
+func addJudged(path string, v verdict.Verdict, c *RunCPU) error {
+	if err := amend(path, map[string]any{"verdict": v, "host_cpu": c, "schema": ScriptSchema}); err != nil {
+		return fmt.Errorf("add the verdict and CPU readings to %s: %w", path, err)
+	}
+	return nil
+}
+
+// amend sets fields of the JSON object in the file at path, atomically.
+func amend(path string, fields map[string]any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	maps.Copy(doc, fields)
+	return writeJSON(path, doc)
 }
 
 // writeJSON writes v to path as indented JSON, atomically.
@@ -278,9 +313,11 @@ type ScriptFile struct {
 
 // ReadScripts reads the run summaries (pipetop-summary-*.json) written
 // in dir since start, in the order of their names, and judges each one,
-// adding its verdict to its file. A file that cannot be read or updated is
+// adding its verdict to its file. cpu, when it holds the process's pid, is
+// the CPU readings pipetop run kept of it: they are judged with the
+// summary and added to its file. A file that cannot be read or updated is
 // an error of errs, the others are read.
-func ReadScripts(dir string, start time.Time) (files []ScriptFile, errs []error, err error) {
+func ReadScripts(dir string, start time.Time, cpu map[int]*RunCPU) (files []ScriptFile, errs []error, err error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "pipetop-summary-*.json"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("find run summaries in %s: %w", dir, err)
@@ -296,7 +333,13 @@ func ReadScripts(dir string, start time.Time) (files []ScriptFile, errs []error,
 		if s.EndNs < start.UnixNano() {
 			continue // an earlier run's
 		}
-		if err := AddVerdict(p, s.Judge()); err != nil {
+		if c := cpu[s.PID]; c != nil {
+			s.HostCPU = c
+			err = addJudged(p, s.Judge(), c)
+		} else {
+			err = AddVerdict(p, s.Judge())
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 		files = append(files, ScriptFile{Script: &s, Path: p})

@@ -101,7 +101,7 @@ func TestScriptBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, body, want string }{
 		{"cut.json", `{"schema":"pipetop-summary/1",`, "unexpected end of JSON input"},
-		{"other.json", `{"schema":"pipetop-job/1"}`, `schema "pipetop-job/1", want "pipetop-summary/1"`},
+		{"other.json", `{"schema":"pipetop-job/1"}`, `schema "pipetop-job/1", want "pipetop-summary/2"`},
 		{"newer.json", `{"schema":"pipetop-summary/9"}`, `schema "pipetop-summary/9"`},
 		{"stacks.json", `{"schema":"pipetop-summary/1","stacks":{"hz":-1}}`, "stacks.json"},
 	} {
@@ -169,11 +169,11 @@ func TestReadScriptsSince(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pipetop-summary-bad-5.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, errs, err := ReadScripts(dir, time.Unix(1800000000, 0))
+	files, errs, err := ReadScripts(dir, time.Unix(1800000000, 0), nil)
 	if err != nil || len(files) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "pipetop-summary-bad-5.json") {
 		t.Errorf("ReadScripts = %d files, errors %v, %v", len(files), errs, err)
 	}
-	files, _, _ = ReadScripts(dir, time.Unix(0, 0))
+	files, _, _ = ReadScripts(dir, time.Unix(0, 0), nil)
 	if len(files) != 1 || files[0].Verdict == nil {
 		t.Errorf("ReadScripts since 1970 = %+v, want the one summary, judged", files)
 	}

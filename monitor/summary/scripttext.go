@@ -33,10 +33,27 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
 	}
+	if c := s.HostCPU; c != nil {
+		fmt.Fprintf(w, "  cpu: %s\n", cpuLine(c))
+	}
 	if v := s.Verdict; v != nil {
 		fmt.Fprintf(w, "  verdict: %s\n  next: %s\n", v.Headline, v.Next)
 	}
 	fmt.Fprintf(w, "  summary: %s\n", path)
+}
+
+// cpuLine describes the run's threads over the run, as pipetop run read
+// them.
+func cpuLine(c *RunCPU) string {
+	line := fmt.Sprintf("threads wanted %.1f CPUs of %.3g usable, waited %s of that time for one",
+		c.Demand, c.UsableCores, units.Pct(c.WaitShare))
+	if c.QuotaCPUs > 0 {
+		line += fmt.Sprintf("; quota %.3g CPUs, ran out in %s of its periods", c.QuotaCPUs, units.Pct(c.ThrottledShare))
+	}
+	if c.Training >= 0 {
+		line += fmt.Sprintf("; the training thread wanted a CPU %s of the time (on one %s)", units.Pct(c.Training), units.Pct(c.TrainingCPU))
+	}
+	return line + fmt.Sprintf(" (means of %d readings)", c.Refreshes)
 }
 
 // loaderLine describes a Python DataLoader's settings and worker load.

@@ -4,7 +4,7 @@
 // documented in docs/recording.md and is what `pipetop compare` reads.
 //
 // It also holds the end-of-run files of pipetop run, each one struct with
-// its reader and writer: a Python process's pipetop-summary/1 (Script,
+// its reader and writer: a Python process's pipetop-summary/2 (Script,
 // script.go) and the pipetop-job/1 of a run of several ranks (Job,
 // job.go), with their text (scripttext.go).
 package summary
@@ -20,6 +20,10 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources/cpu"
+	"github.com/pipetop/pipetop/monitor/sources/threads"
 )
 
 // Version is the version of the summary JSON.
@@ -130,6 +134,7 @@ type builder struct {
 	inBkt   []stage.Record
 	periods []Period
 	cpu     cpuSums
+	host    CPUMeans // the CPU rules' readings while the run trained
 }
 
 // track is the steps of one trainer process or rank.
@@ -206,6 +211,7 @@ func (b *builder) add(e recording.Entry) {
 	case e.Host != nil:
 		if raw, ok := e.Host["threads"]; ok {
 			b.cpu.add(raw)
+			b.addHost(e.Host)
 		}
 	case e.Frame == nil:
 	case e.Frame.Type == ipc.TypeStages:
@@ -227,6 +233,21 @@ func (b *builder) add(e recording.Entry) {
 			}
 		}
 	}
+}
+
+// addHost adds one recorded refresh's CPU readings to the run's means,
+// once the run has trained (as pipetop run keeps them).
+func (b *builder) addHost(h recording.Host) {
+	if b.first < 0 {
+		return
+	}
+	var s snapshot.Snapshot
+	for _, p := range []source.Part{threads.Part, cpu.Part} {
+		if raw, ok := h[p.Name()]; ok && p.Load(&s, raw) != nil {
+			return
+		}
+	}
+	b.host.AddSnapshot(&s)
 }
 
 func (b *builder) step(r *stage.Record) {
@@ -297,7 +318,11 @@ func (b *builder) finish() Run {
 	if b.code != nil {
 		b.run.Code = b.code.Profile(0, math.MaxInt64)
 	}
-	b.run.Verdict = verdict.Judge(verdict.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code})
+	in := verdict.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code}
+	if c := b.host.Run().HostCPU(); c != nil {
+		in.Host = &verdict.Host{CPU: c}
+	}
+	b.run.Verdict = verdict.Judge(in)
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods

@@ -20,6 +20,10 @@ backward       ``Tensor.backward`` / ``torch.autograd.backward``
 optim          ``Optimizer.step`` and ``Optimizer.zero_grad``
 sync           ``Tensor.item``/``.cpu``/``.tolist``, ``torch.cuda.synchronize``
 eval           any of the above while gradients are off (``torch.no_grad``)
+               outside a training step; inside one (after its training
+               batch or a forward/backward with gradients, before its
+               optimizer step) a call under ``no_grad`` -- a frozen
+               encoder -- keeps its own stage
 other          the rest of the step
 =============  ==========================================================
 
@@ -84,6 +88,10 @@ class _State:
         self.torch: Any = None
         self.grad_enabled: Callable[[], bool] = lambda: True  # torch.is_grad_enabled once torch is here
         self.pending = False  # an optimizer stepped: the step ends at the next work
+        # A training step is open: a training batch, or a forward or
+        # backward with gradients on, came since the last optimizer step.
+        # Calls under no_grad inside it (a frozen encoder) are not eval.
+        self.in_step = False
         self.pending_end = 0
         self.samples = 0
         self.loss: Any = None
@@ -140,7 +148,7 @@ class _State:
             carve += now - self.ddp_ready
             self.buckets.backward_ended()
         self.carve = self.ddp_ready = 0
-        if name != OPTIM and not self.grad_enabled():
+        if self.stage_of(name) == EVAL:
             name, carve = EVAL, 0
         if carve and name != COMM:
             carve = min(carve, d)
@@ -149,6 +157,14 @@ class _State:
         i = self._add(name, d)
         if pub._gpu is not None:
             self._end_gpu(gpu if i >= 0 else None, i, ready)
+
+    def stage_of(self, name: str) -> str:
+        """The stage a call of stage name counts as: eval while gradients
+        are off outside a training step (a validation pass); inside one, a
+        call under no_grad (a frozen encoder) keeps its stage."""
+        if self.in_step or name == OPTIM or self.grad_enabled():
+            return name
+        return EVAL
 
     def _end_gpu(self, start: Any, i: int, ready: Any) -> None:
         """The GPU side of end: the outermost call's event pair (begun at
@@ -202,6 +218,7 @@ class _State:
         if self.pub is None:
             return
         self.pending = True
+        self.in_step = False
         self.pending_end = _now()
         if self.on_step is not None:
             self.on_step()
@@ -318,9 +335,11 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
                     pub = st.pub
             elif pub is None:
                 return orig(*args, **kwargs)
+            if opens_work and not st.in_step and st.grad_enabled():
+                st.in_step = True
             gpu = pub._gpu.begin() if cuda_events and pub._gpu is not None else None
             st.depth += 1
-            st.where = name if name == OPTIM or st.grad_enabled() else EVAL
+            st.where = st.stage_of(name)
             t0 = _now()
             pub._where = (st.where, t0)
         except Exception as e:  # noqa: BLE001 - inert on our own failure
@@ -367,6 +386,7 @@ def _next_wrapper(orig: Callable) -> Callable:
             try:
                 st.end(DATA_WAIT, t0)
                 if batch is not None and st.grad_enabled():
+                    st.in_step = True
                     st.samples += _batch_len(batch)
                     info = getattr(self, "_pipetop", None)
                     # A new iterator may get a freed one's id (the next

@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional, TextIO
 
 from .stages import CORE
 
-SCHEMA = "pipetop-summary/1"
+SCHEMA = "pipetop-summary/2"
 
 
 def build(pub: Any, loader: Optional[Dict[str, Any]], code: Optional[Dict[str, Any]] = None,

@@ -53,6 +53,7 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 		}
 	}
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
+	c.WorkerCores = workerCores(t)
 	return c
 }
 
@@ -68,6 +69,25 @@ func runThreads(t *snapshot.Threads) *snapshot.Threads {
 }
 
 func isPipetop(th snapshot.Thread) bool { return th.Role == host.RolePipetop }
+
+// workerCores is the cores used by the loader's worker processes: every
+// thread of a process whose first thread is a worker (the trainer's
+// children), the decoding library's threads included.
+func workerCores(t *snapshot.Threads) float64 {
+	workers := map[int]bool{}
+	for _, th := range t.Threads {
+		if th.Role == "worker" {
+			workers[th.PID] = true
+		}
+	}
+	var sum float64
+	for _, th := range t.Threads {
+		if workers[th.PID] && !th.Fresh {
+			sum += th.CPU / 100
+		}
+	}
+	return sum
+}
 
 // busyProcesses counts the processes with busy threads of role.
 func busyProcesses(t *snapshot.Threads, role string) int {

@@ -1,0 +1,139 @@
+package summary
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/recording"
+)
+
+// TestCPUMeans: the means weigh the wait by the demand, average the
+// training thread over the refreshes that knew it, and keep the pools.
+func TestCPUMeans(t *testing.T) {
+	var m CPUMeans
+	if m.Run() != nil {
+		t.Fatal("means without readings")
+	}
+	m.Add(&verdict.HostCPU{UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 1, Demand: 3, Used: 0.5, WaitShare: 0.8,
+		Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5, WorkerCores: 0.2,
+		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2}, {Role: "training", Processes: 1, Busy: 1}}})
+	m.Add(&verdict.HostCPU{UsableCores: 2, ThrottledShare: 0.5, Demand: 1, Used: 0.5, WaitShare: 0.5,
+		Training: -1, TrainingCPU: -1, IdleCores: -1, WorkerCores: 0.4,
+		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2}}})
+	m.Add(nil)
+	got := m.Run()
+	if math.Abs(got.WaitShare-(0.8*3+0.5*1)/4) > 1e-9 {
+		t.Errorf("wait share %v, want the waits weighed by the demand", got.WaitShare)
+	}
+	want := &RunCPU{Refreshes: 2, UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 0.75, Demand: 2, Used: 0.5,
+		WaitShare: got.WaitShare, Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5,
+		WorkerCores: got.WorkerCores, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("means\n%+v\nwant\n%+v", got, want)
+	}
+	if math.Abs(got.WorkerCores-0.3) > 1e-9 {
+		t.Errorf("worker cores %v, want 0.3", got.WorkerCores)
+	}
+	if c := got.HostCPU(); c.Refreshes != 2 || len(c.Pools) != 2 || c.WorkerCores != got.WorkerCores {
+		t.Errorf("as the rules read it: %+v", c)
+	}
+}
+
+// Whole runs' CPU readings as pipetop run kept them: a 0.5-CPU quota that
+// ran out in most periods, and a training thread alone on a CPU.
+var (
+	throttledRun = &RunCPU{Refreshes: 20, UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 2.1, Used: 0.5,
+		WaitShare: 0.75, Training: 1, TrainingCPU: 0.3, Others: 0.2, IdleCores: 1.4, Pools: []RunPool{{Role: "intra-op", Processes: 1, Busy: 2}}}
+	trainingRun = &RunCPU{Refreshes: 20, UsableCores: 2, Demand: 1.02, Used: 1, WaitShare: 0.02, Training: 0.99, TrainingCPU: 0.97,
+		Others: 0.03, IdleCores: 0.95, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1}}}
+)
+
+// TestScriptJudgesHostCPU: a summary whose shares say compute-bound is
+// judged with the CPU readings of the run, as the live view judged it.
+func TestScriptJudgesHostCPU(t *testing.T) {
+	compute := func(c *RunCPU) Script {
+		return Script{Schema: ScriptSchema, Name: "py", Steps: 200, WallNs: 4e9, StepMeanNs: 2e7, StepsPerSec: 50,
+			Stages: []ScriptStage{{Name: "data_wait", MeanNs: 2e5, Share: 0.01}, {Name: "forward", MeanNs: 1.9e7, Share: 0.95},
+				{Name: "optim", MeanNs: 8e5, Share: 0.04}}, HostCPU: c}
+	}
+	for _, tc := range []struct {
+		name string
+		cpu  *RunCPU
+		want verdict.Kind
+	}{
+		{"no readings: the shares alone", nil, verdict.ComputeBound},
+		{"a quota that ran out", throttledRun, verdict.Throttled},
+		{"one busy thread, cores idle", trainingRun, verdict.TrainingThreadBound},
+		{"readings over no refresh", &RunCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 1}, verdict.ComputeBound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := compute(tc.cpu)
+			if v := s.Judge(); v.Kind != tc.want {
+				t.Errorf("verdict %s, want %s", v, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadScriptsAddsHostCPU: pipetop run's readings of a process are
+// judged with its old-format summary and written into its file, whose
+// schema is raised; the file reads back with them.
+func TestReadScriptsAddsHostCPU(t *testing.T) {
+	dir := t.TempDir()
+	path := copyFile(t, oldScript, dir)
+	files, errs, err := ReadScripts(dir, time.Unix(0, 0), map[int]*RunCPU{41: throttledRun, 42: trainingRun})
+	if err != nil || len(errs) != 0 || len(files) != 1 {
+		t.Fatalf("ReadScripts = %d files, %v, %v", len(files), errs, err)
+	}
+	if v := files[0].Verdict; v == nil || v.Kind != verdict.Throttled {
+		t.Fatalf("verdict %+v, want throttled (the shares alone say input-bound)", v)
+	}
+	back, err := ReadScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Schema != ScriptSchema || !reflect.DeepEqual(back.HostCPU, throttledRun) || back.Verdict.Kind != verdict.Throttled {
+		t.Errorf("read back schema %q, host_cpu %+v, verdict %+v", back.Schema, back.HostCPU, back.Verdict)
+	}
+	if v := back.Judge(); v.Kind != verdict.Throttled {
+		t.Errorf("judged again from the file: %s", v)
+	}
+	var text strings.Builder
+	WriteScriptText(&text, &back, path)
+	if want := "cpu: threads wanted 2.1 CPUs of 0.5 usable, waited 75 % of that time for one; quota 0.5 CPUs, ran out in 90 % of its periods; the training thread wanted a CPU 100 % of the time (on one 30 %) (means of 20 readings)"; !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+}
+
+// TestRecordingJudgesHostCPU: pipetop summary of a recording judges the
+// whole run with the recorded threads readings: a compute-bound run
+// under a quota that ran out is throttled.
+func TestRecordingJudgesHostCPU(t *testing.T) {
+	es := run(1, ms/4).Entries()
+	if v := FromEntries(es).Verdict; v.Kind != verdict.ComputeBound {
+		t.Fatalf("without readings: %s, want compute-bound", v)
+	}
+	threads, _ := json.Marshal(map[string]any{
+		"threads": []map[string]any{
+			{"pid": 9, "tid": 9, "role": "training", "cpu": 30.0, "wait": 70.0},
+			{"pid": 9, "tid": 10, "role": "intra-op", "cpu": 20.0, "wait": 80.0},
+		},
+		"usable_cores": 0.5, "quota": map[string]any{"version": 2, "cpus": 0.5, "throttled_share": 0.95},
+	})
+	last := es[len(es)-1].T
+	for i := range 10 {
+		es = append(es, recording.Entry{T: last.Add(time.Duration(i) * time.Second), Host: recording.Host{"threads": threads}})
+	}
+	r := FromEntries(es)
+	if r.Verdict.Kind != verdict.Throttled {
+		t.Errorf("verdict %s, want throttled", r.Verdict)
+	}
+	if r.CPU == nil || r.CPU.Refreshes != 10 {
+		t.Errorf("CPU use %+v", r.CPU)
+	}
+}
