@@ -40,6 +40,12 @@ type RunCPU struct {
 	IdleCores float64 `json:"idle_cores"`
 	// WorkerCores is the mean cores of the loader's worker processes.
 	WorkerCores float64 `json:"worker_cores"`
+	// TrainingSwitches and TrainingPreempted are the training thread's
+	// mean switches onto a CPU and preemptions a second (the GIL rule);
+	// IntraOpThreads the last torch.get_num_threads() seen (0: unknown).
+	TrainingSwitches  float64 `json:"training_switches,omitempty"`
+	TrainingPreempted float64 `json:"training_preempted,omitempty"`
+	IntraOpThreads    int     `json:"intra_op_threads,omitempty"`
 	// Pools are the busy threads by role: the mean busy threads and
 	// processes (rounded; a role busy on fewer than half the refreshes is
 	// left out), over every refresh.
@@ -60,7 +66,8 @@ func (r *RunCPU) HostCPU() *verdict.HostCPU {
 	}
 	c := &verdict.HostCPU{UsableCores: r.UsableCores, QuotaCPUs: r.QuotaCPUs, ThrottledShare: r.ThrottledShare,
 		Demand: r.Demand, Used: r.Used, WaitShare: r.WaitShare, Training: r.Training, TrainingCPU: r.TrainingCPU,
-		Others: r.Others, IdleCores: r.IdleCores, WorkerCores: r.WorkerCores, Refreshes: r.Refreshes}
+		Others: r.Others, IdleCores: r.IdleCores, WorkerCores: r.WorkerCores, Refreshes: r.Refreshes,
+		TrainingSwitches: r.TrainingSwitches, TrainingPreempted: r.TrainingPreempted, IntraOpThreads: r.IntraOpThreads}
 	for _, p := range r.Pools {
 		c.Pools = append(c.Pools, verdict.CPUPool{Role: p.Role, Processes: p.Processes, Busy: p.Busy})
 	}
@@ -73,7 +80,8 @@ type CPUMeans struct {
 	n                                                     int
 	usable, quota, throttled, demand, used, wait, workers float64
 	nTrain                                                int
-	train, trainCPU, others                               float64
+	train, trainCPU, others, switches, preempted          float64
+	intraOp                                               int
 	nIdle                                                 int
 	idle                                                  float64
 	pools                                                 map[string]*RunPool // sums
@@ -99,6 +107,11 @@ func (m *CPUMeans) Add(c *verdict.HostCPU) {
 		m.train += c.Training
 		m.trainCPU += c.TrainingCPU
 		m.others += c.Others
+		m.switches += c.TrainingSwitches
+		m.preempted += c.TrainingPreempted
+	}
+	if c.IntraOpThreads > 0 {
+		m.intraOp = c.IntraOpThreads
 	}
 	if c.IdleCores >= 0 {
 		m.nIdle++
@@ -141,7 +154,9 @@ func (m *CPUMeans) Run() *RunCPU {
 	if m.nTrain > 0 {
 		k := float64(m.nTrain)
 		r.Training, r.TrainingCPU, r.Others = m.train/k, m.trainCPU/k, m.others/k
+		r.TrainingSwitches, r.TrainingPreempted = m.switches/k, m.preempted/k
 	}
+	r.IntraOpThreads = m.intraOp
 	if m.nIdle > 0 {
 		r.IdleCores = m.idle / float64(m.nIdle)
 	}

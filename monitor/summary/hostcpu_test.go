@@ -20,7 +20,7 @@ func TestCPUMeans(t *testing.T) {
 		t.Fatal("means without readings")
 	}
 	m.Add(&verdict.HostCPU{UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 1, Demand: 3, Used: 0.5, WaitShare: 0.8,
-		Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5, WorkerCores: 0.2,
+		Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5, WorkerCores: 0.2, TrainingSwitches: 300, TrainingPreempted: 20, IntraOpThreads: 2,
 		Pools: []verdict.CPUPool{{Role: "worker", Processes: 2, Busy: 2}, {Role: "training", Processes: 1, Busy: 1}}})
 	m.Add(&verdict.HostCPU{UsableCores: 2, ThrottledShare: 0.5, Demand: 1, Used: 0.5, WaitShare: 0.5,
 		Training: -1, TrainingCPU: -1, IdleCores: -1, WorkerCores: 0.4,
@@ -32,6 +32,7 @@ func TestCPUMeans(t *testing.T) {
 	}
 	want := &RunCPU{Refreshes: 2, UsableCores: 2, QuotaCPUs: 0.5, ThrottledShare: 0.75, Demand: 2, Used: 0.5,
 		WaitShare: got.WaitShare, Training: 1, TrainingCPU: 0.2, Others: 0.3, IdleCores: 1.5,
+		TrainingSwitches: 300, TrainingPreempted: 20, IntraOpThreads: 2,
 		WorkerCores: got.WorkerCores, Pools: []RunPool{{Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("means\n%+v\nwant\n%+v", got, want)
@@ -39,7 +40,7 @@ func TestCPUMeans(t *testing.T) {
 	if math.Abs(got.WorkerCores-0.3) > 1e-9 {
 		t.Errorf("worker cores %v, want 0.3", got.WorkerCores)
 	}
-	if c := got.HostCPU(); c.Refreshes != 2 || len(c.Pools) != 2 || c.WorkerCores != got.WorkerCores {
+	if c := got.HostCPU(); c.Refreshes != 2 || len(c.Pools) != 2 || c.WorkerCores != got.WorkerCores || c.TrainingSwitches != 300 || c.IntraOpThreads != 2 {
 		t.Errorf("as the rules read it: %+v", c)
 	}
 }
