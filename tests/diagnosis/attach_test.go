@@ -2,7 +2,6 @@ package diagnosis
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,21 +30,7 @@ func slowStepScenarios() []scenario {
 // window holds at least two), for a viewer of steps and one of agg frames.
 func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
 	scs := slowStepScenarios()
-	results := make([]result, len(scs))
-	var wg sync.WaitGroup
-	for i, sc := range scs {
-		cmd, logs, err := sc.start(t, sc.name)
-		if err != nil {
-			t.Fatalf("%s: %v", sc.name, err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = observe(sc, cmd.Env)
-			results[i].logs = logs
-		}()
-	}
-	wg.Wait()
+	results := observeAll(t, scs)
 	for i, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			check(t, sc, results[i])

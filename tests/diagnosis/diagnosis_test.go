@@ -99,6 +99,16 @@ type result struct {
 // each verdict in its own subtest.
 func TestPlantedBottlenecks(t *testing.T) {
 	scs := append(append(append(goScenarios(), pythonScenarios()...), pipetrainScenarios()...), torchScenarios()...)
+	results := observeAll(t, scs)
+	for i, sc := range scs {
+		t.Run(sc.name, func(t *testing.T) { check(t, sc, results[i]) })
+	}
+}
+
+// observeAll starts every scenario at once and observes each (they mostly
+// sleep; t.Parallel would run only GOMAXPROCS of them at a time).
+func observeAll(t *testing.T, scs []scenario) []result {
+	t.Helper()
 	results := make([]result, len(scs))
 	var wg sync.WaitGroup
 	for i, sc := range scs {
@@ -114,9 +124,7 @@ func TestPlantedBottlenecks(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for i, sc := range scs {
-		t.Run(sc.name, func(t *testing.T) { check(t, sc, results[i]) })
-	}
+	return results
 }
 
 // observe runs two viewers on sc at once: one takes the steps, the other

@@ -176,7 +176,9 @@ func TestThreadedWorkersAndApply(t *testing.T) {
 		t.Fatalf("winner %+v, want worker threads 1 with at most 2 workers", r.Winner)
 	}
 	applied, own := alternate3(
-		func() float64 { return byHand(t, []string{"--apply", filepath.Join(dir, "tune.json")}, "--case", "threaded_decode") },
+		func() float64 {
+			return byHand(t, []string{"--apply", filepath.Join(dir, "tune.json")}, "--case", "threaded_decode")
+		},
 		func() float64 { return byHand(t, []string{}, "--case", "threaded_decode") })
 	t.Logf("pipetop run --apply: %.1f samples/s, the script's own settings %.1f; tune measured %.2fx", applied, own, r.SpeedUp)
 	if applied < 1.1*own || math.Abs(applied/own-r.SpeedUp) > 0.25*r.SpeedUp {
