@@ -140,6 +140,9 @@ func trainingThreadRule(in *Inputs) (Verdict, bool) {
 	if st := s.Stage(stage.DataWait); st != nil && st.Share >= ModerateShare {
 		return Verdict{}, false
 	}
+	if st := s.Stage(stage.Other); st != nil && st.Share >= OtherShare {
+		return Verdict{}, false // untimed work: that rule names its code, which threads cannot split
+	}
 	g := gpuOf(s, in.Host)
 	if g.known && g.busy >= LaunchGPUBusy {
 		return Verdict{}, false

@@ -17,6 +17,9 @@ func TestCPURules(t *testing.T) {
 	pyLoop := run(start, 200, func(int) map[string]int64 {
 		return map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 20 * ms1, stage.Optim: ms1}
 	}).Summarize(0)
+	logging := run(start, 200, func(int) map[string]int64 {
+		return map[string]int64{stage.Forward: 5 * ms1, stage.Other: 15 * ms1}
+	}).Summarize(0)
 	six := []CPUPool{{Role: "intra-op", Processes: 3, Busy: 3}, {Role: "main", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}
 	for _, tc := range []struct {
 		name     string
@@ -36,6 +39,9 @@ func TestCPURules(t *testing.T) {
 			HostCPU{UsableCores: 2, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.98, TrainingCPU: 0.93, IdleCores: 0.95,
 				Pools: []CPUPool{{Role: "training", Processes: 1, Busy: 1}}},
 			0, TrainingThreadBound, []string{"wanted a CPU 98 % of the time (on one 93 %)", "0.9 cores of the host idle", "forward takes", "vectorised"}},
+		{"a busy training thread in untimed work is untimed: threads cannot split it", logging,
+			HostCPU{UsableCores: 2, Demand: 1.02, Used: 1.0, WaitShare: 0.02, Training: 0.98, TrainingCPU: 0.98, IdleCores: 0.9},
+			0, Untimed, []string{"untimed"}},
 		{"training-thread-bound on an idle GPU", pyLoop,
 			HostCPU{UsableCores: 8, Demand: 1.05, Used: 1.0, WaitShare: 0.05, Training: 0.97, TrainingCPU: 0.97, IdleCores: 6.8},
 			0.2, TrainingThreadBound, []string{"GPU is busy only 20 %", "CUDA graphs"}},

@@ -146,28 +146,43 @@ class ThreadWatch:
                 seen[ident] = _Thread(t.name, nid)
         self._threads = seen
 
-    def sample(self, frames: Dict[int, Any], ns: int) -> None:
-        """Sample every other thread (the caller holds the GIL): frames is
-        sys._current_frames(), ns the wall time the sample stands for."""
+    def stacks(self, frames: Dict[int, Any]) -> Dict[int, Tuple[Any, ...]]:
+        """The raw stacks ((code, line) innermost first) of the watched
+        threads in frames, sys._current_frames() read with the GIL held.
+        They are walked at once, so that the caller can drop frames before
+        the GIL can pass: CPython 3.11 crashed (a segfault, a frame's memory
+        reused by another object) when frame objects of other threads lived
+        on while those threads ran."""
+        now = _now()
+        if now - self._listed >= LIST_EVERY_NS:
+            self._list(now)
+        out: Dict[int, Tuple[Any, ...]] = {}
+        for ident in self._threads:
+            f = frames.get(ident)
+            raw = []
+            while f is not None and len(raw) < _stacks.MAX_DEPTH:
+                raw.append((f.f_code, f.f_lineno))
+                f = f.f_back
+            if raw:
+                out[ident] = tuple(raw)
+        return out
+
+    def sample(self, stacks: Dict[int, Tuple[Any, ...]], ns: int) -> None:
+        """Sample every other thread: stacks is what stacks() returned at
+        this tick, ns the wall time the sample stands for."""
         start = _now()
-        if start - self._listed >= LIST_EVERY_NS:
-            self._list(start)
         live: List[Tuple[_Thread, int]] = []
         with self._lock:
             for ident, t in self._threads.items():
-                f = frames.get(ident)
-                if f is None:
+                raw = stacks.get(ident)
+                if raw is None:
                     continue
                 try:
                     c = time.clock_gettime_ns(t.clock)
                 except OSError:  # the thread ended
                     continue
-                raw = []
-                while f is not None and len(raw) < _stacks.MAX_DEPTH:
-                    raw.append((f.f_code, f.f_lineno))
-                    f = f.f_back
                 self._add(t, c, ns)
-                self.fold.add((t.native_id, -1, t.name, tuple(raw)), 1, ns)
+                self.fold.add((t.native_id, -1, t.name, raw), 1, ns)
                 live.append((t, c))
             if live and self._sleep is not None and start - self._probed >= PROBE_EVERY_NS and self._busy >= PROBE_BUSY_NS:
                 self._probe(self._sleep, live, start)

@@ -322,17 +322,21 @@ class StackSampler:
             return
         frames = sys._current_frames()
         f = frames.get(self.tid)
-        if f is not None:
-            stack = []
-            while f is not None and len(stack) < MAX_DEPTH:
-                stack.append((f.f_code, f.f_lineno))
-                f = f.f_back
+        stack = []
+        while f is not None and len(stack) < MAX_DEPTH:
+            stack.append((f.f_code, f.f_lineno))
+            f = f.f_back
+        others = self.others.stacks(frames) if self.others is not None else None
+        # No frame object of another thread may outlive this point: see
+        # pythreads.ThreadWatch.stacks.
+        del frames, f
+        if stack:
             self.fold.add((self.role, self.worker, stage, tuple(stack)), 1, ns)
             self.samples += 1
-        if self.others is not None:
+        if others is not None:
             # After the training thread's stack: by then a thread that
             # handed this one the GIL is back waiting for it.
-            self.others.sample(frames, ns)
+            self.others.sample(others, ns)
 
 
 def payload(rows: Dict[Key, List[int]], t_ns: int, interval_ns: int, rate: float, max_rows: int = MAX_ROWS) -> Dict[str, Any]:
