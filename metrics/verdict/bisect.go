@@ -26,6 +26,10 @@ const (
 	TogetherShort = 0.7 // full below this fraction of both halves alone: contention
 	LoaderMargin  = 1.5 // a loader under this multiple of the network with high read amplification: input-bound
 	UploadShare   = 0.1 // ...and h2d at least this share of the synthetic step
+	// LoaderIdle: a loader needed for less than this share of what it
+	// delivers alone sits idle most of each step; it cannot take the cores
+	// that a contention verdict blames it for.
+	LoaderIdle = 0.1
 	// StragglerShare: a rank below this share of the fastest rank's
 	// samples/s in a bisect phase is named as its straggler.
 	StragglerShare = 0.8
@@ -207,9 +211,17 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			Headline: fmt.Sprintf("input-bound: the loader decodes %.0fx the bytes it uses and delivers %s samples/s alone, the network can take %s; together they reach %s",
 				ld.Loader.ReadAmp, num(load), num(net), num(all)),
 			Next: InputAdvice(ld.Loader)}
-	case all < TogetherShort*min(load, loopRate(net, syn)):
+	case all < TogetherShort*min(load, loopRate(net, syn)) && competes(all, load):
 		return contention(load, net, all, ld.Loader)
 	}
+	return pipelineVerdict(phases, batch, full, syn, net, load)
+}
+
+// pipelineVerdict judges the full phase by its stages (the same rules
+// pipetop uses live) once the phases show neither a short loader nor
+// contention, with the figures that frame it.
+func pipelineVerdict(phases []PhaseResult, batch int, full, syn *PhaseResult, net, load float64) Verdict {
+	all := full.SamplesPerSec
 	v := Judge(Inputs{Summary: full.Summary, Loader: full.Loader, Complete: true})
 	if v.Kind == InputBound {
 		// The loader keeps up alone; the stage view still sees waiting.
@@ -220,7 +232,17 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 			best.Batch, best.SamplesPerSec/all, batch, num(best.SamplesPerSec), num(all), v.Next)
 	}
 	v.Headline = fmt.Sprintf("%s (full pipeline %s samples/s = %.0f %% of the network alone)", v.Headline, num(all), 100*all/net)
+	if loop := loopRate(net, syn); all < TogetherShort*loop && !competes(all, load) {
+		v.Headline += fmt.Sprintf("; it ran at %.0f %% of the loop on in-memory batches with the loader needed for %.1f %% of what it delivers alone, so the loader did not cause the difference (other load on the machine?)",
+			100*all/loop, 100*all/load)
+	}
 	return v
+}
+
+// competes is whether the loader, delivering load samples/s alone, was
+// busy enough at the pipeline's rate all to take cores from the network.
+func competes(all, load float64) bool {
+	return all >= LoaderIdle*load
 }
 
 // loopRate is what the network side can take: the network on its fixed

@@ -39,7 +39,7 @@ func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict 
 	if ld != nil {
 		load := ld.Rate()
 		switch {
-		case workers(ld.Loader) && all < TogetherShort*min(load, net):
+		case workers(ld.Loader) && all < TogetherShort*min(load, net) && competes(all, load):
 			return cachedContention(full, ld, cached)
 		case load < LoaderShort*net && net >= InputMost*all:
 			return Verdict{Kind: InputBound, Stage: stage.DataWait,

@@ -187,3 +187,32 @@ func TestBisectSlowLoopIsNotContention(t *testing.T) {
 		t.Errorf("full as fast as synthetic called contention: %s", v)
 	}
 }
+
+// A loader needed for a sliver of what it delivers alone sits idle: a
+// full phase slowed by other load on the box is not contention, and the
+// stage that dominates is named (CI: a planted backward sleep read as
+// contention while other tests ran).
+func TestBisectIdleLoaderIsNotContention(t *testing.T) {
+	slowBackward := plantedWith(50, map[string]float64{stage.DataWait: 0, stage.Forward: 47, stage.Backward: 52, stage.Optim: 1}, 0)
+	v := DiagnoseBisect([]PhaseResult{
+		phase(PhaseTrainFixed, 8, 11.9, slowBackward, nil),
+		phase(PhaseLoader, 8, 3216, stage.Summary{}, &stage.LoaderStats{Workers: 2, ReadAmp: 0.9, WorkerBusy: 0.98}),
+		phase(PhaseSynthetic, 8, 12.1, slowBackward, nil),
+		phase(PhaseFull, 8, 6.14, slowBackward, nil),
+	})
+	if strings.Contains(v.Headline, "contention") || v.Stage != stage.Backward {
+		t.Fatalf("idle loader blamed: %s (stage %q)", v, v.Stage)
+	}
+	if !strings.Contains(v.Headline, "loader did not cause the difference") {
+		t.Errorf("the slow full phase is not explained: %s", v)
+	}
+	compute := &Verdict{Kind: ComputeBound, Stage: stage.Backward, Headline: "compute-bound: most in backward", Next: "a faster device"}
+	v = DiagnoseBisect([]PhaseResult{
+		cachedPhase(PhaseLoader, 3000, stage.Summary{}, &stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 1}, nil),
+		cachedPhase(PhaseCached, 12, slowBackward, nil, compute),
+		cachedPhase(PhaseFull, 6, slowBackward, nil, compute),
+	})
+	if strings.Contains(v.Headline, "contention") {
+		t.Errorf("idle torch loader blamed: %s", v)
+	}
+}
