@@ -116,7 +116,7 @@ func TestBisectRechunkedIsNotInputBound(t *testing.T) {
 func TestBisectPlantedSleepIsNamed(t *testing.T) {
 	_, re := bisectData(t)
 	cfg := bisectConfig(t, re, 2)
-	cfg.PlantedSleep = map[string]time.Duration{stage.Backward: 600 * time.Millisecond} // dominant even when the tiny forward is slow (a loaded box)
+	cfg.PlantedSleep = map[string]time.Duration{stage.Backward: 1500 * time.Millisecond} // dominant even when the tiny forward runs 10x slower on a loaded box (CI saw 4x)
 	rep := bisect(t, cfg)
 	if rep.Verdict.Stage != stage.Backward {
 		t.Fatalf("verdict %s names %q, want backward", rep.Verdict, rep.Verdict.Stage)
