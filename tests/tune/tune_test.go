@@ -165,15 +165,16 @@ func TestTunePicksTheKnownBest(t *testing.T) {
 	}
 }
 
-// Workers whose items run on several threads each: capping the workers'
-// threads wins, not adding workers; pipetop run --apply reproduces the
+// Workers whose items run on several threads each: the winner caps the
+// workers' threads at one (how many workers then is the machine's call:
+// 2 and 4 both keep 2 cores busy); pipetop run --apply reproduces the
 // winner's speed within the noise.
 func TestThreadedWorkersAndApply(t *testing.T) {
 	requireTorch(t)
 	dir := t.TempDir()
 	r := runTune(t, dir, nil, "--case", "threaded_decode")
-	if r.Winner == nil || r.Winner.Setting.WorkerThreads != 1 || r.Winner.Setting.NumWorkers > 2 {
-		t.Fatalf("winner %+v, want worker threads 1 with at most 2 workers", r.Winner)
+	if r.Winner == nil || r.Winner.Setting.WorkerThreads != 1 || r.Winner.Setting.NumWorkers == 0 {
+		t.Fatalf("winner %+v, want workers with one thread each", r.Winner)
 	}
 	applied, own := alternate3(
 		func() float64 {

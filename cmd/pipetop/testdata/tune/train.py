@@ -30,10 +30,10 @@ Cases, each with a known best setting (on a 2-core machine):
                    every region waits for a thread the other worker holds
                    off its core (10-20x slower than one thread each,
                    measured). Best: worker_threads=1 (the plan's cap, over
-                   the user's own call), with 2 workers; adding workers only
-                   adds threads fighting for the cores, and loading on the
-                   training thread (no workers) runs the numpy part on one
-                   core.
+                   the user's own call), with 2-4 workers (both keep the
+                   2 cores busy; 4 measured up to 1.3x faster here), and
+                   loading on the training thread (no workers) runs the
+                   numpy part on one core.
   worker_start     each worker's start costs 1 s (a sleep in
                    worker_init_fn: a lazy open of remote storage) and an
                    epoch is 8 batches of cpu_items' ~3 ms items; the user
@@ -49,13 +49,14 @@ Cases, each with a known best setting (on a 2-core machine):
                    network; no setting gains beyond noise).
   memory           the dataset holds a --mb (default 600) MB array that each
                    worker copies at its start (np.copy in worker_init_fn,
-                   a per-worker cache), items are cheap (~0.3 ms); the
-                   user has 2 workers (~2.5 GB with the main process).
-                   Best: 2 workers are enough on 2 cores; the case is for
-                   tune's memory guard: 16 workers would take ~11 GB, so
-                   it must refuse the settings whose projected memory
-                   exceeds its limit (a test lowers the guard, or --mb, to
-                   see it refuse on a small box).
+                   a per-worker cache), and each item waits ~5 ms on
+                   storage, as storage's do; the user has 2 workers
+                   (~2.5 GB with the main process). More workers overlap
+                   the waits, as in storage, but each copies the array:
+                   16 workers would take ~11 GB, so tune's memory guard
+                   must stop the trials that fill the memory allowed (a
+                   test lowers the limit, or --mb, to see it on a small
+                   box) and keep the best that fits.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class Cached(Items):
     def __getitem__(self, i: int) -> Any:
         x, y = super().__getitem__(i)
         off = (i * 4096) % (len(self.data) - 20000)
-        return x + float(np.sort(self.data[off:off + 20000])[0]) * 1e-3, y
+        return x + float(np.sort(self.data[off:off + 20000])[0] + storage_item(i)) * 1e-3, y
 
 
 # ---------------------------------------------------------------------------
