@@ -17,6 +17,8 @@ packages=(
   librsvg2-bin fonts-dejavu-core  # screenshots: SVG to PNG
   prometheus                      # exporter tests: promtool checks and a real Prometheus server
   chromium                        # pipetop report tests and screenshots: the page in a real headless browser
+  python3-av python3-h5py ffmpeg  # video and HDF5 datasets: the read counting's tests write and read them
+  libhdf5-dev hdf5-tools          # pipetrain data inspect/import of HDF5 files (cgo), h5repack in the advice's tests
 )
 
 # Node.js runs the Zarr v3 interop tests (zarrita). Debian's nodejs and
