@@ -34,16 +34,55 @@ func amplified(l *stage.LoaderStats) *stage.ZarrArray {
 	return best
 }
 
-// zarrAdvice is the rechunk advice for the loader's most amplified Zarr
-// array; ok is false when none is amplified.
-func zarrAdvice(l *stage.LoaderStats) (advice string, ok bool) {
-	a := amplified(l)
-	if a == nil {
+// readCause is a source a loader reads — a Zarr array, a video stream,
+// an HDF5 dataset — that decodes HighReadAmp or more times what it
+// returns: what it is and why (Why), its read amplification, the time
+// its reads took, and how to store or read it instead (Fix).
+type readCause struct {
+	Why    string
+	Amp    float64
+	ReadNs int64
+	Fix    string
+}
+
+// readCauses finds, for each format a Python loader's reads are counted
+// in, its most amplified source; each format adds its finder here.
+var readCauses = []func(*stage.LoaderStats) (readCause, bool){zarrCause}
+
+// worstRead is the amplified source, of any format, whose reads took the
+// most time; ok is false when none is amplified.
+func worstRead(l *stage.LoaderStats) (worst readCause, ok bool) {
+	if l == nil {
+		return readCause{}, false
+	}
+	for _, find := range readCauses {
+		if c, found := find(l); found && (!ok || c.ReadNs > worst.ReadNs) {
+			worst, ok = c, true
+		}
+	}
+	return worst, ok
+}
+
+// readAdvice is the advice for the loader's worst amplified source: its
+// cause and its fix; ok is false when none is amplified.
+func readAdvice(l *stage.LoaderStats) (advice string, ok bool) {
+	c, ok := worstRead(l)
+	if !ok {
 		return "", false
 	}
-	what := fmt.Sprintf("the chunking of %s decodes %.0fx the bytes it returns (%s per read of a %s chunk)",
-		a.Name(), a.ReadAmp, framesText(a.FramesPerCall()), shapeText(a.Chunks))
-	return what + ": " + rechunkHow(a), true
+	return c.Why + ": " + c.Fix, true
+}
+
+// zarrCause is the loader's most amplified Zarr array as a read cause.
+func zarrCause(l *stage.LoaderStats) (readCause, bool) {
+	a := amplified(l)
+	if a == nil {
+		return readCause{}, false
+	}
+	return readCause{
+		Why: fmt.Sprintf("the chunking of %s decodes %.0fx the bytes it returns (%s per read of a %s chunk)",
+			a.Name(), a.ReadAmp, framesText(a.FramesPerCall()), shapeText(a.Chunks)),
+		Amp: a.ReadAmp, ReadNs: a.ReadNs, Fix: rechunkHow(a)}, true
 }
 
 // rechunkHow says how to store a in chunks of one frame.

@@ -286,9 +286,10 @@ func InputAdvice(l *stage.LoaderStats) string {
 }
 
 // torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
-// an amplified Zarr array's rechunking first, then the workers.
+// an amplified source's fix first (a Zarr array's rechunking), then the
+// workers.
 func torchAdvice(l *stage.LoaderStats) string {
-	if z, ok := zarrAdvice(l); ok {
+	if z, ok := readAdvice(l); ok {
 		if Saturated(l) {
 			return z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
 		}

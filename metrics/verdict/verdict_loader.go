@@ -52,9 +52,8 @@ func loaderCoresRule(in *Inputs) (Verdict, bool) {
 // rechunkFix is the rechunk advice for an amplified loader and its read
 // amplification; ok is false for a loader that decodes what it returns.
 func rechunkFix(l *stage.LoaderStats) (fix string, amp float64, ok bool) {
-	if a := amplified(l); a != nil {
-		z, _ := zarrAdvice(l)
-		return z, a.ReadAmp, true
+	if c, ok := worstRead(l); ok {
+		return c.Why + ": " + c.Fix, c.Amp, true
 	}
 	if l.ReadAmp >= HighReadAmp {
 		return fmt.Sprintf("the chunking decodes %.0fx the bytes it uses: run `pipetrain data rechunk %s --chunk-frames 1`", l.ReadAmp, rechunkArgs(l.Dataset)), l.ReadAmp, true

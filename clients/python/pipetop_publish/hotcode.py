@@ -15,9 +15,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from . import pythreads as _pythreads
+from . import readwatch as _readwatch
 from . import stacks as _stacks
 from . import workerlink as _workerlink
-from . import zarrwatch as _zarrwatch
 
 INTERVAL = 1.0  # seconds between stacks frames
 
@@ -93,12 +93,10 @@ class Collector:
                         row = rows.setdefault(key, [0, 0])
                         row[0] += n
                         row[1] += ns
-                z = msg.get("zarr")
-                if isinstance(z, list):
-                    _zarrwatch.registry.add_totals(z)
+                _readwatch.add_totals(msg)
                 if isinstance(msg.get("lost"), int):
                     lost += max(0, msg["lost"])
-            _zarrwatch.registry.add_totals(_zarrwatch.registry.take())
+            _readwatch.add_own()
             now = time.time_ns()
             interval, self._last = now - self._last, now
             self.lost += lost

@@ -24,9 +24,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from . import readwatch as _readwatch
 from . import sockets as _sockets
 from . import stacks as _stacks
-from . import zarrwatch as _zarrwatch
 
 SEND_INTERVAL = 1.0  # seconds between a worker's datagrams
 MAX_MESSAGE = 128 << 10  # largest datagram a worker sends
@@ -168,13 +168,12 @@ class Sender:
         with self._lock:
             now = time.time_ns()
             rows = self.describer.rows(self.sampler.fold.take()) if self.sampler is not None else {}
-            zarr = _zarrwatch.registry.take()
-            if not rows and not zarr and not self.lost:
+            reads = _readwatch.take()
+            if not rows and not reads and not self.lost:
                 self._last = now
                 return
             msg: Dict[str, Any] = {"worker": self.worker, "pid": os.getpid(), "lost": self.lost}
-            if zarr:
-                msg["zarr"] = zarr
+            msg.update(reads)
             if rows:
                 msg["stacks"], _ = _stacks.fitted(rows, now, now - self._last, self.rate, MAX_MESSAGE - (32 << 10))
             data = json.dumps(msg, separators=(",", ":")).encode()

@@ -23,10 +23,10 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+from . import readwatch as _readwatch
 from . import sockets as _sockets
 from . import stacks as _stacks
 from . import workerlink as _workerlink
-from . import zarrwatch as _zarrwatch
 
 _SLOT = struct.Struct("qqqq")  # busy_ns, start_ns of the fetch in progress, batches, first fetch start
 _SHM_PREFIX = "pipetop-loader-"
@@ -354,5 +354,5 @@ class Sampler:
             "cores": self._cores,
         }
         out.update(_epoch_fields(info))
-        out.update(_zarrwatch.registry.loader_fields())
+        out.update(_readwatch.loader_fields())
         return out
