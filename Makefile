@@ -8,7 +8,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export CGO_CFLAGS := -Wno-deprecated-declarations
 GO ?= go
 PY := /usr/bin/python3
-FUZZTIME ?= 10s
+FUZZTIME ?= 4s
 DEMO_DATA ?= data/demo.zarr
 
 .PHONY: all deps build shim test test-go test-tune test-python check-libtorch2 gpu-check-cpu gpu-check-prep fuzz lint bench demo screenshots clean

@@ -163,9 +163,15 @@ var controlOf = map[string]string{
 	verdict.PhaseFull:    "full",
 }
 
-// Each planted bottleneck: the verdict that names it with its figures, and
-// every phase's samples/s beside what the script measures of the same part
-// itself. Single runs of the same loop differ by 2x on a loaded 2-core
+// countedCase is the planted case whose phases are each run as the
+// script's own control too, to check pipetop's counting (steps, samples,
+// seconds) against the script's: the counting is the same in every case,
+// and bench/bisect_accuracy.sh holds every case to ±15 % over medians.
+const countedCase = "seed"
+
+// Each planted bottleneck: the verdict that names it with its figures;
+// in countedCase, every phase's samples/s beside what the script measures
+// of the same part itself. Single runs of the same loop differ by 2x on a loaded 2-core
 // machine (the controls themselves, at tens of thousands of batches a
 // second), so one run fails here only beyond 0.25x-4x: a measurement that
 // counts batches as samples, or loses most steps. It logs beyond ±30 %;
@@ -188,8 +194,10 @@ func TestPlantedBottlenecks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--case", tc.name}
 			want := map[string]float64{}
-			for phase, mode := range controlOf {
-				want[phase] = control(t, args, mode)
+			if tc.name == countedCase {
+				for phase, mode := range controlOf {
+					want[phase] = control(t, args, mode)
+				}
 			}
 			r := run(t, append([]string{"--seconds-per-phase", strconv.Itoa(phaseSeconds), "--", python, script("train.py")}, args...)...)
 			var table bytes.Buffer
@@ -198,6 +206,9 @@ func TestPlantedBottlenecks(t *testing.T) {
 			for _, p := range r.rep.Phases {
 				if p.Status != verdict.PhaseOK {
 					t.Errorf("phase %s: status %s %v", p.Name, p.Status, p.Notes)
+				}
+				if want[p.Name] == 0 {
+					continue
 				}
 				if r := p.SamplesPerSec / want[p.Name]; r < 0.25 || r > 4 {
 					t.Errorf("phase %s: %.1f samples/s, the script measures %.1f itself (%.2fx)", p.Name, p.SamplesPerSec, want[p.Name], r)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
@@ -22,20 +21,11 @@ import (
 // time (each wants the CPUs to itself, unlike TestPlantedBottlenecks'
 // mostly sleeping scenarios): oversubscription (4 intra-op threads in the
 // main process and in each of 2 workers: 12 compute threads on a box of
-// few cores), a CPU quota far below the threads (a cgroup made here), a
-// training thread busy with pure-Python work, and a healthy run with one
-// intra-op thread per usable core and no workers.
+// few cores; pipetrain's threads and workers) and a healthy run with one
+// intra-op thread per usable core and no workers. The CPU quota and the
+// pure-Python training thread are planted in TestCPUVerdictsAtTheEnd,
+// which checks them live and at the end of the run.
 func TestCPUVerdicts(t *testing.T) {
-	quota := func(cpus float64, script string, args ...string) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
-		return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-			_, add := testkit.CPUQuotaCgroup(t, cpus)
-			cmd, logs, err := autoScript(script, args...)(t, name)
-			if err == nil {
-				add(cmd.Process.Pid)
-			}
-			return cmd, logs, err
-		}
-	}
 	scs := []scenario{
 		{name: "pipetrain/8 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
 			after: 8 * time.Second, interval: 3 * time.Second, kind: verdict.Oversubscribed,
@@ -45,14 +35,6 @@ func TestCPUVerdicts(t *testing.T) {
 			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.Oversubscribed,
 			headline: []string{"oversubscribed:", "intra-op thread", "busy loader worker", "waited"},
 			next:     []string{"torch.set_num_threads", "OMP_NUM_THREADS=1"}},
-		{name: "torch/a 0.3-CPU quota under 4 threads: throttled",
-			start: quota(0.3, "threads.py", "--threads", "4"),
-			after: 6 * time.Second, interval: 2 * time.Second, kind: verdict.Throttled,
-			headline: []string{"quota of 0.3 CPUs", "of its periods"}, next: []string{"raise the limit"}},
-		{name: "torch/pure-Python steps: training-thread-bound",
-			start: autoScript("threads.py", "--python"),
-			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.TrainingThreadBound, stage: stage.Forward,
-			headline: []string{"the training thread wanted a CPU"}, next: []string{"vectorised"}},
 		{name: "torch/healthy: one intra-op thread per core, no workers",
 			start: autoScript("threads.py", "--threads", strconv.Itoa(runtime.NumCPU())),
 			after: 4 * time.Second, interval: 2 * time.Second, kind: verdict.ComputeBound, stage: stage.Forward,
