@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -216,4 +217,9 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Within says whether got is within frac of want (|got-want| <= frac*want).
+func Within(got, want, frac float64) bool {
+	return math.Abs(got-want) <= frac*want
 }

@@ -173,5 +173,29 @@ func adviceOf(r Report) string {
 	case r.Winner != nil && r.Winner.Baseline:
 		return "the script's own settings were the best measured"
 	}
-	return "no setting was measured in full runs"
+	return r.noWinner()
+}
+
+// noWinner says why a tune that searched has no winner: no trial beat
+// the script's own settings (and the memory guard refused the settings
+// beyond them), or none was measured in full runs.
+func (r Report) noWinner() string {
+	var base *Trial
+	var refused []string
+	for i, tr := range r.Trials {
+		switch {
+		case tr.Status == verdict.PhaseRefused:
+			refused = append(refused, tr.Setting.String())
+		case tr.Setting == r.Baseline && tr.SamplesPerSec > 0 && base == nil:
+			base = &r.Trials[i]
+		}
+	}
+	if base == nil || len(r.Candidates) > 0 {
+		return "no setting was measured in full runs"
+	}
+	why := "keep the script's settings: no setting tried beat them in the search"
+	if len(refused) > 0 {
+		why += fmt.Sprintf(", and the memory guard stopped %d before they filled the memory allowed (%s)", len(refused), strings.Join(refused, "; "))
+	}
+	return why
 }

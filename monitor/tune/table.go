@@ -97,7 +97,7 @@ func (r *Report) writeAdvice(w io.Writer) {
 	case r.Tuned == "":
 		verdict.WriteWrapped(w, "advice:  ", "keep the pipeline as it is: "+r.Reason+"; "+r.Bisect.Verdict.Next)
 	case r.Winner == nil:
-		verdict.WriteWrapped(w, "advice:  ", "no setting was measured in full runs; see the trials above")
+		verdict.WriteWrapped(w, "advice:  ", r.noWinner()+"; see the trials above")
 	case r.Winner.Baseline:
 		verdict.WriteWrapped(w, "advice:  ", "keep the script's settings: no setting tried beat them beyond the noise of the runs")
 	default:

@@ -260,3 +260,25 @@ func TestFinalistsIncludeTheCheapestNearTheFastest(t *testing.T) {
 		t.Errorf("nothing beats the baseline, finalists %v", got)
 	}
 }
+
+// A search where nothing beat the script's settings and more workers were
+// refused for memory advises keeping them, and says what was refused.
+func TestNoWinnerSaysWhy(t *testing.T) {
+	base := Setting{NumWorkers: 2, PrefetchFactor: 2}
+	r := Report{Tuned: TunedLoader, Baseline: base, Trials: []Trial{
+		{Setting: base, Status: verdict.PhaseOK, SamplesPerSec: 370},
+		{Setting: Setting{NumWorkers: 1, PrefetchFactor: 2}, Status: verdict.PhaseOK, SamplesPerSec: 170},
+		{Setting: Setting{NumWorkers: 4, PrefetchFactor: 2}, Status: verdict.PhaseRefused},
+	}}
+	var out strings.Builder
+	r.writeAdvice(&out)
+	for _, want := range []string{"keep the script's settings", "the memory guard stopped 1", "num_workers=4, prefetch_factor=2"} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("advice %q lacks %q", out.String(), want)
+		}
+	}
+	r.Trials = r.Trials[2:]
+	if got := r.noWinner(); got != "no setting was measured in full runs" {
+		t.Errorf("without a measured baseline: %q", got)
+	}
+}

@@ -139,11 +139,6 @@ func control(t *testing.T, args []string, mode string) float64 {
 	return c.SamplesPerSec
 }
 
-// within says whether got is within frac of want.
-func within(got, want, frac float64) bool {
-	return math.Abs(got-want) <= frac*want
-}
-
 // containsAny says whether s contains one of subs.
 func containsAny(s string, subs []string) bool {
 	for _, sub := range subs {
@@ -212,7 +207,7 @@ func TestPlantedBottlenecks(t *testing.T) {
 				}
 				if r := p.SamplesPerSec / want[p.Name]; r < 0.25 || r > 4 {
 					t.Errorf("phase %s: %.1f samples/s, the script measures %.1f itself (%.2fx)", p.Name, p.SamplesPerSec, want[p.Name], r)
-				} else if !within(p.SamplesPerSec, want[p.Name], 0.30) {
+				} else if !testkit.Within(p.SamplesPerSec, want[p.Name], 0.30) {
 					t.Logf("phase %s: %.1f samples/s, the script measures %.1f itself: outside ±30 %% in one run", p.Name, p.SamplesPerSec, want[p.Name])
 				}
 			}

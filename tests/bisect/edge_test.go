@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
 )
@@ -133,7 +134,7 @@ func TestDDPRanks(t *testing.T) {
 			t.Errorf("phase %s: %s, %d ranks, %q\n%s", p.Name, p.Status, len(p.Ranks), p.Notes, r.stderr)
 			continue
 		}
-		if sum := p.Ranks[0].SamplesPerSec + p.Ranks[1].SamplesPerSec; !within(p.SamplesPerSec, sum, 0.01) {
+		if sum := p.Ranks[0].SamplesPerSec + p.Ranks[1].SamplesPerSec; !testkit.Within(p.SamplesPerSec, sum, 0.01) {
 			t.Errorf("phase %s: job %.1f samples/s, ranks sum to %.1f", p.Name, p.SamplesPerSec, sum)
 		}
 	}

@@ -2,7 +2,7 @@
 never imports pipetop).
 
     python3 train.py --case CASE [--workers N] [--prefetch P] [--persistent 0|1]
-                     [--steps N] [--mb MB]
+                     [--worker-threads N] [--steps N] [--seconds S] [--mb MB]
 
 The training DataLoader is made on one line, marked "THE TRAINING
 DATALOADER" (tune's plans name it by that line), once, before the epochs.
@@ -62,6 +62,7 @@ Cases, each with a known best setting (on a 2-core machine):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -157,10 +158,10 @@ class Cached(Items):
 # The case's pieces
 
 
-def raise_threads(worker_id: int) -> None:
+def raise_threads(worker_id: int, n: int = 0) -> None:
     """threaded_decode's worker_init_fn: the user's thread per core in each
-    worker (torch gives a worker 1)."""
-    torch.set_num_threads(os.cpu_count() or 1)
+    worker (torch gives a worker 1), or n threads set by hand."""
+    torch.set_num_threads(n or os.cpu_count() or 1)
 
 
 def slow_start(worker_id: int) -> None:
@@ -177,11 +178,13 @@ def dataset(case: str, mb: int) -> Items:
     return Items(n, cost)
 
 
-def worker_init(case: str, data: Items) -> Optional[Callable[[int], None]]:
+def worker_init(args: argparse.Namespace, data: Items) -> Optional[Callable[[int], None]]:
     """The case's worker_init_fn (None: the default)."""
-    if case == "memory":
+    if args.case == "memory":
         return data.warm
-    return {"threaded_decode": raise_threads, "worker_start": slow_start}.get(case)
+    if args.case == "threaded_decode":
+        return functools.partial(raise_threads, n=args.worker_threads)
+    return {"worker_start": slow_start}.get(args.case)
 
 
 def network(case: str) -> nn.Module:
@@ -223,7 +226,7 @@ WARMUP_S = 2.0  # --seconds counts from this long after the first batch
 def train(args: argparse.Namespace) -> None:
     """Train until --steps (0: until stopped); print the rate at the end."""
     data = dataset(args.case, args.mb)
-    init = worker_init(args.case, data)
+    init = worker_init(args, data)
     extra = loader_extra(args)
     loader = DataLoader(data, batch_size=BATCH.get(args.case, 16), shuffle=True, num_workers=args.workers, worker_init_fn=init, **extra)  # THE TRAINING DATALOADER
     model = network(args.case)
@@ -260,6 +263,8 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--seconds", type=float, default=0,
                    help="stop after S seconds counted from %g s after the first batch (every worker started)" % WARMUP_S)
     p.add_argument("--mb", type=int, default=600, help="the memory case's array size in MB")
+    p.add_argument("--worker-threads", type=int, default=0,
+                   help="threaded_decode: torch threads in each worker, set by hand (default: the user's, one per core)")
     train(settings(p.parse_args(argv)))
 
 
