@@ -16,8 +16,9 @@ import (
 // large matrices with torch (which releases the GIL), beside a logger that
 // sleeps, and alone: none of them is gil-bound or names the side thread
 // (the loop alone, one thread of tiny ops, may be training-thread-bound on
-// an idle box: that is its own verdict). One at a time: each wants the
-// CPUs to itself.
+// an idle box: that is its own verdict). The planted thread runs under
+// pipetop run, and its end-of-run summary must name it too. One at a
+// time: each wants the CPUs to itself.
 func TestGILVerdicts(t *testing.T) {
 	for _, tc := range []struct {
 		side     string
@@ -32,6 +33,10 @@ func TestGILVerdicts(t *testing.T) {
 		t.Run(tc.side, func(t *testing.T) {
 			sc := scenario{name: "torch/side thread " + tc.side, start: autoScript("side_thread.py", "--side", tc.side),
 				after: 5 * time.Second, interval: 3 * time.Second}
+			var run endOfRun
+			if tc.blamed {
+				sc.start = underRun(&run, 0, nil, "side_thread.py", "--side", tc.side, "--seconds", "12")
+			}
 			cmd, logs, err := sc.start(t, sc.name)
 			if err != nil {
 				t.Fatal(err)
@@ -61,6 +66,14 @@ func TestGILVerdicts(t *testing.T) {
 				if !strings.Contains(v.Next, want) {
 					t.Errorf("next step %q lacks %q", v.Next, want)
 				}
+			}
+			end, err := run.endVerdict(60 * time.Second)
+			if err != nil {
+				t.Fatalf("%v\nstderr:\n%s", err, logs)
+			}
+			t.Logf("end of run: %s", end)
+			if end.Kind != verdict.GILBound || !strings.Contains(end.Headline, "metrics-logger") || !strings.Contains(end.Headline, "log_metrics") {
+				t.Errorf("end-of-run verdict %s, want %s naming the metrics-logger thread and log_metrics", end, verdict.GILBound)
 			}
 		})
 	}
