@@ -23,7 +23,7 @@ type KeyMap struct {
 
 // DefaultKeys are pipetop's keys.
 var DefaultKeys = KeyMap{
-	Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 	Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 	Focus:     key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus next pane")),
 	FocusBack: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus previous pane")),

@@ -256,7 +256,10 @@ func (m *Model) wheel(ms tea.Mouse) {
 
 // key handles one key press.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
-	if key.Matches(k, m.keys.Quit) && (k.String() == "ctrl+c" || !m.picking) {
+	if k.String() == "ctrl+c" {
+		return tea.Interrupt // the caller passes it on as the terminal would have
+	}
+	if key.Matches(k, m.keys.Quit) && !m.picking {
 		return tea.Quit
 	}
 	if m.picking {

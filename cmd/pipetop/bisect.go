@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
 	"github.com/pipetop/pipetop/monitor"
@@ -221,7 +222,8 @@ func (w *watcher) watch(ctx context.Context, phase, socket string) {
 }
 
 // show runs the monitor on the phase's trainer until ctx ends or the user
-// closes it (then the later phases run without it).
+// closes it (then the later phases run without it; a Ctrl-C stops the
+// bisect).
 func (w *watcher) show(ctx context.Context, socket string) {
 	args := []string{"attach", socket}
 	if w.c.noGPU {
@@ -232,6 +234,14 @@ func (w *watcher) show(ctx context.Context, socket string) {
 		w.out.Hold()
 		err = interactive(ctx, mc)
 		w.out.Release()
+	}
+	if errors.Is(err, tea.ErrInterrupted) {
+		w.live.Store(false)
+		// Caught by the bisect's own handler, as a Ctrl-C without the
+		// monitor is: the running phase's group is stopped.
+		fmt.Fprintln(w.stderr, "pipetop: Ctrl-C: stopping the bisect")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(w.stderr, "pipetop: monitor:", err)

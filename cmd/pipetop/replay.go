@@ -75,7 +75,7 @@ func replayFlags(fs *flag.FlagSet) runFunc {
 		prof := colorprofile.Detect(os.Stdout, os.Environ())
 		root := tui.New(tui.Options{Snapshotter: p.Snapshotter(), Styles: styles.New(prof >= colorprofile.ANSI),
 			Window: wi, Context: ctx, Now: p.Now, Replay: p})
-		return fullScreen(ctx, root, prof)
+		return closed(fullScreen(ctx, root, prof))
 	}
 }
 

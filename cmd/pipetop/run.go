@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
 	pypublish "github.com/pipetop/pipetop/clients/python"
@@ -34,8 +35,8 @@ type runConfig struct {
 const runLong = `Runs CMD (e.g. python3 train.py) with pipetop's automatic PyTorch
 instrumentation: every Python process it starts publishes its training
 steps with no change to the script. With a terminal, the monitor opens
-attached to it (q closes the monitor, the run goes on); without one, or with
---no-tui, pipetop only runs it. pipetop returns only once every process the
+attached to it (q closes the monitor, the run goes on; Ctrl-C stops the run);
+without one, or with --no-tui, pipetop only runs it. pipetop returns only once every process the
 command started has exited: what it leaves running when it exits (the ranks
 torch.multiprocessing.spawn started) is waited for, or, after a Ctrl-C,
 SIGTERM or SIGHUP, stopped (SIGINT, then SIGTERM and SIGKILL 5 s apart),
@@ -210,7 +211,7 @@ func summaryDir() string {
 
 // monitorChild waits for the child's socket and opens the monitor on it;
 // the monitor closes when the child exits (or on q, and then the run goes
-// on).
+// on; on Ctrl-C the run is stopped).
 func monitorChild(ctx context.Context, c runConfig, p *child.Process, out *child.Held, stderr io.Writer) {
 	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", p.Pid())
 	path, ok := child.AwaitSocket(p.Pid(), p.Exited())
@@ -231,6 +232,11 @@ func monitorChild(ctx context.Context, c runConfig, p *child.Process, out *child
 		out.Hold()
 		err = interactive(childCtx, mc)
 		out.Release()
+	}
+	if errors.Is(err, tea.ErrInterrupted) {
+		fmt.Fprintf(stderr, "pipetop: Ctrl-C: stopping pid %d and what it started\n", p.Pid())
+		p.Interrupt()
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "pipetop: monitor:", err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -462,6 +463,36 @@ func TestRunMonitorTmux(t *testing.T) {
 			t.Errorf("screen after the run lacks %q:\n%s", want, s)
 		}
 	}
+}
+
+// A Ctrl-C typed in the terminal of pipetop run's monitor (a key to the
+// monitor in raw mode, not a signal) stops the run: pipetop returns, and
+// the script and its DataLoader workers are gone.
+func TestRunCtrlCInATerminal(t *testing.T) {
+	e := newRunEnv(t)
+	script, err := filepath.Abs(example("loop.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTmuxScreen(t, "ctrlc", "cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+		e.bin+" run --no-gpu --name ctrlc -- "+debPython+" "+script+" --steps 100000; echo EXIT=$?; sleep 60", "")
+	t.Cleanup(func() {
+		for _, pid := range testkit.Marked(e.sockets) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ts.wait("the monitor on the script", 60*time.Second, func(s string) bool {
+		return strings.Contains(s, "ctrlc pid") && strings.Contains(s, "● live") && strings.Contains(s, "data_wait")
+	})
+	if n := len(testkit.Marked(e.sockets)); n < 4 {
+		t.Fatalf("%d processes of the run before the Ctrl-C, want pipetop, the script and its 2 workers", n)
+	}
+	ts.tmux("send-keys", "-t", ts.name, "C-c")
+	s := ts.wait("pipetop run's return", 60*time.Second, func(s string) bool { return strings.Contains(s, "EXIT=") })
+	if left := testkit.Marked(e.sockets); len(left) > 0 {
+		t.Errorf("pipetop run returned and left pids %v of the run running; screen:\n%s", left, s)
+	}
+	t.Logf("screen after the Ctrl-C:\n%s", s)
 }
 
 // TestReportSummaries checks the summary reader: this run's file gets the

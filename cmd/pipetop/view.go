@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -193,12 +194,21 @@ func oneThread() {
 }
 
 // showView is the view: --once and --json print a snapshot, else the
-// full-screen monitor runs.
+// full-screen monitor runs (Ctrl-C closes it, as q does).
 func showView(ctx context.Context, c config, stdout, _ io.Writer) error {
 	if c.once || c.json {
 		return snapshotOnce(ctx, c, stdout)
 	}
-	return interactive(ctx, c)
+	return closed(interactive(ctx, c))
+}
+
+// closed is err of a full screen that only the user closed: nil after a
+// Ctrl-C, which the monitor takes as a key (its terminal is in raw mode).
+func closed(err error) error {
+	if errors.Is(err, tea.ErrInterrupted) {
+		return nil
+	}
+	return err
 }
 
 // interactive runs the full-screen monitor.

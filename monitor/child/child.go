@@ -135,17 +135,31 @@ func (p *Process) forward(terminal bool) {
 			if isStop(s) {
 				p.stopAsked.Store(true)
 			}
-			if terminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
-				continue
-			}
-			_ = p.cmd.Process.Signal(s)
-			if s == syscall.SIGINT {
-				// As a Ctrl-C at a terminal reaches its whole foreground
-				// group: the ranks a launcher started, its workers.
-				signalAll(descendants(p.Pid()), syscall.SIGINT)
+			switch {
+			case terminal && (s == syscall.SIGINT || s == syscall.SIGQUIT):
+			case s == syscall.SIGINT:
+				p.interrupt()
+			default:
+				_ = p.cmd.Process.Signal(s)
 			}
 		}
 	}
+}
+
+// Interrupt is a Ctrl-C the terminal did not deliver (pipetop's monitor
+// read it as a key in raw mode): SIGINT to the command and to all its
+// descendants, as a Ctrl-C at a terminal reaches its whole foreground
+// group, and Settle then stops what the command leaves behind.
+func (p *Process) Interrupt() {
+	p.stopAsked.Store(true)
+	p.interrupt()
+}
+
+// interrupt sends SIGINT to the command and its descendants (the ranks a
+// launcher started, its DataLoader workers).
+func (p *Process) interrupt() {
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	signalAll(descendants(p.Pid()), syscall.SIGINT)
 }
 
 // Pid is the command's process id.

@@ -46,33 +46,9 @@ func newSpawnRun(t *testing.T, pipetopArgs []string, scriptArgs ...string) *spaw
 	return r
 }
 
-// marked lists the processes whose environment holds the socket
-// directory dir: what pipetop run started, however deep.
-func marked(dir string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(b, []byte("\x00PIPETOP_SOCKET_DIR="+dir+"\x00")) && !zombie(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// zombie is whether pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	return err != nil || strings.Contains(string(b), ") Z ")
-}
-
 // killMarked kills what a failed test left behind.
 func killMarked(dir string) {
-	for _, pid := range marked(dir) {
+	for _, pid := range testkit.Marked(dir) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
@@ -162,7 +138,7 @@ func TestSpawnCtrlCLeavesNothing(t *testing.T) {
 	for _, rk := range rankPIDs(t, r.sockets, 2) {
 		awaitStep(t, rk.path)
 	}
-	if n := len(marked(r.sockets)); n < 5 {
+	if n := len(testkit.Marked(r.sockets)); n < 5 {
 		t.Fatalf("%d processes of the run before the Ctrl-C, want the script, 2 ranks and their workers", n)
 	}
 	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -175,7 +151,7 @@ func TestSpawnCtrlCLeavesNothing(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("pipetop run did not return within 60 s of a Ctrl-C\n%s", r.stderr.String())
 	}
-	if left := marked(r.sockets); len(left) > 0 {
+	if left := testkit.Marked(r.sockets); len(left) > 0 {
 		t.Errorf("pipetop run returned and left pids %v of the run running\n%s", left, r.stderr.String())
 	}
 	t.Logf("pipetop run said:\n%s", r.stderr.String())
