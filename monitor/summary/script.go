@@ -208,6 +208,10 @@ func knownSchema(schema string) bool { return schema == ScriptSchema || schema =
 // Whole turns the whole-run totals into the window summary the verdict
 // rules read (means only: no percentiles over a whole run), with the
 // pattern of the pauses of the run's newest steps when the file has them.
+// The first step, which carries the start-up (the loader's workers, lazy
+// initialisation; the text gives it a line of its own), is left out of
+// the means of a run of more steps: a DataLoader's 1.5 s worker start is
+// not every step's input wait.
 func (s *Script) Whole() stage.Summary {
 	out := stage.Summary{
 		Steps:         int(s.Steps),
@@ -220,8 +224,28 @@ func (s *Script) Whole() stage.Summary {
 	for _, st := range s.Stages {
 		out.Stages = append(out.Stages, stage.StageStat{Name: st.Name, Mean: st.MeanNs, Share: st.Share})
 	}
+	s.withoutFirst(&out)
 	s.Recent.pauses(&out)
 	return out
+}
+
+// withoutFirst takes the first step out of out's means and shares, when
+// the file has it and the run has more steps.
+func (s *Script) withoutFirst(out *stage.Summary) {
+	f := s.FirstStep
+	if f == nil || s.Steps < 2 || f.WallNs <= 0 || f.WallNs >= s.WallNs {
+		return
+	}
+	first := map[string]int64{}
+	for _, st := range f.Stages {
+		first[st.Name] = st.CPUNs
+	}
+	n, wall := float64(s.Steps-1), float64(s.WallNs-f.WallNs)
+	out.WallMean = wall / n
+	for i, st := range s.Stages {
+		total := float64(max(0, st.TotalNs-first[st.Name]))
+		out.Stages[i].Mean, out.Stages[i].Share = total/n, total/wall
+	}
 }
 
 // Judge sets the verdict of the whole run (and the profile of its stack
