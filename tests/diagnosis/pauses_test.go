@@ -116,10 +116,26 @@ func TestPeriodicPauses(t *testing.T) {
 			if r.live.err != nil || r.live.verdict == nil {
 				t.Fatalf("live: %v\n%s", r.live.err, r.live.out)
 			}
-			t.Run("live", func(t *testing.T) { checkPause(t, p.live, *r.live.verdict) })
+			t.Run("live", func(t *testing.T) {
+				checkPause(t, p.live, *r.live.verdict)
+				if t.Failed() {
+					t.Logf("the loader the live verdict read: %s", loaderPart(r.live.out))
+				}
+			})
 			t.Run("end", func(t *testing.T) { checkPause(t, p.end, *r.end) })
 		})
 	}
+}
+
+// loaderPart is the loader of a pipetop --json snapshot, as JSON.
+func loaderPart(out []byte) string {
+	var snap struct {
+		Loader json.RawMessage `json:"loader"`
+	}
+	if err := json.Unmarshal(out, &snap); err != nil {
+		return err.Error()
+	}
+	return string(snap.Loader)
 }
 
 // runPausePlant runs p under pipetop run --json, judges it live once and
