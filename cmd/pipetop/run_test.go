@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -442,14 +443,21 @@ func (ts *tmuxScreen) wait(what string, limit time.Duration, ok func(string) boo
 	return ""
 }
 
-func TestRunMonitorTmux(t *testing.T) {
-	e := newRunEnv(t)
+// runInTmux runs `pipetop run --name name` of examples/auto/loop.py for
+// steps steps in a tmux pane, which then prints EXIT=status.
+func runInTmux(t *testing.T, e *runEnvFor, name string, steps int) *tmuxScreen {
+	t.Helper()
 	script, err := filepath.Abs(example("loop.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTmuxScreen(t, "run", "cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
-		e.bin+" run --no-gpu --name tty -- "+debPython+" "+script+" --steps 100; echo EXIT=$?; sleep 60", "")
+	return newTmuxScreen(t, name, "cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
+		e.bin+" run --no-gpu --name "+name+" -- "+debPython+" "+script+" --steps "+strconv.Itoa(steps)+"; echo EXIT=$?; sleep 60", "")
+}
+
+func TestRunMonitorTmux(t *testing.T) {
+	e := newRunEnv(t)
+	ts := runInTmux(t, e, "tty", 100)
 	wait := func(what string, ok func(string) bool) string {
 		t.Helper()
 		return ts.wait(what, 60*time.Second, ok)
@@ -470,12 +478,7 @@ func TestRunMonitorTmux(t *testing.T) {
 // the script and its DataLoader workers are gone.
 func TestRunCtrlCInATerminal(t *testing.T) {
 	e := newRunEnv(t)
-	script, err := filepath.Abs(example("loop.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newTmuxScreen(t, "ctrlc", "cd "+t.TempDir()+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" TERM=xterm-256color "+
-		e.bin+" run --no-gpu --name ctrlc -- "+debPython+" "+script+" --steps 100000; echo EXIT=$?; sleep 60", "")
+	ts := runInTmux(t, e, "ctrlc", 100000)
 	t.Cleanup(func() {
 		for _, pid := range testkit.Marked(e.sockets) {
 			syscall.Kill(pid, syscall.SIGKILL)
