@@ -115,4 +115,16 @@ pub_pid=$!
 sleep 3
 shot pipetop-ranks-64-120x40 120 40
 stop_training
+# A plain PyTorch loop beside a "metrics logger" thread that holds the GIL
+# (examples/auto/side_thread.py), under pipetop run's automatic
+# instrumentation: the gil-bound verdict names the thread and its function.
+"$bin/pipetop" run --no-tui --name gil -- /usr/bin/python3 "$root/examples/auto/side_thread.py" --side spin --seconds 120 \
+	>"$work/gil.log" 2>&1 &
+pub_pid=$!
+for _ in $(seq 1 150); do
+	"$bin/pipetop" ls 2>/dev/null | grep "^gil " >/dev/null && break
+	sleep 0.2
+done
+shot pipetop-gil-120x40 120 40
+stop_training
 command -v rsvg-convert >/dev/null || echo "rsvg-convert not found (apt-get install librsvg2-bin): SVG only" >&2
