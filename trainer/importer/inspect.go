@@ -1,0 +1,275 @@
+package importer
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pipetop/pipetop/trainer/dataset"
+	"github.com/pipetop/pipetop/trainer/hdf5"
+	"github.com/pipetop/pipetop/trainer/mp4"
+)
+
+// SourceReport is what `pipetrain data inspect` says of an HDF5 file or of
+// MP4 files.
+type SourceReport struct {
+	Path string `json:"path"`
+	// Format is "hdf5" or "mp4".
+	Format   string          `json:"format"`
+	Datasets []DatasetReport `json:"datasets,omitempty"`
+	Videos   []VideoReport   `json:"videos,omitempty"`
+	// ReadAmp is the worst predicted cost of a one-frame read among the
+	// image datasets (bytes decompressed per byte returned) or the video
+	// streams (frames decoded per frame returned).
+	ReadAmp        float64 `json:"predicted_read_amp"`
+	Recommendation string  `json:"recommendation"`
+}
+
+// DatasetReport describes one HDF5 dataset.
+type DatasetReport struct {
+	Path   string `json:"path"`
+	DType  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Chunks []int  `json:"chunks"` // nil: contiguous
+	// Filters names the filter pipeline ("shuffle", "gzip(4)", "lzf",
+	// "filter 32001 (unnamed, not available)"); FilterIDs their numbers.
+	Filters   []string `json:"filters"`
+	FilterIDs []int    `json:"filter_ids"`
+	// Unreadable is true when a filter cannot be decoded here.
+	Unreadable  bool  `json:"unreadable,omitempty"`
+	RawBytes    int64 `json:"raw_bytes"`
+	StoredBytes int64 `json:"stored_bytes"`
+	// Image is true for a (T,H,W,3) uint8 dataset.
+	Image bool `json:"image"`
+	// ChunkBytes is the decoded bytes of the chunks one row (frame)
+	// touches; FrameBytes one row's bytes; ReadAmp their ratio, the
+	// predicted read amplification of a one-frame read (1 when
+	// contiguous).
+	ChunkBytes int64   `json:"chunk_bytes_per_frame"`
+	FrameBytes int64   `json:"frame_bytes"`
+	ReadAmp    float64 `json:"read_amp_one_frame"`
+}
+
+// VideoReport describes one video stream.
+type VideoReport struct {
+	File   string  `json:"file"`
+	Stream int     `json:"stream"`
+	Codec  string  `json:"codec"`
+	Width  int     `json:"width"`
+	Height int     `json:"height"`
+	Frames int     `json:"frames"`
+	FPS    float64 `json:"fps"`
+	// Variable is true when frame durations differ (MinFrameMs to
+	// MaxFrameMs).
+	Variable   bool    `json:"variable_frame_rate"`
+	MinFrameMs float64 `json:"min_frame_ms"`
+	MaxFrameMs float64 `json:"max_frame_ms"`
+	// GOP is the longest keyframe interval, Keyframes their number.
+	GOP       int `json:"gop"`
+	Keyframes int `json:"keyframes"`
+	// DecodesPerFrame is the predicted frames decoded per frame returned
+	// by a uniform random one-frame read (mp4.Track.DecodesPerFrame).
+	DecodesPerFrame float64 `json:"decodes_per_frame"`
+}
+
+// InspectHDF5 reports the datasets of an HDF5 file and the predicted cost
+// of one-frame reads.
+func InspectHDF5(file string) (*SourceReport, error) {
+	f, err := hdf5.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Datasets()
+	if err != nil {
+		return nil, err
+	}
+	r := &SourceReport{Path: file, Format: "hdf5"}
+	for _, n := range names {
+		d, err := f.Dataset(n)
+		if err != nil {
+			return nil, err
+		}
+		r.Datasets = append(r.Datasets, datasetReport(d))
+		d.Close()
+	}
+	r.recommendHDF5()
+	return r, nil
+}
+
+func datasetReport(d *hdf5.Dataset) DatasetReport {
+	dr := DatasetReport{Path: d.Path, DType: d.DType.String(), Shape: d.Shape, Chunks: d.Chunks, StoredBytes: d.StoredBytes,
+		Image: isCamera(d), Filters: []string{}, FilterIDs: []int{}}
+	for _, fl := range d.Filters {
+		dr.Filters = append(dr.Filters, fl.String())
+		dr.FilterIDs = append(dr.FilterIDs, fl.ID)
+		dr.Unreadable = dr.Unreadable || !fl.Available
+	}
+	if len(d.Shape) == 0 {
+		return dr
+	}
+	dr.FrameBytes = d.RowBytes()
+	dr.RawBytes = dr.FrameBytes * int64(d.Shape[0])
+	dr.ChunkBytes = dr.FrameBytes
+	if d.Chunks != nil {
+		dr.ChunkBytes = int64(d.DType.Size) * int64(d.Chunks[0])
+		for i := 1; i < len(d.Shape); i++ {
+			dr.ChunkBytes *= int64((d.Shape[i] + d.Chunks[i] - 1) / d.Chunks[i] * d.Chunks[i])
+		}
+	}
+	if dr.FrameBytes > 0 {
+		dr.ReadAmp = float64(dr.ChunkBytes) / float64(dr.FrameBytes)
+	}
+	return dr
+}
+
+// recommendHDF5 sets ReadAmp and the advice from the image datasets.
+func (r *SourceReport) recommendHDF5() {
+	var bad []string
+	var worst DatasetReport
+	var unreadable []string
+	for _, d := range r.Datasets {
+		if d.Unreadable {
+			unreadable = append(unreadable, fmt.Sprintf("%s (%s)", d.Path, strings.Join(d.Filters, ", ")))
+		}
+		if !d.Image {
+			continue
+		}
+		if d.ReadAmp > r.ReadAmp {
+			r.ReadAmp, worst = d.ReadAmp, d
+		}
+		if d.ReadAmp > 1.5 {
+			bad = append(bad, d.Path)
+		}
+	}
+	var advice []string
+	if len(unreadable) > 0 {
+		advice = append(advice, fmt.Sprintf("%d datasets use a filter this libhdf5 cannot decode: %s; make its plugin available through HDF5_PLUGIN_PATH before importing", len(unreadable), strings.Join(unreadable, "; ")))
+	}
+	switch {
+	case len(bad) > 0:
+		s := worst.Shape
+		advice = append(advice, fmt.Sprintf("%d image datasets are chunked %v: a one-frame read decompresses %.0fx the frame it returns (%s per %s frame). Rechunk to one frame per chunk: h5repack -l %s:CHUNK=1x%dx%dx%d %s OUT.h5, or convert to Zarr with 1-frame chunks: pipetrain data import %s DST",
+			len(bad), worst.Chunks, r.ReadAmp, dataset.HumanBytes(worst.ChunkBytes), dataset.HumanBytes(worst.FrameBytes),
+			strings.Join(bad, ","), s[1], s[2], s[3], r.Path, r.Path))
+	case r.ReadAmp > 0:
+		advice = append(advice, "image chunks hold one frame (or the images are contiguous): a one-frame read decompresses only that frame")
+	default:
+		advice = append(advice, "no (T,H,W,3) uint8 image datasets")
+	}
+	r.Recommendation = strings.Join(advice, ". ")
+}
+
+// InspectMP4 reports the video streams of an MP4 file, or of every .mp4
+// file in a directory, and the predicted cost of one-frame reads.
+func InspectMP4(path string) (*SourceReport, error) {
+	files := []string{path}
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if st.IsDir() {
+		m, err := filepath.Glob(filepath.Join(path, "*.mp4"))
+		if err != nil {
+			return nil, err
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("inspect %s: not a Zarr store and no .mp4 files in it", path)
+		}
+		sort.Strings(m)
+		files = m
+	}
+	r := &SourceReport{Path: path, Format: "mp4"}
+	for _, file := range files {
+		f, err := mp4.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range f.Video() {
+			lo, hi := t.DeltaRange()
+			ms := func(d uint32) float64 { return 1e3 * float64(d) / float64(t.Timescale) }
+			keys := len(t.Keyframes)
+			if t.Keyframes == nil {
+				keys = t.Samples
+			}
+			r.Videos = append(r.Videos, VideoReport{File: file, Stream: t.Index, Codec: t.Codec, Width: t.Width, Height: t.Height,
+				Frames: t.Samples, FPS: t.FrameRate(), Variable: t.VariableRate(), MinFrameMs: ms(lo), MaxFrameMs: ms(hi),
+				GOP: t.GOP(), Keyframes: keys, DecodesPerFrame: t.DecodesPerFrame()})
+		}
+	}
+	r.recommendMP4()
+	return r, nil
+}
+
+func (r *SourceReport) recommendMP4() {
+	var worst VideoReport
+	var variable []string
+	for _, v := range r.Videos {
+		if v.DecodesPerFrame > r.ReadAmp {
+			r.ReadAmp, worst = v.DecodesPerFrame, v
+		}
+		if v.Variable {
+			variable = append(variable, v.File)
+		}
+	}
+	var advice []string
+	switch {
+	case len(r.Videos) == 0:
+		advice = append(advice, "no video streams")
+	case r.ReadAmp > 1.5:
+		advice = append(advice, fmt.Sprintf("a random one-frame read decodes %.1f frames per frame returned: %s has a keyframe every %d frames. Re-encode with every frame a keyframe: ffmpeg -i %s -c:v libx264 -g 1 OUT.mp4 (or -g 10: 5.5 frames per frame), keep the container open per worker, or store frames as 1-frame Zarr chunks: pipetrain data import %s DST",
+			r.ReadAmp, worst.File, worst.GOP, worst.File, importSrc(r.Path)))
+	default:
+		advice = append(advice, "every frame is a keyframe: a one-frame read decodes only that frame")
+	}
+	if len(variable) > 0 {
+		advice = append(advice, fmt.Sprintf("variable frame rate in %s: frame k of one camera need not be frame k of another; pipetrain data import refuses it without --fps", strings.Join(variable, ", ")))
+	}
+	r.Recommendation = strings.Join(advice, ". ")
+}
+
+// importSrc is the import source for an inspected MP4 path: its directory
+// when it is a file.
+func importSrc(p string) string {
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return filepath.Dir(p)
+	}
+	return p
+}
+
+// WriteText prints the report for people.
+func (r *SourceReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if r.Format == "hdf5" {
+		fmt.Fprintf(w, "HDF5 file %s: %d datasets\n\n", r.Path, len(r.Datasets))
+		fmt.Fprintln(tw, "DATASET\tDTYPE\tSHAPE\tCHUNKS\tFILTERS\tRAW\tSTORED\tONE-FRAME READ")
+		for _, d := range r.Datasets {
+			chunks, filters := "contiguous", "-"
+			if d.Chunks != nil {
+				chunks = fmt.Sprint(d.Chunks)
+			}
+			if len(d.Filters) > 0 {
+				filters = strings.Join(d.Filters, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%.1fx\n", d.Path, d.DType, d.Shape, chunks, filters,
+				dataset.HumanBytes(d.RawBytes), dataset.HumanBytes(d.StoredBytes), d.ReadAmp)
+		}
+	} else {
+		fmt.Fprintf(w, "MP4 %s: %d video streams\n\n", r.Path, len(r.Videos))
+		fmt.Fprintln(tw, "FILE\tSTREAM\tCODEC\tSIZE\tFRAMES\tFPS\tKEYFRAME EVERY\tDECODES PER FRAME")
+		for _, v := range r.Videos {
+			fps := fmt.Sprintf("%.2f", v.FPS)
+			if v.Variable {
+				fps += fmt.Sprintf(" (variable: %.1f-%.1f ms)", v.MinFrameMs, v.MaxFrameMs)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%dx%d\t%d\t%s\t%d\t%.1f\n", v.File, v.Stream, v.Codec, v.Width, v.Height, v.Frames, fps, v.GOP, v.DecodesPerFrame)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\npredicted read amplification of a one-frame read: %.1f\nrecommendation: %s\n", r.ReadAmp, r.Recommendation)
+	return err
+}
