@@ -22,7 +22,22 @@ static herr_t keep_innermost(unsigned n, const H5E_error2_t *e, void *data) {
 	return 0;
 }
 
+// captured holds a failed call's message when cleanup calls after it
+// would clear the error stack (every libhdf5 API call clears it first).
+static __thread char captured[512];
+
+static void capture(void) {
+	pt_errbuf b = {captured, sizeof captured};
+	captured[0] = 0;
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, &b);
+}
+
 void pt_last_error(char *buf, size_t n) {
+	if (captured[0]) {
+		snprintf(buf, n, "%s", captured);
+		captured[0] = 0;
+		return;
+	}
 	pt_errbuf b = {buf, n};
 	buf[0] = 0;
 	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, &b);
@@ -153,6 +168,7 @@ int pt_list_datasets(hid_t file, char **out, size_t *len) {
 	pt_names n = {0};
 	H5Eclear2(H5E_DEFAULT);
 	if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, add_dataset, &n) < 0) {
+		capture();
 		free(n.buf);
 		return -1;
 	}
@@ -211,6 +227,7 @@ hid_t pt_dataset_open(hid_t file, const char *path, pt_info *info) {
 	hid_t sp = H5Dget_space(d);
 	int rank = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
 	if (rank < 0 || rank > PT_MAX_RANK) {
+		capture();
 		if (sp >= 0) H5Sclose(sp);
 		H5Dclose(d);
 		return -1;
@@ -252,6 +269,7 @@ int pt_read_rows(hid_t dset, hsize_t start, hsize_t n, void *buf) {
 	if (H5Dread(dset, mt, msp, fsp, H5P_DEFAULT, buf) < 0) goto out;
 	ok = 0;
 out:
+	if (ok < 0) capture();
 	if (mt >= 0) H5Tclose(mt);
 	if (msp >= 0) H5Sclose(msp);
 	if (ft >= 0) H5Tclose(ft);

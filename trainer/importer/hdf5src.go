@@ -281,17 +281,18 @@ func planFlat(h *h5src, names []string, o Options) (*plan, error) {
 		p.ends = ends
 		T = int(ends[len(ends)-1])
 	}
+	for _, n := range cand { // without episode ends, the first camera's frames
+		if d, err := h.get(n); err != nil {
+			return nil, err
+		} else if T < 0 && isCamera(d) {
+			T = d.Shape[0]
+		}
+	}
 	for _, n := range cand {
 		if n == "meta/episode_ends" {
 			continue
 		}
-		d, err := h.get(n)
-		if err != nil {
-			return nil, err
-		}
-		if len(d.Shape) > 0 && T < 0 && (isCamera(d) || isVector(d)) {
-			T = d.Shape[0]
-		}
+		d := h.ds[n]
 		kind := ""
 		switch base := path.Base(n); {
 		case len(d.Shape) == 0 || d.Shape[0] != T:
