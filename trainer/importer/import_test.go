@@ -288,4 +288,3 @@ func zarrita(t *testing.T, dir, store string, names []string) {
 		t.Errorf("zarrita read.mjs: %v\n%s", err, out)
 	}
 }
-
