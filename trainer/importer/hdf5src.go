@@ -100,47 +100,8 @@ func width(d *hdf5.Dataset) int {
 // planRobomimic maps data/demo_N/obs/<key> and data/demo_N/actions, the
 // demonstrations in the order of N, into one replay buffer.
 func planRobomimic(h *h5src, names []string, o Options) (*plan, error) {
-	demos := map[int]bool{}
-	for _, n := range names {
-		if m := demoPath.FindStringSubmatch(n); m != nil {
-			k, _ := strconv.Atoi(m[1])
-			demos[k] = true
-		}
-	}
-	order := make([]int, 0, len(demos))
-	for k := range demos {
-		order = append(order, k)
-	}
-	sort.Ints(order)
+	order := demoOrder(names)
 	demo := func(k int) string { return fmt.Sprintf("data/demo_%d", k) }
-	keys := o.Keys
-	if len(keys) == 0 {
-		for _, n := range names {
-			if rest, ok := strings.CutPrefix(n, demo(order[0])+"/obs/"); ok {
-				keys = append(keys, rest)
-			}
-		}
-	}
-	p := &plan{}
-	var cams, vecs []string
-	for _, k := range keys {
-		d, err := h.get(demo(order[0]) + "/obs/" + k)
-		if err != nil {
-			return nil, fmt.Errorf("import %s: observation key %q: %w", h.path, k, err)
-		}
-		switch {
-		case isCamera(d):
-			cams = append(cams, k)
-		case isVector(d):
-			vecs = append(vecs, k)
-		case len(o.Keys) > 0:
-			return nil, fmt.Errorf("import %s: %s/obs/%s is %s %v: neither a (T,H,W,3) uint8 camera nor a (T,D) number array", h.path, demo(order[0]), k, d.DType, d.Shape)
-		default:
-			p.notes = append(p.notes, fmt.Sprintf("skipped obs/%s (%s %v): neither a (T,H,W,3) uint8 camera nor a (T,D) number array", k, d.DType, d.Shape))
-		}
-	}
-	// Every demonstration: its length from actions, every key agreeing.
-	var T int64
 	perDemo := func(name string) []string {
 		out := make([]string, len(order))
 		for i, k := range order {
@@ -148,27 +109,19 @@ func planRobomimic(h *h5src, names []string, o Options) (*plan, error) {
 		}
 		return out
 	}
+	p := &plan{}
+	cams, vecs, err := h.robomimicKeys(p, demo(order[0]), names, o.Keys)
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range order {
-		a, err := h.get(demo(k) + "/actions")
-		if err != nil {
-			return nil, fmt.Errorf("import %s: %s has no actions: %w", h.path, demo(k), err)
+		if err := h.addDemo(p, demo(k), demo(order[0]), append(append([]string(nil), cams...), vecs...)); err != nil {
+			return nil, err
 		}
-		for _, key := range append(append([]string(nil), cams...), vecs...) {
-			d, err := h.get(demo(k) + "/obs/" + key)
-			if err != nil {
-				return nil, fmt.Errorf("import %s: %s lacks obs/%s, which %s has: %w", h.path, demo(k), key, demo(order[0]), err)
-			}
-			if len(d.Shape) == 0 || d.Shape[0] != a.Shape[0] {
-				return nil, fmt.Errorf("import %s: %s/obs/%s has shape %v but %s/actions has %d steps", h.path, demo(k), key, d.Shape, demo(k), a.Shape[0])
-			}
-		}
-		T += int64(a.Shape[0])
-		p.ends = append(p.ends, T)
 	}
 	if err := h.cameraColumns(p, cams, perDemo, "obs/"); err != nil {
 		return nil, err
 	}
-	var err error
 	if len(vecs) > 0 {
 		parts := make([][]string, len(vecs))
 		for i, k := range vecs {
@@ -183,6 +136,84 @@ func planRobomimic(h *h5src, names []string, o Options) (*plan, error) {
 	}
 	p.notes = append(p.notes, fmt.Sprintf("%d demonstrations (data/demo_%d .. data/demo_%d) in order, each an episode", len(order), order[0], order[len(order)-1]))
 	return p, nil
+}
+
+// demoOrder is the numbers N of the file's data/demo_N groups, ascending.
+func demoOrder(names []string) []int {
+	seen := map[int]bool{}
+	var order []int
+	for _, n := range names {
+		if m := demoPath.FindStringSubmatch(n); m != nil {
+			k, _ := strconv.Atoi(m[1])
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, k)
+			}
+		}
+	}
+	sort.Ints(order)
+	return order
+}
+
+// robomimicKeys sorts the observation keys to import (keys, or all of the
+// first demonstration's) into cameras and low-dim vectors; others are
+// skipped with a note, or an error when keys named them.
+func (h *h5src) robomimicKeys(p *plan, first string, names, keys []string) (cams, vecs []string, err error) {
+	named := len(keys) > 0
+	if !named {
+		for _, n := range names {
+			if rest, ok := strings.CutPrefix(n, first+"/obs/"); ok {
+				keys = append(keys, rest)
+			}
+		}
+	}
+	for _, k := range keys {
+		d, err := h.get(first + "/obs/" + k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("import %s: observation key %q: %w", h.path, k, err)
+		}
+		switch what := fmt.Sprintf("%s/obs/%s is %s %v: neither a (T,H,W,3) uint8 camera nor a (T,D) number array", first, k, d.DType, d.Shape); {
+		case isCamera(d):
+			cams = append(cams, k)
+		case isVector(d):
+			vecs = append(vecs, k)
+		case named:
+			return nil, nil, fmt.Errorf("import %s: %s", h.path, what)
+		default:
+			p.notes = append(p.notes, "skipped "+what)
+		}
+	}
+	return cams, vecs, nil
+}
+
+// addDemo checks one demonstration has every key, each as long as its
+// actions, and appends its end to p.ends.
+func (h *h5src) addDemo(p *plan, demo, first string, keys []string) error {
+	a, err := h.get(demo + "/actions")
+	if err != nil {
+		return fmt.Errorf("import %s: %s has no actions: %w", h.path, demo, err)
+	}
+	if len(a.Shape) == 0 {
+		return fmt.Errorf("import %s: %s/actions is a scalar", h.path, demo)
+	}
+	for _, key := range keys {
+		d, err := h.get(demo + "/obs/" + key)
+		if err != nil {
+			return fmt.Errorf("import %s: %s lacks obs/%s, which %s has: %w", h.path, demo, key, first, err)
+		}
+		if len(d.Shape) == 0 || d.Shape[0] != a.Shape[0] {
+			return fmt.Errorf("import %s: %s/obs/%s has shape %v but %s/actions has %d steps", h.path, demo, key, d.Shape, demo, a.Shape[0])
+		}
+	}
+	var prev int64
+	if len(p.ends) > 0 {
+		prev = p.ends[len(p.ends)-1]
+	}
+	if a.Shape[0] == 0 {
+		return fmt.Errorf("import %s: %s has no steps", h.path, demo)
+	}
+	p.ends = append(p.ends, prev+int64(a.Shape[0]))
+	return nil
 }
 
 // cameraColumns adds a camera column per key, each the concatenation of
@@ -272,8 +303,6 @@ func planFlat(h *h5src, names []string, o Options) (*plan, error) {
 	if len(cand) == 0 {
 		cand = names
 	}
-	var cams, vecs []string
-	action := ""
 	T := -1
 	if ends, ok, err := h.episodeEnds(names); err != nil {
 		return nil, err
@@ -288,32 +317,12 @@ func planFlat(h *h5src, names []string, o Options) (*plan, error) {
 			T = d.Shape[0]
 		}
 	}
-	for _, n := range cand {
-		if n == "meta/episode_ends" {
-			continue
-		}
-		d := h.ds[n]
-		kind := ""
-		switch base := path.Base(n); {
-		case len(d.Shape) == 0 || d.Shape[0] != T:
-			kind = fmt.Sprintf("%v, not %d frames", d.Shape, T)
-		case isCamera(d):
-			cams = append(cams, n)
-		case isVector(d) && (base == "action" || base == "actions") && action == "":
-			action = n
-		case isVector(d):
-			vecs = append(vecs, n)
-		default:
-			kind = fmt.Sprintf("%s %v: neither a (T,H,W,3) uint8 camera nor a (T,D) number array", d.DType, d.Shape)
-		}
-		if kind != "" && len(o.Keys) > 0 {
-			return nil, fmt.Errorf("import %s: dataset %s is %s", h.path, n, kind)
-		} else if kind != "" {
-			p.notes = append(p.notes, fmt.Sprintf("skipped %s: %s", n, kind))
-		}
+	if T < 0 {
+		return nil, fmt.Errorf("import %s: no (T,H,W,3) uint8 camera dataset among %s", h.path, strings.Join(cand, ", "))
 	}
-	if len(cams) == 0 {
-		return nil, fmt.Errorf("import %s: no (T,H,W,3) uint8 camera dataset (datasets: %s)", h.path, strings.Join(names, ", "))
+	cams, vecs, action, err := h.flatKinds(p, cand, T, len(o.Keys) > 0)
+	if err != nil {
+		return nil, err
 	}
 	if p.ends == nil {
 		p.ends = []int64{int64(T)}
@@ -323,7 +332,6 @@ func planFlat(h *h5src, names []string, o Options) (*plan, error) {
 	if err := h.cameraColumns(p, cams, one, ""); err != nil {
 		return nil, err
 	}
-	var err error
 	if len(vecs) > 0 {
 		parts := make([][]string, len(vecs))
 		for i, v := range vecs {
@@ -339,6 +347,40 @@ func planFlat(h *h5src, names []string, o Options) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// flatKinds sorts a flat file's datasets of T frames into cameras, state
+// vectors and the action; others are skipped with a note, or an error
+// when named.
+func (h *h5src) flatKinds(p *plan, cand []string, T int, named bool) (cams, vecs []string, action string, err error) {
+	for _, n := range cand {
+		if n == "meta/episode_ends" {
+			continue
+		}
+		d := h.ds[n]
+		skip := ""
+		switch base := path.Base(n); {
+		case len(d.Shape) == 0 || d.Shape[0] != T:
+			skip = fmt.Sprintf("%v, not %d frames", d.Shape, T)
+		case isCamera(d):
+			cams = append(cams, n)
+		case isVector(d) && (base == "action" || base == "actions") && action == "":
+			action = n
+		case isVector(d):
+			vecs = append(vecs, n)
+		default:
+			skip = fmt.Sprintf("%s %v: neither a (T,H,W,3) uint8 camera nor a (T,D) number array", d.DType, d.Shape)
+		}
+		if skip != "" && named {
+			return nil, nil, "", fmt.Errorf("import %s: dataset %s is %s", h.path, n, skip)
+		} else if skip != "" {
+			p.notes = append(p.notes, fmt.Sprintf("skipped %s: %s", n, skip))
+		}
+	}
+	if len(cams) == 0 {
+		return nil, nil, "", fmt.Errorf("import %s: no (T,H,W,3) uint8 camera dataset of %d frames", h.path, T)
+	}
+	return cams, vecs, action, nil
 }
 
 // episodeEnds reads a flat file's meta/episode_ends, if it has one.

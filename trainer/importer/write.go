@@ -54,22 +54,28 @@ func write(p *plan, dir string, codec zarr.Codec, o Options) error {
 	return nil
 }
 
-// writeColumn streams one array from its reader into s, a slab (a shard,
-// for cameras) at a time, reading each slab back to verify it.
-func writeColumn(s *zarr.Store, c column, codec zarr.Codec, o Options) error {
-	spec := zarr.ArraySpec{Shape: c.shape, DType: "<f4", Codec: codec, FillValue: 0}
-	row := int64(4) * int64(c.shape[1])
-	rows := 0
+// columnSpec is c's array: cameras in 1-frame chunks in shards, vectors
+// in zarr's default chunks; rows is how many it writes at a time (a
+// shard, or whole chunks within slabBytes) and row the bytes of one.
+func columnSpec(c column, codec zarr.Codec, o Options) (spec zarr.ArraySpec, rows int, row int64) {
+	spec = zarr.ArraySpec{Shape: c.shape, DType: "<f4", Codec: codec, FillValue: 0}
 	if len(c.shape) == 4 {
 		spec.DType = "|u1"
 		row = int64(c.shape[1] * c.shape[2] * c.shape[3])
 		spec.Chunks = []int{1, c.shape[1], c.shape[2], c.shape[3]}
 		rows = shardFrames(row, o)
 		spec.ShardShape = []int{rows, c.shape[1], c.shape[2], c.shape[3]}
-	} else {
-		spec.Chunks = dataset.GuessChunks(c.shape, 4)
-		rows = spec.Chunks[0] * int(max(1, slabBytes/(row*int64(spec.Chunks[0]))))
+		return spec, rows, row
 	}
+	row = 4 * int64(c.shape[1])
+	spec.Chunks = dataset.GuessChunks(c.shape, 4)
+	return spec, spec.Chunks[0] * int(max(1, slabBytes/(row*int64(spec.Chunks[0])))), row
+}
+
+// writeColumn streams one array from its reader into s, a slab (a shard,
+// for cameras) at a time, reading each slab back to verify it.
+func writeColumn(s *zarr.Store, c column, codec zarr.Codec, o Options) error {
+	spec, rows, row := columnSpec(c, codec, o)
 	a, err := s.CreateArray("data/"+c.key, spec)
 	if err != nil {
 		return fmt.Errorf("import data/%s: %w", c.key, err)
