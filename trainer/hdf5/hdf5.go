@@ -20,6 +20,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -66,6 +67,9 @@ type File struct {
 
 // Open opens the HDF5 file at path read-only.
 func Open(path string) (*File, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("hdf5: %w", err)
+	}
 	lock()
 	defer unlock()
 	cs := C.CString(path)

@@ -156,6 +156,27 @@ func synthetic() []byte {
 	return append(mkbox("ftyp", []byte("isom")), mkbox("moov", mkbox("trak", mdia))...)
 }
 
+func TestVariableRate(t *testing.T) {
+	cases := []struct {
+		deltas []TimeRun
+		want   bool
+	}{
+		{[]TimeRun{{10, 512}}, false},
+		{[]TimeRun{{2, 33}, {1, 34}, {2, 33}, {1, 34}}, false}, // 30 fps in milliseconds
+		{[]TimeRun{{9, 40}, {1, 80}}, false},                   // only the last frame differs
+		{[]TimeRun{{3, 40}, {1, 120}, {6, 40}}, true},
+	}
+	for _, c := range cases {
+		tr := &Track{Timescale: 1000, Deltas: c.deltas}
+		for _, r := range c.deltas {
+			tr.Samples += int(r.Count)
+		}
+		if got := tr.VariableRate(); got != c.want {
+			t.Errorf("stts %v: variable %v, want %v", c.deltas, got, c.want)
+		}
+	}
+}
+
 func TestSynthetic(t *testing.T) {
 	f, err := Parse(bytes.NewReader(synthetic()), int64(len(synthetic())), "synthetic")
 	if err != nil {

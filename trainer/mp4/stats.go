@@ -13,12 +13,14 @@ func (t *Track) FrameRate() float64 {
 	return float64(t.Samples) * float64(t.Timescale) / float64(total)
 }
 
-// VariableRate reports whether the samples have different durations. The
-// last sample's duration is left out: muxers often write it short or long
-// on a constant-rate video.
+// VariableRate reports whether the samples' durations differ by more than
+// one time unit: a constant rate that the timescale cannot represent
+// exactly (30 fps in milliseconds: 33, 33, 34 ...) alternates by one.
+// The last sample's duration is left out: muxers often write it short or
+// long on a constant-rate video.
 func (t *Track) VariableRate() bool {
 	lo, hi := t.DeltaRange()
-	return lo != hi
+	return hi-lo > 1
 }
 
 // DeltaRange is the shortest and longest sample duration in time units,
