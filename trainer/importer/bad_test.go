@@ -138,6 +138,16 @@ func TestImportBadMP4(t *testing.T) {
 		t.Errorf("a variable-rate video with --fps: %v", err)
 	}
 
+	// A stream cut between keyframes with -c copy: its edit list hides the
+	// first frames, which ffmpeg must still deliver to match the index.
+	editlist := mk("editlist")
+	if b, err := exec.Command("ffmpeg", "-v", "error", "-ss", "0.5", "-i", ok, "-c", "copy", filepath.Join(editlist, "cam.mp4")).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg cut: %v\n%s", err, b)
+	}
+	if s, err := Import(editlist, filepath.Join(dir, "editlist.zarr"), Options{}); err != nil || s.Frames != 30 {
+		t.Errorf("a stream with an edit list: %v (%v)", err, s)
+	}
+
 	uneven := mk("uneven")
 	encode(t, uneven, "a.mp4", 30, 5)
 	encode(t, uneven, "b.mp4", 25, 5)

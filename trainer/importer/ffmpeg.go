@@ -27,11 +27,12 @@ type ffmpegRows struct {
 }
 
 // ffmpegArgs decodes the first video stream of in to raw RGB on stdout:
-// every frame as stored (-fps_mode passthrough: no frame duplicated or
-// dropped to make a variable rate constant) and not rotated by display
+// every stored frame once (-fps_mode passthrough: none duplicated or
+// dropped to make a variable rate constant; -ignore_editlist: none cut by
+// an edit list, so the count is the index's), not rotated by display
 // metadata (-noautorotate: the frame size is the stored one).
 func ffmpegArgs(in string) []string {
-	return []string{"-v", "error", "-nostdin", "-noautorotate", "-i", in, "-map", "0:v:0", "-fps_mode", "passthrough",
+	return []string{"-v", "error", "-nostdin", "-noautorotate", "-ignore_editlist", "1", "-i", in, "-map", "0:v:0", "-fps_mode", "passthrough",
 		"-f", "rawvideo", "-pix_fmt", "rgb24", "-"}
 }
 
