@@ -35,8 +35,8 @@ commands:
            in v3 shards of N frames (SRC is never modified)
   import   SRC DST [--keys K1,K2] [--fps N] [--episode-ends FILE]
            convert an HDF5 file (robomimic's data/demo_N layout, or a flat
-           file of arrays) or a directory of per-camera MP4 files into a Zarr
-           v3 replay buffer with 1-frame camera chunks in shards
+           file of arrays) or a directory of per-camera MP4 files (or one)
+           into a Zarr v3 replay buffer with 1-frame camera chunks in shards
 
 Zarr v2 and v3 stores are both read; which one a store is, is detected.
 
@@ -271,7 +271,7 @@ cameras as data/camera0.. with 1-frame chunks in shards, low-dim arrays
 concatenated into data/state (float32), the action into data/action
 (float32), and meta/episode_ends.
 
-SRC is an .h5/.hdf5 file or a directory of .mp4 files:
+SRC is an .h5/.hdf5 file, a directory of .mp4 files or one .mp4 file:
   robomimic HDF5   data/demo_N/obs/<key> and data/demo_N/actions: each demo an
                    episode (in the order of N); (T,H,W,3) uint8 keys are
                    cameras, (T,) and (T,D) number keys the state
@@ -282,6 +282,7 @@ SRC is an .h5/.hdf5 file or a directory of .mp4 files:
   MP4 directory    one camera per file (its first video stream), frames
                    aligned by index, decoded by ffmpeg; episodes from
                    --episode-ends or SRC/episode_ends.txt|.json, else one
+                   (one .mp4 file: one camera, episodes from --episode-ends)
 
 Streams with bounded memory (a shard of frames per camera), writes into
 DST.tmp-PID, reads every slab back and renames it into place at the end;

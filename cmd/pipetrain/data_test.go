@@ -92,6 +92,7 @@ with h5py.File(sys.argv[1], 'w') as f:
 		{"import", h5, store},
 		{"inspect", store, "--cameras", "camera0"},
 		{"import", vids, filepath.Join(dir, "vids.zarr"), "--keys", "right"},
+		{"import", filepath.Join(vids, "left.mp4"), filepath.Join(dir, "left.zarr")},
 	}
 	for _, args := range steps {
 		if err := runData(args); err != nil {

@@ -131,7 +131,8 @@ type rowReader interface {
 	finish() error
 }
 
-// Import converts src (an .h5/.hdf5 file or a directory of .mp4 files)
+// Import converts src (an .h5/.hdf5 file, a directory of .mp4 files or
+// one .mp4 file)
 // into a Zarr v3 replay buffer at dst, which must not exist. It writes
 // into a temporary directory beside dst and renames it into place only
 // when every array was written and read back; on failure nothing is left
@@ -193,11 +194,14 @@ func planFor(src string, o Options) (*plan, error) {
 	}
 	switch ext := strings.ToLower(filepath.Ext(src)); {
 	case st.IsDir():
-		return planMP4(src, o)
+		return planMP4(src, o, true)
 	case ext == ".h5" || ext == ".hdf5":
 		return planHDF5(src, o)
+	case ext == ".mp4" && len(o.Keys) == 0: // one camera
+		o.Keys = []string{filepath.Base(src)}
+		return planMP4(filepath.Dir(src), o, false)
 	default:
-		return nil, fmt.Errorf("import %s: want an .h5/.hdf5 file or a directory of .mp4 files", src)
+		return nil, fmt.Errorf("import %s: want an .h5/.hdf5 file, a directory of .mp4 files or one .mp4 file", src)
 	}
 }
 

@@ -18,11 +18,14 @@ type video struct {
 	path  string
 	name  string // the file name without .mp4
 	track *mp4.Track
+	more  int // the file's other video tracks, left out
 }
 
 // planMP4 plans the import of a directory of per-camera MP4 files, one
-// camera per file (its first video track), frames aligned by index.
-func planMP4(dir string, o Options) (*plan, error) {
+// camera per file (its first video track), frames aligned by index;
+// dirEnds takes the episode ends from dir/episode_ends.txt or .json when
+// o names no file.
+func planMP4(dir string, o Options, dirEnds bool) (*plan, error) {
 	vids, err := openVideos(dir, o.Keys)
 	if err != nil {
 		return nil, err
@@ -44,12 +47,15 @@ func planMP4(dir string, o Options) (*plan, error) {
 		if st, err := os.Stat(v.path); err == nil {
 			p.bytesIn += st.Size()
 		}
+		if v.more > 0 {
+			p.notes = append(p.notes, fmt.Sprintf("%s has %d more video streams: only its first (stream %d) is imported", v.path, v.more, t.Index))
+		}
 	}
 	T := first.track.Samples
 	if T == 0 {
 		return nil, fmt.Errorf("import %s: %s has no frames", dir, first.path)
 	}
-	if p.ends, err = mp4EpisodeEnds(dir, o.EpisodeEnds, T); err != nil {
+	if p.ends, err = mp4EpisodeEnds(dir, o.EpisodeEnds, dirEnds, T); err != nil {
 		return nil, err
 	}
 	if len(p.ends) == 1 {
@@ -112,15 +118,15 @@ func openVideos(dir string, keys []string) ([]video, error) {
 		if len(v) == 0 {
 			return nil, fmt.Errorf("import: %s has no video track", p)
 		}
-		out = append(out, video{path: p, name: strings.TrimSuffix(n, filepath.Ext(n)), track: v[0]})
+		out = append(out, video{path: p, name: strings.TrimSuffix(n, filepath.Ext(n)), track: v[0], more: len(v) - 1})
 	}
 	return out, nil
 }
 
-// mp4EpisodeEnds reads the episode ends from file, or from
+// mp4EpisodeEnds reads the episode ends from file, or (with dirEnds) from
 // dir/episode_ends.txt or .json, or makes one episode of T frames.
-func mp4EpisodeEnds(dir, file string, T int) ([]int64, error) {
-	if file == "" {
+func mp4EpisodeEnds(dir, file string, dirEnds bool, T int) ([]int64, error) {
+	if file == "" && dirEnds {
 		for _, n := range []string{"episode_ends.txt", "episode_ends.json"} {
 			if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
 				file = filepath.Join(dir, n)
