@@ -53,18 +53,26 @@ type Options struct {
 
 // Summary is what Import did.
 type Summary struct {
-	Src, Dst    string
-	Frames      int64
-	Episodes    int
-	Cameras     []string // DST camera keys, in order
-	Sources     []string // the source of each camera
-	StateDim    int
-	ActionDim   int
-	BytesIn     int64
-	BytesOut    int64
-	Seconds     float64
-	Notes       []string // what was skipped or assumed
-	HasLoadable bool     // DST has cameras, state and action: the loader opens it
+	Src, Dst string
+	// Frames and Episodes are DST's frame count and episodes.
+	Frames   int64
+	Episodes int
+	// Cameras are DST's camera keys in order, Sources where each came from.
+	Cameras []string
+	Sources []string
+	// StateDim and ActionDim are data/state's and data/action's widths (0:
+	// not written).
+	StateDim  int
+	ActionDim int
+	// BytesIn is the size of SRC's files, BytesOut of DST's.
+	BytesIn  int64
+	BytesOut int64
+	Seconds  float64
+	// Notes say what was skipped or assumed.
+	Notes []string
+	// HasLoadable is true when DST has cameras, state and action: the
+	// loader opens it.
+	HasLoadable bool
 }
 
 // Command is the command to train on the imported store, or, when it has

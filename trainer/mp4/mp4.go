@@ -25,6 +25,7 @@ type Error struct {
 	Cause  string
 }
 
+// Error says the file, the box and offset, and the cause.
 func (e *Error) Error() string {
 	if e.Box == "" {
 		return fmt.Sprintf("mp4 %s: %s", e.File, e.Cause)
