@@ -81,14 +81,15 @@ func (t *Track) DecodesPerFrame() float64 {
 	if t.AllKeyframes() {
 		return 1
 	}
+	// Each run of L frames from a keyframe (or from sample 0) costs
+	// 1 + 2 + ... + L.
 	var sum float64
-	prev, ki := 0, 0
-	for i := 0; i < t.Samples; i++ {
-		for ki < len(t.Keyframes) && t.Keyframes[ki] <= i {
-			prev = t.Keyframes[ki]
-			ki++
-		}
-		sum += float64(i - prev + 1)
+	run := func(l int) { sum += float64(l) * float64(l+1) / 2 }
+	prev := 0
+	for _, k := range t.Keyframes {
+		run(k - prev)
+		prev = k
 	}
+	run(t.Samples - prev)
 	return sum / float64(t.Samples)
 }
