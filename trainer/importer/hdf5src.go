@@ -124,14 +124,17 @@ func planRobomimic(h *h5src, names []string, o Options) (*plan, error) {
 	}
 	if len(vecs) > 0 {
 		parts := make([][]string, len(vecs))
+		labels := make([]string, len(vecs))
 		for i, k := range vecs {
 			parts[i] = perDemo("obs/" + k)
+			labels[i] = displayKey(parts[i], "obs/"+k)
 		}
-		if p.state, err = h.vectorColumn("state", vecs, parts, p); err != nil {
+		if p.state, err = h.vectorColumn("state", labels, parts, p); err != nil {
 			return nil, err
 		}
 	}
-	if p.action, err = h.vectorColumn("action", []string{"actions"}, [][]string{perDemo("actions")}, p); err != nil {
+	actions := perDemo("actions")
+	if p.action, err = h.vectorColumn("action", []string{displayKey(actions, "actions")}, [][]string{actions}, p); err != nil {
 		return nil, err
 	}
 	p.notes = append(p.notes, fmt.Sprintf("%d demonstrations (data/demo_%d .. data/demo_%d) in order, each an episode", len(order), order[0], order[len(order)-1]))
@@ -256,9 +259,9 @@ func displayKey(names []string, key string) string {
 }
 
 // vectorColumn builds a float32 (T,D) column out of number datasets:
-// parts[i] lists key i's dataset per episode; their columns are
-// concatenated in key order.
-func (h *h5src) vectorColumn(name string, keys []string, parts [][]string, p *plan) (*column, error) {
+// parts[i] lists part i's dataset per episode, labels[i] names it; their
+// columns are concatenated in order.
+func (h *h5src) vectorColumn(name string, labels []string, parts [][]string, p *plan) (*column, error) {
 	ds := make([][]*hdf5.Dataset, len(parts))
 	width0 := 0
 	var src []string
@@ -285,7 +288,7 @@ func (h *h5src) vectorColumn(name string, keys []string, parts [][]string, p *pl
 			}
 			ds[i] = append(ds[i], d)
 		}
-		src = append(src, fmt.Sprintf("%s[%d:%d]", keys[i], width0, width0+w))
+		src = append(src, fmt.Sprintf("%s[%d:%d]", labels[i], width0, width0+w))
 		width0 += w
 	}
 	T := p.ends[len(p.ends)-1]

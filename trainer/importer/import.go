@@ -168,6 +168,7 @@ func Import(src, dst string, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer p.close()
+	p.recordSources()
 	tmp := fmt.Sprintf("%s.tmp-%d", filepath.Clean(dst), os.Getpid())
 	if err := write(p, tmp, codec, o); err != nil {
 		os.RemoveAll(tmp)
@@ -192,6 +193,20 @@ func Import(src, dst string, o Options) (*Summary, error) {
 	s.HasLoadable = p.state != nil && p.action != nil
 	s.BytesOut, _ = dirSize(dst)
 	return s, nil
+}
+
+// recordSources adds where each array came from to the root attributes.
+func (p *plan) recordSources() {
+	sources := map[string]any{}
+	for _, c := range p.cams {
+		sources[c.key] = c.source
+	}
+	for _, c := range []*column{p.state, p.action} {
+		if c != nil {
+			sources[c.key] = c.source
+		}
+	}
+	p.attrs["sources"] = sources
 }
 
 // planFor picks the reader for src.

@@ -65,14 +65,12 @@ func planMP4(dir string, o Options, dirEnds bool) (*plan, error) {
 	if fps <= 0 {
 		fps = first.track.FrameRate()
 	}
-	sources := map[string]string{}
 	for i, v := range vids {
 		key := fmt.Sprintf("camera%d", i)
-		sources[key] = filepath.Base(v.path)
 		p.cams = append(p.cams, column{key: key, source: fmt.Sprintf("%s (stream %d, %s %dx%d, %d frames, keyframe every %d)", v.path, v.track.Index, v.track.Codec, v.track.Width, v.track.Height, T, v.track.GOP()),
 			shape: []int{T, v.track.Height, v.track.Width, 3}, open: func() (rowReader, error) { return startFFmpeg(o.FFmpeg, v) }})
 	}
-	p.attrs = map[string]any{"importer": "pipetrain data import", "source": dir, "layout": "mp4", "fps": fps, "cameras": sources}
+	p.attrs = map[string]any{"importer": "pipetrain data import", "source": dir, "layout": "mp4", "fps": fps}
 	return p, nil
 }
 
