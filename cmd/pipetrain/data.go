@@ -292,7 +292,7 @@ nothing is left at DST on failure.
 	keys := fs.String("keys", "", "comma-separated: robomimic observation keys, flat HDF5 dataset paths, or MP4 camera file names (default: all that map)")
 	fps := fs.Float64("fps", 0, "frame rate recorded in DST (default: the videos'); lets a variable-rate video in, its frames taken as stored")
 	ends := fs.String("episode-ends", "", "MP4 directories: a file of episode end frames (integers, or a JSON array)")
-	codec := fs.String("codec", "blosc-lz4", "compressor for DST; "+codecHelp)
+	codec := fs.String("codec", "blosc-lz4", "compressor for DST, one Zarr v3 has: blosc-lz4, blosc-lz4hc, blosc-zstd, blosc-blosclz, blosc-zlib, zstd, gzip or none")
 	shards := fs.Int("shard-frames", 0, "camera shard length in frames (0: up to 1000 frames within 64 MiB)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
