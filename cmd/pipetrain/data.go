@@ -35,8 +35,9 @@ commands:
            in v3 shards of N frames (SRC is never modified)
   import   SRC DST [--keys K1,K2] [--fps N] [--episode-ends FILE]
            convert an HDF5 file (robomimic's data/demo_N layout, or a flat
-           file of arrays) or a directory of per-camera MP4 files (or one)
-           into a Zarr v3 replay buffer with 1-frame camera chunks in shards
+           file of arrays) or MP4 cameras (a directory of per-camera files,
+           or LeRobot's episode_N.mp4 files per camera directory) into a
+           Zarr v3 replay buffer with 1-frame camera chunks in shards
 
 Zarr v2 and v3 stores are both read; which one a store is, is detected.
 
@@ -172,7 +173,7 @@ func (w *windowFlags) window() episodes.WindowParams {
 }
 
 func dataInspect(args []string) error {
-	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR|FILE.h5|FILE.mp4 [--json]\n\nDIR is a Zarr store, or a directory of .mp4 files. The cache, batch and\nwindow flags apply to Zarr stores.\n\n")
+	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR|FILE.h5|FILE.mp4 [--json]\n\nDIR is a Zarr store, or a directory of MP4 cameras (as data import reads\nthem). The cache, batch and window flags apply to Zarr stores.\n\n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cacheMB := fs.Int64("cache-mb", 0, "the loader's decoded-chunk cache to model, in MiB (0: 1024, train's default)")
 	batch := fs.Int("batch", 0, "the batch size to model (0: 8, train's default)")
@@ -213,7 +214,8 @@ func printReport(r report, asJSON bool) error {
 }
 
 // inspectSource inspects p when it is an HDF5 or MP4 file or a directory
-// of MP4 files that is not a Zarr store; ok is false otherwise.
+// that is not a Zarr store (MP4 cameras); ok is false for Zarr stores and
+// other files.
 func inspectSource(p string) (r report, ok bool, err error) {
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".h5", ".hdf5":
@@ -232,11 +234,10 @@ func inspectSource(p string) (r report, ok bool, err error) {
 			return nil, false, nil
 		}
 	}
-	if m, _ := filepath.Glob(filepath.Join(p, "*.mp4")); len(m) == 0 {
-		return nil, false, nil
+	if r, err = importer.InspectMP4(p); err != nil {
+		return nil, true, fmt.Errorf("data inspect %s: not a Zarr store (no zarr.json, .zgroup or .zarray), nor MP4 cameras: %w", p, err)
 	}
-	r, err = importer.InspectMP4(p)
-	return r, true, err
+	return r, true, nil
 }
 
 func dataRechunk(args []string) error {
@@ -271,7 +272,7 @@ cameras as data/camera0.. with 1-frame chunks in shards, low-dim arrays
 concatenated into data/state (float32), the action into data/action
 (float32), and meta/episode_ends.
 
-SRC is an .h5/.hdf5 file, a directory of .mp4 files or one .mp4 file:
+SRC is an .h5/.hdf5 file, a directory of MP4 cameras or one .mp4 file:
   robomimic HDF5   data/demo_N/obs/<key> and data/demo_N/actions: each demo an
                    episode (in the order of N); (T,H,W,3) uint8 keys are
                    cameras, (T,) and (T,D) number keys the state
@@ -283,6 +284,10 @@ SRC is an .h5/.hdf5 file, a directory of .mp4 files or one .mp4 file:
                    aligned by index, decoded by ffmpeg; episodes from
                    --episode-ends or SRC/episode_ends.txt|.json, else one
                    (one .mp4 file: one camera, episodes from --episode-ends)
+  episode files    a directory of episode_N.mp4 files is one camera, a
+                   directory of such directories one camera each (LeRobot's
+                   videos/chunk-000): the files are the episodes, in order
+                   of N, their frame counts equal across cameras
 
 Streams with bounded memory (a shard of frames per camera), writes into
 DST.tmp-PID, reads every slab back and renames it into place at the end;

@@ -109,7 +109,7 @@ with h5py.File(sys.argv[1], 'w') as f:
 		{[]string{"import", h5}, "want SRC and DST"},
 		{[]string{"import", h5, store}, "already exists"},
 		{[]string{"import", filepath.Join(dir, "x.txt"), filepath.Join(dir, "y")}, "no such file"},
-		{[]string{"import", vids, filepath.Join(dir, "z"), "--keys", "middle"}, "no camera file middle.mp4"},
+		{[]string{"import", vids, filepath.Join(dir, "z"), "--keys", "middle"}, "no camera middle (have: left, right)"},
 	}
 	for _, tt := range bad {
 		if err := runData(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -36,7 +36,57 @@ func ffmpegArgs(in string) []string {
 		"-f", "rawvideo", "-pix_fmt", "rgb24", "-"}
 }
 
-func startFFmpeg(bin string, v video) (rowReader, error) {
+// videoRows reads a camera's frames from its files in order, one ffmpeg
+// process at a time.
+type videoRows struct {
+	bin string
+	eps []video
+	i   int         // the file being read, or next
+	cur *ffmpegRows // its decoder; nil between files
+}
+
+func (r *videoRows) read(dst []byte) error {
+	for len(dst) > 0 {
+		if r.cur == nil {
+			if r.i >= len(r.eps) {
+				return fmt.Errorf("import %s: asked for frames past the index's %d", r.eps[len(r.eps)-1].path, r.eps[len(r.eps)-1].track.Samples)
+			}
+			c, err := startFFmpeg(r.bin, r.eps[r.i])
+			if err != nil {
+				return err
+			}
+			r.cur = c
+		}
+		fb := r.cur.frameBytes
+		if m := min(int64(r.cur.v.track.Samples-r.cur.frames), int64(len(dst))/fb); m > 0 {
+			if err := r.cur.read(dst[:m*fb]); err != nil {
+				return err
+			}
+			dst = dst[m*fb:]
+		}
+		if r.cur.frames == r.cur.v.track.Samples {
+			err := r.cur.finish()
+			r.cur, r.i = nil, r.i+1
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finish ends the file being read: checked when all its frames came,
+// stopped otherwise.
+func (r *videoRows) finish() error {
+	if r.cur == nil {
+		return nil
+	}
+	err := r.cur.finish()
+	r.cur = nil
+	return err
+}
+
+func startFFmpeg(bin string, v video) (*ffmpegRows, error) {
 	r := &ffmpegRows{v: v, stderr: &tailBuffer{max: 4096}, frameBytes: int64(v.track.Width) * int64(v.track.Height) * 3}
 	r.cmd = exec.Command(bin, ffmpegArgs(v.path)...)
 	r.cmd.Stderr = r.stderr

@@ -217,12 +217,11 @@ func planFor(src string, o Options) (*plan, error) {
 	}
 	switch ext := strings.ToLower(filepath.Ext(src)); {
 	case st.IsDir():
-		return planMP4(src, o, true)
+		return planMP4(src, o)
 	case ext == ".h5" || ext == ".hdf5":
 		return planHDF5(src, o)
-	case ext == ".mp4" && len(o.Keys) == 0: // one camera
-		o.Keys = []string{filepath.Base(src)}
-		return planMP4(filepath.Dir(src), o, false)
+	case ext == ".mp4":
+		return planMP4(src, o)
 	default:
 		return nil, fmt.Errorf("import %s: want an .h5/.hdf5 file, a directory of .mp4 files or one .mp4 file", src)
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -164,43 +163,74 @@ func (r *SourceReport) recommendHDF5() {
 	r.Recommendation = strings.Join(advice, ". ")
 }
 
-// InspectMP4 reports the video streams of an MP4 file, or of every .mp4
-// file in a directory, and the predicted cost of one-frame reads.
+// InspectMP4 reports the video streams of an MP4 file, or of the cameras
+// of a directory as import finds them (per-camera files, or directories of
+// per-episode files, one row per camera), and the predicted cost of
+// one-frame reads.
 func InspectMP4(path string) (*SourceReport, error) {
-	files := []string{path}
-	if st, err := os.Stat(path); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		return nil, err
-	} else if st.IsDir() {
-		m, err := filepath.Glob(filepath.Join(path, "*.mp4"))
-		if err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			return nil, fmt.Errorf("inspect %s: not a Zarr store and no .mp4 files in it", path)
-		}
-		sort.Strings(m)
-		files = m
 	}
 	r := &SourceReport{Path: path, Format: "mp4"}
-	for _, file := range files {
-		f, err := mp4.Open(file)
+	if !st.IsDir() {
+		f, err := mp4.Open(path)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range f.Video() {
-			lo, hi := t.DeltaRange()
-			ms := func(d uint32) float64 { return 1e3 * float64(d) / float64(t.Timescale) }
-			keys := len(t.Keyframes)
-			if t.Keyframes == nil {
-				keys = t.Samples
-			}
-			r.Videos = append(r.Videos, VideoReport{File: file, Stream: t.Index, Codec: t.Codec, Width: t.Width, Height: t.Height,
-				Frames: t.Samples, FPS: t.FrameRate(), Variable: t.VariableRate(), MinFrameMs: ms(lo), MaxFrameMs: ms(hi),
-				GOP: t.GOP(), Keyframes: keys, DecodesPerFrame: t.DecodesPerFrame()})
+			r.Videos = append(r.Videos, videoReport(path, []*mp4.Track{t}))
 		}
+		r.recommendMP4()
+		return r, nil
+	}
+	cams, err := openCameras(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cams {
+		name := c.eps[0].path
+		tracks := make([]*mp4.Track, len(c.eps))
+		for i, v := range c.eps {
+			tracks[i] = v.track
+		}
+		if len(c.eps) > 1 {
+			name = fmt.Sprintf("%s/episode_*.mp4 (%d files)", filepath.Dir(name), len(c.eps))
+		}
+		r.Videos = append(r.Videos, videoReport(name, tracks))
 	}
 	r.recommendMP4()
 	return r, nil
+}
+
+// videoReport describes a stream, or one camera's streams across its
+// episode files: frames summed, the longest keyframe interval, the
+// decodes per frame weighted by frames, the rate of the first.
+func videoReport(name string, tracks []*mp4.Track) VideoReport {
+	t0 := tracks[0]
+	v := VideoReport{File: name, Stream: t0.Index, Codec: t0.Codec, Width: t0.Width, Height: t0.Height, FPS: t0.FrameRate()}
+	var decodes float64
+	for i, t := range tracks {
+		lo, hi := t.DeltaRange()
+		ms := func(d uint32) float64 { return 1e3 * float64(d) / float64(t.Timescale) }
+		if i == 0 || ms(lo) < v.MinFrameMs {
+			v.MinFrameMs = ms(lo)
+		}
+		v.MaxFrameMs = max(v.MaxFrameMs, ms(hi))
+		v.Variable = v.Variable || t.VariableRate()
+		v.Frames += t.Samples
+		v.GOP = max(v.GOP, t.GOP())
+		if t.Keyframes == nil {
+			v.Keyframes += t.Samples
+		} else {
+			v.Keyframes += len(t.Keyframes)
+		}
+		decodes += t.DecodesPerFrame() * float64(t.Samples)
+	}
+	if v.Frames > 0 {
+		v.DecodesPerFrame = decodes / float64(v.Frames)
+	}
+	return v
 }
 
 func (r *SourceReport) recommendMP4() {
@@ -219,8 +249,8 @@ func (r *SourceReport) recommendMP4() {
 	case len(r.Videos) == 0:
 		advice = append(advice, "no video streams")
 	case r.ReadAmp > 1.5:
-		advice = append(advice, fmt.Sprintf("a random one-frame read decodes %.1f frames per frame returned: %s has a keyframe every %d frames. Re-encode with every frame a keyframe: ffmpeg -i %s -c:v libx264 -g 1 OUT.mp4 (or -g 10: 5.5 frames per frame), keep the container open per worker, or store frames as 1-frame Zarr chunks: pipetrain data import %s DST",
-			r.ReadAmp, worst.File, worst.GOP, worst.File, importSrc(r.Path)))
+		advice = append(advice, fmt.Sprintf("a random one-frame read decodes %.1f frames per frame returned: %s has a keyframe every %d frames. Re-encode with every frame a keyframe: ffmpeg -i IN.mp4 -c:v libx264 -g 1 OUT.mp4 (or -g 10: 5.5 frames per frame), keep the container open per worker, or store frames as 1-frame Zarr chunks: pipetrain data import %s DST",
+			r.ReadAmp, worst.File, worst.GOP, r.Path))
 	default:
 		advice = append(advice, "every frame is a keyframe: a one-frame read decodes only that frame")
 	}
@@ -228,15 +258,6 @@ func (r *SourceReport) recommendMP4() {
 		advice = append(advice, fmt.Sprintf("variable frame rate in %s: frame k of one camera need not be frame k of another; pipetrain data import refuses it without --fps", strings.Join(variable, ", ")))
 	}
 	r.Recommendation = strings.Join(advice, ". ")
-}
-
-// importSrc is the import source for an inspected MP4 path: its directory
-// when it is a file.
-func importSrc(p string) string {
-	if st, err := os.Stat(p); err == nil && !st.IsDir() {
-		return filepath.Dir(p)
-	}
-	return p
 }
 
 // WriteText prints the report for people.
