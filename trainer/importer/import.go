@@ -1,8 +1,9 @@
 // Package importer converts the datasets robot-learning teams keep in
 // other formats into pipetrain's replay-buffer layout (package episodes),
 // as Zarr v3 with 1-frame camera chunks in shards: an HDF5 file
-// (robomimic's data/demo_N layout, or a flat file of arrays) or a
-// directory of per-camera MP4 files. It also inspects those inputs: the
+// (robomimic's data/demo_N layout, or a flat file of arrays) or MP4
+// cameras (a directory of per-camera files, or LeRobot's per-episode
+// files in a directory per camera). It also inspects those inputs: the
 // chunking or keyframe interval, and what a one-frame read costs.
 //
 // HDF5 is read through package hdf5 (libhdf5); MP4 indexes through
@@ -28,17 +29,17 @@ import (
 type Options struct {
 	// Keys names what to import: for robomimic files, observation keys
 	// (agentview_image, robot0_eef_pos); for flat HDF5 files, dataset
-	// paths; for MP4 directories, camera file names without .mp4. Empty:
-	// everything that maps.
+	// paths; for MP4 directories, camera names (file names without .mp4,
+	// or the directories of episode files). Empty: everything that maps.
 	Keys []string
 	// FPS is the frame rate recorded in DST's attributes. A variable-rate
 	// video is refused without it; with it, its frames are taken as
 	// stored, one per sample, at this nominal rate.
 	FPS float64
-	// EpisodeEnds is a file of exclusive episode end frames for an MP4
-	// directory (whitespace- or comma-separated integers, or a JSON
-	// array); empty: SRC/episode_ends.txt or .json if present, else one
-	// episode.
+	// EpisodeEnds is a file of exclusive episode end frames for MP4
+	// cameras of one file each (whitespace- or comma-separated integers,
+	// or a JSON array); empty: SRC/episode_ends.txt or .json if present,
+	// else one episode. Per-episode files give their own.
 	EpisodeEnds string
 	// Codec is the zarr.NewCodec name of DST's compressor (blosc-lz4).
 	Codec string
@@ -79,7 +80,14 @@ type Summary struct {
 // no state or action, what it lacks.
 func (s *Summary) Command() string {
 	if !s.HasLoadable {
-		return fmt.Sprintf("%s has cameras only (no data/state and data/action arrays, which the loader needs): add them from your episode tables, then: pipetrain train --data %s%s", s.Dst, s.Dst, s.camerasFlag())
+		var missing []string
+		if s.StateDim == 0 {
+			missing = append(missing, "data/state")
+		}
+		if s.ActionDim == 0 {
+			missing = append(missing, "data/action")
+		}
+		return fmt.Sprintf("%s has no %s, which the loader needs: add (T,D) float32 arrays from your episode tables, then: pipetrain train --data %s%s", s.Dst, strings.Join(missing, " and no "), s.Dst, s.camerasFlag())
 	}
 	return fmt.Sprintf("pipetrain train --data %s%s   (or: pipetrain bisect --data %s%s)", s.Dst, s.camerasFlag(), s.Dst, s.camerasFlag())
 }
@@ -139,9 +147,9 @@ type rowReader interface {
 	finish() error
 }
 
-// Import converts src (an .h5/.hdf5 file, a directory of .mp4 files or
-// one .mp4 file)
-// into a Zarr v3 replay buffer at dst, which must not exist. It writes
+// Import converts src (an .h5/.hdf5 file, a directory of MP4 cameras or
+// one .mp4 file) into a Zarr v3 replay buffer at dst, which must not
+// exist. It writes
 // into a temporary directory beside dst and renames it into place only
 // when every array was written and read back; on failure nothing is left
 // at dst.

@@ -235,6 +235,9 @@ func TestImportMP4(t *testing.T) {
 	if s.Frames != 260 || s.Episodes != 2 || len(s.Cameras) != 3 || s.HasLoadable {
 		t.Errorf("summary %+v", s)
 	}
+	if want := dst + " has no data/state and no data/action, which the loader needs"; !strings.Contains(s.Command(), want) {
+		t.Errorf("command %q, want %q", s.Command(), want)
+	}
 	for i, name := range []string{"a_g1.mp4", "b_g10.mp4", "c_g250.mp4"} {
 		if got, want := readArray(t, dst, fmt.Sprintf("data/camera%d", i)), decoded(t, filepath.Join(src, name)); !bytes.Equal(got, want) {
 			t.Errorf("camera%d differs from ffmpeg's decoding of %s (%d vs %d bytes)", i, name, len(got), len(want))
