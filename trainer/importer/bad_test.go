@@ -122,7 +122,18 @@ func TestImportBadMP4(t *testing.T) {
 	s := append([]byte(nil), data[:i+(len(data)-i)/2]...)
 	binary.BigEndian.PutUint32(s[i:], uint32(len(s)-i))
 	os.WriteFile(filepath.Join(short, "cam.mp4"), s, 0o644)
-	failImport(t, short, Options{}, filepath.Join(short, "cam.mp4"), "stream 0", "the index (stts/stsz) says 40", "shorter than its index")
+	failImport(t, short, Options{}, filepath.Join(short, "cam.mp4"), "stream 0", "40 frames' data up to byte", "shorter than its index (truncated media data)")
+	if r, err := InspectMP4(short); err != nil || !r.Videos[0].Truncated || !strings.Contains(r.Recommendation, "truncated") {
+		t.Errorf("inspect of a truncated video: %v %+v", err, r)
+	}
+	// An index the file satisfies, decoded to fewer frames: ffmpeg (here a
+	// wrapper that stops its output after 20 frames) delivers less than
+	// stts/stsz say.
+	fewer := filepath.Join(dir, "ffmpeg-20-frames")
+	os.WriteFile(fewer, []byte("#!/bin/sh\nffmpeg \"$@\" | head -c 46080\n"), 0o755)
+	whole := mk("whole")
+	os.WriteFile(filepath.Join(whole, "cam.mp4"), data, 0o644)
+	failImport(t, whole, Options{FFmpeg: fewer}, filepath.Join(whole, "cam.mp4"), "stream 0", "ffmpeg delivered 20 frames, the index (stts/stsz) says 40", "shorter than its index")
 
 	corrupt := mk("corrupt")
 	c := append([]byte(nil), data...)

@@ -73,6 +73,9 @@ type VideoReport struct {
 	// DecodesPerFrame is the predicted frames decoded per frame returned
 	// by a uniform random one-frame read (mp4.Track.DecodesPerFrame).
 	DecodesPerFrame float64 `json:"decodes_per_frame"`
+	// Truncated is true when the index places sample data past the end
+	// of the file.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // InspectHDF5 reports the datasets of an HDF5 file and the predicted cost
@@ -179,7 +182,9 @@ func InspectMP4(path string) (*SourceReport, error) {
 			return nil, err
 		}
 		for _, t := range f.Video() {
-			r.Videos = append(r.Videos, videoReport(path, []*mp4.Track{t}))
+			v := videoReport(path, []*mp4.Track{t})
+			v.Truncated = f.Truncated(t)
+			r.Videos = append(r.Videos, v)
 		}
 		r.recommendMP4()
 		return r, nil
@@ -191,13 +196,17 @@ func InspectMP4(path string) (*SourceReport, error) {
 	for _, c := range cams {
 		name := c.eps[0].path
 		tracks := make([]*mp4.Track, len(c.eps))
+		truncated := false
 		for i, v := range c.eps {
 			tracks[i] = v.track
+			truncated = truncated || v.truncated
 		}
 		if len(c.eps) > 1 {
 			name = fmt.Sprintf("%s/episode_*.mp4 (%d files)", filepath.Dir(name), len(c.eps))
 		}
-		r.Videos = append(r.Videos, videoReport(name, tracks))
+		v := videoReport(name, tracks)
+		v.Truncated = truncated
+		r.Videos = append(r.Videos, v)
 	}
 	r.recommendMP4()
 	return r, nil
@@ -235,7 +244,7 @@ func videoReport(name string, tracks []*mp4.Track) VideoReport {
 
 func (r *SourceReport) recommendMP4() {
 	var worst VideoReport
-	var variable []string
+	var variable, truncated []string
 	for _, v := range r.Videos {
 		if v.DecodesPerFrame > r.ReadAmp {
 			r.ReadAmp, worst = v.DecodesPerFrame, v
@@ -243,8 +252,14 @@ func (r *SourceReport) recommendMP4() {
 		if v.Variable {
 			variable = append(variable, v.File)
 		}
+		if v.Truncated {
+			truncated = append(truncated, v.File)
+		}
 	}
 	var advice []string
+	if len(truncated) > 0 {
+		advice = append(advice, fmt.Sprintf("truncated: the index of %s places frames past the end of the file (a reader gets fewer frames than the index says)", strings.Join(truncated, ", ")))
+	}
 	switch {
 	case len(r.Videos) == 0:
 		advice = append(advice, "no video streams")
@@ -281,11 +296,14 @@ func (r *SourceReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "MP4 %s: %d video streams\n\n", r.Path, len(r.Videos))
 		fmt.Fprintln(tw, "FILE\tSTREAM\tCODEC\tSIZE\tFRAMES\tFPS\tKEYFRAME EVERY\tDECODES PER FRAME")
 		for _, v := range r.Videos {
-			fps := fmt.Sprintf("%.2f", v.FPS)
+			fps, frames := fmt.Sprintf("%.2f", v.FPS), fmt.Sprint(v.Frames)
 			if v.Variable {
 				fps += fmt.Sprintf(" (variable: %.1f-%.1f ms)", v.MinFrameMs, v.MaxFrameMs)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%dx%d\t%d\t%s\t%d\t%.1f\n", v.File, v.Stream, v.Codec, v.Width, v.Height, v.Frames, fps, v.GOP, v.DecodesPerFrame)
+			if v.Truncated {
+				frames += " (truncated)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%dx%d\t%s\t%s\t%d\t%.1f\n", v.File, v.Stream, v.Codec, v.Width, v.Height, frames, fps, v.GOP, v.DecodesPerFrame)
 		}
 	}
 	if err := tw.Flush(); err != nil {

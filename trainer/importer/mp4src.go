@@ -19,6 +19,10 @@ type video struct {
 	path  string
 	track *mp4.Track
 	more  int // the file's other video tracks, left out
+	// truncated is true when the track's sample data lies past the end
+	// of the file.
+	truncated bool
+	size      int64
 }
 
 // camera is one camera's videos: one file for the whole camera, or one
@@ -106,6 +110,8 @@ func checkCameras(dir string, cams []camera, o Options, p *plan) error {
 		for i, v := range c.eps {
 			t, f := v.track, first.eps[i]
 			switch {
+			case v.truncated:
+				return fmt.Errorf("import %s: stream %d: the index (stts/stsz/stco) places its %d frames' data up to byte %d, but the file has %d bytes: the video is shorter than its index (truncated media data)", v.path, t.Index, t.Samples, t.DataEnd, v.size)
 			case t.Samples != f.track.Samples:
 				return fmt.Errorf("import %s: cameras of different frame counts: %s has %d frames, %s has %d: frames cannot be aligned by index (cut or re-encode them to one length)", dir, f.path, f.track.Samples, v.path, t.Samples)
 			case t.Width != ref.Width || t.Height != ref.Height:
@@ -244,6 +250,7 @@ func (v *video) open() error {
 		return fmt.Errorf("%s has no video track", v.path)
 	}
 	v.track, v.more = tracks[0], len(tracks)-1
+	v.truncated, v.size = f.Truncated(v.track), f.Size
 	return nil
 }
 

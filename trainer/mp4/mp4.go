@@ -5,7 +5,7 @@
 // a one-frame read costs and to check what a decoder delivers.
 //
 // Only the boxes on the path moov/trak/mdia/{mdhd,hdlr,minf/stbl/{stsd,
-// stts,stss,stsz|stz2}} are parsed; every other box is skipped by its
+// stts,stss,stsz|stz2,stco|co64,stsc}} are parsed; every other box is skipped by its
 // size. Every malformed input is an *Error naming the file, the box path
 // and offset, and the cause.
 package mp4
@@ -36,6 +36,8 @@ func (e *Error) Error() string {
 // File is the parsed index of an MP4 file.
 type File struct {
 	Name string
+	// Size is the file's size in bytes.
+	Size int64
 	// Tracks holds every track, video or not, in file order.
 	Tracks []*Track
 }
@@ -62,6 +64,12 @@ type Track struct {
 	// Keyframes holds the 0-based indices of the sync samples, ascending;
 	// nil when the track has no stss, meaning every sample is one.
 	Keyframes []int
+	// DataEnd is the file offset just past the track's last sample data,
+	// from the chunk offsets, samples per chunk and sizes (0 when the
+	// index has no chunk table). Past File.Size, the file is truncated.
+	DataEnd int64
+
+	data sampleData
 }
 
 // TimeRun is an stts entry: Count samples of Delta time units each.
@@ -87,7 +95,7 @@ func Open(path string) (*File, error) {
 // errors.
 func Parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	p := &parser{r: r, name: name}
-	out := &File{Name: name}
+	out := &File{Name: name, Size: size}
 	var moov *box
 	err := p.children(box{path: "", start: 0, body: 0, end: size}, func(b box) error {
 		if b.typ == "moov" {
@@ -122,6 +130,10 @@ func Parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	return out, nil
 }
+
+// Truncated reports whether t's samples lie past the end of the file:
+// the index is whole but the media data was cut.
+func (f *File) Truncated(t *Track) bool { return t.DataEnd > f.Size }
 
 // Video returns the file's video tracks, in file order.
 func (f *File) Video() []*Track {

@@ -54,6 +54,9 @@ func TestRealVideos(t *testing.T) {
 				t.Fatalf("%d video tracks, want 1", len(v))
 			}
 			tr := v[0]
+			if tr.DataEnd <= 0 || f.Truncated(tr) {
+				t.Errorf("data ends at %d of %d bytes: want inside the file", tr.DataEnd, f.Size)
+			}
 			if tr.Codec != "avc1" || tr.Width != 32 || tr.Height != 24 || tr.Samples != c.frames {
 				t.Errorf("codec %s %dx%d %d frames, want avc1 32x24 %d", tr.Codec, tr.Width, tr.Height, tr.Samples, c.frames)
 			}
@@ -98,6 +101,18 @@ func TestBadFiles(t *testing.T) {
 		{"cut-in-mdat.mp4", data[:moov-100], []string{"mdat", "truncated"}},
 		{"bad-count.mp4", patch(data, stsz+16, 19), []string{"stbl", "stts times 20 samples but stsz sizes 19"}},
 		{"huge-count.mp4", patch(data, stsz+16, 1<<30), []string{"stsz", "more than"}},
+	}
+	// The index whole (before the media data), the media data cut, mdat's
+	// size fixed to match.
+	fast, err := os.ReadFile(encode(t, dir, "fast.mp4", "-frames:v", "20", "-g", "5", "-movflags", "+faststart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdat := bytes.Index(fast, []byte("mdat")) - 4
+	short := append([]byte(nil), fast[:mdat+(len(fast)-mdat)/2]...)
+	binary.BigEndian.PutUint32(short[mdat:], uint32(len(short)-mdat))
+	if f, err := Parse(bytes.NewReader(short), int64(len(short)), "short.mp4"); err != nil || !f.Truncated(f.Video()[0]) {
+		t.Errorf("media cut short: %v, not seen as truncated", err)
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name)
@@ -150,7 +165,9 @@ func synthetic() []byte {
 		mkbox("stsd", u32s(1), mkbox("avc1", entry)),
 		mkbox("stts", u32s(1, 12, 1)),
 		mkbox("stss", u32s(2, 1, 7)),
-		mkbox("stsz", u32s(100, 12)))
+		mkbox("stsz", u32s(100, 12)),
+		mkbox("stsc", u32s(2, 1, 5, 1, 3, 2, 1)),
+		mkbox("stco", u32s(3, 1000, 2000, 3000)))
 	mdia := mkbox("mdia", mkbox("mdhd", u32s(0, 0, 25, 12)), mkbox("hdlr", u32s(0), []byte("vide"), make([]byte, 13)),
 		mkbox("minf", stbl))
 	return append(mkbox("ftyp", []byte("isom")), mkbox("moov", mkbox("trak", mdia))...)
@@ -183,6 +200,11 @@ func TestSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := f.Video()[0]
+	// Chunk 1 holds samples 0-4, chunks 2 and 3 two each, of 100 bytes;
+	// the 12 samples' last 3 are in no chunk.
+	if tr.DataEnd != 3200 || !f.Truncated(tr) {
+		t.Errorf("data end %d, want 3200, past the file", tr.DataEnd)
+	}
 	if tr.Width != 64 || tr.Height != 48 || tr.Samples != 12 || tr.GOP() != 6 || tr.DecodesPerFrame() != 3.5 || tr.FrameRate() != 25 {
 		t.Errorf("parsed %+v (GOP %d, decodes %.2f, rate %.2f)", tr, tr.GOP(), tr.DecodesPerFrame(), tr.FrameRate())
 	}

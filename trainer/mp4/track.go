@@ -110,13 +110,14 @@ func (p *parser) hdlr(b box, t *Track) error {
 func (p *parser) stbl(stbl box, t *Track) error {
 	have := map[string]bool{}
 	err := p.children(stbl, func(b box) error {
-		parse := map[string]func(box, *Track) error{"stsd": p.stsd, "stts": p.stts, "stss": p.stss, "stsz": p.stsz, "stz2": p.stsz}[b.typ]
+		parse := map[string]func(box, *Track) error{"stsd": p.stsd, "stts": p.stts, "stss": p.stss, "stsz": p.stsz, "stz2": p.stsz,
+			"stco": p.stco, "co64": p.stco, "stsc": p.stsc}[b.typ]
 		if parse == nil {
 			return nil
 		}
-		key := b.typ
-		if key == "stz2" {
-			key = "stsz"
+		key := map[string]string{"stz2": "stsz", "co64": "stco"}[b.typ]
+		if key == "" {
+			key = b.typ
 		}
 		if have[key] {
 			return p.fail(b, "a second %s table", key)
@@ -145,6 +146,7 @@ func (p *parser) stbl(stbl box, t *Track) error {
 	if n := len(t.Keyframes); n > 0 && t.Keyframes[n-1] >= t.Samples {
 		return p.fail(stbl, "stss names sample %d as a keyframe but the track has %d samples", t.Keyframes[n-1]+1, t.Samples)
 	}
+	t.DataEnd = t.data.dataEnd(t.Samples)
 	return nil
 }
 
@@ -226,12 +228,13 @@ func (p *parser) stsz(b box, t *Track) error {
 		return p.fail(b, "%d samples is more than the %d this reader accepts", n, maxSamples)
 	}
 	var need uint64
+	constant, bits := binary.BigEndian.Uint32(buf[4:]), byte(0)
 	if b.typ == "stsz" {
-		if binary.BigEndian.Uint32(buf[4:]) == 0 { // one size per sample
+		if constant == 0 { // one size per sample
 			need = 4 * n
 		}
 	} else {
-		switch bits := buf[7]; bits {
+		switch bits = buf[7]; bits {
 		case 4, 8, 16:
 			need = (n*uint64(bits) + 7) / 8
 		default:
@@ -242,5 +245,6 @@ func (p *parser) stsz(b box, t *Track) error {
 		return p.fail(b, "%d sample sizes need %d bytes, the box holds %d: truncated", n, need, len(buf)-12)
 	}
 	t.Samples = int(n)
+	t.readSizes(b.typ, buf[12:], constant, bits, t.Samples)
 	return nil
 }
