@@ -110,7 +110,7 @@ func (d *Dataset) ReadRows(start, n int, dst []byte) error {
 		return nil
 	}
 	if f, ok := d.Missing(); ok {
-		return fmt.Errorf("hdf5 %s: dataset %s is compressed with %s, which this libhdf5 cannot decode (register the filter's plugin through HDF5_PLUGIN_PATH, or rewrite the file with h5repack -f NONE)", d.file.path, d.Path, f)
+		return fmt.Errorf("hdf5 %s: dataset %s is compressed with %s, which this libhdf5 cannot decode (make the filter's plugin available through HDF5_PLUGIN_PATH, where the writer's HDF5 found it)", d.file.path, d.Path, f)
 	}
 	lock()
 	defer unlock()

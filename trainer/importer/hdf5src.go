@@ -225,18 +225,17 @@ func (h *h5src) cameraColumns(p *plan, keys []string, perDemo func(string) []str
 	var size []int
 	for i, k := range keys {
 		names := perDemo(prefix + k)
-		first := h.ds[names[0]]
 		if size == nil {
-			size = first.Shape[1:]
+			size = h.ds[names[0]].Shape[1:]
 		}
 		for _, n := range names {
 			d := h.ds[n]
 			if !isCamera(d) || d.Shape[1] != size[0] || d.Shape[2] != size[1] {
 				return fmt.Errorf("import %s: camera %s is %s %v, but the first camera's frames are %dx%dx3 uint8: the loader needs every camera in one size (choose cameras with --keys)", h.path, n, d.DType, d.Shape, size[0], size[1])
 			}
-		}
-		if miss, ok := first.Missing(); ok {
-			return fmt.Errorf("import %s: dataset %s is compressed with %s, which this libhdf5 cannot decode (register the filter's plugin through HDF5_PLUGIN_PATH, or rewrite the file with h5repack -f NONE)", h.path, names[0], miss)
+			if miss, ok := d.Missing(); ok {
+				return fmt.Errorf("import %s: dataset %s is compressed with %s, which this libhdf5 cannot decode (make the filter's plugin available through HDF5_PLUGIN_PATH, where the writer's HDF5 found it)", h.path, n, miss)
+			}
 		}
 		ds := make([]*hdf5.Dataset, len(names))
 		for j, n := range names {
@@ -276,7 +275,7 @@ func (h *h5src) vectorColumn(name string, labels []string, parts [][]string, p *
 				return nil, fmt.Errorf("import %s: %s is %s %v: want a (T,) or (T,D) number array for %s", h.path, n, d.DType, d.Shape, name)
 			}
 			if miss, ok := d.Missing(); ok {
-				return nil, fmt.Errorf("import %s: dataset %s is compressed with %s, which this libhdf5 cannot decode", h.path, n, miss)
+				return nil, fmt.Errorf("import %s: dataset %s is compressed with %s, which this libhdf5 cannot decode (make the filter's plugin available through HDF5_PLUGIN_PATH, where the writer's HDF5 found it)", h.path, n, miss)
 			}
 			if j == 0 {
 				w = width(d)
