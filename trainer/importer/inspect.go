@@ -134,7 +134,11 @@ func (r *SourceReport) recommendHDF5() {
 	var bad []string
 	var worst DatasetReport
 	var unreadable []string
+	lzf := false
 	for _, d := range r.Datasets {
+		for _, id := range d.FilterIDs {
+			lzf = lzf || id == hdf5.LZF
+		}
 		if d.Unreadable {
 			unreadable = append(unreadable, fmt.Sprintf("%s (%s)", d.Path, strings.Join(d.Filters, ", ")))
 		}
@@ -158,6 +162,9 @@ func (r *SourceReport) recommendHDF5() {
 		advice = append(advice, fmt.Sprintf("%d image datasets are chunked %v: a one-frame read decompresses %.0fx the frame it returns (%s per %s frame). Rechunk to one frame per chunk: h5repack -l %s:CHUNK=1x%dx%dx%d %s OUT.h5, or convert to Zarr with 1-frame chunks: pipetrain data import %s DST",
 			len(bad), worst.Chunks, r.ReadAmp, dataset.HumanBytes(worst.ChunkBytes), dataset.HumanBytes(worst.FrameBytes),
 			strings.Join(bad, ","), s[1], s[2], s[3], r.Path, r.Path))
+		if lzf {
+			advice = append(advice, "h5repack reads this file's LZF datasets only with h5py's LZF filter as an HDF5 plugin (HDF5_PLUGIN_PATH); pipetrain data import decodes LZF itself")
+		}
 	case r.ReadAmp > 0:
 		advice = append(advice, "image chunks hold one frame (or the images are contiguous): a one-frame read decompresses only that frame")
 	default:
