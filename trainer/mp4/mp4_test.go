@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,11 +211,28 @@ func TestSynthetic(t *testing.T) {
 	}
 }
 
+// TestCommitted parses testdata/g5.mp4 (ffmpeg, libx264, 10 frames of
+// 16x16, keyframes every 5, index first), with no ffmpeg needed.
+func TestCommitted(t *testing.T) {
+	f, err := Open(filepath.Join("testdata", "g5.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := f.Video()[0]
+	if tr.Codec != "avc1" || tr.Width != 16 || tr.Samples != 10 || fmt.Sprint(tr.Keyframes) != "[0 5]" || tr.DecodesPerFrame() != 3 || f.Truncated(tr) || tr.FrameRate() != 25 {
+		t.Errorf("parsed %s %dx%d %d frames keyframes %v decodes %.2f rate %.2f data end %d of %d", tr.Codec, tr.Width, tr.Height, tr.Samples, tr.Keyframes, tr.DecodesPerFrame(), tr.FrameRate(), tr.DataEnd, f.Size)
+	}
+}
+
 // FuzzParse checks the parser never panics and that every failure is an
 // *Error naming the file.
 func FuzzParse(f *testing.F) {
 	s := synthetic()
 	f.Add(s)
+	if real, err := os.ReadFile(filepath.Join("testdata", "g5.mp4")); err == nil {
+		f.Add(real)
+		f.Add(real[:len(real)/2])
+	}
 	f.Add(s[:len(s)-9])
 	f.Add(mkbox("moov", mkbox("mvex")))
 	f.Fuzz(func(t *testing.T, data []byte) {
