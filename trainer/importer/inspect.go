@@ -3,8 +3,10 @@ package importer
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -288,16 +290,9 @@ func (r *SourceReport) WriteText(w io.Writer) error {
 	if r.Format == "hdf5" {
 		fmt.Fprintf(w, "HDF5 file %s: %d datasets\n\n", r.Path, len(r.Datasets))
 		fmt.Fprintln(tw, "DATASET\tDTYPE\tSHAPE\tCHUNKS\tFILTERS\tRAW\tSTORED\tONE-FRAME READ")
-		for _, d := range r.Datasets {
-			chunks, filters := "contiguous", "-"
-			if d.Chunks != nil {
-				chunks = fmt.Sprint(d.Chunks)
-			}
-			if len(d.Filters) > 0 {
-				filters = strings.Join(d.Filters, ",")
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%.1fx\n", d.Path, d.DType, d.Shape, chunks, filters,
-				dataset.HumanBytes(d.RawBytes), dataset.HumanBytes(d.StoredBytes), d.ReadAmp)
+		for _, g := range groupDatasets(r.Datasets) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.path, g.dtype, g.shape, g.chunks, g.filters,
+				dataset.HumanBytes(g.raw), dataset.HumanBytes(g.stored), g.amp())
 		}
 	} else {
 		fmt.Fprintf(w, "MP4 %s: %d video streams\n\n", r.Path, len(r.Videos))
@@ -318,4 +313,92 @@ func (r *SourceReport) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\npredicted read amplification of a one-frame read: %.1f\nrecommendation: %s\n", r.ReadAmp, r.Recommendation)
 	return err
+}
+
+// demoPart is a robomimic demonstration's part of a dataset path.
+var demoPart = regexp.MustCompile(`demo_\d+`)
+
+// datasetRow is a text-report row: one dataset, or robomimic's datasets
+// of one key across demonstrations (data/demo_*/obs/K (N)).
+type datasetRow struct {
+	path, dtype, shape, chunks, filters string
+	raw, stored                         int64
+	ampLo, ampHi                        float64
+}
+
+func (g datasetRow) amp() string {
+	if g.ampLo == g.ampHi {
+		return fmt.Sprintf("%.1fx", g.ampLo)
+	}
+	return fmt.Sprintf("%.1f-%.1fx", g.ampLo, g.ampHi)
+}
+
+// groupDatasets folds datasets whose paths differ only in demo_N, and
+// whose type, filters and frame shape agree, into one row each, their
+// first dimensions (frames, chunk frames) shown as a range.
+func groupDatasets(ds []DatasetReport) []datasetRow {
+	var rows []datasetRow
+	index := map[string]int{}
+	count := map[string]int{}
+	lo, hi := map[string][2]int{}, map[string][2]int{}
+	for _, d := range ds {
+		chunks, filters := "contiguous", "-"
+		if d.Chunks != nil {
+			chunks = fmt.Sprint(d.Chunks[1:])
+		}
+		if len(d.Filters) > 0 {
+			filters = strings.Join(d.Filters, ",")
+		}
+		pattern := demoPart.ReplaceAllString(d.Path, "demo_*")
+		key := fmt.Sprint(pattern, d.DType, filters, d.Shape[min(1, len(d.Shape)):], chunks)
+		i, ok := index[key]
+		if !ok {
+			i = len(rows)
+			index[key] = i
+			rows = append(rows, datasetRow{path: pattern, dtype: d.DType, filters: filters, ampLo: d.ReadAmp, ampHi: d.ReadAmp})
+			lo[key], hi[key] = [2]int{math.MaxInt, math.MaxInt}, [2]int{-1, -1}
+		}
+		g := &rows[i]
+		count[key]++
+		g.raw += d.RawBytes
+		g.stored += d.StoredBytes
+		g.ampLo, g.ampHi = min(g.ampLo, d.ReadAmp), max(g.ampHi, d.ReadAmp)
+		first := [2]int{-1, -1}
+		if len(d.Shape) > 0 {
+			first[0] = d.Shape[0]
+		}
+		if d.Chunks != nil {
+			first[1] = d.Chunks[0]
+		}
+		l, h := lo[key], hi[key]
+		for k := range first {
+			l[k], h[k] = min(l[k], first[k]), max(h[k], first[k])
+		}
+		lo[key], hi[key] = l, h
+		g.shape = withFirst(d.Shape, l[0], h[0])
+		g.chunks = "contiguous"
+		if d.Chunks != nil {
+			g.chunks = withFirst(d.Chunks, l[1], h[1])
+		}
+		if count[key] > 1 {
+			g.path = fmt.Sprintf("%s (%d)", pattern, count[key])
+		}
+	}
+	return rows
+}
+
+// withFirst prints shape with its first dimension as the range lo..hi.
+func withFirst(shape []int, lo, hi int) string {
+	if len(shape) == 0 {
+		return "[]"
+	}
+	first := fmt.Sprint(lo)
+	if lo != hi {
+		first = fmt.Sprintf("%d..%d", lo, hi)
+	}
+	rest := strings.Trim(fmt.Sprint(shape[1:]), "[]")
+	if rest == "" {
+		return "[" + first + "]"
+	}
+	return "[" + first + " " + rest + "]"
 }

@@ -39,3 +39,24 @@ func TestParseEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupDatasets checks robomimic's per-demonstration datasets share a
+// row in the text report, their frames and chunk frames as ranges.
+func TestGroupDatasets(t *testing.T) {
+	ds := []DatasetReport{
+		{Path: "data/demo_0/obs/cam", DType: "|u1", Shape: []int{12, 8, 8, 3}, Chunks: []int{12, 8, 8, 3}, Filters: []string{"gzip(4)"}, ReadAmp: 12, RawBytes: 10},
+		{Path: "data/demo_1/obs/cam", DType: "|u1", Shape: []int{9, 8, 8, 3}, Chunks: []int{9, 8, 8, 3}, Filters: []string{"gzip(4)"}, ReadAmp: 9, RawBytes: 5},
+		{Path: "data/demo_1/obs/pos", DType: "<f8", Shape: []int{9, 3}},
+	}
+	rows := groupDatasets(ds)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(rows), rows)
+	}
+	g := rows[0]
+	if g.path != "data/demo_*/obs/cam (2)" || g.shape != "[9..12 8 8 3]" || g.chunks != "[9..12 8 8 3]" || g.amp() != "9.0-12.0x" || g.raw != 15 {
+		t.Errorf("row %+v (amp %s)", g, g.amp())
+	}
+	if p := rows[1]; p.path != "data/demo_*/obs/pos" || p.shape != "[9 3]" || p.chunks != "contiguous" {
+		t.Errorf("row %+v", p)
+	}
+}
