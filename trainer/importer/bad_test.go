@@ -24,6 +24,7 @@ with h5py.File(d + '/a.h5', 'w') as f:
     f.create_dataset('tiles', data=img, chunks=(2, 5, 16, 3))
     f.create_dataset('plain', data=img)
     f.create_dataset('vec', data=np.zeros((12, 4)), chunks=(6, 4))
+    f.create_dataset('small', data=img[:, :8, :8], chunks=(4, 8, 8, 3))
 with h5py.File(d + '/b.h5', 'w') as f:
     f.create_dataset('frame', data=img, chunks=(1, 16, 16, 3), compression='lzf', shuffle=True)
 with h5py.File(d + '/u.h5', 'w') as f:
@@ -40,7 +41,7 @@ with h5py.File(d + '/u.h5', 'w') as f:
 		image   bool
 	}{
 		"traj": {12, "gzip(4)", true}, "frame": {1, "shuffle lzf", true}, "tiles": {2 * 20.0 / 16, "", true},
-		"plain": {1, "", true}, "vec": {6, "", false},
+		"plain": {1, "", true}, "vec": {6, "", false}, "small": {4, "", true},
 	}
 	b, err := InspectHDF5(filepath.Join(dir, "b.h5"))
 	if err != nil {
@@ -52,17 +53,21 @@ with h5py.File(d + '/u.h5', 'w') as f:
 			t.Errorf("%s: amp %.3f filters %q image %v, want %.3f %q %v", d.Path, d.ReadAmp, d.Filters, d.Image, w.amp, w.filters, w.image)
 		}
 	}
+	if !strings.Contains(r.Recommendation, "-l tiles,traj:CHUNK=1x16x16x3 -l small:CHUNK=1x8x8x3") && !strings.Contains(r.Recommendation, "-l small:CHUNK=1x8x8x3 -l tiles,traj:CHUNK=1x16x16x3") {
+		t.Errorf("h5repack with a -l per frame shape: %q", r.Recommendation)
+	}
 	if r.ReadAmp != 12 {
 		t.Errorf("worst image amp %.2f, want 12", r.ReadAmp)
 	}
-	m := regexp.MustCompile(`h5repack -l (\S+) (\S+) OUT\.h5`).FindStringSubmatch(r.Recommendation)
+	m := regexp.MustCompile(`h5repack ((?:-l \S+ )+)(\S+) OUT\.h5`).FindStringSubmatch(r.Recommendation)
 	if m == nil {
 		t.Fatalf("no h5repack command in %q", r.Recommendation)
 	}
 	if _, err := exec.LookPath("h5repack"); err == nil {
 		out := filepath.Join(dir, "fixed.h5")
-		if b, err := exec.Command("h5repack", "-l", m[1], m[2], out).CombinedOutput(); err != nil {
-			t.Fatalf("h5repack %s: %v\n%s", m[1], err, b)
+		args := append(strings.Fields(m[1]), m[2], out)
+		if b, err := exec.Command("h5repack", args...).CombinedOutput(); err != nil {
+			t.Fatalf("h5repack %v: %v\n%s", args, err, b)
 		}
 		r2, err := InspectHDF5(out)
 		if err != nil {

@@ -133,7 +133,7 @@ func datasetReport(d *hdf5.Dataset) DatasetReport {
 
 // recommendHDF5 sets ReadAmp and the advice from the image datasets.
 func (r *SourceReport) recommendHDF5() {
-	var bad []string
+	var bad []DatasetReport
 	var worst DatasetReport
 	var unreadable []string
 	lzf := false
@@ -151,7 +151,7 @@ func (r *SourceReport) recommendHDF5() {
 			r.ReadAmp, worst = d.ReadAmp, d
 		}
 		if d.ReadAmp > 1.5 {
-			bad = append(bad, d.Path)
+			bad = append(bad, d)
 		}
 	}
 	var advice []string
@@ -160,10 +160,9 @@ func (r *SourceReport) recommendHDF5() {
 	}
 	switch {
 	case len(bad) > 0:
-		s := worst.Shape
-		advice = append(advice, fmt.Sprintf("%d image datasets are chunked %v: a one-frame read decompresses %.0fx the frame it returns (%s per %s frame). Rechunk to one frame per chunk: h5repack -l %s:CHUNK=1x%dx%dx%d %s OUT.h5, or convert to Zarr with 1-frame chunks: pipetrain data import %s DST",
+		advice = append(advice, fmt.Sprintf("%d image datasets are chunked over frames (%v): a one-frame read decompresses up to %.0fx the frame it returns (%s per %s frame). Rechunk to one frame per chunk: %s %s OUT.h5, or convert to Zarr with 1-frame chunks: pipetrain data import %s DST",
 			len(bad), worst.Chunks, r.ReadAmp, dataset.HumanBytes(worst.ChunkBytes), dataset.HumanBytes(worst.FrameBytes),
-			strings.Join(bad, ","), s[1], s[2], s[3], r.Path, r.Path))
+			repackCommand(bad), r.Path, r.Path))
 		if lzf {
 			advice = append(advice, "h5repack reads this file's LZF datasets only with h5py's LZF filter as an HDF5 plugin (HDF5_PLUGIN_PATH); pipetrain data import decodes LZF itself")
 		}
@@ -173,6 +172,25 @@ func (r *SourceReport) recommendHDF5() {
 		advice = append(advice, "no (T,H,W,3) uint8 image datasets")
 	}
 	r.Recommendation = strings.Join(advice, ". ")
+}
+
+// repackCommand is the h5repack command (less its files) that gives the
+// datasets 1-frame chunks: one -l per frame shape.
+func repackCommand(ds []DatasetReport) string {
+	var shapes []string
+	paths := map[string][]string{}
+	for _, d := range ds {
+		layout := fmt.Sprintf("CHUNK=1x%dx%dx%d", d.Shape[1], d.Shape[2], d.Shape[3])
+		if paths[layout] == nil {
+			shapes = append(shapes, layout)
+		}
+		paths[layout] = append(paths[layout], d.Path)
+	}
+	cmd := "h5repack"
+	for _, l := range shapes {
+		cmd += fmt.Sprintf(" -l %s:%s", strings.Join(paths[l], ","), l)
+	}
+	return cmd
 }
 
 // InspectMP4 reports the video streams of an MP4 file, or of the cameras
