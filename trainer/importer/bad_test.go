@@ -214,3 +214,15 @@ with h5py.File(d + '/uneven.h5', 'w') as f:
 	failImport(t, corrupt, Options{}, "corrupt.h5", "dataset cam rows", "inflate() failed")
 	failImport(t, filepath.Join(dir, "gz.h5"), Options{Keys: []string{"nope"}}, "gz.h5", "dataset nope")
 }
+
+// TestImportNoCamera checks a robomimic file whose images are not
+// (T,H,W,3) uint8 is refused, saying what was found.
+func TestImportNoCamera(t *testing.T) {
+	dir := t.TempDir()
+	python(t, dir, `
+with h5py.File(d + '/chw.h5', 'w') as f:
+    f.create_dataset('data/demo_0/obs/agentview_image', data=np.zeros((5, 3, 8, 8), 'u1'))
+    f.create_dataset('data/demo_0/actions', data=np.zeros((5, 2)))
+`)
+	failImport(t, filepath.Join(dir, "chw.h5"), Options{}, "chw.h5", "no (T,H,W,3) uint8 camera", "data/demo_0/obs/agentview_image is |u1 [5 3 8 8]")
+}

@@ -114,6 +114,9 @@ func planRobomimic(h *h5src, names []string, o Options) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(cams) == 0 {
+		return nil, fmt.Errorf("import %s: no (T,H,W,3) uint8 camera among the observations of %s (%s)", h.path, demo(order[0]), strings.Join(p.notes, "; "))
+	}
 	for _, k := range order {
 		if err := h.addDemo(p, demo(k), demo(order[0]), append(append([]string(nil), cams...), vecs...)); err != nil {
 			return nil, err
