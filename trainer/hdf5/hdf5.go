@@ -84,9 +84,6 @@ func Open(path string) (*File, error) {
 	return &File{path: path, id: id}, nil
 }
 
-// Path is the file's path as opened.
-func (f *File) Path() string { return f.path }
-
 // Close closes the file.
 func (f *File) Close() error {
 	lock()
