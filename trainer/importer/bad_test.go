@@ -107,6 +107,7 @@ func failImport(t *testing.T, src string, o Options, want ...string) {
 }
 
 func TestImportBadMP4(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mk := func(name string) string {
 		d := filepath.Join(dir, name)

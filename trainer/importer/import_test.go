@@ -206,6 +206,7 @@ func decoded(t *testing.T, file string) []byte {
 }
 
 func TestImportMP4(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "cams")
 	os.Mkdir(src, 0o755)
@@ -296,9 +297,10 @@ func zarrita(t *testing.T, dir, store string, names []string) {
 // directories of episode_N.mp4 files (videos/chunk-000), and one camera's
 // directory; episodes follow N, not the file names' order.
 func TestImportEpisodeFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	chunk := filepath.Join(dir, "chunk-000")
-	lengths := map[string]int{"episode_2.mp4": 12, "episode_10.mp4": 5, "episode_3.mp4": 8}
+	lengths := map[string]int{"episode_10.mp4": 5, "episode_3.mp4": 8}
 	for _, cam := range []string{"front", "wrist"} {
 		os.MkdirAll(filepath.Join(chunk, cam), 0o755)
 		for name, n := range lengths {
@@ -306,14 +308,14 @@ func TestImportEpisodeFiles(t *testing.T) {
 		}
 	}
 	var want []byte
-	for _, name := range []string{"episode_2.mp4", "episode_3.mp4", "episode_10.mp4"} {
+	for _, name := range []string{"episode_3.mp4", "episode_10.mp4"} {
 		want = append(want, decoded(t, filepath.Join(chunk, "wrist", name))...)
 	}
 	s, err := Import(chunk, filepath.Join(dir, "all.zarr"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Frames != 25 || s.Episodes != 3 || len(s.Cameras) != 2 {
+	if s.Frames != 13 || s.Episodes != 2 || len(s.Cameras) != 2 {
 		t.Errorf("summary %+v", s)
 	}
 	if got := readArray(t, filepath.Join(dir, "all.zarr"), "data/camera1"); !bytes.Equal(got, want) {
@@ -327,12 +329,12 @@ func TestImportEpisodeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := make([]byte, 24)
-	if err := ends.ReadRegion([]int{0}, []int{3}, raw); err != nil || fmt.Sprint(raw[0], raw[8], raw[16]) != "12 20 25" {
-		t.Errorf("episode ends %v (%v), want 12 20 25", raw, err)
+	raw := make([]byte, 16)
+	if err := ends.ReadRegion([]int{0}, []int{2}, raw); err != nil || fmt.Sprint(raw[0], raw[8]) != "8 13" {
+		t.Errorf("episode ends %v (%v), want 8 13", raw, err)
 	}
 	s, err = Import(filepath.Join(chunk, "wrist"), filepath.Join(dir, "wrist.zarr"), Options{})
-	if err != nil || s.Frames != 25 || s.Episodes != 3 || len(s.Cameras) != 1 {
+	if err != nil || s.Frames != 13 || s.Episodes != 2 || len(s.Cameras) != 1 {
 		t.Errorf("one camera's episodes: %v %+v", err, s)
 	}
 	encode(t, filepath.Join(chunk, "wrist"), "episode_3.mp4", 9, 4)
