@@ -46,9 +46,10 @@ void pt_last_error(char *buf, size_t n) {
 
 // ---- LZF (h5py's filter 32000), decode only ----
 
-// lzf_decompress is liblzf's decoder (BSD-2-Clause, Marc Lehmann): returns
-// the decoded length, or 0 with errno E2BIG (output too small) or EINVAL.
-static unsigned lzf_decompress(const unsigned char *ip, unsigned in_len, unsigned char *out, unsigned out_len) {
+// pt_lzf_decompress decodes liblzf's format (as h5py's filter writes it):
+// returns the decoded length, or 0 with errno E2BIG (output too small) or
+// EINVAL. FuzzLZF checks it against a Go decoder.
+unsigned pt_lzf_decompress(const unsigned char *ip, unsigned in_len, unsigned char *out, unsigned out_len) {
 	const unsigned char *in_end = ip + in_len;
 	unsigned char *op = out, *out_end = out + out_len;
 	while (ip < in_end) {
@@ -87,7 +88,7 @@ static size_t lzf_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_val
 	for (int tries = 0; tries < 32; tries++) {
 		unsigned char *out = malloc(out_size);
 		if (!out) return 0;
-		unsigned got = lzf_decompress(*buf, (unsigned)nbytes, out, (unsigned)out_size);
+		unsigned got = pt_lzf_decompress(*buf, (unsigned)nbytes, out, (unsigned)out_size);
 		if (got > 0) {
 			free(*buf);
 			*buf = out;

@@ -40,5 +40,6 @@ hid_t pt_open(const char *path);
 int pt_list_datasets(hid_t file, char **out, size_t *n);
 hid_t pt_dataset_open(hid_t file, const char *path, pt_info *info);
 int pt_read_rows(hid_t dset, hsize_t start, hsize_t n, void *buf);
+unsigned pt_lzf_decompress(const unsigned char *in, unsigned in_len, unsigned char *out, unsigned out_len);
 
 #endif
