@@ -14,13 +14,17 @@ import (
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/trainer/episodes"
 	"github.com/pipetop/pipetop/trainer/loader"
 	"github.com/pipetop/pipetop/trainer/torch"
 )
 
 // TrainConfig is what `pipetrain train` runs.
 type TrainConfig struct {
-	Data      string // Zarr replay buffer
+	Data string // Zarr replay buffer
+	// Cameras names the camera arrays under data/ (empty: the loader's
+	// default camera0..camera3); the state and action keep theirs.
+	Cameras   []string
 	Name      string // trainer name shown in pipetop (socket NAME.PID.sock)
 	Shim      string // libpipetorch.so; empty: torch.FindShim
 	Batch     int
@@ -204,7 +208,12 @@ func (s *Session) resume() error {
 }
 
 func (c TrainConfig) loaderConfig(batch int, startSample int64) loader.Config {
-	return loader.Config{Dir: c.Data, Batch: batch, Workers: c.Workers, Sampler: c.Sampler,
+	var keys episodes.Keys
+	if len(c.Cameras) > 0 {
+		keys = episodes.DefaultKeys
+		keys.Cameras = c.Cameras
+	}
+	return loader.Config{Dir: c.Data, Keys: keys, Batch: batch, Workers: c.Workers, Sampler: c.Sampler,
 		Seed: uint64(c.Seed), StartSample: startSample, CacheBytes: int64(c.CacheMB) << 20,
 		Rank: c.Rank.Rank, World: c.Rank.World}
 }

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/episodes"
+	"github.com/pipetop/pipetop/trainer/importer"
 )
 
 const dataUsage = `usage: pipetrain data <command> [flags]
@@ -19,13 +22,22 @@ commands:
   gen      --out DIR --episodes N --frames N --chunk-frames N|auto --codec NAME
            [--format 2|3] [--shard-frames N]
            write a procedural 4-camera replay buffer
-  inspect  DIR [--json]
-           show the Zarr format, arrays, chunking, shards, codecs, files,
+  inspect  DIR|FILE.h5|FILE.mp4 [--json]
+           a Zarr store: its format, arrays, chunking, shards, codecs, files,
            sizes and the read amplification random training windows will
-           cause, with a recommendation
+           cause, with a recommendation; an HDF5 file: each dataset's shape,
+           dtype, chunks and filters and what a one-frame read decompresses;
+           an MP4 file or a directory of them: each video stream's codec,
+           size, frames, rate, keyframe interval and the frames a one-frame
+           read decodes
   rechunk  SRC DST --chunk-frames N [--codec NAME] [--format 2|3] [--shard-frames N]
            copy SRC to DST with new chunking, in Zarr v2 or v3, optionally
            in v3 shards of N frames (SRC is never modified)
+  import   SRC DST [--keys K1,K2] [--fps N] [--episode-ends FILE]
+           convert an HDF5 file (robomimic's data/demo_N layout, or a flat
+           file of arrays) or MP4 cameras (a directory of per-camera files,
+           or LeRobot's episode_N.mp4 files per camera directory) into a
+           Zarr v3 replay buffer with 1-frame camera chunks in shards
 
 Zarr v2 and v3 stores are both read; which one a store is, is detected.
 
@@ -45,11 +57,13 @@ func runData(args []string) error {
 		return dataInspect(args[1:])
 	case "rechunk":
 		return dataRechunk(args[1:])
+	case "import":
+		return dataImport(args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(dataUsage)
 		return nil
 	}
-	return fmt.Errorf("data: unknown command %q (want gen, inspect or rechunk)", args[0])
+	return fmt.Errorf("data: unknown command %q (want gen, inspect, rechunk or import)", args[0])
 }
 
 const codecHelp = "compressor: blosc-lz4 (zarr's default), blosc-lz4hc, blosc-zstd, blosc-blosclz, blosc-zlib, zstd, lz4, zlib, gzip or none"
@@ -159,7 +173,7 @@ func (w *windowFlags) window() episodes.WindowParams {
 }
 
 func dataInspect(args []string) error {
-	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR [--json]\n\n")
+	fs := newFlagSet("data inspect", "usage: pipetrain data inspect DIR|FILE.h5|FILE.mp4 [--json]\n\nDIR is a Zarr store, or a directory of MP4 cameras (as data import reads\nthem). The cache, batch and window flags apply to Zarr stores.\n\n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cacheMB := fs.Int64("cache-mb", 0, "the loader's decoded-chunk cache to model, in MiB (0: 1024, train's default)")
 	batch := fs.Int("batch", 0, "the batch size to model (0: 8, train's default)")
@@ -169,7 +183,13 @@ func dataInspect(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("data inspect: want one dataset directory, got %d arguments", len(pos))
+		return fmt.Errorf("data inspect: want one dataset directory or file, got %d arguments", len(pos))
+	}
+	if src, ok, err := inspectSource(pos[0]); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		return printReport(src, *asJSON)
 	}
 	if *cacheMB < 0 || *batch < 0 {
 		return fmt.Errorf("data inspect: --cache-mb %d and --batch %d must not be negative", *cacheMB, *batch)
@@ -178,12 +198,46 @@ func dataInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return printReport(r, *asJSON)
+}
+
+// report is an inspect report: Zarr's or a source file's.
+type report interface{ WriteText(io.Writer) error }
+
+func printReport(r report, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
 	return r.WriteText(os.Stdout)
+}
+
+// inspectSource inspects p when it is an HDF5 or MP4 file or a directory
+// that is not a Zarr store (MP4 cameras); ok is false for Zarr stores and
+// other files.
+func inspectSource(p string) (r report, ok bool, err error) {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".h5", ".hdf5":
+		r, err = importer.InspectHDF5(p)
+		return r, true, err
+	case ".mp4":
+		r, err = importer.InspectMP4(p)
+		return r, true, err
+	}
+	st, err := os.Stat(p)
+	if err != nil || !st.IsDir() {
+		return nil, false, nil
+	}
+	for _, meta := range []string{"zarr.json", ".zgroup", ".zarray"} {
+		if _, err := os.Stat(filepath.Join(p, meta)); err == nil {
+			return nil, false, nil
+		}
+	}
+	if r, err = importer.InspectMP4(p); err != nil {
+		return nil, true, fmt.Errorf("data inspect %s: not a Zarr store (no zarr.json, .zgroup or .zarray), nor MP4 cameras: %w", p, err)
+	}
+	return r, true, nil
 }
 
 func dataRechunk(args []string) error {
@@ -208,4 +262,59 @@ func dataRechunk(args []string) error {
 	}
 	fmt.Printf("rechunked %s -> %s (chunk frames %d%s) in %.1fs, verified\n", pos[0], pos[1], *chunk, shards, time.Since(t0).Seconds())
 	return nil
+}
+
+func dataImport(args []string) error {
+	fs := newFlagSet("data import", `usage: pipetrain data import SRC DST [--keys K1,K2] [--fps N] [--episode-ends FILE]
+
+Converts SRC into a Zarr v3 replay buffer at DST (which must not exist):
+cameras as data/camera0.. with 1-frame chunks in shards, low-dim arrays
+concatenated into data/state (float32), the action into data/action
+(float32), and meta/episode_ends.
+
+SRC is an .h5/.hdf5 file, a directory of MP4 cameras or one .mp4 file:
+  robomimic HDF5   data/demo_N/obs/<key> and data/demo_N/actions: each demo an
+                   episode (in the order of N); (T,H,W,3) uint8 keys are
+                   cameras, (T,) and (T,D) number keys the state
+  flat HDF5        (T,H,W,3) uint8 datasets are cameras, a dataset named
+                   action or actions the action, other (T,) and (T,D) number
+                   datasets the state; meta/episode_ends, if present, the
+                   episodes (else one)
+  MP4 directory    one camera per file (its first video stream), frames
+                   aligned by index, decoded by ffmpeg; episodes from
+                   --episode-ends or SRC/episode_ends.txt|.json, else one
+                   (one .mp4 file: one camera, episodes from --episode-ends)
+  episode files    a directory of episode_N.mp4 files is one camera, a
+                   directory of such directories one camera each (LeRobot's
+                   videos/chunk-000): the files are the episodes, in order
+                   of N, their frame counts equal across cameras
+
+Streams with bounded memory (a shard of frames per camera), writes into
+DST.tmp-PID, reads every slab back and renames it into place at the end;
+nothing is left at DST on failure.
+
+`)
+	keys := fs.String("keys", "", "comma-separated: robomimic observation keys, flat HDF5 dataset paths, or MP4 camera file names (default: all that map)")
+	fps := fs.Float64("fps", 0, "frame rate recorded in DST (default: the videos'); lets a variable-rate video in, its frames taken as stored")
+	ends := fs.String("episode-ends", "", "MP4 directories: a file of episode end frames (integers, or a JSON array)")
+	codec := fs.String("codec", "blosc-lz4", "compressor for DST, one Zarr v3 has: blosc-lz4, blosc-lz4hc, blosc-zstd, blosc-blosclz, blosc-zlib, zstd, gzip or none")
+	shards := fs.Int("shard-frames", 0, "camera shard length in frames (0: up to 1000 frames within 64 MiB)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("data import: want SRC and DST, got %d arguments", len(pos))
+	}
+	var kl []string
+	if *keys != "" {
+		kl = strings.Split(*keys, ",")
+	}
+	fmt.Printf("importing %s -> %s\n", pos[0], pos[1])
+	s, err := importer.Import(pos[0], pos[1], importer.Options{Keys: kl, FPS: *fps, EpisodeEnds: *ends, Codec: *codec,
+		ShardFrames: *shards, Progress: os.Stdout})
+	if err != nil {
+		return err
+	}
+	return s.WriteText(os.Stdout)
 }

@@ -19,6 +19,10 @@ import (
 // trainFlags registers the flags shared by train and bisect.
 func trainFlags(fs *flag.FlagSet, cfg *trainer.TrainConfig) {
 	fs.StringVar(&cfg.Data, "data", "", "Zarr replay buffer to train on (required; make one with: pipetrain data gen)")
+	fs.Func("cameras", "comma-separated camera keys under data/ (default camera0,camera1,camera2,camera3; pipetrain data import prints the ones it wrote)", func(v string) error {
+		cfg.Cameras = strings.Split(v, ",")
+		return nil
+	})
 	fs.StringVar(&cfg.Model.Preset, "preset", "small", "model size: tiny (tests), small (CPU demo) or seed (~50M-param DiT)")
 	fs.IntVar(&cfg.Batch, "batch", 8, "samples per step")
 	fs.IntVar(&cfg.Workers, "workers", 2, "loader decode workers (0 decodes inline on the training thread)")
