@@ -123,7 +123,7 @@ class Counts:
         the extent's bytes when it reads in place)."""
         if not self.modelled:
             return 0, _extent(sel, self.shape, self.strides) * self.itemsize
-        if _is_int(sel) and self.shape:
+        if (type(sel) is int or _is_int(sel)) and self.shape:
             base = (int(sel) % self.shape[0] // self.chunks[0]) * self.down[0]  # type: ignore[index]
             ids = [base + r for r in self.rest] if len(self.rest) > 1 else [base]
         else:
