@@ -220,6 +220,17 @@ class TestH5Watch(unittest.TestCase):
         self.assertEqual(len(got), 1)
         return dict(zip(h5watch.FIELDS, got[0]["c"]))["forked_reads"]
 
+    def test_the_files_opened_are_bounded(self) -> None:
+        saved = dict(h5watch._opened)
+        self.addCleanup(lambda: (h5watch._opened.clear(), h5watch._opened.update(saved)))
+        h5watch._opened.clear()
+        h5watch.opened(-1, 1)  # a parent's file
+        for fid in range(2 * h5watch.MAX_OPENED):
+            h5watch.opened(fid, os.getpid())
+        self.assertLessEqual(len(h5watch._opened), h5watch.MAX_OPENED)
+        self.assertEqual(h5watch._opened[-1], 1, "another process's file is kept")
+        self.assertEqual(h5watch._opened[2 * h5watch.MAX_OPENED - 1], os.getpid())
+
     def test_loader_fields_through_readwatch(self) -> None:
         path = self.write("l.h5", chunks=(60,) + FRAME, compression="gzip")
         with h5py.File(path, "r") as f:

@@ -80,8 +80,10 @@ _current: contextvars.ContextVar[bool] = contextvars.ContextVar("pipetop_h5_read
 
 # The pid that opened each file, by the file's HDF5 id (kept across a
 # fork: a child reading through an id its parent opened finds the
-# parent's pid here).
+# parent's pid here); at most MAX_OPENED, this process's oldest dropped
+# first.
 _opened: Dict[int, int] = {}
+MAX_OPENED = 4096
 
 
 class Counts:
@@ -489,11 +491,20 @@ def _file_init_wrapper(orig: Callable) -> Callable:
         orig(self, name, *args, **kwargs)
         if not isinstance(name, object_id):
             try:
-                _opened[self.id.id] = os.getpid()
+                opened(self.id.id, os.getpid())
             except Exception:  # noqa: BLE001
                 pass
 
     return _wrapped(__init__, orig)
+
+
+def opened(fid: int, pid: int) -> None:
+    """Remember that pid opened the file whose HDF5 id is fid."""
+    if len(_opened) >= MAX_OPENED:
+        mine = [k for k, p in _opened.items() if p == pid]
+        for k in mine[: max(1, len(mine) // 2)]:
+            del _opened[k]
+    _opened[fid] = pid
 
 
 def _wrapped(fn: Callable, orig: Callable) -> Callable:
