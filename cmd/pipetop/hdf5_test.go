@@ -75,7 +75,10 @@ func between(s, prefix string) string {
 		return ""
 	}
 	rest := s[i+len(prefix):]
-	return prefix + rest[:strings.IndexByte(rest, '`')]
+	if j := strings.IndexByte(rest, '`'); j >= 0 {
+		rest = rest[:j]
+	}
+	return prefix + rest
 }
 
 // TestRunHDF5TrajectoryChunks runs a plain PyTorch loop over an HDF5 file
