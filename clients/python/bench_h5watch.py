@@ -10,9 +10,11 @@ thread's CPU time), the cost of counting per read and that cost over the
 plain read. The target is at most 2 % of a one-frame read on 1-frame
 chunks (the first case: the layout pipetop's advice leads to).
 
-Cases: 1-frame gzip chunks through a Dataset the loop keeps; the same
-opening the dataset by name for each read (f[name][i]); one-frame reads of
-60-frame lzf chunks (amplified, the chunk decoded on every read).
+Cases: 1-frame gzip chunks of smooth frames (they inflate fastest: the
+worst case for the share) through a Dataset the loop keeps; the same with
+camera-like noise (+-8 levels); the smooth ones opening the dataset by name
+for each read (f[name][i]); one-frame reads of 60-frame lzf chunks
+(amplified, the chunk decoded on every read).
 
 Run: /usr/bin/python3 clients/python/bench_h5watch.py [--pairs N] [--reads N]
 """
@@ -39,10 +41,15 @@ from pipetop_publish.auto import _Patches  # noqa: E402
 FRAMES, SIDE = 300, 84
 
 
-def write(path: str, chunk: int, compression: str) -> None:
+def write(path: str, chunk: int, compression: str, noise: int = 0) -> None:
+    """FRAMES smooth frames (plus uniform noise of +-noise levels, as a
+    camera's), chunk frames per chunk."""
     yy, xx = np.mgrid[0:SIDE, 0:SIDE].astype(np.float32)
     t = np.arange(FRAMES, dtype=np.float32)[:, None, None]
-    img = np.stack([np.sin(xx / 5 + t / 9 + c) * 100 + 120 for c in range(3)], axis=-1).astype(np.uint8)
+    img = np.stack([np.sin(xx / 5 + t / 9 + c) * 100 + 120 for c in range(3)], axis=-1)
+    if noise:
+        img += np.random.default_rng(1).integers(-noise, noise + 1, img.shape)
+    img = img.clip(0, 255).astype(np.uint8)
     with h5py.File(path, "w") as f:
         f.create_dataset("obs/image", data=img, chunks=(chunk, SIDE, SIDE, 3), compression=compression)
 
@@ -82,12 +89,14 @@ def main() -> None:
     args = ap.parse_args()
     d = tempfile.mkdtemp()
     try:
-        frame, traj = os.path.join(d, "frame.h5"), os.path.join(d, "traj.h5")
+        frame, camera, traj = (os.path.join(d, n) for n in ("frame.h5", "camera.h5", "traj.h5"))
         write(frame, 1, "gzip")
+        write(camera, 1, "gzip", noise=8)
         write(traj, 60, "lzf")
-        f, g = h5py.File(frame, "r"), h5py.File(traj, "r")
-        ds, dt = f["obs/image"], g["obs/image"]
+        f, fc, g = h5py.File(frame, "r"), h5py.File(camera, "r"), h5py.File(traj, "r")
+        ds, dc, dt = f["obs/image"], fc["obs/image"], g["obs/image"]
         cases = [("1-frame gzip chunks, dset[i]", lambda i: ds[i], args.reads),
+                 ("same, camera-like noise", lambda i: dc[i], args.reads),
                  ("1-frame gzip chunks, f[name][i]", lambda i: f["obs/image"][i], args.reads),
                  ("60-frame lzf chunks, dset[i]", lambda i: dt[i], max(20, args.reads // 30))]
         print("%-32s %12s %12s %10s %9s   (medians of %d alternating block pairs; wall, then thread CPU)"
@@ -101,8 +110,8 @@ def main() -> None:
                 cost = statistics.median(c - p for c, p in zip(got["counted_" + kind], got["plain_" + kind]))
                 print("%-32s %12.1f %12.1f %10.2f %8.2f %%   %s" % (name if kind == "wall" else "", plain, counted,
                                                                    cost, 100 * cost / plain, kind))
-        f.close()
-        g.close()
+        for h in (f, fc, g):
+            h.close()
     finally:
         shutil.rmtree(d)
 

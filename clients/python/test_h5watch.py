@@ -224,12 +224,12 @@ class TestH5Watch(unittest.TestCase):
         saved = dict(h5watch._opened)
         self.addCleanup(lambda: (h5watch._opened.clear(), h5watch._opened.update(saved)))
         h5watch._opened.clear()
-        h5watch.opened(-1, 1)  # a parent's file
-        for fid in range(2 * h5watch.MAX_OPENED):
-            h5watch.opened(fid, os.getpid())
+        h5watch.opened(b"parent.h5", 1, 1 << 20, 521)  # a parent's file
+        for i in range(2 * h5watch.MAX_OPENED):
+            h5watch.opened(b"%d.h5" % i, os.getpid(), 1 << 20, 521)
         self.assertLessEqual(len(h5watch._opened), h5watch.MAX_OPENED)
-        self.assertEqual(h5watch._opened[-1], 1, "another process's file is kept")
-        self.assertEqual(h5watch._opened[2 * h5watch.MAX_OPENED - 1], os.getpid())
+        self.assertEqual(h5watch._opened[b"parent.h5"][0], 1, "another process's file is kept")
+        self.assertIn(b"%d.h5" % (2 * h5watch.MAX_OPENED - 1), h5watch._opened)
 
     def test_loader_fields_through_readwatch(self) -> None:
         path = self.write("l.h5", chunks=(60,) + FRAME, compression="gzip")

@@ -52,7 +52,6 @@ own to the main process, see ``workerlink`` and ``readwatch``).
 from __future__ import annotations
 
 import collections
-import contextvars
 import math
 import os
 import threading
@@ -74,15 +73,12 @@ _CALLS, _CHUNKS, _DECODED, _RETURNED, _READ_NS, _FORKED = range(len(FIELDS))
 _FILTERS = {1: "gzip", 4: "szip", 32000: "lzf"}
 _SHUFFLE, _FLETCHER32, _NBIT, _SCALEOFFSET = 2, 3, 5, 6
 
-# The dataset whose read is in progress in this context (a subclass's
-# __getitem__ calling h5py's is one read).
-_current: contextvars.ContextVar[bool] = contextvars.ContextVar("pipetop_h5_read", default=False)
-
-# The pid that opened each file, by the file's HDF5 id (kept across a
-# fork: a child reading through an id its parent opened finds the
+# The last File opened by each name (as HDF5 names the file): the pid
+# that opened it and the bytes and slots of its chunk cache (kept across a
+# fork: a child reading through a file its parent opened finds the
 # parent's pid here); at most MAX_OPENED, this process's oldest dropped
 # first.
-_opened: Dict[int, int] = {}
+_opened: Dict[bytes, Tuple[int, int, int]] = {}
 MAX_OPENED = 4096
 
 
@@ -90,19 +86,26 @@ class Counts:
     """One dataset (file and path) of this process: what it is, its
     counters since the last take and the model of its chunk cache."""
 
-    __slots__ = ("key", "info", "c", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
-                 "cap", "nslots", "down", "rest", "strides", "cache", "slots", "live")
+    __slots__ = ("key", "info", "c", "taken", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
+                 "cap", "nslots", "down", "rest", "strides", "cache", "slots", "live", "rows", "per_chunk")
 
     def __init__(self, key: str, info: Dict[str, Any], shape: Tuple[int, ...], chunks: Optional[Tuple[int, ...]],
                  itemsize: int, filtered: bool, cache_bytes: int, nslots: int) -> None:
         self.key, self.info = key, info
+        # Counters since the run began (only ever incremented, so a read
+        # needs no lock: take() sends what they gained since taken).
         self.c = [0] * len(FIELDS)
+        self.taken = [0] * len(FIELDS)
         self.shape, self.chunks, self.itemsize, self.filtered = shape, chunks, itemsize, filtered
         self.strides = _strides(shape)
         self.chunk_bytes = math.prod(chunks) * itemsize if chunks else 0
         n = [-(-s // c) for s, c in zip(shape, chunks)] if chunks else []
         self.down = _strides(tuple(n))  # linear chunk index = sum(coord * down)
         self.rest = _rest_offsets(n, self.down) if n else [0]
+        # dset[i] touches one chunk when the chunks span the other axes:
+        # chunk i // per_chunk of rows (the int fast path of read).
+        self.rows = shape[0] if shape else 0
+        self.per_chunk = chunks[0] if chunks and len(self.rest) == 1 and self.rows else 0
         self.cache: "collections.OrderedDict[int, None]" = collections.OrderedDict()
         self.slots: Dict[int, int] = {}
         self.live: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -119,6 +122,39 @@ class Counts:
         self.modelled = bool(self.chunks) and (self.filtered or fits)
         self.cap = min(nslots, cache_bytes // self.chunk_bytes) if fits else 0
         self.nslots = max(1, nslots)
+
+    def read(self, sel: Any, returned: int, dt: int, forked: bool) -> None:
+        """Count one read of sel that returned bytes in dt ns. Reads of
+        one dataset from several threads at the same instant may lose one
+        read's counts (no lock: this is on every read's path)."""
+        c = self.c
+        pc = self.per_chunk
+        if type(sel) is int and pc and self.modelled:
+            n = 1
+            if self.cap:
+                k = sel % self.rows // pc
+                cache = self.cache
+                if k in cache:
+                    cache.move_to_end(k)
+                    n = 0
+                else:
+                    self._miss(k)
+            c[_CHUNKS] += n
+            c[_DECODED] += n * self.chunk_bytes
+        else:
+            if _names(sel):
+                return  # h5py reads the fields through a second, counted call
+            try:
+                n, nb = self.decoded(sel)
+            except Exception:  # noqa: BLE001 - an unusual selection: as read
+                n, nb = 0, returned
+            c[_CHUNKS] += n
+            c[_DECODED] += nb
+        c[_CALLS] += 1
+        c[_RETURNED] += returned
+        c[_READ_NS] += dt
+        if forked:
+            c[_FORKED] += 1
 
     def decoded(self, sel: Any) -> Tuple[int, int]:
         """The chunks a read of sel decodes and their bytes (chunks 0 and
@@ -141,22 +177,28 @@ class Counts:
     def _through_cache(self, ids: List[int]) -> int:
         """How many of the chunks ids the modelled cache does not hold
         (each one is then decoded and kept)."""
-        cache, slots, n = self.cache, self.slots, 0
+        cache, n = self.cache, 0
         for k in ids:
             if k in cache:
                 cache.move_to_end(k)
-                continue
-            n += 1
-            s = k % self.nslots
-            old = slots.get(s)
-            if old is not None:
-                del cache[old]
-            elif len(cache) >= self.cap:
-                ev, _ = cache.popitem(last=False)
-                del slots[ev % self.nslots]
-            cache[k] = None
-            slots[s] = k
+            else:
+                n += 1
+                self._miss(k)
         return n
+
+    def _miss(self, k: int) -> None:
+        """Chunk k was decoded: the modelled cache keeps it, evicting the
+        chunk in its slot, or else the least recently used when full."""
+        cache, slots = self.cache, self.slots
+        s = k % self.nslots
+        old = slots.get(s)
+        if old is not None:
+            del cache[old]
+        elif len(cache) >= self.cap:
+            ev, _ = cache.popitem(last=False)
+            del slots[ev % self.nslots]
+        cache[k] = None
+        slots[s] = k
 
 
 class Handle:
@@ -176,7 +218,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._datasets: Dict[str, Counts] = {}
+        self._datasets: Dict[Tuple[bytes, bytes], Counts] = {}
         self._handles: Dict[int, Handle] = {}
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
@@ -202,44 +244,29 @@ class Registry:
     def _make(self, dsid: Any) -> Tuple[Optional[Counts], bool]:
         import h5py  # noqa: PLC0415 - only reached once h5py is imported
 
-        fname = _text(h5py.h5f.get_name(dsid))
-        path = _text(h5py.h5i.get_name(dsid) or b"")
-        fid = h5py.h5i.get_file_id(dsid)
-        open_pid = _opened.get(fid.id, 0)
-        forked = open_pid not in (0, os.getpid())
-        key = os.path.abspath(fname) + ":" + path
+        fname = h5py.h5f.get_name(dsid)
+        key = (fname, h5py.h5i.get_name(dsid) or b"")
+        opened = _opened.get(fname)
+        forked = opened is not None and opened[0] != os.getpid()
         with self._lock:
             c = self._datasets.get(key)
             if c is None:
                 if len(self._datasets) >= MAX_DATASETS:
                     return None, forked
-                c = self._datasets[key] = _counts(dsid, key, os.path.abspath(fname), path, open_pid)
-                c.live.add(dsid)
+                c = self._datasets[key] = _counts(dsid, key, opened)
             elif not any(True for _ in c.live):
-                c.opened(*_cache_of(dsid))  # all its handles were closed: HDF5 dropped its cache
-                c.live.add(dsid)
-            else:
-                c.live.add(dsid)
+                # All its handles were closed: HDF5 dropped its cache.
+                c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
+            c.live.add(dsid)
         return c, forked
 
-    def count(self, h: Handle, sel: Any, returned: int, dt: int) -> None:
-        """Count one read of sel through h: dt ns, returned bytes."""
-        c = h.counts
-        if c is None:
-            return
-        with self._lock:
-            try:
-                n, nb = c.decoded(sel)
-            except Exception:  # noqa: BLE001 - an unusual selection: as read
-                n, nb = 0, returned
-            cc = c.c
-            cc[_CALLS] += 1
-            cc[_CHUNKS] += n
-            cc[_DECODED] += nb
-            cc[_RETURNED] += returned
-            cc[_READ_NS] += dt
-            if h.forked:
-                cc[_FORKED] += 1
+    def count(self, dsid: Any, sel: Any, returned: int, dt: int) -> None:
+        """Count one read of sel through dsid: dt ns, returned bytes."""
+        h = self._handles.get(id(dsid))
+        if h is None or h.ref() is not dsid:
+            h = self.handle(dsid)
+        if h.counts is not None:
+            h.counts.read(sel, returned, dt, h.forked)
 
     def take(self) -> List[Dict[str, Any]]:
         """Each dataset's counters since the last take (datasets without
@@ -247,9 +274,11 @@ class Registry:
         out = []
         with self._lock:
             for c in self._datasets.values():
-                if any(c.c):
-                    out.append({"key": c.key, "info": c.info, "c": c.c})
-                    c.c = [0] * len(FIELDS)
+                now = list(c.c)
+                gained = [a - b for a, b in zip(now, c.taken)]
+                if any(gained):
+                    out.append({"key": c.key, "info": c.info, "c": gained})
+                    c.taken = now
         return out
 
     def add_totals(self, deltas: List[Dict[str, Any]]) -> None:
@@ -298,8 +327,12 @@ class Registry:
 registry = Registry()
 
 
-def _counts(dsid: Any, key: str, fname: str, path: str, open_pid: int) -> Counts:
-    """A dataset's description and counters, read from its property lists."""
+def _counts(dsid: Any, names: Tuple[bytes, bytes], opened: Optional[Tuple[int, int, int]]) -> Counts:
+    """A dataset's description and counters, read from its property lists;
+    names are its file's and its own, opened what File.__init__ noted of
+    its file."""
+    fname, path = os.path.abspath(_text(names[0])), _text(names[1])
+    key = fname + ":" + path
     shape = tuple(int(x) for x in dsid.shape)
     dcpl = dsid.get_create_plist()
     chunks = None
@@ -308,11 +341,11 @@ def _counts(dsid: Any, key: str, fname: str, path: str, open_pid: int) -> Counts
     except Exception:  # noqa: BLE001 - not chunked
         chunks = None
     filt, opts, others = filters(dcpl)
-    nbytes, nslots = _cache_of(dsid)
+    nbytes, nslots = opened[1:] if opened is not None else _cache_of(dsid)
     itemsize = int(dsid.dtype.itemsize)
     info = {"file": fname, "path": path, "shape": list(shape), "chunks": list(chunks or ()),
             "dtype": str(dsid.dtype), "itemsize": itemsize, "filter": filt, "filter_opts": opts,
-            "shuffle": _SHUFFLE in others, "cache_bytes": int(nbytes), "open_pid": open_pid}
+            "shuffle": _SHUFFLE in others, "cache_bytes": int(nbytes), "open_pid": opened[0] if opened is not None else 0}
     filtered = bool(others) or filt != "none"
     return Counts(key, info, shape, chunks, itemsize, filtered, nbytes, nslots)
 
@@ -358,6 +391,11 @@ def _rest_offsets(n: List[int], down: List[int]) -> List[int]:
     for nc, d in zip(n[1:], down[1:]):
         offs = [o + j * d for o in offs for j in range(nc)]
     return offs
+
+
+def _names(sel: Any) -> bool:
+    """Whether sel names compound fields."""
+    return isinstance(sel, str) or (isinstance(sel, tuple) and any(isinstance(s, str) for s in sel))
 
 
 def _plain(sel: Any) -> Any:
@@ -421,21 +459,24 @@ def _extent(sel: Any, shape: Tuple[int, ...], strides: List[int]) -> int:
 
 
 def _getitem_wrapper(orig: Callable) -> Callable:
-    """Dataset.__getitem__: counted when it is the outermost read."""
-    reg = registry
+    """Dataset.__getitem__, counted. h5py's reads call each other only to
+    read compound fields by name: that outer call is not counted (see
+    Counts.read), the one it makes is."""
+    reg, now = registry, _now
 
-    def __getitem__(self: Any, args: Any, *rest: Any, **kwargs: Any) -> Any:
-        if _current.get():
-            return orig(self, args, *rest, **kwargs)
-        token = _current.set(True)
-        t0 = _now()
+    def __getitem__(self: Any, args: Any, new_dtype: Any = None) -> Any:
+        t0 = now()
+        out = orig(self, args) if new_dtype is None else orig(self, args, new_dtype)
+        dt = now() - t0
         try:
-            out = orig(self, args, *rest, **kwargs)
-        finally:
-            _current.reset(token)
-        try:
-            dt = _now() - t0
-            reg.count(reg.handle(self.id), args, int(getattr(out, "nbytes", 0)), dt)
+            # Registry.count, inlined: this is on every read's path.
+            dsid = self._id
+            h = reg._handles.get(id(dsid))
+            if h is None or h.ref() is not dsid:
+                h = reg.handle(dsid)
+            c = h.counts
+            if c is not None:
+                c.read(args, getattr(out, "nbytes", 0), dt, h.forked)
         except Exception:  # noqa: BLE001 - counting is optional
             pass
         return out
@@ -448,19 +489,13 @@ def _read_direct_wrapper(orig: Callable) -> Callable:
     reg = registry
 
     def read_direct(self: Any, dest: Any, source_sel: Any = None, dest_sel: Any = None) -> Any:
-        if _current.get():
-            return orig(self, dest, source_sel, dest_sel)
-        token = _current.set(True)
         t0 = _now()
+        out = orig(self, dest, source_sel, dest_sel)
+        dt = _now() - t0
         try:
-            out = orig(self, dest, source_sel, dest_sel)
-        finally:
-            _current.reset(token)
-        try:
-            dt = _now() - t0
             sel = Ellipsis if source_sel is None else source_sel
             n = _selected(sel, tuple(self.shape))
-            reg.count(reg.handle(self.id), sel, n * int(self.dtype.itemsize), dt)
+            reg.count(self._id, sel, n * int(self.dtype.itemsize), dt)
         except Exception:  # noqa: BLE001 - counting is optional
             pass
         return out
@@ -491,20 +526,23 @@ def _file_init_wrapper(orig: Callable) -> Callable:
         orig(self, name, *args, **kwargs)
         if not isinstance(name, object_id):
             try:
-                opened(self.id.id, os.getpid())
+                fid = self.id
+                _, nslots, nbytes, _ = fid.get_access_plist().get_cache()
+                opened(h5py.h5f.get_name(fid), os.getpid(), int(nbytes), int(nslots))
             except Exception:  # noqa: BLE001
                 pass
 
     return _wrapped(__init__, orig)
 
 
-def opened(fid: int, pid: int) -> None:
-    """Remember that pid opened the file whose HDF5 id is fid."""
-    if len(_opened) >= MAX_OPENED:
-        mine = [k for k, p in _opened.items() if p == pid]
+def opened(name: bytes, pid: int, cache_bytes: int, nslots: int) -> None:
+    """Remember that pid opened the file HDF5 names name, with a chunk
+    cache of cache_bytes and nslots slots."""
+    if len(_opened) >= MAX_OPENED and name not in _opened:
+        mine = [k for k, v in _opened.items() if v[0] == pid]
         for k in mine[: max(1, len(mine) // 2)]:
             del _opened[k]
-    _opened[fid] = pid
+    _opened[name] = (pid, cache_bytes, nslots)
 
 
 def _wrapped(fn: Callable, orig: Callable) -> Callable:
