@@ -108,7 +108,7 @@ class Counts:
         self.per_chunk = chunks[0] if chunks and len(self.rest) == 1 and self.rows else 0
         self.cache: "collections.OrderedDict[int, None]" = collections.OrderedDict()
         self.slots: Dict[int, int] = {}
-        self.live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.live: List[Any] = []  # weak references to its open handles
         self.opened(cache_bytes, nslots)
 
     def opened(self, cache_bytes: int, nslots: int) -> None:
@@ -228,12 +228,12 @@ class Registry:
         h = self._handles.get(id(dsid))
         if h is not None and h.ref() is dsid:
             return h
-        c, forked = None, False
+        c, forked, ref = None, False, weakref.ref(dsid)
         try:
-            c, forked = self._make(dsid)
+            c, forked = self._make(dsid, ref)
         except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
             c = None
-        h = Handle(weakref.ref(dsid), c, forked)
+        h = Handle(ref, c, forked)
         with self._lock:
             if len(self._handles) >= MAX_HANDLES:
                 self._handles = {k: v for k, v in self._handles.items() if v.ref() is not None}
@@ -241,23 +241,25 @@ class Registry:
                 self._handles[id(dsid)] = h
         return h
 
-    def _make(self, dsid: Any) -> Tuple[Optional[Counts], bool]:
+    def _make(self, dsid: Any, ref: Any) -> Tuple[Optional[Counts], bool]:
         import h5py  # noqa: PLC0415 - only reached once h5py is imported
 
         fname = h5py.h5f.get_name(dsid)
         key = (fname, h5py.h5i.get_name(dsid) or b"")
         opened = _opened.get(fname)
-        forked = opened is not None and opened[0] != os.getpid()
+        forked = opened is not None and opened[0] != _pid[0]
         with self._lock:
             c = self._datasets.get(key)
             if c is None:
                 if len(self._datasets) >= MAX_DATASETS:
                     return None, forked
                 c = self._datasets[key] = _counts(dsid, key, opened)
-            elif not any(True for _ in c.live):
-                # All its handles were closed: HDF5 dropped its cache.
-                c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
-            c.live.add(dsid)
+            else:
+                c.live = [r for r in c.live if r() is not None]
+                if not c.live:
+                    # All its handles were closed: HDF5 dropped its cache.
+                    c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
+            c.live.append(ref)
         return c, forked
 
     def count(self, dsid: Any, sel: Any, returned: int, dt: int) -> None:
@@ -528,7 +530,7 @@ def _file_init_wrapper(orig: Callable) -> Callable:
             try:
                 fid = self.id
                 _, nslots, nbytes, _ = fid.get_access_plist().get_cache()
-                opened(h5py.h5f.get_name(fid), os.getpid(), int(nbytes), int(nslots))
+                opened(h5py.h5f.get_name(fid), _pid[0], int(nbytes), int(nslots))
             except Exception:  # noqa: BLE001
                 pass
 
@@ -576,7 +578,11 @@ def patch(h5py: Any, patches: Any) -> bool:
     return True
 
 
+_pid = [os.getpid()]  # this process's
+
+
 def _forked() -> None:
+    _pid[0] = os.getpid()
     registry.forget()
 
 
