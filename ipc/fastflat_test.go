@@ -42,6 +42,7 @@ func TestFastFlatFrames(t *testing.T) {
 		{"empty lists and objects", []byte(`{"type":"loader","loader":{"worker_busy_each":[]}}`), true},
 		{"a repeated key: the last one", []byte(`{"type":"progress","progress":{"t":1,"t":2,"step":0,"done":0}}`), true},
 		{"zarr arrays", []byte(`{"type":"loader","loader":{"t":1,"zarr":[{"path":"a.zarr","bytes_read":5}]}}`), false},
+		{"hdf5 datasets", []byte(`{"type":"loader","loader":{"t":1,"hdf5":[{"file":"/d/a.h5","path":"/img","chunks":[60,84,84,3],"read_amp":60}]}}`), false},
 		{"an escaped string", []byte(`{"type":"loader","loader":{"dataset":"a\"b"}}`), false},
 		{"a non-ASCII string", []byte(`{"type":"loader","loader":{"dataset":"données"}}`), false},
 		{"null", []byte(`{"type":"loader","loader":{"dataset":null}}`), false},

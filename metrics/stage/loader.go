@@ -58,6 +58,10 @@ type LoaderStats struct {
 	// decoded first; BytesRead, BytesDecoded, BytesUsed, DecodeNs and
 	// ReadAmp then sum them.
 	Zarr []ZarrArray `json:"zarr,omitempty"`
+	// HDF5 lists the HDF5 datasets the Python loader read through h5py,
+	// most bytes decoded first; they are in the sums above with Zarr's
+	// (BytesRead and DecodeNs add nothing for them).
+	HDF5 []HDF5Dataset `json:"hdf5,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`

@@ -287,15 +287,19 @@ func InputAdvice(l *stage.LoaderStats) string {
 
 // torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
 // an amplified source's fix first (a Zarr array's rechunking), then the
-// workers.
+// workers; an HDF5 file opened before the workers fork is named last.
 func torchAdvice(l *stage.LoaderStats) string {
+	advice := workersAdvice(l)
 	if z, ok := readAdvice(l); ok {
+		advice = z
 		if Saturated(l) {
-			return z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
+			advice = z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
 		}
-		return z
 	}
-	return workersAdvice(l)
+	if f, ok := hdf5ForkAdvice(l); ok {
+		advice += "; " + f
+	}
+	return advice
 }
 
 // workersAdvice is the DataLoader's workers advice.

@@ -29,6 +29,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 		for _, a := range l.Zarr {
 			fmt.Fprintf(w, "  zarr: %s\n", zarrLine(&a))
 		}
+		for _, d := range l.HDF5 {
+			fmt.Fprintf(w, "  hdf5: %s\n", hdf5Line(&d))
+		}
 	}
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
@@ -73,6 +76,20 @@ func loaderLine(l *stage.LoaderStats) string {
 func zarrLine(a *stage.ZarrArray) string {
 	return fmt.Sprintf("%s chunks %v, %d reads (%.1f frames each), read amplification %.1fx (%s decoded for %s returned)",
 		a.Name(), a.Chunks, a.Calls, a.FramesPerCall(), a.ReadAmp, units.Bytes(float64(a.BytesDecoded)), units.Bytes(float64(a.BytesReturned)))
+}
+
+// hdf5Line describes one HDF5 dataset's reads over the run.
+func hdf5Line(d *stage.HDF5Dataset) string {
+	chunks := "contiguous"
+	if len(d.Chunks) > 0 {
+		chunks = "chunks " + stage.ChunkText(d.Chunks)
+	}
+	line := fmt.Sprintf("%s %s %s, %d reads (%.1f frames each), read amplification %.1fx (%s decompressed for %s returned)",
+		d.Name(), chunks, d.FilterText(), d.Calls, d.FramesPerCall(), d.ReadAmp, units.Bytes(float64(d.BytesDecoded)), units.Bytes(float64(d.BytesReturned)))
+	if d.OpenedBeforeFork {
+		line += fmt.Sprintf("; %d reads through the file opened before the fork", d.ForkedReads)
+	}
+	return line
 }
 
 // hotLines names the hot code of each sampled group that has one.

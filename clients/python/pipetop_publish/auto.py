@@ -56,6 +56,7 @@ from . import plan as _plan
 from . import stacks as _stacks
 from . import summary as _summary
 from . import workers as _workers
+from . import h5watch as _h5watch
 from . import zarrwatch as _zarrwatch
 from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
@@ -678,13 +679,28 @@ def _on_zarr(zarr: Any) -> None:
         sys.stderr.write("pipetop: zarr %s reads not counted: %r\n" % (getattr(zarr, "__version__", "?"), e))
 
 
+_h5py_patches = _Patches()
+
+
+def _on_h5py(h5py: Any) -> None:
+    """h5py was just imported: count the reads of its datasets (a version
+    h5watch does not know is left alone)."""
+    if _h5py_patches.done:
+        return
+    try:
+        _h5watch.patch(h5py, _h5py_patches)
+    except Exception as e:  # noqa: BLE001 - an unexpected h5py: stay out of the way
+        _h5py_patches.undo()
+        sys.stderr.write("pipetop: h5py %s reads not counted: %r\n" % (getattr(h5py, "__version__", "?"), e))
+
+
 def _forked() -> None:
     """A forked child (a DataLoader worker, a user's fork) records nothing."""
     state.active = False
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """Finds one module (torch, zarr) with the other finders and arranges
+    """Finds one module (torch, zarr, h5py) with the other finders and arranges
     for on_import to run on it as soon as it has been executed."""
 
     def __init__(self, name: str, on_import: Callable[[Any], None]) -> None:
@@ -735,7 +751,7 @@ def install() -> bool:
     when PIPETOP_AUTO switches the instrumentation off."""
     if not enabled():
         return False
-    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr)):
+    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr), ("h5py", _on_h5py)):
         if name in sys.modules:
             on_import(sys.modules[name])
         elif not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):

@@ -89,6 +89,9 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 	if len(l.Zarr) > 0 {
 		items = append(items, st.Label.Render("zarr read amp ")+m.amp(l.ReadAmp))
 	}
+	if len(l.HDF5) > 0 {
+		items = append(items, st.Label.Render("hdf5 read amp ")+m.amp(stage.HDF5ReadAmp(l)))
+	}
 	pin := "off"
 	if l.PinMemory {
 		pin = "on"

@@ -21,6 +21,8 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"2 workers busy 90 %", "each 80 % 100 %", "prefetch 2", "pin_memory on"}, []string{"cache hit", "read amp"}},
 		{"torch DataLoader reading zarr", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 2000, Zarr: []stage.ZarrArray{{Path: "data/camera0", ReadAmp: 2000}}},
 			[]string{"zarr read amp 2000.0×"}, []string{"cache hit"}},
+		{"torch DataLoader reading hdf5", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 150, HDF5: []stage.HDF5Dataset{{Path: "/data/img", BytesDecoded: 1500, BytesReturned: 10}}},
+			[]string{"hdf5 read amp 150.0×"}, []string{"zarr read amp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))

@@ -1,0 +1,599 @@
+"""Read amplification of the user's own HDF5 datasets (h5py).
+
+When h5py is imported under the automatic instrumentation, reads of its
+datasets are counted per file and dataset: each outermost
+``Dataset.__getitem__`` and ``Dataset.read_direct`` on any thread, the
+bytes it returned, the chunks it made HDF5 decompress and their decoded
+size, and the time spent. Bytes decoded over bytes returned is the
+dataset's read amplification: ``dset[i]`` of a dataset chunked one
+trajectory (150 frames) at a time decompresses 150 frames to return one.
+
+What is decoded is computed from the selection and the dataset's layout
+(h5py has no per-chunk hook):
+
+* A chunked dataset with filters (gzip, lzf, szip, shuffle, any other)
+  decodes every chunk the selection touches, whole (partial edge chunks
+  too: HDF5 stores them full size).
+* HDF5's chunk cache (per open dataset; h5py's default 1 MiB, 521 slots,
+  or what ``h5py.File(..., rdcc_nbytes=, rdcc_nslots=)`` set, read from the
+  file's access property list when it is opened; from the dataset's own
+  for a file not opened through ``h5py.File``) keeps decoded chunks no larger than its size, so
+  reading the same chunk again may not decode it. This module models that
+  cache per open dataset: a chunk already in the model is not counted
+  again; a chunk larger than the cache is never kept (decoded on every
+  read, as HDF5 does); the model holds as many chunks as fit in the
+  cache's bytes, evicts the least recently used first, and a chunk whose
+  slot (its linear index modulo the slots, as HDF5 hashes) holds another
+  chunk evicts that one. HDF5's own eviction prefers fully read chunks
+  (its ``w0``); the model is plain LRU, so for reads that cover chunks
+  whole the count can differ from HDF5's by the chunks it kept. The model
+  starts empty when a dataset is opened again after all its handles were
+  closed (``f[name][i]`` opens and closes it on every read, and HDF5 drops
+  the cache with it). A read that touches more than ``MAX_MODELLED``
+  chunks is counted in full and empties the model.
+* A contiguous (or compact) dataset, and a chunked one without filters
+  whose chunks do not fit in the cache (HDF5 reads those in place), count
+  the bytes of the selection's extent: from its first element to its last
+  in row-major order. That is an upper bound: HDF5's sieve buffer skips
+  gaps wider than itself.
+
+The filter pipeline is read once per dataset: gzip (level), lzf, szip,
+"none", or the id of a filter this module does not name (never an error).
+A read through a file that another process opened (a DataLoader worker
+reading an ``h5py.File`` the main process opened before the fork) is
+counted in ``forked_reads``: HDF5 is not fork-safe, and such workers share
+one file's state copied from the parent. Files are known by the name HDF5
+gives them: the last ``h5py.File`` opened by that name tells the pid, so a
+worker that opens the file itself and still reads through its parent's
+handle too is not flagged.
+
+Counting never changes what the user's read returns or raises: a read
+that raises is not counted and its exception propagates unchanged. The
+counters live in the process that reads (a DataLoader worker sends its
+own to the main process, see ``workerlink`` and ``readwatch``); they only
+grow, without a lock on the read's path, so reads of one dataset from
+several threads at the same instant may lose a read's counts. Counting
+costs about 1 us a read in isolation, 2 us beside a real read here (see
+``bench_h5watch.py``), and about 12 us more when the dataset is opened by
+name for each read (``f[name][i]``: two HDF5 name lookups identify it).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import threading
+import time
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .zarrwatch import _axes, _int_list, _is_int, chunks_touched
+
+_now = time.perf_counter_ns
+MAX_DATASETS = 64  # datasets counted per process; reads of others are not
+MAX_MODELLED = 1024  # chunks one read may touch and still go through the cache model
+MAX_HANDLES = 4096  # open dataset handles remembered per process
+# Counters of one dataset, in this order on the wire between processes.
+FIELDS = ("calls", "chunks_decoded", "bytes_decoded", "bytes_returned", "read_ns", "forked_reads")
+_CALLS, _CHUNKS, _DECODED, _RETURNED, _READ_NS, _FORKED = range(len(FIELDS))
+
+# HDF5's filter ids (H5Z_FILTER_*) and h5py's LZF.
+_FILTERS = {1: "gzip", 4: "szip", 32000: "lzf"}
+_SHUFFLE, _FLETCHER32, _NBIT, _SCALEOFFSET = 2, 3, 5, 6
+
+# The last File opened by each name (as HDF5 names the file): the pid
+# that opened it and the bytes and slots of its chunk cache (kept across a
+# fork: a child reading through a file its parent opened finds the
+# parent's pid here); at most MAX_OPENED, this process's oldest dropped
+# first.
+_opened: Dict[bytes, Tuple[int, int, int]] = {}
+MAX_OPENED = 4096
+
+
+class Counts:
+    """One dataset (file and path) of this process: what it is, its
+    counters since the last take and the model of its chunk cache."""
+
+    __slots__ = ("key", "info", "c", "taken", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
+                 "cap", "nslots", "down", "rest", "strides", "cache", "slots", "live", "rows", "per_chunk")
+
+    def __init__(self, key: str, info: Dict[str, Any], shape: Tuple[int, ...], chunks: Optional[Tuple[int, ...]],
+                 itemsize: int, filtered: bool, cache_bytes: int, nslots: int) -> None:
+        self.key, self.info = key, info
+        # Counters since the run began (only ever incremented, so a read
+        # needs no lock: take() sends what they gained since taken).
+        self.c = [0] * len(FIELDS)
+        self.taken = [0] * len(FIELDS)
+        self.shape, self.chunks, self.itemsize, self.filtered = shape, chunks, itemsize, filtered
+        self.strides = _strides(shape)
+        self.chunk_bytes = math.prod(chunks) * itemsize if chunks else 0
+        n = [-(-s // c) for s, c in zip(shape, chunks)] if chunks else []
+        self.down = _strides(tuple(n))  # linear chunk index = sum(coord * down)
+        self.rest = _rest_offsets(n, self.down) if n else [0]
+        # dset[i] touches one chunk when the chunks span the other axes:
+        # chunk i // per_chunk of rows (the int fast path of read).
+        self.rows = shape[0] if shape else 0
+        self.per_chunk = chunks[0] if chunks and len(self.rest) == 1 and self.rows else 0
+        self.cache: "collections.OrderedDict[int, None]" = collections.OrderedDict()
+        self.slots: Dict[int, int] = {}
+        self.live: List[Any] = []  # weak references to its open handles
+        self.opened(cache_bytes, nslots)
+
+    def opened(self, cache_bytes: int, nslots: int) -> None:
+        """The dataset was opened (again) with a chunk cache of cache_bytes
+        and nslots slots: the model starts empty, as HDF5's cache does."""
+        self.cache.clear()
+        self.slots.clear()
+        fits = bool(self.chunks) and 0 < self.chunk_bytes <= cache_bytes and nslots > 0
+        # Chunked reads go through the chunks (and the cache model) when
+        # filtered or cacheable; otherwise HDF5 reads the extent in place.
+        self.modelled = bool(self.chunks) and (self.filtered or fits)
+        self.cap = min(nslots, cache_bytes // self.chunk_bytes) if fits else 0
+        self.nslots = max(1, nslots)
+
+    def read(self, sel: Any, returned: int, dt: int, forked: bool) -> None:
+        """Count one read of sel that returned bytes in dt ns. Reads of
+        one dataset from several threads at the same instant may lose one
+        read's counts (no lock: this is on every read's path)."""
+        c = self.c
+        pc = self.per_chunk
+        if type(sel) is int and pc and self.modelled:
+            n = 1
+            if self.cap:
+                k = sel % self.rows // pc
+                cache = self.cache
+                if k in cache:
+                    cache.move_to_end(k)
+                    n = 0
+                else:
+                    self._miss(k)
+            c[_CHUNKS] += n
+            c[_DECODED] += n * self.chunk_bytes
+        else:
+            if _names(sel):
+                return  # h5py reads the fields through a second, counted call
+            try:
+                n, nb = self.decoded(sel)
+            except Exception:  # noqa: BLE001 - an unusual selection: as read
+                n, nb = 0, returned
+            c[_CHUNKS] += n
+            c[_DECODED] += nb
+        c[_CALLS] += 1
+        c[_RETURNED] += returned
+        c[_READ_NS] += dt
+        if forked:
+            c[_FORKED] += 1
+
+    def decoded(self, sel: Any) -> Tuple[int, int]:
+        """The chunks a read of sel decodes and their bytes (chunks 0 and
+        the extent's bytes when it reads in place)."""
+        if not self.modelled:
+            return 0, _extent(sel, self.shape, self.strides) * self.itemsize
+        if (type(sel) is int or _is_int(sel)) and self.shape:
+            base = (int(sel) % self.shape[0] // self.chunks[0]) * self.down[0]  # type: ignore[index]
+            ids = [base + r for r in self.rest] if len(self.rest) > 1 else [base]
+        else:
+            ids = _chunk_ids(sel, self.shape, self.chunks, self.down)  # type: ignore[arg-type]
+            if ids is None:
+                self.cache.clear()
+                self.slots.clear()
+                n = chunks_touched(_plain(sel), self.shape, self.chunks)  # type: ignore[arg-type]
+                return n, n * self.chunk_bytes
+        n = self._through_cache(ids) if self.cap else len(ids)
+        return n, n * self.chunk_bytes
+
+    def _through_cache(self, ids: List[int]) -> int:
+        """How many of the chunks ids the modelled cache does not hold
+        (each one is then decoded and kept)."""
+        cache, n = self.cache, 0
+        for k in ids:
+            if k in cache:
+                cache.move_to_end(k)
+            else:
+                n += 1
+                self._miss(k)
+        return n
+
+    def _miss(self, k: int) -> None:
+        """Chunk k was decoded: the modelled cache keeps it, evicting the
+        chunk in its slot, or else the least recently used when full."""
+        cache, slots = self.cache, self.slots
+        s = k % self.nslots
+        old = slots.get(s)
+        if old is not None:
+            del cache[old]
+        elif len(cache) >= self.cap:
+            ev, _ = cache.popitem(last=False)
+            del slots[ev % self.nslots]
+        cache[k] = None
+        slots[s] = k
+
+
+class Handle:
+    """One open h5py DatasetID of this process: its dataset's counters and
+    whether its file was opened in another process."""
+
+    __slots__ = ("ref", "counts", "forked")
+
+    def __init__(self, ref: Any, counts: Optional[Counts], forked: bool) -> None:
+        self.ref, self.counts, self.forked = ref, counts, forked
+
+
+class Registry:
+    """Every counted dataset of this process, by key (file path and
+    dataset path): the reads since the last take, and the totals of the
+    run (in the main process, where the workers' reads are added)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._datasets: Dict[Tuple[bytes, bytes], Counts] = {}
+        self._handles: Dict[int, Handle] = {}
+        self.totals: Dict[str, List[int]] = {}
+        self.infos: Dict[str, Dict[str, Any]] = {}
+
+    def handle(self, dsid: Any) -> Handle:
+        """The Handle of dsid (made on its first read)."""
+        h = self._handles.get(id(dsid))
+        if h is not None and h.ref() is dsid:
+            return h
+        c, forked, ref = None, False, weakref.ref(dsid)
+        try:
+            c, forked = self._make(dsid, ref)
+        except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
+            c = None
+        h = Handle(ref, c, forked)
+        with self._lock:
+            if len(self._handles) >= MAX_HANDLES:
+                self._handles = {k: v for k, v in self._handles.items() if v.ref() is not None}
+            if len(self._handles) < MAX_HANDLES:
+                self._handles[id(dsid)] = h
+        return h
+
+    def _make(self, dsid: Any, ref: Any) -> Tuple[Optional[Counts], bool]:
+        import h5py  # noqa: PLC0415 - only reached once h5py is imported
+
+        fname = h5py.h5f.get_name(dsid)
+        key = (fname, h5py.h5i.get_name(dsid) or b"")
+        opened = _opened.get(fname)
+        forked = opened is not None and opened[0] != _pid[0]
+        with self._lock:
+            c = self._datasets.get(key)
+            if c is None:
+                if len(self._datasets) >= MAX_DATASETS:
+                    return None, forked
+                c = self._datasets[key] = _counts(dsid, key, opened)
+            else:
+                c.live = [r for r in c.live if r() is not None]
+                if not c.live:
+                    # All its handles were closed: HDF5 dropped its cache.
+                    c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
+            c.live.append(ref)
+        return c, forked
+
+    def count(self, dsid: Any, sel: Any, returned: int, dt: int) -> None:
+        """Count one read of sel through dsid: dt ns, returned bytes."""
+        h = self._handles.get(id(dsid))
+        if h is None or h.ref() is not dsid:
+            h = self.handle(dsid)
+        if h.counts is not None:
+            h.counts.read(sel, returned, dt, h.forked)
+
+    def take(self) -> List[Dict[str, Any]]:
+        """Each dataset's counters since the last take (datasets without
+        reads left out), with its description; they start again from zero."""
+        out = []
+        with self._lock:
+            for c in self._datasets.values():
+                now = list(c.c)
+                gained = [a - b for a, b in zip(now, c.taken)]
+                if any(gained):
+                    out.append({"key": c.key, "info": c.info, "c": gained})
+                    c.taken = now
+        return out
+
+    def add_totals(self, deltas: List[Dict[str, Any]]) -> None:
+        """Add counters taken here or sent by a worker to the run's totals."""
+        with self._lock:
+            for d in deltas:
+                key, info, c = d.get("key"), d.get("info"), d.get("c")
+                if not isinstance(key, str) or not isinstance(c, list) or len(c) != len(FIELDS):
+                    continue
+                tot = self.totals.get(key)
+                if tot is None:
+                    if len(self.totals) >= MAX_DATASETS:
+                        continue
+                    tot = self.totals[key] = [0] * len(FIELDS)
+                    self.infos[key] = info if isinstance(info, dict) else {}
+                for i, v in enumerate(c):
+                    if isinstance(v, int) and v > 0:
+                        tot[i] += v
+
+    def loader_fields(self) -> Dict[str, Any]:
+        """The loader frame's HDF5 fields from the run's totals: each
+        dataset (most bytes decoded first) and the sums over all of them."""
+        with self._lock:
+            sets = []
+            for key, tot in self.totals.items():
+                a = dict(self.infos.get(key, {}))
+                a.update(zip(FIELDS, tot))
+                ret = tot[_RETURNED]
+                a["read_amp"] = round(tot[_DECODED] / ret, 3) if ret else 0.0
+                a["opened_before_fork"] = tot[_FORKED] > 0
+                sets.append(a)
+        if not sets:
+            return {}
+        sets.sort(key=lambda a: -a["bytes_decoded"])
+        dec = sum(a["bytes_decoded"] for a in sets)
+        ret = sum(a["bytes_returned"] for a in sets)
+        return {"hdf5": sets, "bytes_read": 0, "bytes_decoded": dec, "bytes_used": ret, "decode_ns": 0,
+                "read_amp": round(dec / ret, 3) if ret else 0.0}
+
+    def forget(self) -> None:
+        """Start afresh (a forked child counts its own reads only)."""
+        self._lock = threading.Lock()
+        self._datasets, self._handles, self.totals, self.infos = {}, {}, {}, {}
+
+
+registry = Registry()
+
+
+def _counts(dsid: Any, names: Tuple[bytes, bytes], opened: Optional[Tuple[int, int, int]]) -> Counts:
+    """A dataset's description and counters, read from its property lists;
+    names are its file's and its own, opened what File.__init__ noted of
+    its file."""
+    fname, path = os.path.abspath(_text(names[0])), _text(names[1])
+    key = fname + ":" + path
+    shape = tuple(int(x) for x in dsid.shape)
+    dcpl = dsid.get_create_plist()
+    chunks = None
+    try:
+        chunks = tuple(int(x) for x in dcpl.get_chunk())
+    except Exception:  # noqa: BLE001 - not chunked
+        chunks = None
+    filt, opts, others = filters(dcpl)
+    nbytes, nslots = opened[1:] if opened is not None else _cache_of(dsid)
+    itemsize = int(dsid.dtype.itemsize)
+    info = {"file": fname, "path": path, "shape": list(shape), "chunks": list(chunks or ()),
+            "dtype": str(dsid.dtype), "itemsize": itemsize, "filter": filt, "filter_opts": opts,
+            "shuffle": _SHUFFLE in others, "cache_bytes": int(nbytes), "open_pid": opened[0] if opened is not None else 0}
+    filtered = bool(others) or filt != "none"
+    return Counts(key, info, shape, chunks, itemsize, filtered, nbytes, nslots)
+
+
+def _cache_of(dsid: Any) -> Tuple[int, int]:
+    """The bytes and slots of the chunk cache dsid was opened with."""
+    nslots, nbytes, _ = dsid.get_access_plist().get_chunk_cache()
+    return int(nbytes), int(nslots)
+
+
+def filters(dcpl: Any) -> Tuple[str, List[int], List[int]]:
+    """A dataset's compression filter ("gzip", "lzf", "szip", "none", or
+    the id, as text, of another filter), its options, and the ids of the
+    other filters in its pipeline (shuffle, fletcher32, ...)."""
+    name, opts, others = "none", [], []
+    for i in range(dcpl.get_nfilters()):
+        code, _flags, values, _n = dcpl.get_filter(i)[:4]
+        code = int(code)
+        if name == "none" and code not in (_SHUFFLE, _FLETCHER32, _NBIT, _SCALEOFFSET):
+            name = _FILTERS.get(code, str(code))
+            opts = [int(v) for v in values]
+        else:
+            others.append(code)
+    return name, opts, others
+
+
+def _text(b: Any) -> str:
+    return b.decode("utf-8", "surrogateescape") if isinstance(b, bytes) else str(b)
+
+
+def _strides(shape: Tuple[int, ...]) -> List[int]:
+    """Row-major strides of shape, in elements."""
+    out, s = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        out[i] = s
+        s *= shape[i]
+    return out
+
+
+def _rest_offsets(n: List[int], down: List[int]) -> List[int]:
+    """The linear offsets of every chunk of the axes after the first."""
+    offs = [0]
+    for nc, d in zip(n[1:], down[1:]):
+        offs = [o + j * d for o in offs for j in range(nc)]
+    return offs
+
+
+def _names(sel: Any) -> bool:
+    """Whether sel names compound fields."""
+    return isinstance(sel, str) or (isinstance(sel, tuple) and any(isinstance(s, str) for s in sel))
+
+
+def _plain(sel: Any) -> Any:
+    """sel without h5py's field names (strings select compound fields)."""
+    if isinstance(sel, tuple):
+        return tuple(s for s in sel if not isinstance(s, (str, bytes)))
+    return Ellipsis if isinstance(sel, (str, bytes)) else sel
+
+
+def _axis_indices(sel: Any, shape: Tuple[int, ...]) -> List[Any]:
+    """sel as one selector per axis; a boolean mask over every axis
+    becomes its coordinate arrays."""
+    sel = _plain(sel)
+    if getattr(getattr(sel, "dtype", None), "kind", "") == "b" and getattr(sel, "ndim", 1) == len(shape) > 1:
+        return list(sel.nonzero())
+    return _axes(sel, len(shape))
+
+
+def _axis_chunks(s: Any, dim: int, c: int) -> List[int]:
+    """The chunk coordinates selector s touches on an axis of dim points
+    chunked c at a time."""
+    if isinstance(s, slice):
+        start, stop, step = s.indices(dim)
+        if (step > 0 and stop <= start) or (step < 0 and stop >= start):
+            return []
+        if step == 1:
+            return list(range(start // c, (stop - 1) // c + 1))
+        return sorted({i // c for i in range(start, stop, step)})
+    if _is_int(s):
+        return [int(s) % dim // c] if dim else []
+    return sorted({i // c for i in _int_list(s, dim)})
+
+
+def _chunk_ids(sel: Any, shape: Tuple[int, ...], chunks: Tuple[int, ...], down: List[int]) -> Optional[List[int]]:
+    """The linear indices of the chunks a read of sel touches; None when
+    there are more than MAX_MODELLED."""
+    per = [_axis_chunks(s, d, c) for s, d, c in zip(_axis_indices(sel, shape), shape, chunks)]
+    if math.prod(len(p) for p in per) > MAX_MODELLED:
+        return None
+    ids = [0]
+    for p, d in zip(per, down):
+        ids = [i + j * d for i in ids for j in p]
+    return ids
+
+
+def _extent(sel: Any, shape: Tuple[int, ...], strides: List[int]) -> int:
+    """The elements from the selection's first element to its last, in
+    row-major order (0 for an empty selection)."""
+    lo = hi = 0
+    for s, d, st in zip(_axis_indices(sel, shape), shape, strides):
+        idx = _axis_chunks(s, d, 1)
+        if not idx:
+            return 0
+        lo += idx[0] * st
+        hi += idx[-1] * st
+    return hi - lo + 1
+
+
+# ---------------------------------------------------------------------------
+# Patches
+
+
+def _getitem_wrapper(orig: Callable) -> Callable:
+    """Dataset.__getitem__, counted. h5py's reads call each other only to
+    read compound fields by name: that outer call is not counted (see
+    Counts.read), the one it makes is."""
+    reg, now = registry, _now
+
+    def __getitem__(self: Any, args: Any, new_dtype: Any = None) -> Any:
+        t0 = now()
+        out = orig(self, args) if new_dtype is None else orig(self, args, new_dtype)
+        dt = now() - t0
+        try:
+            # Registry.count, inlined: this is on every read's path.
+            dsid = self._id
+            h = reg._handles.get(id(dsid))
+            if h is None or h.ref() is not dsid:
+                h = reg.handle(dsid)
+            c = h.counts
+            if c is not None:
+                c.read(args, getattr(out, "nbytes", 0), dt, h.forked)
+        except Exception:  # noqa: BLE001 - counting is optional
+            pass
+        return out
+
+    return _wrapped(__getitem__, orig)
+
+
+def _read_direct_wrapper(orig: Callable) -> Callable:
+    """Dataset.read_direct: counted as a read of source_sel."""
+    reg = registry
+
+    def read_direct(self: Any, dest: Any, source_sel: Any = None, dest_sel: Any = None) -> Any:
+        t0 = _now()
+        out = orig(self, dest, source_sel, dest_sel)
+        dt = _now() - t0
+        try:
+            sel = Ellipsis if source_sel is None else source_sel
+            n = _selected(sel, tuple(self.shape))
+            reg.count(self._id, sel, n * int(self.dtype.itemsize), dt)
+        except Exception:  # noqa: BLE001 - counting is optional
+            pass
+        return out
+
+    return _wrapped(read_direct, orig)
+
+
+def _selected(sel: Any, shape: Tuple[int, ...]) -> int:
+    """The number of elements sel selects (read_direct returns nothing to
+    measure)."""
+    per = _axis_indices(sel, shape)
+    n = 1
+    for s, d in zip(per, shape):
+        if isinstance(s, slice):
+            n *= len(range(*s.indices(d)))
+        elif not _is_int(s):
+            n *= len(_int_list(s, d))
+    return n
+
+
+def _file_init_wrapper(orig: Callable) -> Callable:
+    """File.__init__: the pid that opened a file by its name."""
+    import h5py  # noqa: PLC0415
+
+    object_id = h5py._objects.ObjectID
+
+    def __init__(self: Any, name: Any, *args: Any, **kwargs: Any) -> None:
+        orig(self, name, *args, **kwargs)
+        if not isinstance(name, object_id):
+            try:
+                fid = self.id
+                _, nslots, nbytes, _ = fid.get_access_plist().get_cache()
+                opened(h5py.h5f.get_name(fid), _pid[0], int(nbytes), int(nslots))
+            except Exception:  # noqa: BLE001
+                pass
+
+    return _wrapped(__init__, orig)
+
+
+def opened(name: bytes, pid: int, cache_bytes: int, nslots: int) -> None:
+    """Remember that pid opened the file HDF5 names name, with a chunk
+    cache of cache_bytes and nslots slots."""
+    if len(_opened) >= MAX_OPENED and name not in _opened:
+        mine = [k for k, v in _opened.items() if v[0] == pid]
+        for k in mine[: max(1, len(mine) // 2)]:
+            del _opened[k]
+    _opened[name] = (pid, cache_bytes, nslots)
+
+
+def _wrapped(fn: Callable, orig: Callable) -> Callable:
+    fn.__wrapped__ = orig  # type: ignore[attr-defined]
+    fn.__name__ = getattr(orig, "__name__", fn.__name__)
+    fn.__doc__ = getattr(orig, "__doc__", None)
+    return fn
+
+
+def version_of(h5py: Any) -> int:
+    """The h5py major version this module knows how to count, else 0."""
+    try:
+        major = int(str(getattr(h5py, "__version__", "")).split(".")[0])
+    except ValueError:
+        return 0
+    return major if major in (2, 3) else 0
+
+
+def patch(h5py: Any, patches: Any) -> bool:
+    """Count reads of h5py's datasets (patches.set records each change);
+    False, and nothing changed, for an h5py this module does not know."""
+    if not version_of(h5py):
+        return False
+    ds, f = getattr(h5py, "Dataset", None), getattr(h5py, "File", None)
+    if ds is None or f is None or not callable(ds.__dict__.get("__getitem__")) or not callable(f.__dict__.get("__init__")):
+        return False
+    patches.set(f, "__init__", _file_init_wrapper)
+    patches.set(ds, "__getitem__", _getitem_wrapper)
+    if callable(ds.__dict__.get("read_direct")):
+        patches.set(ds, "read_direct", _read_direct_wrapper)
+    return True
+
+
+_pid = [os.getpid()]  # this process's
+
+
+def _forked() -> None:
+    _pid[0] = os.getpid()
+    registry.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
