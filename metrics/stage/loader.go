@@ -58,6 +58,9 @@ type LoaderStats struct {
 	// decoded first; BytesRead, BytesDecoded, BytesUsed, DecodeNs and
 	// ReadAmp then sum them.
 	Zarr []ZarrArray `json:"zarr,omitempty"`
+	// Trip is what the DataLoader's batches carry from its workers to the
+	// main process; nil without workers.
+	Trip *BatchTrip `json:"batch_trip,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`

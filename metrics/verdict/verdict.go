@@ -286,16 +286,23 @@ func InputAdvice(l *stage.LoaderStats) string {
 }
 
 // torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
-// an amplified source's fix first (a Zarr array's rechunking), then the
-// workers.
+// an amplified source's fix first (a Zarr array's rechunking), then what
+// the batches' trip from the workers costs (tripAdvice), then the workers.
 func torchAdvice(l *stage.LoaderStats) string {
+	var advice []string
 	if z, ok := readAdvice(l); ok {
-		if Saturated(l) {
-			return z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
-		}
-		return z
+		advice = append(advice, z)
 	}
-	return workersAdvice(l)
+	if t, ok := tripAdvice(l); ok {
+		advice = append(advice, t)
+	}
+	if len(advice) == 0 {
+		return workersAdvice(l)
+	}
+	if Saturated(l) {
+		advice = append(advice, "then, if the workers still cannot keep up, "+workersAdvice(l))
+	}
+	return strings.Join(advice, "; ")
 }
 
 // workersAdvice is the DataLoader's workers advice.
