@@ -46,8 +46,8 @@ func tripAdvice(l *stage.LoaderStats) (advice string, ok bool) {
 	if sh := receiveShare(l); sh >= ReceiveShare {
 		recv = fmt.Sprintf("the main process spends %s receiving each batch from the workers (%s of the time)", units.Dur(float64(t.ReceiveNs)), units.Pct(sh))
 	}
-	if imgs := t.Uint8(); len(imgs) > 0 && uint8Worth(t) {
-		advice = uint8Advice(t, imgs)
+	if Uint8Factor(t) > 0 {
+		advice = uint8Advice(t, t.Uint8())
 		if recv != "" {
 			advice += "; " + recv
 		}
@@ -99,3 +99,17 @@ func uint8Advice(t *stage.BatchTrip, imgs []stage.TripTensor) string {
 
 // batchExpr is a tensor of the batch as the training step indexes it.
 func batchExpr(key string) string { return "batch" + key }
+
+// Uint8Factor is the factor by which the batch's float images that could
+// be uint8 multiply their bytes (4 for float32), when sending them as uint8
+// would save enough of a batch to be named; 0 otherwise.
+func Uint8Factor(t *stage.BatchTrip) int {
+	if t == nil {
+		return 0
+	}
+	imgs := t.Uint8()
+	if len(imgs) == 0 || !uint8Worth(t) {
+		return 0
+	}
+	return imgs[0].Uint8Factor
+}

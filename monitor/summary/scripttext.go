@@ -29,6 +29,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 		for _, a := range l.Zarr {
 			fmt.Fprintf(w, "  zarr: %s\n", zarrLine(&a))
 		}
+		if t := l.Trip; t != nil && t.Batches > 0 {
+			fmt.Fprintf(w, "  batch: %s\n", tripLine(t))
+		}
 	}
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
@@ -73,6 +76,22 @@ func loaderLine(l *stage.LoaderStats) string {
 func zarrLine(a *stage.ZarrArray) string {
 	return fmt.Sprintf("%s chunks %v, %d reads (%.1f frames each), read amplification %.1fx (%s decoded for %s returned)",
 		a.Name(), a.Chunks, a.Calls, a.FramesPerCall(), a.ReadAmp, units.Bytes(float64(a.BytesDecoded)), units.Bytes(float64(a.BytesReturned)))
+}
+
+// tripLine describes what the batches carried from the workers to the
+// main process over the run, and the float images that could be uint8.
+func tripLine(t *stage.BatchTrip) string {
+	line := fmt.Sprintf("%s a batch from the workers to the main process, received in %s (%d batches)",
+		units.Bytes(float64(t.BytesPerBatch)), units.Dur(float64(t.ReceiveNs)), t.Batches)
+	if imgs := t.Uint8(); len(imgs) > 0 {
+		keys := make([]string, len(imgs))
+		for i, x := range imgs {
+			keys[i] = "batch" + x.Key
+		}
+		line += fmt.Sprintf("; %s %s where uint8 would do (%dx the bytes, %s a batch)",
+			strings.Join(keys, ", "), imgs[0].DType, imgs[0].Uint8Factor, units.Bytes(float64(t.Uint8Saved())))
+	}
+	return line
 }
 
 // hotLines names the hot code of each sampled group that has one.

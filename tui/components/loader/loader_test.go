@@ -21,6 +21,12 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"2 workers busy 90 %", "each 80 % 100 %", "prefetch 2", "pin_memory on"}, []string{"cache hit", "read amp"}},
 		{"torch DataLoader reading zarr", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 2000, Zarr: []stage.ZarrArray{{Path: "data/camera0", ReadAmp: 2000}}},
 			[]string{"zarr read amp 2000.0×"}, []string{"cache hit"}},
+		{"torch DataLoader sending float32 images", stage.LoaderStats{Source: "torch", Workers: 2, Trip: &stage.BatchTrip{Batches: 10, BytesPerBatch: 24 << 20,
+			Tensors: []stage.TripTensor{{Key: "['image']", DType: "float32", Shape: []int{32, 128, 128, 3}, Bytes: 24 << 20, Uint8Factor: 4, Uint8Scale: 1}}}},
+			[]string{"batch 24.0 MiB float 4x uint8"}, nil},
+		{"torch DataLoader sending uint8 images", stage.LoaderStats{Source: "torch", Workers: 2, Trip: &stage.BatchTrip{Batches: 10, BytesPerBatch: 6 << 20,
+			Tensors: []stage.TripTensor{{Key: "['image']", DType: "uint8", Shape: []int{32, 128, 128, 3}, Bytes: 6 << 20}}}},
+			[]string{"batch 6.0 MiB"}, []string{"float"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))
