@@ -6,6 +6,13 @@ Run with: /usr/bin/python3 -m pytest -q test_trip.py (in clients/python)
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
 import unittest
 
 from pipetop_publish import trip
@@ -181,6 +188,58 @@ class LoaderTest(unittest.TestCase):
         with self.assertRaises(KeyError) as cm:
             list(it)
         self.assertIn("sample 5 is missing", str(cm.exception))
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# A plain training script: a DataLoader with 2 workers sending float32
+# images holding 0..255.
+FLOAT_IMAGES = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Frames(Dataset):
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return {"image": torch.randint(0, 256, (32, 32, 3), generator=g).float(), "state": torch.randn(14, generator=g)}
+
+model = torch.nn.Linear(14, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch in DataLoader(Frames(), batch_size=8, num_workers=2):
+    loss = model(batch["state"]).pow(2).mean() + batch["image"].mean() * 0
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("done")
+"""
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class AutoRunTest(unittest.TestCase):
+    def test_summary_carries_the_trip(self):
+        d = tempfile.mkdtemp(prefix="pttrip", dir="/tmp")
+        os.chmod(d, 0o700)
+        self.addCleanup(shutil.rmtree, d, True)
+        script = os.path.join(d, "floats.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(FLOAT_IMAGES))
+        env = dict(os.environ, PYTHONPATH=HERE, PIPETOP_SOCKET_DIR=d, PIPETOP_SUMMARY_DIR=d, PIPETOP_SUMMARY="file")
+        r = subprocess.run([sys.executable, "-m", "pipetop_publish.auto", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("done", r.stdout)
+        files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-floats-")]
+        self.assertEqual(len(files), 1, os.listdir(d))
+        with open(os.path.join(d, files[0])) as f:
+            tr = json.load(f)["loader"]["batch_trip"]
+        self.assertEqual(tr["batches"], 4)
+        self.assertEqual(tr["bytes_per_batch"], 8 * (32 * 32 * 3 * 4 + 14 * 4))
+        self.assertGreater(tr["receive_ns"], 0)
+        by = {x["key"]: x for x in tr["tensors"]}
+        self.assertEqual(by["['image']"]["uint8_factor"], 4)
+        self.assertNotIn("uint8_factor", by["['state']"])
 
 
 if __name__ == "__main__":
