@@ -50,6 +50,7 @@ MAX_LEAVES = 64  # entries described per batch (the bytes of the rest still coun
 MAX_TENSORS = 32  # entries sent in a loader frame, most bytes first
 CHECKS = 3  # batches whose float images' values are checked, per key
 CHECK_VALUES = 4096  # values of one tensor checked
+MAX_KEYS = 256  # keys judged per DataLoader (a batch keyed by sample ids stops adding)
 MIN_SIDE = 16  # an image's H and W at least this
 # Queue items that are no batch: a worker's exception, an iterable
 # dataset's end, a resume marker.
@@ -254,6 +255,8 @@ class Trip:
                 continue
             c = self.checks.get(leaf.key)
             if c is None:
+                if len(self.checks) >= MAX_KEYS:
+                    continue
                 c = self.checks[leaf.key] = [0, -1]
             if c[0] >= CHECKS or c[1] == 0:
                 continue
