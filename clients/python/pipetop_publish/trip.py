@@ -98,7 +98,8 @@ def _torch_itemsize(dt: Any) -> int:
 
 
 class Walker:
-    """Walks a batch into its leaves; str and bytes add to ``other``."""
+    """Walks a batch into its leaves (tensors, arrays) and its total bytes
+    (theirs, and str and bytes by length)."""
 
     def __init__(self) -> None:
         torch = sys.modules.get("torch")
