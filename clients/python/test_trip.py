@@ -72,6 +72,7 @@ class WalkTest(unittest.TestCase):
         self.assertEqual(len(w.leaves), 1)
         self.assertTrue(w.leaves[0].estimated)
         self.assertEqual(w.leaves[0].key, "[*]")
+        self.assertEqual(w.count, 1000)
 
     def test_image_like(self):
         self.assertTrue(trip.image_like((32, 128, 128, 3)))
@@ -112,6 +113,7 @@ class TripTest(unittest.TestCase):
         self.assertEqual(f["batches"], 4)
         self.assertEqual(f["bytes_per_batch"], 8 * (4 * 32 * 32 * 3 * 4 + 14 * 4))
         self.assertEqual(f["receive_ns"], 1000)
+        self.assertEqual(f["tensors_per_batch"], 5)
         by = {d["key"]: d for d in f["tensors"]}
         self.assertEqual(by["['cam0']"]["uint8_factor"], 4)
         self.assertEqual(by["['cam0']"]["uint8_scale"], 1)

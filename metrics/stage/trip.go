@@ -9,6 +9,9 @@ type BatchTrip struct {
 	// BytesPerBatch is the mean bytes of a batch: its tensors and arrays
 	// (shared memory and pickled alike), str and bytes by length.
 	BytesPerBatch int64 `json:"bytes_per_batch"`
+	// TensorsPerBatch is the mean number of tensors and arrays in a batch
+	// (each travels on its own: a shared-memory handle to rebuild).
+	TensorsPerBatch int64 `json:"tensors_per_batch"`
 	// ReceiveNs is the mean time to receive a batch: from the moment the
 	// result queue's reader saw it waiting to the queue handing it over
 	// (reading and rebuilding it); 0 when not measured.

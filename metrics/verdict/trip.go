@@ -56,8 +56,8 @@ func tripAdvice(l *stage.LoaderStats) (advice string, ok bool) {
 	if recv == "" {
 		return "", false
 	}
-	return fmt.Sprintf("%s, %s a batch in %d tensors or arrays: send fewer bytes (crop, resize or keep uint8 in the workers) and fewer, larger tensors (stack per-sample tensors in collate_fn)",
-		recv, units.Bytes(float64(t.BytesPerBatch)), len(t.Tensors)), true
+	return fmt.Sprintf("%s, %s a batch in %d tensors or arrays: send fewer, larger tensors (stack per-sample tensors in __getitem__ or collate_fn) and fewer bytes (crop, resize or keep uint8 in the workers)",
+		recv, units.Bytes(float64(t.BytesPerBatch)), t.TensorsPerBatch), true
 }
 
 // uint8Worth says whether sending the uint8-able images as uint8 saves

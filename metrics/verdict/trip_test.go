@@ -31,7 +31,7 @@ func tripLoader(busy, bps, recvMs float64, tensors []stage.TripTensor) *stage.Lo
 		bytes += x.Bytes
 	}
 	return &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: busy, BatchesPerSec: bps, Batch: 32, Prefetch: 2, QueueCap: 4,
-		Trip: &stage.BatchTrip{Batches: 200, BytesPerBatch: bytes, ReceiveNs: int64(recvMs * 1e6), Tensors: tensors}}
+		Trip: &stage.BatchTrip{Batches: 200, BytesPerBatch: bytes, TensorsPerBatch: int64(len(tensors)), ReceiveNs: int64(recvMs * 1e6), Tensors: tensors}}
 }
 
 // TestTripAdvice plants float32 and float64 camera images that could be
@@ -70,7 +70,7 @@ func TestTripAdvice(t *testing.T) {
 		{"normalized joint states: not flagged", tripLoader(0.95, 20, 1, joints), []string{"raise num_workers"}, []string{"uint8", "receiving"}},
 		{"a small float thumbnail beside uint8 cameras: not worth naming", tripLoader(0.95, 20, 1, small), []string{"raise num_workers"}, []string{"uint8 would do"}},
 		{"a slow receive alone", tripLoader(0.3, 50, 8, cams(1, 0)),
-			[]string{"the main process spends 8.0 ms receiving each batch from the workers (40 % of the time), 6.0 MiB a batch in 5 tensors or arrays", "stack per-sample tensors in collate_fn"},
+			[]string{"the main process spends 8.0 ms receiving each batch from the workers (40 % of the time), 6.0 MiB a batch in 5 tensors or arrays", "stack per-sample tensors in __getitem__ or collate_fn"},
 			[]string{"uint8 would do"}},
 		{"a quick receive: not named", tripLoader(0.3, 50, 2, cams(1, 0)), []string{"busy only 30 %"}, []string{"receiving"}},
 	} {

@@ -19,17 +19,12 @@ type tripRun struct {
 	loader  *stage.LoaderStats
 }
 
-// runFloatImages runs examples/auto/float_images.py (4 cameras of
-// 128x128x3 images, batch 32, 2 workers) under pipetop run, with its
-// images float32 (asFloat) or uint8 converted in the training step.
-func runFloatImages(t *testing.T, asFloat bool) tripRun {
+// runTrip runs the script of examples/auto with args under pipetop run
+// and reads its end-of-run summary.
+func runTrip(t *testing.T, script string, args ...string) tripRun {
 	t.Helper()
-	args := []string{}
-	if asFloat {
-		args = append(args, "--float")
-	}
 	var r endOfRun
-	_, logs, err := underRun(&r, 0, []string{"OMP_NUM_THREADS=1"}, "float_images.py", args...)(t, t.Name())
+	_, logs, err := underRun(&r, 0, []string{"OMP_NUM_THREADS=1"}, script, args...)(t, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +52,11 @@ func TestFloatImagesFromWorkers(t *testing.T) {
 	const joints = 32 * 14 * 4
 	runs := map[bool]tripRun{}
 	for _, asFloat := range []bool{true, false} {
-		r := runFloatImages(t, asFloat)
+		args := []string{}
+		if asFloat {
+			args = append(args, "--float")
+		}
+		r := runTrip(t, "float_images.py", args...)
 		runs[asFloat] = r
 		tr := r.loader.Trip
 		item := 1
@@ -87,5 +86,40 @@ func TestFloatImagesFromWorkers(t *testing.T) {
 	}
 	if u.samples <= f.samples {
 		t.Errorf("uint8 control %.0f samples/s, not faster than the float run's %.0f", u.samples, f.samples)
+	}
+}
+
+// logTrip logs what a run measured of its batches' trip.
+func logTrip(t *testing.T, what string, r tripRun) {
+	tr := r.loader.Trip
+	t.Logf("%s: %.0f samples/s, %d bytes and %d tensors a batch, received in %.2f ms, %.1f batches/s (receive share %.1f %%); verdict: %s",
+		what, r.samples, tr.BytesPerBatch, tr.TensorsPerBatch, float64(tr.ReceiveNs)/1e6, r.loader.BatchesPerSec,
+		100*float64(tr.ReceiveNs)*r.loader.BatchesPerSec/1e9, r.verdict)
+}
+
+// TestManyTensorsFromWorkers plants a Dataset whose samples are 256
+// tensors each (a batch crosses as 256 shared-memory tensors the main
+// process rebuilds one by one) and its healthy control returning the same
+// values as one tensor: the planted run's input advice names the main
+// process's receive time and the fix; the control's does not, and it is
+// measured faster.
+func TestManyTensorsFromWorkers(t *testing.T) {
+	many := runTrip(t, "many_tensors.py", "--tensors", "256")
+	logTrip(t, "256 tensors a sample", many)
+	one := runTrip(t, "many_tensors.py", "--tensors", "1")
+	logTrip(t, "1 tensor a sample", one)
+	if got := many.loader.Trip.TensorsPerBatch; got != 256 {
+		t.Errorf("%d tensors a batch measured, want 256", got)
+	}
+	for _, w := range []string{"the main process spends", "receiving each batch from the workers", "in 256 tensors or arrays", "stack per-sample tensors"} {
+		if !strings.Contains(many.verdict.Next, w) {
+			t.Errorf("planted run's advice %q lacks %q", many.verdict.Next, w)
+		}
+	}
+	if strings.Contains(one.verdict.String(), "receiving each batch") {
+		t.Errorf("1-tensor control flagged: %s", one.verdict)
+	}
+	if one.samples <= many.samples {
+		t.Errorf("1-tensor control %.0f samples/s, not faster than the planted run's %.0f", one.samples, many.samples)
 	}
 }

@@ -108,6 +108,7 @@ class Walker:
         self.ndarray = getattr(np, "ndarray", None) if np is not None else None
         self.leaves: List[Leaf] = []
         self.total = 0
+        self.count = 0  # tensors and arrays (a long list's scaled from its first items)
 
     def walk(self, obj: Any, key: str = "", depth: int = 0) -> None:
         """Add obj's leaves under key."""
@@ -133,8 +134,9 @@ class Walker:
                 for i, v in enumerate(obj):
                     self.walk(v, "%s[%d]" % (key, i), depth + 1)
 
-    def _add(self, leaf: Leaf) -> None:
+    def _add(self, leaf: Leaf, count: int = 1) -> None:
         self.total += leaf.nbytes
+        self.count += count
         if len(self.leaves) < MAX_LEAVES:
             self.leaves.append(leaf)
 
@@ -150,7 +152,8 @@ class Walker:
         if first is None:
             self.total += est
             return
-        self._add(Leaf(key + "[*]", first.dtype, (len(obj),), est, first.itemsize, False, None, True))
+        self._add(Leaf(key + "[*]", first.dtype, (len(obj),), est, first.itemsize, False, None, True),
+                  sub.count * len(obj) // SAMPLE)
 
 
 def image_like(shape: Tuple[int, ...]) -> bool:
@@ -218,6 +221,7 @@ class Trip:
         self._lock = threading.Lock()
         self.batches = 0
         self.bytes = 0
+        self.tensors = 0  # tensors and arrays, summed over the batches
         self.received = 0  # batches whose receive time was measured
         self.receive_ns = 0
         self.desc: List[Dict[str, Any]] = []
@@ -239,6 +243,7 @@ class Trip:
         with self._lock:
             self.batches += 1
             self.bytes += w.total
+            self.tensors += w.count
             if receive_ns > 0:
                 self.received += 1
                 self.receive_ns += receive_ns
@@ -289,6 +294,7 @@ class Trip:
             if not self.batches:
                 return {}
             out: Dict[str, Any] = {"batches": self.batches, "bytes_per_batch": self.bytes // self.batches,
+                                   "tensors_per_batch": self.tensors // self.batches,
                                    "receive_ns": self.receive_ns // self.received if self.received else 0}
             if self.desc:
                 out["tensors"] = list(self.desc)
