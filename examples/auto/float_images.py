@@ -19,7 +19,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--float", action="store_true", help="the Dataset returns float32 images (0..255)")
 ap.add_argument("--workers", type=int, default=2)
 ap.add_argument("--batch", type=int, default=32)
-ap.add_argument("--batches", type=int, default=48)
+ap.add_argument("--batches", type=int, default=24)
 ap.add_argument("--step-ms", type=float, default=2)
 args = ap.parse_args()
 

@@ -18,7 +18,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--tensors", type=int, default=256, help="tensors per sample")
 ap.add_argument("--workers", type=int, default=2)
 ap.add_argument("--batch", type=int, default=16)
-ap.add_argument("--batches", type=int, default=60)
+ap.add_argument("--batches", type=int, default=30)
 ap.add_argument("--step-ms", type=float, default=2)
 args = ap.parse_args()
 

@@ -73,6 +73,8 @@ func TestTripAdvice(t *testing.T) {
 			[]string{"the main process spends 8.0 ms receiving each batch from the workers (40 % of the time), 6.0 MiB a batch in 5 tensors or arrays", "stack per-sample tensors in __getitem__ or collate_fn"},
 			[]string{"uint8 would do"}},
 		{"a quick receive: not named", tripLoader(0.3, 50, 2, cams(1, 0)), []string{"busy only 30 %"}, []string{"receiving"}},
+		{"the planted control's receive (15 %): not named", tripLoader(0.35, 86.8, 1.7, cams(1, 0)), []string{"busy only 35 %"}, []string{"receiving"}},
+		{"the planted 256 tensors' receive (89 %): named", tripLoader(0.3, 5.2, 170, cams(1, 0)), []string{"spends 170 ms receiving each batch from the workers (88 % of the time)"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Judge(Inputs{Summary: waiting, Loader: tc.loader, Live: true})
