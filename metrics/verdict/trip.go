@@ -19,9 +19,10 @@ const (
 	Uint8SavedBytes = 256 << 10
 	// ReceiveShare: the main process's time receiving batches from the
 	// workers is named at or above this share of the time (planted on 2
-	// cores: a batch of 256 tensors 89 %; its control, one tensor, 15 %;
-	// float32 and uint8 camera images 15 % and 11 %).
-	ReceiveShare = 0.30
+	// shared cores: a batch of 256 tensors 89 to 98 %; its control, one
+	// tensor, 15 to 21 %; float32 and uint8 camera images 14 to 15 % and
+	// 11 to 14 %).
+	ReceiveShare = 0.40
 )
 
 // receiveShare is the share of the time the main process spends
