@@ -97,8 +97,13 @@ class Uint8Test(unittest.TestCase):
         self.assertEqual(trip.uint8_scale(torch.randn(32, 16, 14)), 0)  # normalized joint states
         self.assertEqual(trip.uint8_scale(torch.rand(4, 3, 64, 64)), 0)  # continuous values in [0, 1]
         self.assertEqual(trip.uint8_scale(torch.randint(0, 256, (4, 64, 64, 3)).float() - 128), 0)
-        self.assertEqual(trip.uint8_scale(torch.zeros(4, 64, 64, 3)), 0)  # constant: says nothing
-        self.assertEqual(trip.uint8_scale(torch.randint(0, 256, (4, 64, 64, 3)).float().transpose(1, 2)), 0)
+        self.assertEqual(trip.uint8_scale(torch.zeros(4, 64, 64, 3)), -1)  # constant: says nothing
+        self.assertEqual(trip.uint8_scale(torch.randint(0, 256, (4, 64, 64, 3)).float().transpose(1, 2)), -1)
+
+    def test_black_border_still_judged(self):
+        x = torch.randint(0, 256, (4, 64, 64, 3)).float()
+        x[:, :8] = 0  # the first rows of every image black
+        self.assertEqual(trip.uint8_scale(x), 1)
 
 
 @unittest.skipUnless(HAS_TORCH, "needs torch")
@@ -140,6 +145,13 @@ class TripTest(unittest.TestCase):
         t.count((3, None), 10)
         t.count("not a pair", 10)
         self.assertEqual(t.fields(), {})
+
+    def test_blank_batch_says_nothing(self):
+        t = trip.Trip()
+        img = torch.randint(0, 256, (8, 32, 32, 3)).float()
+        t.count((0, {"image": torch.zeros_like(img)}), 1)
+        t.count((1, {"image": img}), 1)
+        self.assertEqual(t.fields()["tensors"][0]["uint8_factor"], 4)
 
     def test_disagreeing_batches_unflag(self):
         t = trip.Trip()

@@ -24,8 +24,9 @@ Floating-point images where ``uint8`` would do are named: a float tensor
 or array of 3 dimensions or more shaped like images (``...xHxW`` or
 ``...xHxWxC`` with C in 1..4, H and W at least ``MIN_SIDE``) whose values
 are all integers in 0..255 (scale 1) or all multiples of 1/255 in [0, 1]
-(scale 255), judged on a strided sample of ``CHECK_VALUES`` values of the
-first ``CHECKS`` batches that carry it (all must agree); a sample with
+(scale 255), judged on a sample of ``CHECK_VALUES`` values (``BLOCKS``
+runs of contiguous values spread over the tensor) of the first ``CHECKS``
+batches that carry it (all must agree); a sample with
 fewer than 3 distinct values says nothing. Sending it as uint8 would cut
 its bytes by its item size (``uint8_factor``: 4 for float32).
 
@@ -49,7 +50,8 @@ DEPTH = 8  # nesting walked at most
 MAX_LEAVES = 64  # entries described per batch (the bytes of the rest still count)
 MAX_TENSORS = 32  # entries sent in a loader frame, most bytes first
 CHECKS = 3  # batches whose float images' values are checked, per key
-CHECK_VALUES = 4096  # values of one tensor checked
+CHECK_VALUES = 4096  # values of one tensor checked ...
+BLOCKS = 8  # ... in this many runs of contiguous values (each a page or two)
 MAX_KEYS = 256  # keys judged per DataLoader (a batch keyed by sample ids stops adding)
 MIN_SIDE = 16  # an image's H and W at least this
 # Queue items that are no batch: a worker's exception, an iterable
@@ -167,46 +169,51 @@ def image_like(shape: Tuple[int, ...]) -> bool:
 
 
 def uint8_scale(obj: Any) -> int:
-    """What a float tensor or array's values say of uint8: 1 when a strided
-    sample holds only integers in 0..255, 255 when only multiples of 1/255
-    in [0, 1], 0 otherwise (or when the sample has fewer than 3 distinct
-    values, or cannot be taken without a copy)."""
+    """What a float tensor or array's values say of uint8: 1 when a sample
+    holds only integers in 0..255, 255 when only multiples of 1/255 in
+    [0, 1], 0 otherwise; -1 when the sample says nothing (fewer than 3
+    distinct values, or no sample without a copy)."""
     part = _sample(obj)
     if part is None:
-        return 0
+        return -1
     try:
         lo, hi = float(part.min()), float(part.max())
-        if lo < 0 or hi > 255 or len(set(part[:256].tolist())) < 3:
+        if lo < 0 or hi > 255:
             return 0
+        if len(set(part[::8].tolist())) < 3:
+            return -1
         if bool((part == part.round()).all()):
             return 1
         scaled = part * 255
         if hi <= 1 and float(abs(scaled - scaled.round()).max()) <= 1e-3:
             return 255
     except Exception:  # noqa: BLE001 - values that do not compare: not judged
-        return 0
+        return -1
     return 0
 
 
 def _sample(obj: Any) -> Any:
-    """Up to CHECK_VALUES values of obj, strided over all of it, in float64
-    (a torch tensor or a NumPy array as obj is); None when there are none
-    or they cannot be taken without copying obj."""
+    """CHECK_VALUES values of obj in float64 (a torch tensor or a NumPy
+    array as obj is): BLOCKS runs of contiguous values spread evenly over
+    it, so the check touches a few pages of memory the main process may not
+    have mapped yet, not one page per value; None when obj is empty or not
+    contiguous (sampling it would copy it)."""
     try:
         if hasattr(obj, "is_contiguous"):
             if not obj.is_contiguous() or obj.device.type != "cpu":
                 return None
+            cat = sys.modules["torch"].cat
         elif not obj.flags.c_contiguous:
             return None
+        else:
+            cat = sys.modules["numpy"].concatenate
         flat = obj.reshape(-1)
         n = int(flat.shape[0])
         if n == 0:
             return None
-        step = max(1, n // CHECK_VALUES)
-        # An odd step: a stride over H*W*C images does not keep to one channel.
-        if step > 1 and step % 2 == 0:
-            step -= 1
-        part = flat[::step][:CHECK_VALUES]
+        run = max(1, CHECK_VALUES // BLOCKS)
+        starts = sorted({min(n - 1, i * n // BLOCKS) for i in range(BLOCKS)})
+        part = cat([flat[s:s + run] for s in starts])
         return part.double() if hasattr(part, "double") else part.astype("float64")
     except Exception:  # noqa: BLE001 - an object that does not sample: not judged
         return None
@@ -226,7 +233,8 @@ class Trip:
         self.receive_ns = 0
         self.desc: List[Dict[str, Any]] = []
         self._sig: Tuple[Any, ...] = ()
-        self.checks: Dict[str, List[int]] = {}  # key -> [checks done, scale (0: not uint8)]
+        # key -> [checks done, scale (0: not uint8; -1: nothing said yet)]
+        self.checks: Dict[str, List[int]] = {}
 
     def count(self, item: Any, receive_ns: int) -> None:
         """Count one item the result queue returned (a batch with its
@@ -268,7 +276,7 @@ class Trip:
                 continue
             scale = uint8_scale(leaf.obj)
             c[0] += 1
-            if c[1] != 0:
+            if scale >= 0:
                 c[1] = scale if c[1] in (-1, scale) else 0
             changed = True
         if changed:
