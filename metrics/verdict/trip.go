@@ -20,8 +20,8 @@ const (
 	// ReceiveShare: the main process's time receiving batches from the
 	// workers is named at or above this share of the time (planted on 2
 	// shared cores: a batch of 256 tensors 89 to 98 %; its control, one
-	// tensor, 15 to 21 %; float32 and uint8 camera images 14 to 15 % and
-	// 11 to 14 %).
+	// tensor, 15 to 21 %; float32 and uint8 camera images 10 to 15 % and
+	// 11 to 18 %).
 	ReceiveShare = 0.40
 )
 
