@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 var (
@@ -27,6 +28,12 @@ var (
 		"Worker time spent per loader phase.", "phase")
 	loaderErrorsDesc = trainerDesc("pipetop_loader_errors_total",
 		"Failed reads or decodes.")
+	loaderBatchBytesDesc = trainerDesc("pipetop_loader_batch_bytes",
+		"Mean bytes a batch carries from the DataLoader workers to the main process.")
+	loaderBatchReceiveDesc = trainerDesc("pipetop_loader_batch_receive_seconds",
+		"Mean time the main process takes to receive a batch from the DataLoader workers.")
+	loaderBatchUint8Desc = trainerDesc("pipetop_loader_batch_uint8_factor",
+		"Factor by which float images that could be uint8 multiply their bytes in a batch (4 for float32); 0 when none is named.")
 )
 
 // loader sends the trainer's latest loader statistics. The protocol has no
@@ -40,6 +47,11 @@ func (e Emitter) loader(l *stage.LoaderStats, id []string) {
 	e.Gauge(loaderBusyDesc, l.WorkerBusy, id...)
 	e.Gauge(loaderQueueDesc, float64(l.QueueDepth), id...)
 	e.Gauge(loaderQueueCapDesc, float64(l.QueueCap), id...)
+	if t := l.Trip; t != nil && t.Batches > 0 {
+		e.Gauge(loaderBatchBytesDesc, float64(t.BytesPerBatch), id...)
+		e.Gauge(loaderBatchReceiveDesc, Seconds(float64(t.ReceiveNs)), id...)
+		e.Gauge(loaderBatchUint8Desc, float64(verdict.Uint8Factor(t)), id...)
+	}
 	if l.CacheHitRate > 0 || l.BytesRead > 0 {
 		e.Gauge(loaderCacheDesc, l.CacheHitRate, id...)
 	}

@@ -62,6 +62,9 @@ type LoaderStats struct {
 	// most bytes decoded first; they are in the sums above with Zarr's
 	// (BytesRead and DecodeNs add nothing for them).
 	HDF5 []HDF5Dataset `json:"hdf5,omitempty"`
+	// Trip is what the DataLoader's batches carry from its workers to the
+	// main process; nil without workers.
+	Trip *BatchTrip `json:"batch_trip,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`

@@ -286,20 +286,27 @@ func InputAdvice(l *stage.LoaderStats) string {
 }
 
 // torchAdvice is InputAdvice for a PyTorch DataLoader, in its own terms:
-// an amplified source's fix first (a Zarr array's rechunking), then the
+// an amplified source's fix first (a Zarr array's rechunking), then what
+// the batches' trip from the workers costs (tripAdvice), then the
 // workers; an HDF5 file opened before the workers fork is named last.
 func torchAdvice(l *stage.LoaderStats) string {
-	advice := workersAdvice(l)
+	var advice []string
 	if z, ok := readAdvice(l); ok {
-		advice = z
-		if Saturated(l) {
-			advice = z + "; then, if the workers still cannot keep up, " + workersAdvice(l)
-		}
+		advice = append(advice, z)
+	}
+	if t, ok := tripAdvice(l); ok {
+		advice = append(advice, t)
+	}
+	switch {
+	case len(advice) == 0:
+		advice = append(advice, workersAdvice(l))
+	case Saturated(l):
+		advice = append(advice, "then, if the workers still cannot keep up, "+workersAdvice(l))
 	}
 	if f, ok := hdf5ForkAdvice(l); ok {
-		advice += "; " + f
+		advice = append(advice, f)
 	}
-	return advice
+	return strings.Join(advice, "; ")
 }
 
 // workersAdvice is the DataLoader's workers advice.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
@@ -42,8 +44,22 @@ func (r *Report) writeLoader(w io.Writer) {
 	for _, p := range r.Phases {
 		if l := p.Loader; l != nil && p.Name == verdict.PhaseLoader && p.Measured() {
 			fmt.Fprintf(w, "loader: %d workers busy %.0f %%, read amplification %.1fx\n", l.Workers, 100*l.WorkerBusy, l.ReadAmp)
+			writeTrip(w, l.Trip)
 		}
 	}
+}
+
+// writeTrip prints what the loader phase's batches carried from the
+// workers, and the factor of float images that could be uint8.
+func writeTrip(w io.Writer, t *stage.BatchTrip) {
+	if t == nil || t.Batches == 0 {
+		return
+	}
+	fmt.Fprintf(w, "batch: %s from the workers, received in %s", units.Bytes(float64(t.BytesPerBatch)), units.Dur(float64(t.ReceiveNs)))
+	if f := verdict.Uint8Factor(t); f > 0 {
+		fmt.Fprintf(w, "; float images where uint8 would do: %dx the bytes", f)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeWaiting prints the threads that waited for a CPU in each phase.

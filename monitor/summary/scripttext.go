@@ -32,6 +32,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 		for _, d := range l.HDF5 {
 			fmt.Fprintf(w, "  hdf5: %s\n", hdf5Line(&d))
 		}
+		if t := l.Trip; t != nil && t.Batches > 0 {
+			fmt.Fprintf(w, "  batch: %s\n", tripLine(t))
+		}
 	}
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
@@ -88,6 +91,22 @@ func hdf5Line(d *stage.HDF5Dataset) string {
 		d.Name(), chunks, d.FilterText(), d.Calls, d.FramesPerCall(), d.ReadAmp, units.Bytes(float64(d.BytesDecoded)), units.Bytes(float64(d.BytesReturned)))
 	if d.OpenedBeforeFork {
 		line += fmt.Sprintf("; %d reads through the file opened before the fork", d.ForkedReads)
+	}
+	return line
+}
+
+// tripLine describes what the batches carried from the workers to the
+// main process over the run, and the float images that could be uint8.
+func tripLine(t *stage.BatchTrip) string {
+	line := fmt.Sprintf("%s a batch from the workers to the main process, received in %s (%d batches)",
+		units.Bytes(float64(t.BytesPerBatch)), units.Dur(float64(t.ReceiveNs)), t.Batches)
+	if imgs := t.Uint8(); len(imgs) > 0 {
+		keys := make([]string, len(imgs))
+		for i, x := range imgs {
+			keys[i] = "batch" + x.Key
+		}
+		line += fmt.Sprintf("; %s %s where uint8 would do (%dx the bytes, %s a batch)",
+			strings.Join(keys, ", "), imgs[0].DType, imgs[0].Uint8Factor, units.Bytes(float64(t.Uint8Saved())))
 	}
 	return line
 }

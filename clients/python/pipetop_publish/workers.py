@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import readwatch as _readwatch
 from . import sockets as _sockets
 from . import stacks as _stacks
+from . import trip as _trip
 from . import workerlink as _workerlink
 
 _SLOT = struct.Struct("qqqq")  # busy_ns, start_ns of the fetch in progress, batches, first fetch start
@@ -59,6 +60,7 @@ class IterInfo:
         self.first = 0  # when the loop received its first batch
         self.last = 0  # when the loop received its latest batch
         self.shm: Optional[mmap.mmap] = None
+        self.trip: Optional[_trip.Trip] = None  # what its batches carry from the workers
         # The DataLoader, for pipetop bisect's phases: held as long as its
         # iterator is, since a loader made inline (`for b in DataLoader(...)`)
         # has no other reference.
@@ -153,6 +155,12 @@ def mp_init_wrapper(orig: Callable, active: Callable[[], bool]) -> Callable:
             weakref.finalize(self, _remove, path)
         except Exception:  # noqa: BLE001
             _remove(path)
+            return
+        try:
+            _trip.watch(self, _trip.of(loader))
+            self._pipetop.trip = _trip.of(loader)
+        except Exception as e:  # noqa: BLE001 - no trip counters, same batches
+            sys.stderr.write("pipetop: batches from DataLoader workers not counted: %r\n" % (e,))
 
     __init__.__wrapped__ = orig  # type: ignore[attr-defined]
     return __init__
@@ -355,4 +363,6 @@ class Sampler:
         }
         out.update(_epoch_fields(info))
         out.update(_readwatch.loader_fields())
+        if info.trip is not None and info.trip.batches:
+            out["batch_trip"] = info.trip.fields()
         return out

@@ -92,6 +92,9 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 	if len(l.HDF5) > 0 {
 		items = append(items, st.Label.Render("hdf5 read amp ")+m.amp(stage.HDF5ReadAmp(l)))
 	}
+	if t := l.Trip; t != nil && t.Batches > 0 {
+		items = append(items, m.trip(t))
+	}
 	pin := "off"
 	if l.PinMemory {
 		pin = "on"
@@ -99,4 +102,14 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 	return append(items,
 		st.Label.Render("prefetch ")+st.Value.Render(fmt.Sprint(l.Prefetch)),
 		st.Label.Render("pin_memory ")+st.Value.Render(pin))
+}
+
+// trip is the bytes a batch carries from the workers, with the factor of
+// float images that could be uint8 when the verdict would name them.
+func (m Model) trip(t *stage.BatchTrip) string {
+	item := m.St.Label.Render("batch ") + m.St.Value.Render(units.Bytes(float64(t.BytesPerBatch)))
+	if f := verdict.Uint8Factor(t); f > 0 {
+		item += m.St.Bad.Render(fmt.Sprintf(" float %dx uint8", f))
+	}
+	return item
 }

@@ -23,6 +23,12 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"zarr read amp 2000.0×"}, []string{"cache hit"}},
 		{"torch DataLoader reading hdf5", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 150, HDF5: []stage.HDF5Dataset{{Path: "/data/img", BytesDecoded: 1500, BytesReturned: 10}}},
 			[]string{"hdf5 read amp 150.0×"}, []string{"zarr read amp"}},
+		{"torch DataLoader sending float32 images", stage.LoaderStats{Source: "torch", Workers: 2, Trip: &stage.BatchTrip{Batches: 10, BytesPerBatch: 24 << 20,
+			Tensors: []stage.TripTensor{{Key: "['image']", DType: "float32", Shape: []int{32, 128, 128, 3}, Bytes: 24 << 20, Uint8Factor: 4, Uint8Scale: 1}}}},
+			[]string{"batch 24.0 MiB float 4x uint8"}, nil},
+		{"torch DataLoader sending uint8 images", stage.LoaderStats{Source: "torch", Workers: 2, Trip: &stage.BatchTrip{Batches: 10, BytesPerBatch: 6 << 20,
+			Tensors: []stage.TripTensor{{Key: "['image']", DType: "uint8", Shape: []int{32, 128, 128, 3}, Bytes: 6 << 20}}}},
+			[]string{"batch 6.0 MiB"}, []string{"float"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))
