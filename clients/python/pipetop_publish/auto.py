@@ -56,6 +56,7 @@ from . import plan as _plan
 from . import stacks as _stacks
 from . import summary as _summary
 from . import workers as _workers
+from . import videowatch as _videowatch
 from . import zarrwatch as _zarrwatch
 from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
@@ -678,6 +679,22 @@ def _on_zarr(zarr: Any) -> None:
         sys.stderr.write("pipetop: zarr %s reads not counted: %r\n" % (getattr(zarr, "__version__", "?"), e))
 
 
+_av_patches = _Patches()
+
+
+def _on_av(av: Any) -> None:
+    """PyAV was just imported: count its video decoding (a PyAV videowatch
+    does not know is left alone, with one line saying so)."""
+    if _av_patches.done:
+        return
+    try:
+        if not _videowatch.patch(av, _av_patches):
+            sys.stderr.write("pipetop: PyAV %s video decoding not counted: unknown version or classes\n" % getattr(av, "__version__", "?"))
+    except Exception as e:  # noqa: BLE001 - an unexpected PyAV: stay out of the way
+        _av_patches.undo()
+        sys.stderr.write("pipetop: PyAV %s video decoding not counted: %r\n" % (getattr(av, "__version__", "?"), e))
+
+
 def _forked() -> None:
     """A forked child (a DataLoader worker, a user's fork) records nothing."""
     state.active = False
@@ -735,7 +752,7 @@ def install() -> bool:
     when PIPETOP_AUTO switches the instrumentation off."""
     if not enabled():
         return False
-    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr)):
+    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr), ("av", _on_av)):
         if name in sys.modules:
             on_import(sys.modules[name])
         elif not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):
