@@ -58,6 +58,9 @@ type LoaderStats struct {
 	// decoded first; BytesRead, BytesDecoded, BytesUsed, DecodeNs and
 	// ReadAmp then sum them.
 	Zarr []ZarrArray `json:"zarr,omitempty"`
+	// Video lists the video streams the Python loader decoded (PyAV),
+	// most frames decoded first; the sums above count their bytes too.
+	Video []VideoStream `json:"video,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`
