@@ -29,6 +29,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 		for _, a := range l.Zarr {
 			fmt.Fprintf(w, "  zarr: %s\n", zarrLine(&a))
 		}
+		for _, v := range l.Video {
+			fmt.Fprintf(w, "  video: %s\n", videoLine(&v))
+		}
 	}
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
@@ -73,6 +76,17 @@ func loaderLine(l *stage.LoaderStats) string {
 func zarrLine(a *stage.ZarrArray) string {
 	return fmt.Sprintf("%s chunks %v, %d reads (%.1f frames each), read amplification %.1fx (%s decoded for %s returned)",
 		a.Name(), a.Chunks, a.Calls, a.FramesPerCall(), a.ReadAmp, units.Bytes(float64(a.BytesDecoded)), units.Bytes(float64(a.BytesReturned)))
+}
+
+// videoLine describes one video stream's decoding over the run.
+func videoLine(v *stage.VideoStream) string {
+	gop := "keyframe interval unknown"
+	if v.GOP > 0 {
+		gop = fmt.Sprintf("a keyframe every %d frames", v.GOP)
+	}
+	return fmt.Sprintf("%s %s %dx%d, %s, %d opens for %d reads, %d frames decoded for %d returned (read amplification %.1fx); decode %s, convert %s, open/seek/read %s",
+		v.Name(), v.Codec, v.Width, v.Height, gop, v.Opens, v.Calls, v.FramesDecoded, v.FramesReturned, v.ReadAmp,
+		units.Dur(float64(v.DecodeNs)), units.Dur(float64(v.ConvertNs)), units.Dur(float64(v.ReadNs)))
 }
 
 // hotLines names the hot code of each sampled group that has one.

@@ -21,6 +21,9 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"2 workers busy 90 %", "each 80 % 100 %", "prefetch 2", "pin_memory on"}, []string{"cache hit", "read amp"}},
 		{"torch DataLoader reading zarr", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 2000, Zarr: []stage.ZarrArray{{Path: "data/camera0", ReadAmp: 2000}}},
 			[]string{"zarr read amp 2000.0×"}, []string{"cache hit"}},
+		{"torch DataLoader reading video", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 108.8, Video: []stage.VideoStream{
+			{File: "/d/cam0.mp4", ReadAmp: 1, GOP: 1}, {File: "/d/cam1.mp4", ReadAmp: 108.8, GOP: 250}}},
+			[]string{"video read amp 108.8× (GOP 250)"}, []string{"zarr", "cache hit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))
