@@ -508,7 +508,8 @@ def _modified(cls: type) -> None:
 type_patches = TypePatches()
 
 
-def _classes(av: Any) -> Tuple[Any, Any, Any]:
+def _classes() -> Tuple[Any, Any, Any]:
+    """PyAV's input container, stream and video frame classes."""
     from av.container.input import InputContainer  # type: ignore[import-not-found]
     from av.stream import Stream  # type: ignore[import-not-found]
     from av.video.frame import VideoFrame  # type: ignore[import-not-found]
@@ -531,7 +532,7 @@ def patch(av: Any, patches: Any) -> bool:
     changed, for a PyAV this module does not know."""
     if not version_of(av) or not callable(getattr(av, "open", None)):
         return False
-    container, stream, frame = _classes(av)
+    container, stream, frame = _classes()
     want = [(container, "demux"), (container, "seek"), (stream, "decode")] + [(frame, n) for n in _CONVERSIONS]
     if any(not callable(cls.__dict__.get(n)) for cls, n in want):
         return False
