@@ -55,8 +55,8 @@ from . import hotcode as _hotcode
 from . import plan as _plan
 from . import stacks as _stacks
 from . import summary as _summary
-from . import workers as _workers
 from . import videowatch as _videowatch
+from . import workers as _workers
 from . import zarrwatch as _zarrwatch
 from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
