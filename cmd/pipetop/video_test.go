@@ -18,6 +18,12 @@ import (
 // videoFrames is the length of the planted videos.
 const videoFrames = 300
 
+// noWorkerStacks switches stack sampling off for the video runs: on
+// CPython 3.11.2 the sampler walking a worker's frames while PyAV decodes
+// (Cython generators) crashed the worker (SIGSEGV) in about 1 run in 8,
+// with or without the video counting; with sampling off, 0 in 8.
+var noWorkerStacks = []string{"PIPETOP_STACKS_HZ=0"}
+
 // requireVideo fails unless Debian's Python imports PyAV and ffmpeg runs.
 func requireVideo(t *testing.T) {
 	t.Helper()
@@ -97,7 +103,7 @@ func TestRunVideoGOP(t *testing.T) {
 	cam := filepath.Join(dir, "cam0.mp4")
 	encodeVideo(t, cam, 250)
 	const epochs = 2
-	docs, stderr, status := e.run(t, nil, debPython, example("video_loop.py"), cam, "--epochs", strconv.Itoa(epochs))
+	docs, stderr, status := e.run(t, noWorkerStacks, debPython, example("video_loop.py"), cam, "--epochs", strconv.Itoa(epochs))
 	if status != 0 || len(docs) != 1 {
 		t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
 	}
@@ -121,7 +127,7 @@ func TestRunVideoGOP(t *testing.T) {
 	if out, err := exec.Command(args[0], append([]string{"-loglevel", "error"}, args[1:]...)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", reencode, err, out)
 	}
-	after, stderr, status := e.run(t, nil, debPython, example("video_loop.py"), fixed, "--epochs", strconv.Itoa(epochs))
+	after, stderr, status := e.run(t, noWorkerStacks, debPython, example("video_loop.py"), fixed, "--epochs", strconv.Itoa(epochs))
 	if status != 0 || len(after) != 1 {
 		t.Fatalf("re-encoded: status %d, %d summaries; stderr:\n%s", status, len(after), stderr)
 	}
@@ -129,11 +135,18 @@ func TestRunVideoGOP(t *testing.T) {
 	if v := after[0].Verdict; strings.Contains(v.String(), "ffmpeg") || strings.Contains(v.String(), "frames per frame") {
 		t.Errorf("a keyframe on every frame still gets the video advice: %s", v)
 	}
+	// Faster: the loop (each read still opens the file, which the shared
+	// machine's load makes noisy), and by far the decoding per frame.
 	slow, fast := docs[0].SamplesPerSec, after[0].SamplesPerSec
-	if fast < 1.5*slow {
-		t.Errorf("re-encoded: %.0f samples/s, with a keyframe every 250 frames %.0f: want 1.5x or more", fast, slow)
+	if fast <= slow {
+		t.Errorf("re-encoded: %.0f samples/s, with a keyframe every 250 frames %.0f: want faster", fast, slow)
 	}
-	t.Logf("re-encoded: %.0f samples/s (was %.0f): %s", fast, slow, after[0].Verdict)
+	perFrame := func(l *stage.LoaderStats) float64 { return float64(l.Video[0].DecodeNs) / float64(l.Video[0].FramesReturned) }
+	before, now := perFrame(docs[0].Loader), perFrame(after[0].Loader)
+	if now*2 > before {
+		t.Errorf("re-encoded: %.0f µs decoding per frame returned, was %.0f: want half or less (a decoder started per open costs the GOP-1 read most of its decoding)", now/1e3, before/1e3)
+	}
+	t.Logf("re-encoded: %.0f samples/s (was %.0f), %.0f µs decoding per frame returned (was %.0f): %s", fast, slow, now/1e3, before/1e3, after[0].Verdict)
 }
 
 // TestRunVideoBadFiles: under pipetop run, a truncated and a corrupt MP4
