@@ -141,7 +141,9 @@ func TestRunVideoGOP(t *testing.T) {
 	if fast <= slow {
 		t.Errorf("re-encoded: %.0f samples/s, with a keyframe every 250 frames %.0f: want faster", fast, slow)
 	}
-	perFrame := func(l *stage.LoaderStats) float64 { return float64(l.Video[0].DecodeNs) / float64(l.Video[0].FramesReturned) }
+	perFrame := func(l *stage.LoaderStats) float64 {
+		return float64(l.Video[0].DecodeNs) / float64(l.Video[0].FramesReturned)
+	}
 	before, now := perFrame(docs[0].Loader), perFrame(after[0].Loader)
 	if now*2 > before {
 		t.Errorf("re-encoded: %.0f µs decoding per frame returned, was %.0f: want half or less (a decoder started per open costs the GOP-1 read most of its decoding)", now/1e3, before/1e3)
