@@ -87,7 +87,7 @@ def main() -> None:
         got: Dict[str, Dict[bool, List[float]]] = {k: {True: [], False: []} for k in reads}
         patches = _Patches()
         for i in range(2 * args.blocks):
-            counted = i % 2 == 0
+            counted = (i % 2 == 0) != ((i // 2) % 2 == 1)  # each side first in every other pair
             if counted:
                 if not videowatch.patch(av, patches):
                     sys.exit("PyAV %s is not counted" % av.__version__)
