@@ -43,6 +43,7 @@ func TestFastFlatFrames(t *testing.T) {
 		{"a repeated key: the last one", []byte(`{"type":"progress","progress":{"t":1,"t":2,"step":0,"done":0}}`), true},
 		{"zarr arrays", []byte(`{"type":"loader","loader":{"t":1,"zarr":[{"path":"a.zarr","bytes_read":5}]}}`), false},
 		{"hdf5 datasets", []byte(`{"type":"loader","loader":{"t":1,"hdf5":[{"file":"/d/a.h5","path":"/img","chunks":[60,84,84,3],"read_amp":60}]}}`), false},
+		{"video streams", []byte(`{"type":"loader","loader":{"t":1,"video":[{"file":"/d/cam0.mp4","gop":250,"frames_decoded":109,"frames_returned":1,"read_amp":109.0}]}}`), false},
 		{"an escaped string", []byte(`{"type":"loader","loader":{"dataset":"a\"b"}}`), false},
 		{"a non-ASCII string", []byte(`{"type":"loader","loader":{"dataset":"données"}}`), false},
 		{"null", []byte(`{"type":"loader","loader":{"dataset":null}}`), false},

@@ -65,6 +65,9 @@ type LoaderStats struct {
 	// Trip is what the DataLoader's batches carry from its workers to the
 	// main process; nil without workers.
 	Trip *BatchTrip `json:"batch_trip,omitempty"`
+	// Video lists the video streams the Python loader decoded (PyAV),
+	// most frames decoded first; the sums above count their bytes too.
+	Video []VideoStream `json:"video,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`

@@ -47,7 +47,7 @@ type readCause struct {
 
 // readCauses finds, for each format a Python loader's reads are counted
 // in, its most amplified source; each format adds its finder here.
-var readCauses = []func(*stage.LoaderStats) (readCause, bool){zarrCause, hdf5Cause}
+var readCauses = []func(*stage.LoaderStats) (readCause, bool){zarrCause, hdf5Cause, videoCause}
 
 // worstRead is the amplified source, of any format, whose reads took the
 // most time; ok is false when none is amplified.

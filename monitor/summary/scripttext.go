@@ -35,6 +35,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 		if t := l.Trip; t != nil && t.Batches > 0 {
 			fmt.Fprintf(w, "  batch: %s\n", tripLine(t))
 		}
+		for _, v := range l.Video {
+			fmt.Fprintf(w, "  video: %s\n", videoLine(&v))
+		}
 	}
 	for _, line := range hotLines(s.code) {
 		fmt.Fprintf(w, "  hot code: %s\n", line)
@@ -109,6 +112,17 @@ func tripLine(t *stage.BatchTrip) string {
 			strings.Join(keys, ", "), imgs[0].DType, imgs[0].Uint8Factor, units.Bytes(float64(t.Uint8Saved())))
 	}
 	return line
+}
+
+// videoLine describes one video stream's decoding over the run.
+func videoLine(v *stage.VideoStream) string {
+	gop := "keyframe interval unknown"
+	if v.GOP > 0 {
+		gop = fmt.Sprintf("a keyframe every %d frames", v.GOP)
+	}
+	return fmt.Sprintf("%s %s %dx%d, %s, %d opens for %d reads, %d frames decoded for %d returned (read amplification %.1fx); decode %s, convert %s, open/seek/read %s",
+		v.Name(), v.Codec, v.Width, v.Height, gop, v.Opens, v.Calls, v.FramesDecoded, v.FramesReturned, v.ReadAmp,
+		units.Dur(float64(v.DecodeNs)), units.Dur(float64(v.ConvertNs)), units.Dur(float64(v.ReadNs)))
 }
 
 // hotLines names the hot code of each sampled group that has one.

@@ -51,12 +51,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import bisect as _bisect
 from . import comm as _comm
+from . import h5watch as _h5watch
 from . import hotcode as _hotcode
 from . import plan as _plan
 from . import stacks as _stacks
 from . import summary as _summary
+from . import videowatch as _videowatch
 from . import workers as _workers
-from . import h5watch as _h5watch
 from . import zarrwatch as _zarrwatch
 from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
 
@@ -694,13 +695,29 @@ def _on_h5py(h5py: Any) -> None:
         sys.stderr.write("pipetop: h5py %s reads not counted: %r\n" % (getattr(h5py, "__version__", "?"), e))
 
 
+_av_patches = _Patches()
+
+
+def _on_av(av: Any) -> None:
+    """PyAV was just imported: count its video decoding (a PyAV videowatch
+    does not know is left alone, with one line saying so)."""
+    if _av_patches.done:
+        return
+    try:
+        if not _videowatch.patch(av, _av_patches):
+            sys.stderr.write("pipetop: PyAV %s video decoding not counted: unknown version or classes\n" % getattr(av, "__version__", "?"))
+    except Exception as e:  # noqa: BLE001 - an unexpected PyAV: stay out of the way
+        _av_patches.undo()
+        sys.stderr.write("pipetop: PyAV %s video decoding not counted: %r\n" % (getattr(av, "__version__", "?"), e))
+
+
 def _forked() -> None:
     """A forked child (a DataLoader worker, a user's fork) records nothing."""
     state.active = False
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """Finds one module (torch, zarr, h5py) with the other finders and arranges
+    """Finds one module (torch, zarr, h5py, av) with the other finders and arranges
     for on_import to run on it as soon as it has been executed."""
 
     def __init__(self, name: str, on_import: Callable[[Any], None]) -> None:
@@ -751,7 +768,7 @@ def install() -> bool:
     when PIPETOP_AUTO switches the instrumentation off."""
     if not enabled():
         return False
-    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr), ("h5py", _on_h5py)):
+    for name, on_import in (("torch", _on_torch), ("zarr", _on_zarr), ("h5py", _on_h5py), ("av", _on_av)):
         if name in sys.modules:
             on_import(sys.modules[name])
         elif not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):

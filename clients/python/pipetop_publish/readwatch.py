@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from . import h5watch as _h5watch
+from . import videowatch as _videowatch
 from . import zarrwatch as _zarrwatch
 
 # The registries by the name their sources go under, on the wire between
 # a worker and the main process and in the loader frame.
-REGISTRIES: List[Tuple[str, Any]] = [("zarr", _zarrwatch.registry), ("hdf5", _h5watch.registry)]
+REGISTRIES: List[Tuple[str, Any]] = [("zarr", _zarrwatch.registry), ("hdf5", _h5watch.registry), ("video", _videowatch.registry)]
 
 # The loader frame's sums over every format.
 SUMS = ("bytes_read", "bytes_decoded", "bytes_used", "decode_ns")

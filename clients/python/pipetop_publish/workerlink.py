@@ -54,6 +54,18 @@ def receiver() -> Optional["Receiver"]:
     return _receiver
 
 
+def _close_at_exit() -> None:
+    """Close this process's Receiver at exit. Registered when this module
+    is imported, before the run's summary is (atexit runs the newest
+    first), so the summary's last drain still gets the datagrams workers
+    sent on their way out."""
+    if _receiver is not None:
+        _receiver.close()
+
+
+atexit.register(_close_at_exit)
+
+
 def receiver_path() -> Optional[str]:
     """The path workers of this process send to; None without a Receiver."""
     r = receiver()
@@ -84,7 +96,6 @@ class Receiver:
         except OSError:
             pass
         self.bad = 0  # datagrams that did not decode
-        atexit.register(self.close)
 
     def drain(self) -> List[Dict[str, Any]]:
         """Every message waiting on the socket, decoded."""

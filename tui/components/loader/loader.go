@@ -2,7 +2,9 @@
 // worker busy share, ready-queue depth, decoded-chunk cache hit rate and
 // read amplification (bytes decompressed per byte used); for a PyTorch
 // DataLoader, each worker's busy share and its prefetch and pin_memory
-// settings instead of the cache figures.
+// settings instead of the cache figures, and the read amplification of the
+// Zarr arrays and video streams (frames decoded per frame returned) it
+// read.
 package loader
 
 import (
@@ -74,6 +76,18 @@ func (m Model) amp(a float64) string {
 	return m.St.Value.Render(s)
 }
 
+// mostAmplified is the video stream that decodes the most frames per
+// frame returned; nil when there is none.
+func mostAmplified(vs []stage.VideoStream) *stage.VideoStream {
+	var best *stage.VideoStream
+	for i := range vs {
+		if best == nil || vs[i].ReadAmp > best.ReadAmp {
+			best = &vs[i]
+		}
+	}
+	return best
+}
+
 // torch is the PyTorch DataLoader's own items: each worker's busy share,
 // prefetch_factor and pin_memory.
 func (m Model) torch(l *stage.LoaderStats) []string {
@@ -94,6 +108,13 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 	}
 	if t := l.Trip; t != nil && t.Batches > 0 {
 		items = append(items, m.trip(t))
+	}
+	if v := mostAmplified(l.Video); v != nil {
+		item := st.Label.Render("video read amp ") + m.amp(v.ReadAmp)
+		if v.GOP > 0 {
+			item += st.Label.Render(fmt.Sprintf(" (GOP %d)", v.GOP))
+		}
+		items = append(items, item)
 	}
 	pin := "off"
 	if l.PinMemory {

@@ -29,6 +29,9 @@ func TestLoaderPane(t *testing.T) {
 		{"torch DataLoader sending uint8 images", stage.LoaderStats{Source: "torch", Workers: 2, Trip: &stage.BatchTrip{Batches: 10, BytesPerBatch: 6 << 20,
 			Tensors: []stage.TripTensor{{Key: "['image']", DType: "uint8", Shape: []int{32, 128, 128, 3}, Bytes: 6 << 20}}}},
 			[]string{"batch 6.0 MiB"}, []string{"float"}},
+		{"torch DataLoader reading video", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 108.8, Video: []stage.VideoStream{
+			{File: "/d/cam0.mp4", ReadAmp: 1, GOP: 1}, {File: "/d/cam1.mp4", ReadAmp: 108.8, GOP: 250}}},
+			[]string{"video read amp 108.8× (GOP 250)"}, []string{"zarr", "cache hit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The cost of counting video decoding, per one-frame read, side by side.
+
+Reads one frame at a time from a 96x96 H.264 file with a keyframe on every
+frame (GOP 1: a read decodes the one frame it returns, the cheapest read,
+so the counting's share is the largest), in one process, alternating
+blocks of reads with the video counting patched in and out, and prints the
+median time per read of both and the overhead. Two kinds of read:
+
+* ``open``: what a Dataset that opens the file per sample does: av.open,
+  seek, decode up to the frame, to_ndarray, close;
+* ``kept open``: the container opened once, then seek, decode, to_ndarray.
+
+The design target is at most 2 % of a one-frame read.
+
+Run: /usr/bin/python3 clients/python/bench_video.py [--blocks N] [--reads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import av  # noqa: E402
+
+from pipetop_publish import videowatch  # noqa: E402
+from pipetop_publish.auto import _Patches  # noqa: E402
+
+FRAMES = 300
+
+
+def encode(path: str) -> None:
+    """Write the GOP-1 test video."""
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=96x96:rate=30",
+                    "-frames:v", str(FRAMES), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "1", path], check=True)
+
+
+def frame_of(c: Any, ticks: float, t: int) -> Any:
+    """Seek c to frame t, decode up to it and return it as RGB."""
+    s = c.streams.video[0]
+    pts = round(t * ticks)
+    c.seek(pts, stream=s)
+    for f in c.decode(s):
+        if f.pts >= pts:
+            return f.to_ndarray(format="rgb24")
+    raise RuntimeError("frame %d not found" % t)
+
+
+def block(read: Callable[[int], Any], targets: List[int]) -> float:
+    """Median ns of one read over targets."""
+    times = []
+    for t in targets:
+        t0 = time.perf_counter_ns()
+        read(t)
+        times.append(time.perf_counter_ns() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--blocks", type=int, default=10, help="pairs of blocks (counted, plain), alternating")
+    ap.add_argument("--reads", type=int, default=200, help="reads per block")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gop1.mp4")
+        encode(path)
+        with av.open(path) as c:
+            s = c.streams.video[0]
+            ticks = float(1 / (s.average_rate * s.time_base))
+        kept = av.open(path)
+
+        def opened(t: int) -> Any:
+            with av.open(path) as c:
+                return frame_of(c, ticks, t)
+
+        reads: Dict[str, Callable[[int], Any]] = {"open": opened, "kept open": lambda t: frame_of(kept, ticks, t)}
+        rng = random.Random(1)
+        got: Dict[str, Dict[bool, List[float]]] = {k: {True: [], False: []} for k in reads}
+        patches = _Patches()
+        for i in range(2 * args.blocks):
+            counted = (i % 2 == 0) != ((i // 2) % 2 == 1)  # each side first in every other pair
+            if counted:
+                if not videowatch.patch(av, patches):
+                    sys.exit("PyAV %s is not counted" % av.__version__)
+            for name, read in reads.items():
+                targets = [rng.randrange(FRAMES) for _ in range(args.reads)]
+                read(targets[0])  # warm
+                got[name][counted].append(block(read, targets))
+            if counted:
+                videowatch.type_patches.undo()
+                patches.undo()
+                videowatch.registry.forget()
+        kept.close()
+    print("PyAV %s, Python %s, %d pairs of %d one-frame reads (96x96 H.264, GOP 1)" % (
+        av.__version__, sys.version.split()[0], args.blocks, args.reads))
+    print("%-10s %14s %14s %10s %10s" % ("read", "plain us/read", "counted", "cost us", "overhead"))
+    for name, g in got.items():
+        plain, counted = statistics.median(g[False]), statistics.median(g[True])
+        print("%-10s %14.1f %14.1f %10.1f %9.2f %%" % (name, plain / 1e3, counted / 1e3, (counted - plain) / 1e3,
+                                                      100 * (counted - plain) / plain))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,555 @@
+"""Frames decoded per frame used: the read amplification of the user's videos.
+
+When PyAV (``av``) is imported under the automatic instrumentation, its
+video decoding is counted per file and per video stream in the process that
+decodes (a DataLoader worker sends its own counters to the main process,
+see ``workerlink``):
+
+* ``opens``: ``av.open`` calls that read the file, and the time they took;
+* ``calls``: packet iterations started on the file (``container.demux()``,
+  which ``container.decode()`` runs once per call): one per read of a
+  Dataset that seeks and decodes; ``seeks``: ``container.seek`` calls;
+* ``frames_decoded``: frames the decoder output for the stream
+  (``Stream.decode``, which ``container.decode()`` and ``packet.decode()``
+  run; frames a decoder holds back for reordering count when it outputs
+  them); a seek decodes from the keyframe at or before its target, so a
+  random frame of a stream with a keyframe every g frames decodes (g+1)/2
+  frames on average;
+* ``frames_returned``: decoded frames the user's code converted to pixels
+  it can use: the outermost ``VideoFrame.to_ndarray``, ``to_image``,
+  ``to_rgb`` or ``reformat`` of a frame the decoder output, each frame
+  counted once (converting the frame ``to_rgb`` returned, or the same frame
+  again, is not another frame). Frames decoded and never converted (skipped
+  on the way to a seek target, or read through ``frame.planes``) are not
+  returned; a stream whose frames are never converted has no read
+  amplification (0: unknown);
+* ``keyframes``: the frames flagged ``key_frame`` seen while decoding; the
+  keyframe interval (``gop``) is the median distance, in frames, between
+  adjacent keyframes seen (0 until two were seen): PyAV 10 gives no GOP
+  field for a decoder (``codec_context.gop_size`` is an encoder setting);
+* ``decode_ns``: time in ``Stream.decode``; ``convert_ns``: time in the
+  conversions above (the pixel-format conversion's cost); ``read_ns``:
+  time in ``av.open``, ``container.seek`` and reading packets (demuxing);
+* ``bytes_read``: the file's packets read; ``bytes_decoded``: each decoded
+  frame at its decoded size in the pixel format the stream's frames are
+  converted to (rgb24, 3 bytes a pixel, until a conversion says
+  otherwise); ``bytes_used``: what the conversions returned (an array's
+  ``nbytes``; an image or a frame at 3 bytes a pixel). Frames decoded over
+  frames returned is the stream's read amplification (``read_amp``).
+
+PyAV's classes are Cython extension types whose attributes cannot be set;
+their methods are replaced in the type's own dictionary (and the type's
+method cache invalidated), so the user's objects keep their own types and
+every call returns and raises what PyAV returns and raises. Checked against
+PyAV 10.0 (Debian 12); a PyAV whose classes do not look as expected, or a
+Python that is not CPython, is left alone. torchvision's ``read_video`` and
+``VideoReader`` decode through the same PyAV calls when torchvision uses
+PyAV (its ``video_reader`` backend is not counted); torchvision was not
+installed where this was written.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+_now = time.perf_counter_ns
+MAX_STREAMS = 64  # files and streams counted per process; others are not
+MAX_KEYFRAMES = 4096  # keyframes remembered per stream
+MAX_FRAMES = 256  # decoded frames remembered for their conversions
+# Counters of one file (index -1) or one stream, in this order on the
+# wire between processes.
+FIELDS = ("opens", "calls", "seeks", "frames_decoded", "frames_returned", "bytes_read", "bytes_decoded",
+          "bytes_used", "decode_ns", "convert_ns", "read_ns")
+(_OPENS, _CALLS, _SEEKS, _DECODED, _RETURNED, _READ, _BYTES_DECODED, _USED, _DECODE_NS, _CONVERT_NS,
+ _READ_NS) = range(len(FIELDS))
+# The file's counters each of its streams carries in the loader frame.
+FILE_FIELDS = (_OPENS, _CALLS, _SEEKS, _READ, _READ_NS)
+
+# A conversion in progress in this context: the ones it makes itself
+# (to_ndarray calls reformat) are not counted again.
+_converting: contextvars.ContextVar[bool] = contextvars.ContextVar("pipetop_video_convert", default=False)
+
+
+class Counts:
+    """What is known about one file (index -1) or one of its video streams,
+    and its counters since the last take."""
+
+    __slots__ = ("key", "info", "c", "pixels", "pixel_bytes", "kf_scale", "kf_start", "keyframes", "new_keyframes")
+
+    def __init__(self, key: str, info: Dict[str, Any]) -> None:
+        self.key = key
+        self.info = info
+        self.c = [0] * len(FIELDS)
+        self.pixels = int(info.get("width", 0)) * int(info.get("height", 0))
+        self.pixel_bytes = 3.0
+        self.kf_scale = 0.0  # frames per pts tick
+        self.kf_start = 0
+        self.keyframes: set = set()
+        self.new_keyframes: List[int] = []
+
+
+class Registry:
+    """Every counted file and video stream of this process, by key: the
+    counters since the last take, and the totals of the run (in the main
+    process, where the workers' counters are added)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Dict[str, Counts] = {}
+        self._frames: Dict[int, List[Any]] = {}
+        self.totals: Dict[str, List[int]] = {}
+        self.infos: Dict[str, Dict[str, Any]] = {}
+        self.keyframes: Dict[str, set] = {}
+
+    def file_counts(self, name: Any) -> Optional[Counts]:
+        """The counters of the file a container named name reads; None when
+        too many are counted."""
+        key = "%s#-1" % (name,)
+        c = self._counts.get(key)
+        if c is not None:
+            return c
+        with self._lock:
+            c = self._counts.get(key)
+            if c is None and len(self._counts) < MAX_STREAMS:
+                c = self._counts[key] = Counts(key, {"file": file_path(name), "stream": -1})
+            return c
+
+    def stream_counts(self, stream: Any) -> Optional[Counts]:
+        """The counters of a video stream; None when too many are counted
+        or the stream does not describe itself as expected."""
+        try:
+            key = "%s#%d" % (stream.container.name, stream.index)
+        except Exception:  # noqa: BLE001 - an unexpected stream: not counted
+            return None
+        c = self._counts.get(key)
+        if c is not None:
+            return c
+        try:
+            return self._make(key, stream)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _make(self, key: str, stream: Any) -> Optional[Counts]:
+        cc = stream.codec_context
+        rate = stream.average_rate or stream.guessed_rate
+        info = {"file": file_path(stream.container.name), "stream": int(stream.index), "codec": str(cc.name),
+                "width": int(cc.width), "height": int(cc.height), "rate": round(float(rate), 3) if rate else 0.0,
+                "frames": int(stream.frames or 0)}
+        with self._lock:
+            c = self._counts.get(key)
+            if c is None:
+                if len(self._counts) >= MAX_STREAMS:
+                    return None
+                c = Counts(key, info)
+                if rate and stream.time_base:
+                    c.kf_scale = float(stream.time_base * rate)
+                c.kf_start = int(stream.start_time or 0)
+                self._counts[key] = c
+            return c
+
+    def decoded(self, c: Counts, frames: List[Any], dt: int) -> None:
+        """Count the frames a Stream.decode of c's stream output in dt ns
+        and remember them for their conversions."""
+        seen = self._frames
+        with self._lock:
+            c.c[_DECODED] += len(frames)
+            c.c[_DECODE_NS] += dt
+            for f in frames:
+                pts = f.pts
+                seen[id(f)] = [c, pts, False]
+                if f.key_frame and pts is not None and c.kf_scale and len(c.keyframes) < MAX_KEYFRAMES:
+                    i = round((pts - c.kf_start) * c.kf_scale)
+                    if i not in c.keyframes:
+                        c.keyframes.add(i)
+                        c.new_keyframes.append(i)
+            while len(seen) > MAX_FRAMES:
+                del seen[next(iter(seen))]
+
+    def converted(self, frame: Any, out: Any, dt: int) -> None:
+        """Count a conversion of frame (returning out, in dt ns) when the
+        decoder output frame here."""
+        seen = self._frames
+        got = seen.get(id(frame))
+        if got is None or got[1] != frame.pts:
+            return
+        c = got[0]
+        with self._lock:
+            c.c[_CONVERT_NS] += dt
+            if not got[2]:
+                got[2] = True
+                n = out_bytes(out)
+                c.c[_RETURNED] += 1
+                c.c[_USED] += n
+                if c.c[_RETURNED] == 1 and frame.width and frame.height and n:
+                    c.pixel_bytes = n / (frame.width * frame.height)
+        if type(out) is type(frame):
+            seen[id(out)] = [c, out.pts, True]
+
+    def add(self, c: Counts, i: int, v: int) -> None:
+        """Add v to counter i of c."""
+        with self._lock:
+            c.c[i] += v
+
+    def take(self) -> List[Dict[str, Any]]:
+        """Each file's and stream's counters since the last take (those
+        without reads left out), with its description and the keyframes
+        first seen; they start again from zero."""
+        out = []
+        with self._lock:
+            for c in self._counts.values():
+                if not any(c.c) and not c.new_keyframes:
+                    continue
+                c.c[_BYTES_DECODED] = int(c.c[_DECODED] * c.pixels * c.pixel_bytes)
+                out.append({"key": c.key, "info": c.info, "c": c.c, "kf": c.new_keyframes})
+                c.c, c.new_keyframes = [0] * len(FIELDS), []
+        return out
+
+    def add_totals(self, deltas: List[Dict[str, Any]]) -> None:
+        """Add counters taken here or sent by a worker to the run's totals."""
+        with self._lock:
+            for d in deltas:
+                if isinstance(d, dict):
+                    self._add_total(d)
+
+    def _add_total(self, d: Dict[str, Any]) -> None:
+        key, info, c = d.get("key"), d.get("info"), d.get("c")
+        if not isinstance(key, str) or not isinstance(c, list) or len(c) != len(FIELDS):
+            return
+        tot = self.totals.get(key)
+        if tot is None:
+            if len(self.totals) >= MAX_STREAMS:
+                return
+            tot = self.totals[key] = [0] * len(FIELDS)
+            self.infos[key] = info if isinstance(info, dict) else {}
+            self.keyframes[key] = set()
+        for i, v in enumerate(c):
+            if isinstance(v, int) and v > 0:
+                tot[i] += v
+        kf, seen = d.get("kf"), self.keyframes[key]
+        if isinstance(kf, list):
+            for i in kf:
+                if isinstance(i, int) and len(seen) < MAX_KEYFRAMES:
+                    seen.add(i)
+
+    def loader_fields(self) -> Dict[str, Any]:
+        """The loader frame's video fields from the run's totals: each video
+        stream that decoded frames (most frames decoded first), with its
+        file's counters, and the sums over all of them."""
+        with self._lock:
+            streams = [self._stream_fields(key, tot) for key, tot in self.totals.items()
+                       if not key.endswith("#-1") and tot[_DECODED]]
+        if not streams:
+            return {}
+        streams.sort(key=lambda s: -s["frames_decoded"])
+        sums = {k: sum(s[k] for s in streams) for k in ("bytes_decoded", "bytes_used", "decode_ns")}
+        # A file's packets count once, whatever its streams.
+        sums["bytes_read"] = sum({s["file"]: s["bytes_read"] for s in streams}.values())
+        used = sums["bytes_used"]
+        sums["read_amp"] = round(sums["bytes_decoded"] / used, 3) if used else 0.0
+        sums["video"] = streams
+        return sums
+
+    def _stream_fields(self, key: str, tot: List[int]) -> Dict[str, Any]:
+        s: Dict[str, Any] = {"file": "", "stream": 0, "codec": "", "width": 0, "height": 0, "rate": 0.0, "frames": 0}
+        s.update(self.infos.get(key, {}))
+        s.update(zip(FIELDS, tot))
+        ftot = self.totals.get(key.rsplit("#", 1)[0] + "#-1")
+        for i in FILE_FIELDS:
+            s[FIELDS[i]] = ftot[i] if ftot else 0
+        kf = self.keyframes.get(key, set())
+        s["keyframes"] = len(kf)
+        s["gop"] = gop_of(kf)
+        ret = tot[_RETURNED]
+        s["read_amp"] = round(tot[_DECODED] / ret, 3) if ret else 0.0
+        return s
+
+    def forget(self) -> None:
+        """Start afresh (a forked child counts its own reads only)."""
+        self._lock = threading.Lock()
+        self._counts, self._frames = {}, {}
+        self.totals, self.infos, self.keyframes = {}, {}, {}
+
+
+registry = Registry()
+
+
+def gop_of(keyframes: Any) -> int:
+    """The keyframe interval in frames: the median distance between
+    adjacent keyframes seen (the lower one of an even count); 0 until two
+    were seen."""
+    kf = sorted(keyframes)
+    gaps = sorted(b - a for a, b in zip(kf, kf[1:]) if b > a)
+    return gaps[(len(gaps) - 1) // 2] if gaps else 0
+
+
+def file_path(name: Any) -> str:
+    """A container's name as the file it reads: an absolute path when it
+    names a local file, else the name as PyAV gives it ("<none>" for a
+    file object)."""
+    name = str(name)
+    if name and not name.startswith("<") and "://" not in name:
+        return os.path.abspath(name)
+    return name
+
+
+def out_bytes(out: Any) -> int:
+    """The bytes a conversion returned: an array's nbytes; an image or a
+    frame at 3 bytes a pixel."""
+    n = getattr(out, "nbytes", None)
+    if isinstance(n, int):
+        return n
+    size = getattr(out, "size", None)  # a PIL image: (width, height)
+    if isinstance(size, tuple) and len(size) == 2:
+        return 3 * int(size[0]) * int(size[1])
+    w, h = getattr(out, "width", 0), getattr(out, "height", 0)
+    return 3 * int(w) * int(h) if isinstance(w, int) and isinstance(h, int) else 0
+
+
+# ---------------------------------------------------------------------------
+# Patches
+
+
+def _open_wrapper(orig: Callable) -> Callable:
+    """av.open: a file opened for reading (the time it took)."""
+    reg = registry
+
+    def open(file: Any, mode: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - av.open's name
+        if mode not in (None, "r"):
+            return orig(file, mode, *args, **kwargs)
+        t0 = _now()
+        out = orig(file, mode, *args, **kwargs)
+        try:
+            dt = _now() - t0
+            c = reg.file_counts(out.name)
+            if c is not None:
+                with reg._lock:
+                    c.c[_OPENS] += 1
+                    c.c[_READ_NS] += dt
+        except Exception:  # noqa: BLE001 - counting is optional
+            pass
+        return out
+
+    open.__wrapped__ = orig  # type: ignore[attr-defined]
+    open.__doc__ = getattr(orig, "__doc__", None)
+    return open
+
+
+def _seek_wrapper(orig: Callable) -> Callable:
+    """InputContainer.seek: a seek of the file (the time it took)."""
+    reg = registry
+
+    def seek(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t0 = _now()
+        out = orig(self, *args, **kwargs)
+        try:
+            dt = _now() - t0
+            c = reg.file_counts(self.name)
+            if c is not None:
+                with reg._lock:
+                    c.c[_SEEKS] += 1
+                    c.c[_READ_NS] += dt
+        except Exception:  # noqa: BLE001
+            pass
+        return out
+
+    seek.__wrapped__ = orig  # type: ignore[attr-defined]
+    seek.__doc__ = getattr(orig, "__doc__", None)
+    return seek
+
+
+def _demux_wrapper(orig: Callable) -> Callable:
+    """InputContainer.demux: the packets read from the file, their bytes and
+    the time reading them; the iterator yields PyAV's own packets."""
+    reg = registry
+
+    def demux(self: Any, *args: Any, **kwargs: Any) -> Any:
+        it = orig(self, *args, **kwargs)
+        try:
+            c = reg.file_counts(self.name)
+        except Exception:  # noqa: BLE001
+            c = None
+        if c is None:
+            return it
+        reg.add(c, _CALLS, 1)
+        return _packets(it, c)
+
+    demux.__wrapped__ = orig  # type: ignore[attr-defined]
+    demux.__doc__ = getattr(orig, "__doc__", None)
+    return demux
+
+
+def _packets(it: Any, c: Counts) -> Any:
+    """Yield it's packets, counting their bytes and the time reading each."""
+    lock = registry._lock
+    try:
+        while True:
+            t0 = _now()
+            try:
+                p = next(it)
+            except StopIteration:
+                return
+            dt = _now() - t0
+            with lock:
+                cc = c.c
+                cc[_READ_NS] += dt
+                cc[_READ] += p.size
+            yield p
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+def _decode_wrapper(orig: Callable) -> Callable:
+    """Stream.decode: the frames a video stream's decoder output for one
+    packet and the time it took."""
+    reg = registry
+
+    def decode(self: Any, packet: Any = None) -> Any:
+        t0 = _now()
+        frames = orig(self, packet)
+        dt = _now() - t0
+        try:
+            if frames and self.type == "video":
+                c = reg.stream_counts(self)
+                if c is not None:
+                    reg.decoded(c, frames, dt)
+        except Exception:  # noqa: BLE001
+            pass
+        return frames
+
+    decode.__wrapped__ = orig  # type: ignore[attr-defined]
+    decode.__doc__ = getattr(orig, "__doc__", None)
+    return decode
+
+
+def _convert_wrapper(orig: Callable) -> Callable:
+    """A VideoFrame conversion (to_ndarray, to_image, to_rgb, reformat): a
+    frame returned, counted when it is the outermost conversion."""
+    reg = registry
+
+    def convert(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _converting.get():
+            return orig(self, *args, **kwargs)
+        token = _converting.set(True)
+        t0 = _now()
+        try:
+            out = orig(self, *args, **kwargs)
+        finally:
+            _converting.reset(token)
+        try:
+            reg.converted(self, out, _now() - t0)
+        except Exception:  # noqa: BLE001
+            pass
+        return out
+
+    convert.__wrapped__ = orig  # type: ignore[attr-defined]
+    convert.__name__ = getattr(orig, "__name__", "convert")
+    convert.__doc__ = getattr(orig, "__doc__", None)
+    return convert
+
+
+_CONVERSIONS = ("to_ndarray", "to_image", "to_rgb", "reformat")
+
+
+class TypePatches:
+    """Methods replaced in extension types' own dictionaries (their
+    attributes cannot be set), undone all together."""
+
+    def __init__(self) -> None:
+        self.done: List[Tuple[type, str, Any]] = []
+
+    def set(self, cls: type, name: str, wrap: Callable[[Any], Any]) -> None:
+        """Replace cls's own method name by wrap(method); ValueError when
+        the type's dictionary cannot be changed."""
+        d = type_dict(cls)
+        orig = d[name]
+        new = wrap(orig)
+        d[name] = new
+        _modified(cls)
+        self.done.append((cls, name, orig))
+        if getattr(cls, name) is not new:
+            raise ValueError("%s.%s did not change" % (cls.__name__, name))
+
+    def undo(self) -> None:
+        """Put every original back."""
+        for cls, name, orig in reversed(self.done):
+            try:
+                type_dict(cls)[name] = orig
+                _modified(cls)
+            except Exception:  # noqa: BLE001
+                pass
+        self.done.clear()
+
+
+def type_dict(cls: type) -> Dict[str, Any]:
+    """The dictionary behind cls.__dict__ (CPython only)."""
+    if sys.implementation.name != "cpython":
+        raise ValueError("not CPython")
+    refs = gc.get_referents(cls.__dict__)
+    if len(refs) != 1 or not isinstance(refs[0], dict):
+        raise ValueError("%s: no type dictionary" % cls.__name__)
+    return refs[0]
+
+
+def _modified(cls: type) -> None:
+    """Invalidate cls's method cache after a change of its dictionary."""
+    import ctypes
+
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+type_patches = TypePatches()
+
+
+def _classes() -> Tuple[Any, Any, Any]:
+    """PyAV's input container, stream and video frame classes."""
+    from av.container.input import InputContainer  # type: ignore[import-not-found]
+    from av.stream import Stream  # type: ignore[import-not-found]
+    from av.video.frame import VideoFrame  # type: ignore[import-not-found]
+
+    return InputContainer, Stream, VideoFrame
+
+
+def version_of(av: Any) -> int:
+    """The PyAV major version this module knows how to count, else 0."""
+    try:
+        major = int(str(getattr(av, "__version__", "")).split(".")[0])
+    except ValueError:
+        return 0
+    return major if 9 <= major <= 16 else 0
+
+
+def patch(av: Any, patches: Any) -> bool:
+    """Count av's video decoding (patches.set records the change of
+    av.open; the types' changes are in type_patches); False, and nothing
+    changed, for a PyAV this module does not know."""
+    if not version_of(av) or not callable(getattr(av, "open", None)):
+        return False
+    container, stream, frame = _classes()
+    want = [(container, "demux"), (container, "seek"), (stream, "decode")] + [(frame, n) for n in _CONVERSIONS]
+    if any(not callable(cls.__dict__.get(n)) for cls, n in want):
+        return False
+    wraps = {"demux": _demux_wrapper, "seek": _seek_wrapper, "decode": _decode_wrapper}
+    try:
+        for cls, n in want:
+            type_patches.set(cls, n, wraps.get(n, _convert_wrapper))
+    except Exception:
+        type_patches.undo()
+        raise
+    patches.set(av, "open", _open_wrapper)
+    return True
+
+
+def _forked() -> None:
+    registry.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)

@@ -1,0 +1,78 @@
+package verdict
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+)
+
+// ReopenShare is the opens per read at or above which a video file is
+// said to be opened for every read (docs/verdicts.md, video reads).
+const ReopenShare = 0.9
+
+// videoAmplified is the video stream that decodes the most frames at
+// HighReadAmp or more frames per frame returned; nil when none does.
+func videoAmplified(l *stage.LoaderStats) *stage.VideoStream {
+	var best *stage.VideoStream
+	for i := range l.Video {
+		v := &l.Video[i]
+		if v.ReadAmp >= HighReadAmp && (best == nil || v.FramesDecoded > best.FramesDecoded) {
+			best = v
+		}
+	}
+	return best
+}
+
+// videoCause is the loader's most amplified video stream as a read cause:
+// the frames it decodes per frame returned and why (a long keyframe
+// interval, or reads that decode from the start of the file), with the
+// re-encode or seek that fixes it.
+func videoCause(l *stage.LoaderStats) (readCause, bool) {
+	v := videoAmplified(l)
+	if v == nil {
+		return readCause{}, false
+	}
+	who := "workers decode"
+	if l.Workers == 0 {
+		who = "the DataLoader decodes"
+	}
+	what := v.Name()
+	if v.Codec != "" {
+		what += " (" + v.Codec + ")"
+	}
+	why := fmt.Sprintf("%s %.0f frames per frame returned: %s ", who, v.ReadAmp, what)
+	var fix string
+	switch {
+	case v.Calls > 0 && 2*v.Seeks < v.Calls:
+		why += fmt.Sprintf("is decoded from the start of the file (%d seeks in %d reads)", v.Seeks, v.Calls)
+		fix = "seek to the frame before decoding (`container.seek(pts, stream=stream)` lands on the keyframe at or before it), then decode up to the frame"
+	case v.GOP > 0:
+		why += fmt.Sprintf("has a keyframe every %d frames", v.GOP)
+		fix = reencodeHow(v)
+	default:
+		why += "has keyframes far apart (a seek decodes from the keyframe at or before the frame)"
+		fix = reencodeHow(v)
+	}
+	if v.OpensPerCall() >= ReopenShare {
+		why += " and is opened for every read"
+		fix += "; keep the container open per worker (open it once in each worker, not in `__getitem__`)"
+	}
+	return readCause{Why: why, Amp: v.ReadAmp, ReadNs: v.TimeNs(), Fix: fix}, true
+}
+
+// reencodeHow says how to re-encode v with a keyframe on every frame, or
+// convert its directory of camera files to 1-frame Zarr chunks.
+func reencodeHow(v *stage.VideoStream) string {
+	in, out, dir, dst := "IN", "OUT", "DIR", "DST.zarr"
+	if filepath.IsAbs(v.File) {
+		ext := filepath.Ext(v.File)
+		in, out = v.File, strings.TrimSuffix(v.File, ext)+"-g1"+ext
+		dir = filepath.Dir(v.File)
+		dst = dir + ".zarr"
+	}
+	return fmt.Sprintf("re-encode it with a keyframe on every frame: `ffmpeg -i %s -c:v libx264 -g 1 -crf 18 %s` "+
+		"(a read then decodes 1 frame, in a file often several times larger; `-g 10` is the middle ground: 5.5 frames a read, a smaller file), "+
+		"or store the camera files' frames as 1-frame Zarr chunks: `pipetrain data import %s %s`", in, out, dir, dst)
+}
