@@ -34,6 +34,38 @@ def spin_in_named_function(stop: threading.Event) -> None:
         x += 1
 
 
+_unsafe = stacks.UNSAFE_MODULES
+
+
+def setUpModule() -> None:
+    """These tests sample stacks in this process even where another test
+    module imported PyAV (which stops the sampling on CPython 3.11)."""
+    stacks.UNSAFE_MODULES = ()
+
+
+def tearDownModule() -> None:
+    stacks.UNSAFE_MODULES = _unsafe
+
+
+class TestUnsafeModules(unittest.TestCase):
+    def test_an_unsafe_module_stops_the_sampling(self) -> None:
+        """A module named in UNSAFE_MODULES that is imported stops the
+        sampler at its next tick, and says so once."""
+        sys.modules["pipetop_test_unsafe"] = types.ModuleType("pipetop_test_unsafe")
+        stacks.UNSAFE_MODULES = ("pipetop_test_unsafe",)
+        try:
+            s = stacks.StackSampler(threading.get_ident(), stacks.TRAIN, -1, lambda: "forward", 200.0)
+            s.start()
+            s._thread.join(2.0)
+            self.assertFalse(s._thread.is_alive())
+            self.assertEqual(s.samples, 0)
+            self.assertTrue(stacks.unsafe())
+        finally:
+            stacks.UNSAFE_MODULES = ()
+            del sys.modules["pipetop_test_unsafe"]
+        self.assertFalse(stacks.unsafe())
+
+
 class TestKnob(unittest.TestCase):
     def test_hz(self) -> None:
         for raw, want in (("", 100.0), ("0", 0.0), ("250", 250.0), ("1e9", stacks.MAX_HZ), ("-3", 100.0), ("nan", 100.0), ("x", 100.0)):
