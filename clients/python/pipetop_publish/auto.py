@@ -665,50 +665,31 @@ def _training_site() -> Optional[Tuple[str, int]]:
     return state.loader_info.site
 
 
-_zarr_patches = _Patches()
+def _reads_counter(what: str, patch: Callable[[Any, _Patches], Any]) -> Callable[[Any], None]:
+    """The import hook of a data library whose reads a watcher module
+    counts (zarrwatch, h5watch, videowatch): patch(module, patches) runs
+    once, on its first import; a version the watcher does not know is
+    left alone (patch returns False, or raises: then what it patched is
+    undone), with one stderr line saying so."""
+    patches = _Patches()
+
+    def on_import(module: Any) -> None:
+        if patches.done:
+            return
+        version = getattr(module, "__version__", "?")
+        try:
+            if patch(module, patches) is False:
+                sys.stderr.write("pipetop: %s %s reads not counted: unknown version or classes\n" % (what, version))
+        except Exception as e:  # noqa: BLE001 - an unexpected library: stay out of the way
+            patches.undo()
+            sys.stderr.write("pipetop: %s %s reads not counted: %r\n" % (what, version, e))
+
+    return on_import
 
 
-def _on_zarr(zarr: Any) -> None:
-    """zarr was just imported: count the reads of its arrays (a version
-    zarrwatch does not know is left alone)."""
-    if _zarr_patches.done:
-        return
-    try:
-        _zarrwatch.patch(zarr, _zarr_patches)
-    except Exception as e:  # noqa: BLE001 - an unexpected zarr: stay out of the way
-        _zarr_patches.undo()
-        sys.stderr.write("pipetop: zarr %s reads not counted: %r\n" % (getattr(zarr, "__version__", "?"), e))
-
-
-_h5py_patches = _Patches()
-
-
-def _on_h5py(h5py: Any) -> None:
-    """h5py was just imported: count the reads of its datasets (a version
-    h5watch does not know is left alone)."""
-    if _h5py_patches.done:
-        return
-    try:
-        _h5watch.patch(h5py, _h5py_patches)
-    except Exception as e:  # noqa: BLE001 - an unexpected h5py: stay out of the way
-        _h5py_patches.undo()
-        sys.stderr.write("pipetop: h5py %s reads not counted: %r\n" % (getattr(h5py, "__version__", "?"), e))
-
-
-_av_patches = _Patches()
-
-
-def _on_av(av: Any) -> None:
-    """PyAV was just imported: count its video decoding (a PyAV videowatch
-    does not know is left alone, with one line saying so)."""
-    if _av_patches.done:
-        return
-    try:
-        if not _videowatch.patch(av, _av_patches):
-            sys.stderr.write("pipetop: PyAV %s video decoding not counted: unknown version or classes\n" % getattr(av, "__version__", "?"))
-    except Exception as e:  # noqa: BLE001 - an unexpected PyAV: stay out of the way
-        _av_patches.undo()
-        sys.stderr.write("pipetop: PyAV %s video decoding not counted: %r\n" % (getattr(av, "__version__", "?"), e))
+_on_zarr = _reads_counter("zarr", _zarrwatch.patch)
+_on_h5py = _reads_counter("h5py", _h5watch.patch)
+_on_av = _reads_counter("PyAV", _videowatch.patch)
 
 
 def _forked() -> None:

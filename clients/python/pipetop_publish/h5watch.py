@@ -68,7 +68,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .zarrwatch import _axes, _int_list, _is_int, chunks_touched
+from .zarrwatch import _axes, _int_list, _is_int, add_delta, chunks_touched
 
 _now = time.perf_counter_ns
 MAX_DATASETS = 64  # datasets counted per process; reads of others are not
@@ -296,18 +296,7 @@ class Registry:
         """Add counters taken here or sent by a worker to the run's totals."""
         with self._lock:
             for d in deltas:
-                key, info, c = d.get("key"), d.get("info"), d.get("c")
-                if not isinstance(key, str) or not isinstance(c, list) or len(c) != len(FIELDS):
-                    continue
-                tot = self.totals.get(key)
-                if tot is None:
-                    if len(self.totals) >= MAX_DATASETS:
-                        continue
-                    tot = self.totals[key] = [0] * len(FIELDS)
-                    self.infos[key] = info if isinstance(info, dict) else {}
-                for i, v in enumerate(c):
-                    if isinstance(v, int) and v > 0:
-                        tot[i] += v
+                add_delta(self.totals, self.infos, d, len(FIELDS), MAX_DATASETS)
 
     def loader_fields(self) -> Dict[str, Any]:
         """The loader frame's HDF5 fields from the run's totals: each

@@ -58,6 +58,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .zarrwatch import add_delta
+
 _now = time.perf_counter_ns
 MAX_STREAMS = 64  # files and streams counted per process; others are not
 MAX_KEYFRAMES = 4096  # keyframes remembered per stream
@@ -218,20 +220,10 @@ class Registry:
                     self._add_total(d)
 
     def _add_total(self, d: Dict[str, Any]) -> None:
-        key, info, c = d.get("key"), d.get("info"), d.get("c")
-        if not isinstance(key, str) or not isinstance(c, list) or len(c) != len(FIELDS):
+        key = add_delta(self.totals, self.infos, d, len(FIELDS), MAX_STREAMS)
+        if key is None:
             return
-        tot = self.totals.get(key)
-        if tot is None:
-            if len(self.totals) >= MAX_STREAMS:
-                return
-            tot = self.totals[key] = [0] * len(FIELDS)
-            self.infos[key] = info if isinstance(info, dict) else {}
-            self.keyframes[key] = set()
-        for i, v in enumerate(c):
-            if isinstance(v, int) and v > 0:
-                tot[i] += v
-        kf, seen = d.get("kf"), self.keyframes[key]
+        kf, seen = d.get("kf"), self.keyframes.setdefault(key, set())
         if isinstance(kf, list):
             for i in kf:
                 if isinstance(i, int) and len(seen) < MAX_KEYFRAMES:

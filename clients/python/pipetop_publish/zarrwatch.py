@@ -123,18 +123,7 @@ class Registry:
         """Add counters taken here or sent by a worker to the run's totals."""
         with self._lock:
             for d in deltas:
-                key, info, c = d.get("key"), d.get("info"), d.get("c")
-                if not isinstance(key, str) or not isinstance(c, list) or len(c) != len(FIELDS):
-                    continue
-                tot = self.totals.get(key)
-                if tot is None:
-                    if len(self.totals) >= MAX_ARRAYS:
-                        continue
-                    tot = self.totals[key] = [0] * len(FIELDS)
-                    self.infos[key] = info if isinstance(info, dict) else {}
-                for i, v in enumerate(c):
-                    if isinstance(v, int) and v > 0:
-                        tot[i] += v
+                add_delta(self.totals, self.infos, d, len(FIELDS), MAX_ARRAYS)
 
     def loader_fields(self) -> Dict[str, Any]:
         """The loader frame's Zarr fields from the run's totals: each array
@@ -163,6 +152,29 @@ class Registry:
 
 
 registry = Registry()
+
+
+def add_delta(totals: Dict[str, List[int]], infos: Dict[str, Dict[str, Any]], d: Any, fields: int, cap: int) -> Optional[str]:
+    """Add one source's counters d ({"key", "info", "c"}: taken here or
+    sent by a worker) to the run's totals and infos, by key; returns the
+    key, or None for a malformed d or a new source past cap sources. Every
+    format's registry (Zarr arrays, HDF5 datasets, video streams) keeps
+    its totals so."""
+    if not isinstance(d, dict):
+        return None
+    key, info, c = d.get("key"), d.get("info"), d.get("c")
+    if not isinstance(key, str) or not isinstance(c, list) or len(c) != fields:
+        return None
+    tot = totals.get(key)
+    if tot is None:
+        if len(totals) >= cap:
+            return None
+        tot = totals[key] = [0] * fields
+        infos[key] = info if isinstance(info, dict) else {}
+    for i, v in enumerate(c):
+        if isinstance(v, int) and v > 0:
+            tot[i] += v
+    return key
 
 
 def store_root(arr: Any, version: int) -> str:
