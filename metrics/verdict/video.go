@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -62,6 +63,22 @@ func videoCause(l *stage.LoaderStats) (readCause, bool) {
 	return readCause{Why: why, Amp: v.ReadAmp, ReadNs: v.TimeNs(), Fix: fix}, true
 }
 
+// episodeFile is the name of one episode's video in LeRobot's layout
+// (videos/chunk-000/CAMERA/episode_000000.mp4).
+var episodeFile = regexp.MustCompile(`^episode_[0-9]+\.mp4$`)
+
+// importDir is the directory pipetrain data import converts for file:
+// the file's own (a directory of per-camera files), or for an episode
+// file of LeRobot's layout the one above its camera's directory, so that
+// every camera is imported.
+func importDir(file string) string {
+	dir := filepath.Dir(file)
+	if episodeFile.MatchString(filepath.Base(file)) {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
 // reencodeHow says how to re-encode v with a keyframe on every frame, or
 // convert its directory of camera files to 1-frame Zarr chunks.
 func reencodeHow(v *stage.VideoStream) string {
@@ -69,7 +86,7 @@ func reencodeHow(v *stage.VideoStream) string {
 	if filepath.IsAbs(v.File) {
 		ext := filepath.Ext(v.File)
 		in, out = v.File, strings.TrimSuffix(v.File, ext)+"-g1"+ext
-		dir = filepath.Dir(v.File)
+		dir = importDir(v.File)
 		dst = dir + ".zarr"
 	}
 	return fmt.Sprintf("re-encode it with a keyframe on every frame: `ffmpeg -i %s -c:v libx264 -g 1 -crf 18 %s` "+

@@ -98,3 +98,16 @@ func TestWorstReadAcrossFormats(t *testing.T) {
 		}
 	}
 }
+
+// LeRobot keeps one directory per camera of per-episode files: the import
+// advice names the directory above them, which holds every camera.
+func TestImportDirOfEpisodeFiles(t *testing.T) {
+	for file, want := range map[string]string{
+		"/data/lerobot/videos/chunk-000/observation.images.top/episode_000007.mp4": "/data/lerobot/videos/chunk-000",
+		"/data/cams/cam0.mp4": "/data/cams",
+	} {
+		if got := importDir(file); got != want {
+			t.Errorf("importDir(%q) = %q, want %q", file, got, want)
+		}
+	}
+}
