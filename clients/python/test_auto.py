@@ -130,6 +130,34 @@ class TestWorkerSlots(unittest.TestCase):
         self.assertTrue(fields["persistent_workers"])
         self.assertNotIn("length", fields)
 
+    def test_frames_go_on_between_epochs(self) -> None:
+        """Once an epoch's iterator is gone, the next one becomes current only
+        with its first batch, after its workers start (seconds, in the
+        epochs plant): the frames go on meanwhile, delivering nothing, and
+        carry what the last start cost."""
+
+        class Loader:
+            num_workers, batch_size, prefetch_factor, persistent_workers = 2, 8, 2, False
+
+            def __len__(self) -> int:
+                return 8
+
+        dl = Loader()
+        dl._pipetop_starts = 4
+        info = workers.IterInfo(dl, created=1000)
+        info.first, info.batches = 1000 + 1_500_000_000, 8
+        info.last = info.first + 160_000_000
+        workers.started(info)
+        sampler = workers.Sampler(None, lambda: (None, info))
+        first = sampler.sample()
+        self.assertIsNotNone(first)
+        self.assertEqual(first["worker_start_ns"], 1_500_000_000)
+        self.assertEqual(first["queue_depth"], 0)
+        again = sampler.sample()
+        self.assertEqual(again["batches_per_sec"], 0)
+        self.assertEqual(again["worker_busy"], 0)
+        self.assertEqual(again["worker_starts"], 4)
+
     def test_files_of_killed_runs(self) -> None:
         # A killed run leaves its slot file; a later process may get its
         # pid. Before, creating ours then failed (O_EXCL on pid + serial)

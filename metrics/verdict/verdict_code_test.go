@@ -152,6 +152,11 @@ func TestCodeVerdicts(t *testing.T) {
 	}).Summarize(0)
 	busy := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 1, WorkerBusyEach: []float64{1, 1}, Prefetch: 2, Cores: 2}
 	idle := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.3, Prefetch: 2, Cores: 2}
+	// Workers busy 80 % that deliver 42 batches/s: at most 53/s kept busy,
+	// while the loop would take 280/s (CI saw this with 2 workers on h5py).
+	slow := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.8, BatchesPerSec: 42, Prefetch: 2, Cores: 2}
+	// The same delivery from workers busy 10 %: 420/s kept busy, enough.
+	fast := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.1, BatchesPerSec: 42, Prefetch: 2, Cores: 2}
 	amped := func(a stage.ZarrArray, busyness float64) *stage.LoaderStats {
 		l := *busy
 		l.WorkerBusy = busyness
@@ -176,6 +181,10 @@ func TestCodeVerdicts(t *testing.T) {
 			[]string{"the 2 workers, busy 100 %, hand over their batches in turn (every 2nd step waits)", "raise num_workers"}, []string{"prefetch"}},
 		{"the same waits with idle workers are stalls", Inputs{Summary: inTurn, Loader: idle}, InputStalls,
 			[]string{"every 2nd step waits", "prefetch"}, nil},
+		{"unsaturated workers slower than the loop are input-bound", Inputs{Summary: inTurn, Loader: slow}, InputBound,
+			[]string{"the 2 workers, busy 80 %, hand over their batches in turn (every 2nd step waits)"}, []string{"keeps up on average"}},
+		{"workers that could keep up stall", Inputs{Summary: inTurn, Loader: fast}, InputStalls,
+			[]string{"every 2nd step waits", "keeps up on average"}, nil},
 		{"a real periodic stall stays a stall", Inputs{Summary: periodic, Loader: idle}, InputStalls,
 			[]string{"every 20th step waits 250 ms", "deepen the prefetch"}, nil},
 		{"amplified zarr: rechunk before workers", Inputs{Summary: steady, Loader: amped(stage.ZarrArray{}, 1), Code: workersCode}, InputBound,

@@ -19,7 +19,7 @@ func inputBound(s stage.Summary, wait float64, g gpuView, l *stage.LoaderStats, 
 		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
 			units.Pct(wait), units.Dur(s.Stage(stage.DataWait).Mean), units.Dur(s.WallMean))
 	}
-	v.Headline += inTurn(s.Waits, l) + inputCode(code, l)
+	v.Headline += inTurn(s, l) + inputCode(code, l)
 	return v
 }
 
@@ -32,10 +32,37 @@ func Saturated(l *stage.LoaderStats) bool {
 	return l != nil && l.Workers > 0 && l.WorkerBusy >= BusyWorkers
 }
 
-// inTurn says that saturated workers hand over their batches in turn, when
-// the waits come that way.
-func inTurn(p *stage.WaitPattern, l *stage.LoaderStats) string {
-	if !Saturated(l) || !p.Bursty() {
+// SlowOnAverage reports whether the loader, measured in the window of s,
+// is slow on average: saturated workers, or workers that, kept busy all
+// the time, would still deliver fewer batches than the loop takes (below
+// KeepUp of the rate its steps allow without data_wait). Its waits may
+// then come in bursts, every Nth step when N workers finish in step, but
+// deeper prefetch cannot absorb them.
+func SlowOnAverage(s stage.Summary, l *stage.LoaderStats) bool {
+	if Saturated(l) {
+		return true
+	}
+	if l == nil || l.WorkerBusy <= 0 {
+		return false
+	}
+	rate := l.BatchesPerSec
+	if rate == 0 && l.Batch > 0 {
+		rate = l.SamplesPerSec / float64(l.Batch)
+	}
+	wait := s.Stage(stage.DataWait)
+	if rate <= 0 || wait == nil || s.WallMean <= wait.Mean {
+		return false
+	}
+	capacity := rate / l.WorkerBusy
+	demand := 1e9 / (s.WallMean - wait.Mean)
+	return capacity < KeepUp*demand
+}
+
+// inTurn says that workers slow on average hand over their batches in
+// turn, when the waits come that way.
+func inTurn(s stage.Summary, l *stage.LoaderStats) string {
+	p := s.Waits
+	if !SlowOnAverage(s, l) || !p.Bursty() {
 		return ""
 	}
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))

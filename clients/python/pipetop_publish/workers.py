@@ -322,12 +322,17 @@ class Sampler:
                 return
 
     def sample(self) -> Optional[Dict[str, Any]]:
-        """Statistics of the current training loader since the last sample."""
+        """Statistics of the current training loader since the last sample.
+        Once its iterator is gone (an epoch's end: the next epoch's workers
+        may take seconds to start before its first batch makes it current)
+        they go on, delivering nothing."""
         it, info = self._current()
-        if info is None or it is None:
+        if info is None:
             return None
         now = _now()
-        busy = info.busy(now)
+        # A gone iterator's workers are gone too: a fetch it left in
+        # progress counts no further than its last batch.
+        busy = info.busy(now if it is not None else info.last)
         t0, b0, busy0 = self._last.get(id(info), (info.created, 0, [0] * len(busy)))
         self._last = {id(info): (now, info.batches, busy)}
         dt = max(1, now - t0)
