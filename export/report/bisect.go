@@ -14,6 +14,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
+	"github.com/pipetop/pipetop/monitor/loadertext"
 )
 
 // Bisect is what the bisect page shows: a pipetop bisect report and the
@@ -197,6 +198,9 @@ func phaseFigures(p verdict.PhaseResult) []Setting {
 		f = append(f, Setting{"loader workers busy", fmt.Sprintf("%s of %d", units.Pct(l.WorkerBusy), l.Workers)})
 		if l.ReadAmp > 0 {
 			f = append(f, Setting{"read amplification", fmt.Sprintf("%.1f×", l.ReadAmp)})
+		}
+		for _, src := range loadertext.Sources(l) {
+			f = append(f, Setting{src.Kind, src.Text})
 		}
 	}
 	return f

@@ -51,7 +51,7 @@ func TestBisectPage(t *testing.T) {
 		}
 	}
 	loader := phaseSection(t, page, verdict.PhaseLoader)
-	for _, want := range []string{"1,280", "90 % of 4", "3.2×", "2.5", `class="share st-data_wait"`} {
+	for _, want := range []string{"1,280", "90 % of 4", "3.2×", "2.5", `class="share st-data_wait"`, "zarr", "data/camera0 chunks [4 32 32 3], 1000 reads (1.0 frames each), read amplification 3.2x"} {
 		if !strings.Contains(loader, want) {
 			t.Errorf("loader card lacks %q", want)
 		}

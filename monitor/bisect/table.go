@@ -7,9 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/loadertext"
 )
 
 // WriteTable prints the report in 80 columns: the phases' table (with a
@@ -26,7 +25,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintln(w, rk.RankRow())
 		}
 	}
-	r.writeLoader(w)
+	r.WriteLoader(w)
 	r.writeWaiting(w)
 	for _, p := range r.Phases {
 		writePhase(w, p)
@@ -39,27 +38,18 @@ func (r *Report) WriteTable(w io.Writer) {
 	verdict.WriteWrapped(w, "next:    ", r.Verdict.Next)
 }
 
-// writeLoader prints the loader phase's statistics.
-func (r *Report) writeLoader(w io.Writer) {
+// WriteLoader prints the loader phase's statistics: its workers and read
+// amplification, then each source it read (Zarr arrays, HDF5 datasets,
+// video streams) and the batches' trip from the workers.
+func (r *Report) WriteLoader(w io.Writer) {
 	for _, p := range r.Phases {
 		if l := p.Loader; l != nil && p.Name == verdict.PhaseLoader && p.Measured() {
 			fmt.Fprintf(w, "loader: %d workers busy %.0f %%, read amplification %.1fx\n", l.Workers, 100*l.WorkerBusy, l.ReadAmp)
-			writeTrip(w, l.Trip)
+			for _, src := range loadertext.Sources(l) {
+				verdict.WriteWrapped(w, "  "+src.Kind+": ", src.Text)
+			}
 		}
 	}
-}
-
-// writeTrip prints what the loader phase's batches carried from the
-// workers, and the factor of float images that could be uint8.
-func writeTrip(w io.Writer, t *stage.BatchTrip) {
-	if t == nil || t.Batches == 0 {
-		return
-	}
-	fmt.Fprintf(w, "batch: %s from the workers, received in %s", units.Bytes(float64(t.BytesPerBatch)), units.Dur(float64(t.ReceiveNs)))
-	if f := verdict.Uint8Factor(t); f > 0 {
-		fmt.Fprintf(w, "; float images where uint8 would do: %dx the bytes", f)
-	}
-	fmt.Fprintln(w)
 }
 
 // writeWaiting prints the threads that waited for a CPU in each phase.

@@ -8,6 +8,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/loadertext"
 )
 
 // WriteScriptText writes a run summary for people, as pipetop run prints
@@ -26,17 +27,8 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 	}
 	if l := s.Loader; l != nil {
 		fmt.Fprintf(w, "  loader: %s\n", loaderLine(l))
-		for _, a := range l.Zarr {
-			fmt.Fprintf(w, "  zarr: %s\n", zarrLine(&a))
-		}
-		for _, d := range l.HDF5 {
-			fmt.Fprintf(w, "  hdf5: %s\n", hdf5Line(&d))
-		}
-		if t := l.Trip; t != nil && t.Batches > 0 {
-			fmt.Fprintf(w, "  batch: %s\n", tripLine(t))
-		}
-		for _, v := range l.Video {
-			fmt.Fprintf(w, "  video: %s\n", videoLine(&v))
+		for _, src := range loadertext.Sources(l) {
+			fmt.Fprintf(w, "  %s: %s\n", src.Kind, src.Text)
 		}
 	}
 	for _, line := range hotLines(s.code) {
@@ -76,53 +68,6 @@ func loaderLine(l *stage.LoaderStats) string {
 	}
 	return fmt.Sprintf("num_workers=%d busy %.0f %% (%s), prefetch_factor=%d, pin_memory=%v, %.1f batches/s",
 		l.Workers, 100*l.WorkerBusy, strings.Join(each, ", "), l.Prefetch, l.PinMemory, l.BatchesPerSec)
-}
-
-// zarrLine describes one Zarr array's reads over the run.
-func zarrLine(a *stage.ZarrArray) string {
-	return fmt.Sprintf("%s chunks %v, %d reads (%.1f frames each), read amplification %.1fx (%s decoded for %s returned)",
-		a.Name(), a.Chunks, a.Calls, a.FramesPerCall(), a.ReadAmp, units.Bytes(float64(a.BytesDecoded)), units.Bytes(float64(a.BytesReturned)))
-}
-
-// hdf5Line describes one HDF5 dataset's reads over the run.
-func hdf5Line(d *stage.HDF5Dataset) string {
-	chunks := "contiguous"
-	if len(d.Chunks) > 0 {
-		chunks = "chunks " + stage.ChunkText(d.Chunks)
-	}
-	line := fmt.Sprintf("%s %s %s, %d reads (%.1f frames each), read amplification %.1fx (%s decompressed for %s returned)",
-		d.Name(), chunks, d.FilterText(), d.Calls, d.FramesPerCall(), d.ReadAmp, units.Bytes(float64(d.BytesDecoded)), units.Bytes(float64(d.BytesReturned)))
-	if d.OpenedBeforeFork {
-		line += fmt.Sprintf("; %d reads through the file opened before the fork", d.ForkedReads)
-	}
-	return line
-}
-
-// tripLine describes what the batches carried from the workers to the
-// main process over the run, and the float images that could be uint8.
-func tripLine(t *stage.BatchTrip) string {
-	line := fmt.Sprintf("%s a batch from the workers to the main process, received in %s (%d batches)",
-		units.Bytes(float64(t.BytesPerBatch)), units.Dur(float64(t.ReceiveNs)), t.Batches)
-	if imgs := t.Uint8(); len(imgs) > 0 {
-		keys := make([]string, len(imgs))
-		for i, x := range imgs {
-			keys[i] = "batch" + x.Key
-		}
-		line += fmt.Sprintf("; %s %s where uint8 would do (%dx the bytes, %s a batch)",
-			strings.Join(keys, ", "), imgs[0].DType, imgs[0].Uint8Factor, units.Bytes(float64(t.Uint8Saved())))
-	}
-	return line
-}
-
-// videoLine describes one video stream's decoding over the run.
-func videoLine(v *stage.VideoStream) string {
-	gop := "keyframe interval unknown"
-	if v.GOP > 0 {
-		gop = fmt.Sprintf("a keyframe every %d frames", v.GOP)
-	}
-	return fmt.Sprintf("%s %s %dx%d, %s, %d opens for %d reads, %d frames decoded for %d returned (read amplification %.1fx); decode %s, convert %s, open/seek/read %s",
-		v.Name(), v.Codec, v.Width, v.Height, gop, v.Opens, v.Calls, v.FramesDecoded, v.FramesReturned, v.ReadAmp,
-		units.Dur(float64(v.DecodeNs)), units.Dur(float64(v.ConvertNs)), units.Dur(float64(v.ReadNs)))
 }
 
 // hotLines names the hot code of each sampled group that has one.

@@ -10,11 +10,12 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
-// WriteTable prints the report: the bisect's verdict, what was tuned and
-// why, every trial, the confirmation's candidates and the advice.
+// WriteTable prints the report: the bisect's verdict and its loader
+// phase's statistics and sources, what was tuned and why, every trial, the confirmation's candidates and the advice.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "tune: %s\n", strings.Join(r.Command, " "))
 	verdict.WriteWrapped(w, "bisect:  ", r.Bisect.Verdict.Headline)
+	r.Bisect.WriteLoader(w)
 	verdict.WriteWrapped(w, "tuned:   ", r.Reason)
 	if d := r.DataLoader; d != nil {
 		fmt.Fprintf(w, "the training DataLoader, made at %s: %s\n", d.Site, r.Baseline)

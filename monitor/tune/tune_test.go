@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
 )
@@ -280,5 +281,21 @@ func TestNoWinnerSaysWhy(t *testing.T) {
 	r.Trials = r.Trials[2:]
 	if got := r.noWinner(); got != "no setting was measured in full runs" {
 		t.Errorf("without a measured baseline: %q", got)
+	}
+}
+
+// The table shows the bisect's loader phase: its workers and each source
+// it read, here a video stream.
+func TestTableShowsTheLoaderPhase(t *testing.T) {
+	l := &stage.LoaderStats{Workers: 2, WorkerBusy: 1, ReadAmp: 108.8,
+		Video: []stage.VideoStream{{File: "/d/cam0.mp4", Codec: "h264", Width: 96, Height: 96, GOP: 250, Opens: 10, Calls: 10, FramesDecoded: 1088, FramesReturned: 10, ReadAmp: 108.8}}}
+	r := Report{Schema: Schema, Command: []string{"python3", "train.py"}, Reason: "input-bound"}
+	r.Bisect.Phases = []verdict.PhaseResult{{Name: verdict.PhaseLoader, Status: verdict.PhaseOK, Steps: 9, StepsPerSec: 3, SamplesPerSec: 24, Loader: l}}
+	var b strings.Builder
+	r.WriteTable(&b)
+	for _, want := range []string{"loader: 2 workers busy 100 %, read amplification 108.8x", "video: /d/cam0.mp4 h264 96x96, a keyframe every 250 frames"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
 	}
 }

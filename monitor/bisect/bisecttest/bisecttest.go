@@ -18,7 +18,8 @@ const Hostile = `<script>alert("pwned")</script>`
 const Host = "constructed-in-a-test"
 
 // Constructed is a constructed bisect report of all four phases: loader
-// ok (4 workers 90 % busy, read amplification 3.2x, a hostile note),
+// ok (4 workers 90 % busy, read amplification 3.2x from one Zarr array,
+// a hostile note),
 // cached skipped, forward failed (exit status 1, a hostile stderr), full
 // ok at fullRate samples/s over two ranks (rank 1 a straggler); the
 // command holds Hostile too. Its verdict is verdict.DiagnoseBisect's.
@@ -27,8 +28,10 @@ func Constructed(fullRate float64) bisect.Report {
 	phases := []verdict.PhaseResult{
 		{Name: verdict.PhaseLoader, Batch: 64, Steps: 400, Seconds: 20, StepsPerSec: 20, SamplesPerSec: 1280, Status: verdict.PhaseOK,
 			Summary: summary(400, map[string]float64{stage.DataWait: 0.95, stage.Other: 0.05}, false),
-			Loader:  &stage.LoaderStats{Workers: 4, Batch: 64, SamplesPerSec: 1280, WorkerBusy: 0.9, ReadAmp: 3.2},
-			Notes:   []string{"a loader note " + Hostile}, Waiting: &waiting},
+			Loader: &stage.LoaderStats{Workers: 4, Batch: 64, SamplesPerSec: 1280, WorkerBusy: 0.9, ReadAmp: 3.2,
+				Zarr: []stage.ZarrArray{{Store: "/data/run.zarr", Path: "data/camera0", Shape: []int{4000, 32, 32, 3}, Chunks: []int{4, 32, 32, 3},
+					DType: "uint8", ItemSize: 1, ZarrFormat: 2, Calls: 1000, BytesReturned: 1000 * 3072, BytesDecoded: 3200 * 3072, ReadAmp: 3.2}}},
+			Notes: []string{"a loader note " + Hostile}, Waiting: &waiting},
 		{Name: verdict.PhaseCached, Status: verdict.PhaseSkipped, Notes: []string{"no DataLoader was seen " + Hostile}},
 		{Name: verdict.PhaseForward, Status: verdict.PhaseFailed, ExitStatus: &exit,
 			StderrTail: "Traceback (most recent call last):\n  RuntimeError: CUDA out of memory " + Hostile},
