@@ -18,6 +18,7 @@ packages=(
   prometheus                      # exporter tests: promtool checks and a real Prometheus server
   chromium                        # pipetop report tests and screenshots: the page in a real headless browser
   python3-av python3-h5py ffmpeg  # video and HDF5 datasets: the read counting's tests write and read them
+  python3-torchvision             # torchvision.io.read_video over PyAV: its reads are counted too
   libhdf5-dev hdf5-tools          # pipetrain data inspect/import of HDF5 files (cgo), h5repack in the advice's tests
 )
 

@@ -151,6 +151,48 @@ func TestRunVideoGOP(t *testing.T) {
 	t.Logf("re-encoded: %.0f samples/s (was %.0f), %.0f µs decoding per frame returned (was %.0f): %s", fast, slow, now/1e3, before/1e3, after[0].Verdict)
 }
 
+// torchvisionDecodedPerFrame is what torchvision 0.14's read_video decodes
+// per frame when each of n frames is read once as a one-frame clip, with a
+// keyframe every gop frames: it seeks a little before the frame (to the
+// keyframe before it when the frame is itself a keyframe), decodes up to
+// the frame and 5 frames past it (its buffer for out-of-order frames).
+func torchvisionDecodedPerFrame(n, gop int) float64 {
+	sum := 0
+	for f := range n {
+		from := f - f%gop
+		if f%gop == 0 && f > 0 {
+			from = f - gop
+		}
+		sum += f - from + 1 + min(5, n-1-f)
+	}
+	return float64(sum) / float64(n)
+}
+
+// TestRunVideoTorchvision: torchvision's read_video decodes through PyAV,
+// so a Dataset that reads one-frame clips with it is counted like one
+// that calls PyAV itself, against the frames torchvision's own reading
+// decodes, and gets the same advice.
+func TestRunVideoTorchvision(t *testing.T) {
+	e := newRunEnv(t)
+	requireVideo(t)
+	if out, err := exec.Command(debPython, "-c", "import torchvision.io").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import torchvision (apt-get install python3-torchvision): %v\n%s", debPython, err, out)
+	}
+	cam := filepath.Join(t.TempDir(), "cam0.mp4")
+	const gop = 50
+	encodeVideo(t, cam, gop)
+	docs, stderr, status := e.run(t, noWorkerStacks, debPython, example("video_loop.py"), cam, "--epochs", "1", "--reader", "torchvision")
+	if status != 0 || len(docs) != 1 {
+		t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+	}
+	checkVideo(t, docs[0].Loader, torchvisionDecodedPerFrame(videoFrames, gop), gop, 1)
+	v := docs[0].Verdict
+	if want := cam + " (h264) has a keyframe every 50 frames and is opened for every read"; !strings.Contains(v.Next, want) {
+		t.Errorf("verdict %q lacks %q", v, want)
+	}
+	t.Logf("%s", v)
+}
+
 // TestRunVideoBadFiles: under pipetop run, a truncated and a corrupt MP4
 // raise the user's own PyAV error, as without it, and a variable-frame-rate
 // video reads as without it.
