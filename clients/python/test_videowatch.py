@@ -125,6 +125,20 @@ class TestVideo(unittest.TestCase):
         self.assertEqual(s["opens"], 1)
         self.assertEqual(s["calls"], 1)
 
+    def test_bytes_read_are_the_decoded_packets(self) -> None:
+        """Decoding a whole file reads every packet of its video stream: the
+        bytes read are their sizes, as PyAV's own demuxing gives them."""
+        path = self.files[10]
+        with av.open(path) as c:
+            for f in c.decode(video=0):
+                f.to_ndarray()
+        s = self.streams()["g10.mp4"]
+        self.unpatch()
+        with av.open(path) as c:
+            want = sum(p.size for p in c.demux(video=0))
+        self.assertEqual(s["bytes_read"], want)
+        self.assertEqual(s["frames_decoded"], FRAMES)
+
     def test_a_container_kept_open_is_opened_once(self) -> None:
         with av.open(self.files[10]) as c:
             s = c.streams.video[0]

@@ -29,8 +29,11 @@ see ``workerlink``):
   field for a decoder (``codec_context.gop_size`` is an encoder setting);
 * ``decode_ns``: time in ``Stream.decode``; ``convert_ns``: time in the
   conversions above (the pixel-format conversion's cost); ``read_ns``:
-  time in ``av.open``, ``container.seek`` and reading packets (demuxing);
-* ``bytes_read``: the file's packets read; ``bytes_decoded``: each decoded
+  time in ``av.open`` and ``container.seek`` (reading a packet from a
+  local file is a copy: it is not timed, which would cost each packet a
+  Python generator step);
+* ``bytes_read``: the file's packets its video streams decoded;
+  ``bytes_decoded``: each decoded
   frame at its decoded size in the pixel format the stream's frames are
   converted to (rgb24, 3 bytes a pixel, until a conversion says
   otherwise); ``bytes_used``: what the conversions returned (an array's
@@ -42,10 +45,15 @@ their methods are replaced in the type's own dictionary (and the type's
 method cache invalidated), so the user's objects keep their own types and
 every call returns and raises what PyAV returns and raises. Checked against
 PyAV 10.0 (Debian 12); a PyAV whose classes do not look as expected, or a
-Python that is not CPython, is left alone. torchvision's ``read_video`` and
-``VideoReader`` decode through the same PyAV calls when torchvision uses
-PyAV (its ``video_reader`` backend is not counted); torchvision was not
-installed where this was written.
+Python that is not CPython, is left alone. torchvision's ``read_video``
+decodes through the same PyAV calls; its ``VideoReader`` (its own C++
+decoder) is not counted.
+
+Every read passes through these wrappers, so they do as little as they
+can: a stream's counters are found by (container name, stream index)
+without formatting a key, and the counters are plain list items (the GIL
+keeps each ``+=`` whole; two threads decoding the same stream at the same
+instant may lose one update, which the counts can afford).
 """
 
 from __future__ import annotations
@@ -82,18 +90,22 @@ class Counts:
     """What is known about one file (index -1) or one of its video streams,
     and its counters since the last take."""
 
-    __slots__ = ("key", "info", "c", "pixels", "pixel_bytes", "kf_scale", "kf_start", "keyframes", "new_keyframes")
+    __slots__ = ("key", "info", "c", "pixels", "pixel_bytes", "kf_scale", "kf_start", "keyframes", "new_keyframes", "file", "taken")
 
     def __init__(self, key: str, info: Dict[str, Any]) -> None:
         self.key = key
         self.info = info
+        # Counters since the run began (only ever incremented, without a
+        # lock: take() sends what they gained since taken).
         self.c = [0] * len(FIELDS)
+        self.taken = [0] * len(FIELDS)
         self.pixels = int(info.get("width", 0)) * int(info.get("height", 0))
         self.pixel_bytes = 3.0
         self.kf_scale = 0.0  # frames per pts tick
         self.kf_start = 0
         self.keyframes: set = set()
         self.new_keyframes: List[int] = []
+        self.file: Optional[Counts] = None  # a stream's file's counters
 
 
 class Registry:
@@ -104,6 +116,8 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Dict[str, Counts] = {}
+        self._files: Dict[str, Counts] = {}  # by container name
+        self._streams: Dict[Tuple[str, int], Counts] = {}  # by (container name, stream index)
         self._frames: Dict[int, List[Any]] = {}
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
@@ -112,30 +126,36 @@ class Registry:
     def file_counts(self, name: Any) -> Optional[Counts]:
         """The counters of the file a container named name reads; None when
         too many are counted."""
-        key = "%s#-1" % (name,)
-        c = self._counts.get(key)
+        c = self._files.get(name)
         if c is not None:
             return c
+        key = "%s#-1" % (name,)
         with self._lock:
             c = self._counts.get(key)
             if c is None and len(self._counts) < MAX_STREAMS:
                 c = self._counts[key] = Counts(key, {"file": file_path(name), "stream": -1})
+            if c is not None:
+                self._files[name] = c
             return c
 
     def stream_counts(self, stream: Any) -> Optional[Counts]:
         """The counters of a video stream; None when too many are counted
         or the stream does not describe itself as expected."""
         try:
-            key = "%s#%d" % (stream.container.name, stream.index)
+            name, index = stream.container.name, stream.index
         except Exception:  # noqa: BLE001 - an unexpected stream: not counted
             return None
-        c = self._counts.get(key)
+        c = self._streams.get((name, index))
         if c is not None:
             return c
         try:
-            return self._make(key, stream)
+            c = self._make("%s#%d" % (name, index), stream)
         except Exception:  # noqa: BLE001
             return None
+        if c is not None:
+            c.file = self.file_counts(name)
+            self._streams[(name, index)] = c
+        return c
 
     def _make(self, key: str, stream: Any) -> Optional[Counts]:
         cc = stream.codec_context
@@ -155,23 +175,30 @@ class Registry:
                 self._counts[key] = c
             return c
 
-    def decoded(self, c: Counts, frames: List[Any], dt: int) -> None:
-        """Count the frames a Stream.decode of c's stream output in dt ns
-        and remember them for their conversions."""
+    def decoded(self, c: Counts, packet: Any, frames: List[Any], dt: int) -> None:
+        """Count a Stream.decode of c's stream: the packet it was given (its
+        bytes read from c's file) and the frames it output in dt ns, which
+        it remembers for their conversions."""
+        cc = c.c
+        cc[_DECODE_NS] += dt
+        if packet is not None and c.file is not None:
+            c.file.c[_READ] += packet.size
+        if not frames:
+            return
+        cc[_DECODED] += len(frames)
         seen = self._frames
-        with self._lock:
-            c.c[_DECODED] += len(frames)
-            c.c[_DECODE_NS] += dt
-            for f in frames:
-                pts = f.pts
-                seen[id(f)] = [c, pts, False]
-                if f.key_frame and pts is not None and c.kf_scale and len(c.keyframes) < MAX_KEYFRAMES:
-                    i = round((pts - c.kf_start) * c.kf_scale)
-                    if i not in c.keyframes:
-                        c.keyframes.add(i)
-                        c.new_keyframes.append(i)
-            while len(seen) > MAX_FRAMES:
-                del seen[next(iter(seen))]
+        for f in frames:
+            pts = f.pts
+            seen[id(f)] = [c, pts, False]
+            if f.key_frame and pts is not None and c.kf_scale and len(c.keyframes) < MAX_KEYFRAMES:
+                i = round((pts - c.kf_start) * c.kf_scale)
+                if i not in c.keyframes:
+                    c.keyframes.add(i)
+                    c.new_keyframes.append(i)
+        if len(seen) > MAX_FRAMES:
+            with self._lock:
+                while len(seen) > MAX_FRAMES:
+                    seen.pop(next(iter(seen)), None)
 
     def converted(self, frame: Any, out: Any, dt: int) -> None:
         """Count a conversion of frame (returning out, in dt ns) when the
@@ -180,36 +207,34 @@ class Registry:
         got = seen.get(id(frame))
         if got is None or got[1] != frame.pts:
             return
-        c = got[0]
-        with self._lock:
-            c.c[_CONVERT_NS] += dt
-            if not got[2]:
-                got[2] = True
-                n = out_bytes(out)
-                c.c[_RETURNED] += 1
-                c.c[_USED] += n
-                if c.c[_RETURNED] == 1 and frame.width and frame.height and n:
-                    c.pixel_bytes = n / (frame.width * frame.height)
+        cc = got[0].c
+        cc[_CONVERT_NS] += dt
+        if not got[2]:
+            got[2] = True
+            n = out_bytes(out)
+            cc[_RETURNED] += 1
+            cc[_USED] += n
+            if cc[_RETURNED] == 1 and frame.width and frame.height and n:
+                got[0].pixel_bytes = n / (frame.width * frame.height)
         if type(out) is type(frame):
             seen[id(out)] = [c, out.pts, True]
 
-    def add(self, c: Counts, i: int, v: int) -> None:
-        """Add v to counter i of c."""
-        with self._lock:
-            c.c[i] += v
 
     def take(self) -> List[Dict[str, Any]]:
         """Each file's and stream's counters since the last take (those
         without reads left out), with its description and the keyframes
-        first seen; they start again from zero."""
+        first seen since then."""
         out = []
         with self._lock:
             for c in self._counts.values():
-                if not any(c.c) and not c.new_keyframes:
-                    continue
                 c.c[_BYTES_DECODED] = int(c.c[_DECODED] * c.pixels * c.pixel_bytes)
-                out.append({"key": c.key, "info": c.info, "c": c.c, "kf": c.new_keyframes})
-                c.c, c.new_keyframes = [0] * len(FIELDS), []
+                now = list(c.c)
+                gained = [a - b for a, b in zip(now, c.taken)]
+                if not any(gained) and not c.new_keyframes:
+                    continue
+                kf, c.new_keyframes = c.new_keyframes, []
+                out.append({"key": c.key, "info": c.info, "c": gained, "kf": kf})
+                c.taken = now
         return out
 
     def add_totals(self, deltas: List[Dict[str, Any]]) -> None:
@@ -264,7 +289,7 @@ class Registry:
     def forget(self) -> None:
         """Start afresh (a forked child counts its own reads only)."""
         self._lock = threading.Lock()
-        self._counts, self._frames = {}, {}
+        self._counts, self._files, self._streams, self._frames = {}, {}, {}, {}
         self.totals, self.infos, self.keyframes = {}, {}, {}
 
 
@@ -320,9 +345,8 @@ def _open_wrapper(orig: Callable) -> Callable:
             dt = _now() - t0
             c = reg.file_counts(out.name)
             if c is not None:
-                with reg._lock:
-                    c.c[_OPENS] += 1
-                    c.c[_READ_NS] += dt
+                c.c[_OPENS] += 1
+                c.c[_READ_NS] += dt
         except Exception:  # noqa: BLE001 - counting is optional
             pass
         return out
@@ -343,9 +367,8 @@ def _seek_wrapper(orig: Callable) -> Callable:
             dt = _now() - t0
             c = reg.file_counts(self.name)
             if c is not None:
-                with reg._lock:
-                    c.c[_SEEKS] += 1
-                    c.c[_READ_NS] += dt
+                c.c[_SEEKS] += 1
+                c.c[_READ_NS] += dt
         except Exception:  # noqa: BLE001
             pass
         return out
@@ -356,51 +379,28 @@ def _seek_wrapper(orig: Callable) -> Callable:
 
 
 def _demux_wrapper(orig: Callable) -> Callable:
-    """InputContainer.demux: the packets read from the file, their bytes and
-    the time reading them; the iterator yields PyAV's own packets."""
+    """InputContainer.demux: a read of the file starts (PyAV's own packet
+    iterator is returned: its packets' bytes count where they are decoded)."""
     reg = registry
 
     def demux(self: Any, *args: Any, **kwargs: Any) -> Any:
         it = orig(self, *args, **kwargs)
         try:
             c = reg.file_counts(self.name)
+            if c is not None:
+                c.c[_CALLS] += 1
         except Exception:  # noqa: BLE001
-            c = None
-        if c is None:
-            return it
-        reg.add(c, _CALLS, 1)
-        return _packets(it, c)
+            pass
+        return it
 
     demux.__wrapped__ = orig  # type: ignore[attr-defined]
     demux.__doc__ = getattr(orig, "__doc__", None)
     return demux
 
 
-def _packets(it: Any, c: Counts) -> Any:
-    """Yield it's packets, counting their bytes and the time reading each."""
-    lock = registry._lock
-    try:
-        while True:
-            t0 = _now()
-            try:
-                p = next(it)
-            except StopIteration:
-                return
-            dt = _now() - t0
-            with lock:
-                cc = c.c
-                cc[_READ_NS] += dt
-                cc[_READ] += p.size
-            yield p
-    finally:
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
-
-
 def _decode_wrapper(orig: Callable) -> Callable:
-    """Stream.decode: the frames a video stream's decoder output for one
-    packet and the time it took."""
+    """Stream.decode: the packet a video stream's decoder was given, the
+    frames it output and the time it took."""
     reg = registry
 
     def decode(self: Any, packet: Any = None) -> Any:
@@ -408,10 +408,10 @@ def _decode_wrapper(orig: Callable) -> Callable:
         frames = orig(self, packet)
         dt = _now() - t0
         try:
-            if frames and self.type == "video":
+            if self.type == "video":
                 c = reg.stream_counts(self)
                 if c is not None:
-                    reg.decoded(c, frames, dt)
+                    reg.decoded(c, packet, frames, dt)
         except Exception:  # noqa: BLE001
             pass
         return frames
