@@ -36,15 +36,15 @@ type VideoStream struct {
 	// (to_ndarray, to_image, to_rgb, reformat), each frame once.
 	FramesDecoded  int64 `json:"frames_decoded"`
 	FramesReturned int64 `json:"frames_returned"`
-	// BytesRead is the file's packets read; BytesDecoded the decoded
+	// BytesRead is the packets the file's video streams decoded; BytesDecoded the decoded
 	// frames at their decoded size in the pixel format they are converted
 	// to; BytesUsed what the conversions returned.
 	BytesRead    int64 `json:"bytes_read"`
 	BytesDecoded int64 `json:"bytes_decoded"`
 	BytesUsed    int64 `json:"bytes_used"`
 	// DecodeNs is the time decoding, ConvertNs the time converting frames
-	// to pixels (the pixel-format conversion), ReadNs the time opening,
-	// seeking and reading packets of the file.
+	// to pixels (the pixel-format conversion), ReadNs the time opening
+	// and seeking the file.
 	DecodeNs  int64 `json:"decode_ns"`
 	ConvertNs int64 `json:"convert_ns"`
 	ReadNs    int64 `json:"read_ns"`

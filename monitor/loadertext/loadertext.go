@@ -76,7 +76,7 @@ func Video(v *stage.VideoStream) string {
 	if v.GOP > 0 {
 		gop = fmt.Sprintf("a keyframe every %d frames", v.GOP)
 	}
-	return fmt.Sprintf("%s %s %dx%d, %s, %d opens for %d reads, %d frames decoded for %d returned (read amplification %.1fx); decode %s, convert %s, open/seek/read %s",
+	return fmt.Sprintf("%s %s %dx%d, %s, %d opens for %d reads, %d frames decoded for %d returned (read amplification %.1fx); decode %s, convert %s, open/seek %s",
 		v.Name(), v.Codec, v.Width, v.Height, gop, v.Opens, v.Calls, v.FramesDecoded, v.FramesReturned, v.ReadAmp,
 		units.Dur(float64(v.DecodeNs)), units.Dur(float64(v.ConvertNs)), units.Dur(float64(v.ReadNs)))
 }

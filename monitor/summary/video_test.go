@@ -18,7 +18,7 @@ func TestScriptTextVideo(t *testing.T) {
 	var text strings.Builder
 	WriteScriptText(&text, &s, "s.json")
 	for _, want := range []string{
-		"  video: /d/cam0.mp4 h264 96x96, a keyframe every 250 frames, 300 opens for 300 reads, 32651 frames decoded for 300 returned (read amplification 108.8x); decode 1.20 s, convert 30.0 ms, open/seek/read 400 ms\n",
+		"  video: /d/cam0.mp4 h264 96x96, a keyframe every 250 frames, 300 opens for 300 reads, 32651 frames decoded for 300 returned (read amplification 108.8x); decode 1.20 s, convert 30.0 ms, open/seek 400 ms\n",
 		"  video: /d/cam1.mp4 stream 1 av1 0x0, keyframe interval unknown,"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
