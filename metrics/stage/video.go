@@ -36,9 +36,10 @@ type VideoStream struct {
 	// (to_ndarray, to_image, to_rgb, reformat), each frame once.
 	FramesDecoded  int64 `json:"frames_decoded"`
 	FramesReturned int64 `json:"frames_returned"`
-	// BytesRead is the packets the file's video streams decoded; BytesDecoded the decoded
-	// frames at their decoded size in the pixel format they are converted
-	// to; BytesUsed what the conversions returned.
+	// BytesRead is the packets the file's video streams decoded;
+	// BytesDecoded the decoded frames at their decoded size in the pixel
+	// format they are converted to; BytesUsed what the conversions
+	// returned.
 	BytesRead    int64 `json:"bytes_read"`
 	BytesDecoded int64 `json:"bytes_decoded"`
 	BytesUsed    int64 `json:"bytes_used"`
