@@ -138,3 +138,42 @@ func TestRecordingJudgesHostCPU(t *testing.T) {
 		t.Errorf("CPU use %+v", r.CPU)
 	}
 }
+
+// TestRecordingOverTimeJudgesHostCPU: the verdicts over time judge each
+// window with the CPU readings recorded in it: a run that is compute-bound
+// until a quota starts to run out halfway through turns throttled then,
+// and not before.
+func TestRecordingOverTimeJudgesHostCPU(t *testing.T) {
+	steps := run(1, ms/4).Entries()
+	throttled, _ := json.Marshal(map[string]any{
+		"threads": []map[string]any{
+			{"pid": 9, "tid": 9, "role": "training", "cpu": 30.0, "wait": 70.0},
+			{"pid": 9, "tid": 10, "role": "intra-op", "cpu": 20.0, "wait": 80.0},
+		},
+		"usable_cores": 0.5, "quota": map[string]any{"version": 2, "cpus": 0.5, "throttled_share": 0.95},
+	})
+	free, _ := json.Marshal(map[string]any{
+		"threads":      []map[string]any{{"pid": 9, "tid": 9, "role": "training", "cpu": 100.0, "wait": 1.0}},
+		"usable_cores": 2.0,
+	})
+	var es []recording.Entry
+	every := max(1, len(steps)/100) // about one reading a second of the run
+	for i, e := range steps {
+		es = append(es, e)
+		if i%every == 0 {
+			raw := free
+			if i > len(steps)/2 {
+				raw = throttled
+			}
+			es = append(es, recording.Entry{T: e.T, Host: recording.Host{"threads": raw}})
+		}
+	}
+	r := FromEntries(es)
+	first, last := r.Verdicts[0], r.Verdicts[len(r.Verdicts)-1]
+	if first.Kind == verdict.Throttled || last.Kind != verdict.Throttled {
+		t.Fatalf("verdicts over time %+v: want throttled from about halfway, not from the start", r.Verdicts)
+	}
+	if last.FromSec < 40 || last.FromSec > 90 {
+		t.Errorf("throttled from %.0f s of %.0f s, want from about halfway (after the first readings of the quota)", last.FromSec, r.DurationSec)
+	}
+}

@@ -135,6 +135,16 @@ type builder struct {
 	periods []Period
 	cpu     cpuSums
 	host    CPUMeans // the CPU rules' readings while the run trained
+	// recent are the CPU readings of the buckets an over-time verdict's
+	// window covers, each with the bucket it arrived in (nBuckets then).
+	recent   []bucketCPU
+	nBuckets int
+}
+
+// bucketCPU is one refresh's CPU readings and the bucket they arrived in.
+type bucketCPU struct {
+	bucket int
+	cpu    *verdict.HostCPU
 }
 
 // track is the steps of one trainer process or rank.
@@ -236,7 +246,8 @@ func (b *builder) add(e recording.Entry) {
 }
 
 // addHost adds one recorded refresh's CPU readings to the run's means,
-// once the run has trained (as pipetop run keeps them).
+// once the run has trained (as pipetop run keeps them), and to those of
+// the over-time verdicts' window.
 func (b *builder) addHost(h recording.Host) {
 	if b.first < 0 {
 		return
@@ -247,7 +258,32 @@ func (b *builder) addHost(h recording.Host) {
 			return
 		}
 	}
-	b.host.AddSnapshot(&s)
+	var host verdict.Host
+	threads.Part.FillHost(&s, &host)
+	if host.CPU == nil {
+		return
+	}
+	b.host.Add(host.CPU)
+	b.recent = append(b.recent, bucketCPU{b.nBuckets, host.CPU})
+}
+
+// windowCPU is the CPU readings of the last VerdictWindow of buckets, as
+// the over-time verdict closing now judges them; nil without any.
+func (b *builder) windowCPU() *verdict.Host {
+	oldest := b.nBuckets - int(VerdictWindow/b.bucket) + 1
+	i := 0
+	for i < len(b.recent) && b.recent[i].bucket < oldest {
+		i++
+	}
+	b.recent = b.recent[i:]
+	var m CPUMeans
+	for _, r := range b.recent {
+		m.Add(r.cpu)
+	}
+	if c := m.Run().HostCPU(); c != nil {
+		return &verdict.Host{CPU: c}
+	}
+	return nil
 }
 
 func (b *builder) step(r *stage.Record) {
@@ -284,7 +320,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := verdict.Diagnose(b.main.ring.Summarize(VerdictWindow), b.loader)
+		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU()})
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -293,6 +329,7 @@ func (b *builder) closeBucket() {
 	b.run.Throughput = append(b.run.Throughput, p)
 	b.inBkt = b.inBkt[:0]
 	b.edge += int64(b.bucket)
+	b.nBuckets++
 }
 
 // period extends the last period or starts a new one at the verdict v.
