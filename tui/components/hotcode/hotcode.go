@@ -3,7 +3,8 @@
 // DataLoader workers) its hot path, from the user's own function down to
 // the innermost call that still holds half the time, and the functions
 // with the most self time. The pane follows the verdict's stage (the
-// workers when the verdict is about the input and workers load it); its
+// workers when the verdict is about the input and workers load it; the
+// Python thread that holds the GIL when the verdict is gil-bound); its
 // key c shows the next group.
 package hotcode
 
@@ -42,7 +43,7 @@ func Hidden(s *snapshot.Snapshot) bool { return s == nil || s.Code == nil || len
 
 // Title is the pane title.
 func (m Model) Title() string {
-	g := m.group()
+	g := m.shown()
 	if g == nil {
 		return "hot code"
 	}
@@ -50,7 +51,7 @@ func (m Model) Title() string {
 	if m.pick > 0 {
 		mode = fmt.Sprintf("%d of %d", m.pick, len(m.Snap.Code.Groups))
 	}
-	return fmt.Sprintf("hot code · %s · %s samples · %s", groupName(g), units.Count(g.Samples), mode)
+	return fmt.Sprintf("hot code · %s · %s samples · %s", g.name, units.Count(g.samples), mode)
 }
 
 // Keys lists the pane's key for the help.
@@ -71,16 +72,49 @@ func (m Model) Size(w int) (lo, pref int) { return 1, len(m.lines(w)) }
 // View renders the body.
 func (m Model) View() string { return draw.Block(strings.Join(m.lines(m.W), "\n"), m.W, m.H) }
 
-// group is the group shown, nil without samples.
-func (m Model) group() *stage.CodeGroup {
+// shown is what the pane draws: one group's samples or one thread's.
+type shown struct {
+	name    string
+	samples int64
+	hot     *stage.HotSpot
+	path    []stage.PathStep
+	top     []stage.FuncShare
+}
+
+// shown is what the pane shows now, nil without samples.
+func (m Model) shown() *shown {
 	if Hidden(m.Snap) {
 		return nil
 	}
 	p := m.Snap.Code
 	if m.pick > 0 && m.pick <= len(p.Groups) {
-		return &p.Groups[m.pick-1]
+		return groupShown(&p.Groups[m.pick-1])
 	}
-	return Follow(m.Snap)
+	if th := gilThread(m.Snap); th != nil {
+		return &shown{name: fmt.Sprintf("thread %q (tid %d), holds the GIL %s of a core", th.Name, th.TID, units.Pct(th.GIL())),
+			samples: th.Samples, hot: th.Hot, path: th.Path}
+	}
+	return groupShown(Follow(m.Snap))
+}
+
+// groupShown is what the pane draws of group g.
+func groupShown(g *stage.CodeGroup) *shown {
+	return &shown{name: groupName(g), samples: g.Samples, hot: g.Hot, path: g.Path, top: g.Top}
+}
+
+// gilThread is the thread a gil-bound verdict is about: the Python thread
+// that held the GIL the most; nil for another verdict.
+func gilThread(s *snapshot.Snapshot) *stage.ThreadProfile {
+	if s.Verdict == nil || s.Verdict.Kind != verdict.GILBound || s.Code == nil {
+		return nil
+	}
+	var best *stage.ThreadProfile
+	for i := range s.Code.Threads {
+		if th := &s.Code.Threads[i]; th.Samples > 0 && (best == nil || th.GIL() > best.GIL()) {
+			best = th
+		}
+	}
+	return best
 }
 
 // Follow is the group the verdict is about: the workers for an input
@@ -122,23 +156,23 @@ func groupName(g *stage.CodeGroup) string {
 }
 
 func (m Model) lines(w int) []string {
-	g := m.group()
+	g := m.shown()
 	if g == nil {
 		return nil
 	}
 	st := m.St
 	var out []string
-	if g.Hot != nil {
-		for _, l := range draw.Wrap(verdict.Phrase(g.Hot), w) {
+	if g.hot != nil {
+		for _, l := range draw.Wrap(verdict.Phrase(g.hot), w) {
 			out = append(out, st.Warn.Render(l))
 		}
 	}
-	for i, s := range hotPath(g) {
+	for i, s := range hotPath(g.path) {
 		out = append(out, m.pathLine(s, i, w))
 	}
-	if len(g.Top) > 0 {
+	if len(g.top) > 0 {
 		items := []string{st.Label.Render("self:")}
-		for _, f := range g.Top[:min(5, len(g.Top))] {
+		for _, f := range g.top[:min(5, len(g.top))] {
 			items = append(items, st.Value.Render(units.Pct(f.Self))+" "+libName(f.Lib, f.Name))
 		}
 		out = append(out, draw.Flow(items, " ", w)...)
@@ -146,16 +180,15 @@ func (m Model) lines(w int) []string {
 	return out
 }
 
-// hotPath is the part of the group's hot path worth showing: from the
-// outermost of the user's own calls down (all of it when none is the
-// user's).
-func hotPath(g *stage.CodeGroup) []stage.PathStep {
-	for i, s := range g.Path {
+// hotPath is the part of a hot path worth showing: from the outermost of
+// the user's own calls down (all of it when none is the user's).
+func hotPath(path []stage.PathStep) []stage.PathStep {
+	for i, s := range path {
 		if s.User() {
-			return g.Path[i:]
+			return path[i:]
 		}
 	}
-	return g.Path
+	return path
 }
 
 // pathLine is one call of the hot path, indented by its depth i.

@@ -91,3 +91,29 @@ func TestFollowTheVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowTheGILThread: on a gil-bound verdict the pane shows the
+// Python thread that holds the GIL, its hot path from the user's function.
+func TestFollowTheGILThread(t *testing.T) {
+	code := profile()
+	logger := stage.CodeFrame{Name: "log_metrics", File: "train.py", Line: 33}
+	code.Threads = []stage.ThreadProfile{
+		{TID: 12, Name: "pin-memory", CPU: 0.3, Free: 0.3, Samples: 40, SampledNs: 4e8},
+		{TID: 14, Name: "metrics-logger", CPU: 0.9, Free: 0.05, Samples: 100, SampledNs: 1e9,
+			Path: []stage.PathStep{{CodeFrame: stage.CodeFrame{Name: "Thread.run", File: "threading.py", Line: 975, Lib: "threading"}, Share: 1},
+				{CodeFrame: logger, Share: 0.97}}},
+	}
+	m := New(styles.New(false))
+	m.SetSnapshot(&snapshot.Snapshot{Code: code, Verdict: &verdict.Verdict{Kind: verdict.GILBound}})
+	m.SetSize(120, 8)
+	if title := m.Title(); !strings.Contains(title, `thread "metrics-logger" (tid 14), holds the GIL 85 % of a core · 100 samples`) {
+		t.Errorf("title %q", title)
+	}
+	if view := m.View(); !strings.Contains(view, "97 % log_metrics  train.py:33") {
+		t.Errorf("the thread's view lacks its hot path:\n%s", view)
+	}
+	m.SetSnapshot(&snapshot.Snapshot{Code: code, Verdict: &verdict.Verdict{Kind: verdict.ComputeBound, Stage: stage.Forward}})
+	if title := m.Title(); !strings.Contains(title, "training thread in forward") {
+		t.Errorf("another verdict shows %q", title)
+	}
+}
