@@ -6,7 +6,11 @@ sleeps, as a slow disk serving in rounds would: until the next multiple of
 moment), the loop --step-ms. With N workers the N batches of a round
 arrive together, so the loop waits on every Nth step: a steadily slow
 loader. With --stall-every K only every Kth batch is slow
-(--stall-ms): a real periodic stall that deeper prefetch would hide.
+(--stall-ms): a periodic stall, which deeper prefetch would hide when the
+worker that gets the slow batch still keeps up over the K steps (K = 20,
+--stall-ms 400, --step-ms 40: 409 ms of its work against 800 ms of steps),
+and which no prefetch hides when it does not (the defaults: 609 ms against
+100 ms).
 Run it under `pipetop run -- python3 examples/auto/in_turn.py --workers 2`."""
 
 import argparse

@@ -75,7 +75,7 @@ const (
 	SingleStageShare = 0.50 // any other single stage at or above this: that stage
 	HighReadAmp      = 4.0  // loader read amplification at or above this: rechunk advice
 	BusyWorkers      = 0.85 // loader workers busier than this: add workers or decode faster
-	KeepUp           = 0.90 // loader capacity below this of the loop's demand: slow on average
+	KeepUp           = 0.90 // workers kept busy delivering below this share of what the loop takes: slow on average
 )
 
 // Verdict is a plain-language diagnosis of where a step's time goes.
@@ -207,7 +207,7 @@ func steady(in *Inputs) Verdict {
 	network := classShare(s, stage.ClassNetwork)
 	g := gpuOf(s, in.Host)
 	switch {
-	case wait >= ModerateShare && s.Waits.Bursty() && !SlowOnAverage(s, l):
+	case wait >= ModerateShare && s.Waits.Bursty() && !inTurn(s, l):
 		return inputStalls(s, wait, l, in.Code)
 	case wait >= InputShare:
 		v := inputBound(s, wait, g, l, in.Code)

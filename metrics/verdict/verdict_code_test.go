@@ -155,6 +155,9 @@ func TestCodeVerdicts(t *testing.T) {
 	// Workers busy 80 % that deliver 42 batches/s: at most 53/s kept busy,
 	// while the loop would take 280/s (CI saw this with 2 workers on h5py).
 	slow := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.8, BatchesPerSec: 42, Prefetch: 2, Cores: 2}
+	// One slow batch in 20 that keeps one of 2 workers busy 95 %: 3.2
+	// batches/s delivered, 3.4 kept busy, where the loop takes 100.
+	slowOne := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.5, WorkerBusyEach: []float64{0.95, 0.05}, BatchesPerSec: 3.2, Prefetch: 2, Cores: 2}
 	// The same delivery from workers busy 10 %: 420/s kept busy, enough.
 	fast := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.1, BatchesPerSec: 42, Prefetch: 2, Cores: 2}
 	amped := func(a stage.ZarrArray, busyness float64) *stage.LoaderStats {
@@ -187,6 +190,9 @@ func TestCodeVerdicts(t *testing.T) {
 			[]string{"every 2nd step waits", "keeps up on average"}, nil},
 		{"a real periodic stall stays a stall", Inputs{Summary: periodic, Loader: idle}, InputStalls,
 			[]string{"every 20th step waits 250 ms", "deepen the prefetch"}, nil},
+		{"a periodic stall too slow to hide: no prefetch advice", Inputs{Summary: periodic, Loader: slowOne}, InputStalls,
+			[]string{"every 20th step waits 250 ms", "find what recurs every 20 steps", "the slow batches cost more than the workers can hide (kept busy, they would deliver",
+				"deeper prefetch alone cannot help"}, []string{"deepen the prefetch", "keeps up on average"}},
 		{"amplified zarr: rechunk before workers", Inputs{Summary: steady, Loader: amped(stage.ZarrArray{}, 1), Code: workersCode}, InputBound,
 			[]string{"workers spend 90 % under zarr `Array.__getitem__`", "called from `ZDS.__getitem__` at dataset.py:41",
 				"data/camera0 decodes 500x the bytes it returns (1 frame per read of a (500, 16, 16, 3) chunk)",

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
@@ -19,7 +20,7 @@ func inputBound(s stage.Summary, wait float64, g gpuView, l *stage.LoaderStats, 
 		v.Headline = fmt.Sprintf("input-bound: the loop waits on data_wait %s of each step (%s of %s)",
 			units.Pct(wait), units.Dur(s.Stage(stage.DataWait).Mean), units.Dur(s.WallMean))
 	}
-	v.Headline += inTurn(s, l) + inputCode(code, l)
+	v.Headline += inTurnText(s, l) + inputCode(code, l)
 	return v
 }
 
@@ -32,18 +33,40 @@ func Saturated(l *stage.LoaderStats) bool {
 	return l != nil && l.Workers > 0 && l.WorkerBusy >= BusyWorkers
 }
 
-// SlowOnAverage reports whether the loader, measured in the window of s,
-// is slow on average: saturated workers, or workers that, kept busy all
-// the time, would still deliver fewer batches than the loop takes (below
-// KeepUp of the rate its steps allow without data_wait). Its waits may
-// then come in bursts, every Nth step when N workers finish in step, but
-// deeper prefetch cannot absorb them.
-func SlowOnAverage(s stage.Summary, l *stage.LoaderStats) bool {
+// inTurn reports whether the waits of s come from workers that hand over
+// their batches in turn: saturated workers, whatever the pattern, or
+// workers slow on average whose waits recur every Nth step, N the workers
+// (N batches of a round arrive together). Deeper prefetch cannot help
+// them: the loader is slow, not bursty.
+func inTurn(s stage.Summary, l *stage.LoaderStats) bool {
 	if Saturated(l) {
 		return true
 	}
-	if l == nil || l.WorkerBusy <= 0 {
+	p := s.Waits
+	if l == nil || p == nil || p.Period <= 0 || p.Period != int64(l.Workers) {
 		return false
+	}
+	capacity, demand, ok := keepUp(s, l)
+	return ok && capacity < KeepUp*demand
+}
+
+// keepUp is what the loader of s could deliver, its workers kept busy all
+// the time, and what the loop would take without waiting (one batch a
+// step, its data_wait left out); ok is false when either is unknown. A
+// DataLoader hands its indices to the workers in turn and its batches to
+// the loop in order, so the busiest worker sets the pace: the capacity is
+// the batches/s delivered over that worker's busy share (the mean share
+// when each worker's is unknown).
+func keepUp(s stage.Summary, l *stage.LoaderStats) (capacity, demand float64, ok bool) {
+	if l == nil {
+		return 0, 0, false
+	}
+	busy := l.WorkerBusy
+	if len(l.WorkerBusyEach) > 0 {
+		busy = slices.Max(l.WorkerBusyEach)
+	}
+	if busy <= 0 {
+		return 0, 0, false
 	}
 	rate := l.BatchesPerSec
 	if rate == 0 && l.Batch > 0 {
@@ -51,18 +74,16 @@ func SlowOnAverage(s stage.Summary, l *stage.LoaderStats) bool {
 	}
 	wait := s.Stage(stage.DataWait)
 	if rate <= 0 || wait == nil || s.WallMean <= wait.Mean {
-		return false
+		return 0, 0, false
 	}
-	capacity := rate / l.WorkerBusy
-	demand := 1e9 / (s.WallMean - wait.Mean)
-	return capacity < KeepUp*demand
+	return rate / busy, 1e9 / (s.WallMean - wait.Mean), true
 }
 
-// inTurn says that workers slow on average hand over their batches in
-// turn, when the waits come that way.
-func inTurn(s stage.Summary, l *stage.LoaderStats) string {
+// inTurnText says that the workers hand over their batches in turn, when
+// the waits come that way.
+func inTurnText(s stage.Summary, l *stage.LoaderStats) string {
 	p := s.Waits
-	if !SlowOnAverage(s, l) || !p.Bursty() {
+	if !p.Bursty() || !inTurn(s, l) {
 		return ""
 	}
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
@@ -86,6 +107,12 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		which = fmt.Sprintf("every %s step waits", ordinal(p.Period))
 		next += fmt.Sprintf("; find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
 		cause = fmt.Sprintf(", %s of the run's time", units.Pct(p.RunShare(s.WallMean)))
+	}
+	if capacity, demand, ok := keepUp(s, l); ok && capacity < KeepUp*demand {
+		next = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %.3g batches/s where the loop takes %.3g): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", capacity, demand)
+		if p.Period > 0 {
+			next = fmt.Sprintf("find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush): ", p.Period) + next
+		}
 	}
 	if epochRestart(l, p.Period) {
 		cause += epochText(l)

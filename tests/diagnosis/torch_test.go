@@ -40,7 +40,8 @@ func autoScript(script string, args ...string) func(*testing.T, string) (*exec.C
 // torchScenarios plant the loader's two ways of making the loop wait in
 // plain PyTorch scripts: workers slower than the loop, which hand over
 // their batches in turn (a steadily slow loader, whatever the pattern of
-// the waits), and one slow batch in 20 (a real periodic stall). Their
+// the waits), and one slow batch in 20 that the worker it falls to
+// absorbs over the 20 steps (a periodic stall deeper prefetch hides). Their
 // workers sleep in a function of their own, which the verdict names from
 // the live stack samples. The synthetic Go publisher plants the first with
 // a pipetrain-style loader frame (workers busy 97 %, no torch fields).
@@ -58,8 +59,8 @@ func torchScenarios() []scenario {
 			after: 3 * time.Second, interval: 1500 * time.Millisecond, kind: verdict.InputBound, stage: stage.DataWait,
 			headline: []string{"the 4 workers, busy", "hand over their batches in turn", "in `read_from_storage` at"},
 			next:     []string{"4 workers are busy", "raise num_workers"}},
-		{name: "torch/one slow batch in 20: input stalls", start: autoScript("in_turn.py", "--workers", "2", "--stall-every", "20"),
-			after: 3500 * time.Millisecond, interval: 1500 * time.Millisecond, kind: verdict.InputStalls, stage: stage.DataWait,
+		{name: "torch/one slow batch in 20: input stalls", start: autoScript("in_turn.py", "--workers", "2", "--stall-every", "20", "--stall-ms", "400", "--step-ms", "40"),
+			after: 5 * time.Second, interval: 3 * time.Second, kind: verdict.InputStalls, stage: stage.DataWait,
 			headline: []string{"input stalls", "in `read_from_storage` at"}, next: []string{"deepen the prefetch"}},
 	}
 }
