@@ -60,7 +60,12 @@ def main_worker(rank: int, world_size: int, args: argparse.Namespace) -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if time.monotonic() - start >= args.seconds:
+        # The ranks stop together: one that stopped on its own clock a step
+        # before the others would leave them in an all-reduce with a closed
+        # peer.
+        stop = torch.tensor([float(time.monotonic() - start >= args.seconds)])
+        dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+        if stop.item():
             break
     dist.destroy_process_group()
 
