@@ -11,6 +11,14 @@ median time per read of both and the overhead. Two kinds of read:
   seek, decode up to the frame, to_ndarray, close;
 * ``kept open``: the container opened once, then seek, decode, to_ndarray.
 
+Then each wrapper's own cost: the wrapper around a no-op that returns
+what PyAV would (a real stream, packet, frame and array), less the no-op
+called directly, the fastest of 7 repeats of 100,000 calls: what the
+counting adds to a call whatever else the machine runs (the alternating
+blocks above move with the machine's load; this does not). A one-frame
+read that opens the file passes each wrapper once, one kept open all but
+``av.open``.
+
 The design target is at most 2 % of a one-frame read.
 
 Run: /usr/bin/python3 clients/python/bench_video.py [--blocks N] [--reads N]
@@ -26,7 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List
+import timeit
+from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,6 +74,38 @@ def block(read: Callable[[int], Any], targets: List[int]) -> float:
     return statistics.median(times)
 
 
+def wrapper_costs(path: str) -> Dict[str, float]:
+    """Ns each wrapper adds to a call of a no-op returning what PyAV would."""
+    c = av.open(path)
+    s = c.streams.video[0]
+    packet, frames = None, []
+    for p in c.demux(s):
+        frames = s.decode(p)
+        if frames:
+            packet = p
+            break
+    arr = frames[0].to_ndarray(format="rgb24")
+    noops: Dict[str, Tuple[Callable[..., Any], Callable[[], Tuple[Any, ...]]]] = {
+        "open": (lambda file, mode=None: c, lambda: (path,)),
+        "seek": (lambda self, *a, **k: None, lambda: (c, 0)),
+        "demux": (lambda self, *a, **k: iter(()), lambda: (c, s)),
+        "decode": (lambda self, packet=None: frames, lambda: (s, packet)),
+        "convert": (lambda self, *a, **k: arr, lambda: (frames[0],)),
+    }
+    wraps = {"open": videowatch._open_wrapper, "seek": videowatch._seek_wrapper, "demux": videowatch._demux_wrapper,
+             "decode": videowatch._decode_wrapper, "convert": videowatch._convert_wrapper}
+    out = {}
+    for name, (noop, args) in noops.items():
+        wrapped, a = wraps[name](noop), args()
+        n = 100_000
+        counted = min(timeit.repeat(lambda: wrapped(*a), number=n, repeat=7)) / n
+        plain = min(timeit.repeat(lambda: noop(*a), number=n, repeat=7)) / n
+        out[name] = (counted - plain) * 1e9
+    videowatch.registry.forget()
+    c.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--blocks", type=int, default=10, help="pairs of blocks (counted, plain), alternating")
@@ -100,6 +141,7 @@ def main() -> None:
                 patches.undo()
                 videowatch.registry.forget()
         kept.close()
+        costs = wrapper_costs(path)
     print("PyAV %s, Python %s, %d pairs of %d one-frame reads (96x96 H.264, GOP 1)" % (
         av.__version__, sys.version.split()[0], args.blocks, args.reads))
     print("%-10s %14s %14s %10s %10s" % ("read", "plain us/read", "counted", "cost us", "overhead"))
@@ -107,6 +149,12 @@ def main() -> None:
         plain, counted = statistics.median(g[False]), statistics.median(g[True])
         print("%-10s %14.1f %14.1f %10.1f %9.2f %%" % (name, plain / 1e3, counted / 1e3, (counted - plain) / 1e3,
                                                       100 * (counted - plain) / plain))
+    print("each wrapper's own cost per call (ns): " + ", ".join("%s %.0f" % kv for kv in costs.items()))
+    kept_ns = sum(v for k, v in costs.items() if k != "open")
+    for name, g in got.items():
+        plain = statistics.median(g[False])
+        own = kept_ns + (costs["open"] if name == "open" else 0)
+        print("%-10s the wrappers' own cost: %.2f us a read, %.2f %% of the plain read" % (name, own / 1e3, 100 * own / plain))
 
 
 if __name__ == "__main__":
