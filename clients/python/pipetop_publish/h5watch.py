@@ -242,18 +242,26 @@ class Registry:
     def new_handle(self, dsid: Any) -> Handle:
         """A Handle for dsid, a DatasetID without one (ids are reused once
         a DatasetID is freed: the Handle found by id(dsid) is dsid's only
-        while its weak reference still returns dsid)."""
+        while its weak reference still returns dsid). Short: f[name][i]
+        makes one on every read."""
         ref = weakref.ref(dsid)
         try:
             names = _names_of(dsid)
+            opened = _opened.get(names[0])
         except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
-            names = None
-        # One pass under the lock: f[name][i] makes a Handle on every read.
+            names = opened = None
+        forked = opened is not None and opened[0] != _pid[0]
         with self._lock:
-            try:
-                h = self._make(dsid, ref, names)
-            except Exception:  # noqa: BLE001
-                h = Handle(ref, None, False)
+            c = self._datasets.get(names)  # type: ignore[arg-type]
+            if c is None:
+                c = self._new_counts(dsid, names, opened)
+            elif not _alive(c.live):
+                # All its handles were closed: HDF5 dropped its cache.
+                c.live.clear()
+                c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
+            if c is not None:
+                c.live.append(ref)
+            h = Handle(ref, c, forked)
             handles = self._handles
             if len(handles) >= MAX_HANDLES:
                 handles = self._handles = {k: v for k, v in handles.items() if v.ref() is not None}
@@ -261,26 +269,16 @@ class Registry:
                 handles[id(dsid)] = h
         return h
 
-    def _make(self, dsid: Any, ref: Any, names: Optional[Tuple[bytes, bytes]]) -> Handle:
-        """A Handle of dsid, the dataset HDF5 names names (file, path);
-        called under the lock."""
-        if names is None:
-            return Handle(ref, None, False)
-        opened = _opened.get(names[0])
-        forked = opened is not None and opened[0] != _pid[0]
-        c = self._datasets.get(names)
-        if c is None:
-            if len(self._datasets) >= MAX_DATASETS:
-                return Handle(ref, None, forked)
+    def _new_counts(self, dsid: Any, names: Optional[Tuple[bytes, bytes]], opened: Any) -> Optional[Counts]:
+        """The counters of a dataset not seen yet (None when it is not
+        counted); called under the lock."""
+        if names is None or len(self._datasets) >= MAX_DATASETS:
+            return None
+        try:
             c = self._datasets[names] = _counts(dsid, names, opened)
-        else:
-            live = [r for r in c.live if r() is not None]
-            if not live:
-                # All its handles were closed: HDF5 dropped its cache.
-                c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
-            c.live = live
-        c.live.append(ref)
-        return Handle(ref, c, forked)
+        except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
+            return None
+        return c
 
     def count(self, dsid: Any, sel: Any, returned: int, dt: int) -> None:
         """Count one read of sel through dsid: dt ns, returned bytes."""
@@ -357,6 +355,17 @@ def _counts(dsid: Any, names: Tuple[bytes, bytes], opened: Optional[Tuple[int, i
             "shuffle": _SHUFFLE in others, "cache_bytes": int(nbytes), "open_pid": opened[0] if opened is not None else 0}
     filtered = bool(others) or filt != "none"
     return Counts(key, info, shape, chunks, itemsize, filtered, nbytes, nslots)
+
+
+def _alive(refs: List[Any]) -> bool:
+    """Whether any of the weak references refs is alive (the dead ones
+    are dropped once there are many)."""
+    for r in refs:
+        if r() is not None:
+            if len(refs) > 16:
+                refs[:] = [r for r in refs if r() is not None]
+            return True
+    return False
 
 
 def _names_of(dsid: Any) -> Tuple[bytes, bytes]:
