@@ -13,8 +13,12 @@ chunks (the first case: the layout pipetop's advice leads to).
 Cases: 1-frame gzip chunks of smooth frames (they inflate fastest: the
 worst case for the share) through a Dataset the loop keeps; the same with
 camera-like noise (+-8 levels); the smooth ones opening the dataset by name
-for each read (f[name][i]); one-frame reads of 60-frame lzf chunks
-(amplified, the chunk decoded on every read).
+for each read (f[name][i]: a new handle, identified by two HDF5 name
+lookups, on every read); one-frame reads of 60-frame lzf chunks
+(amplified, the chunk decoded on every read). The files are opened with
+the counting applied, as pipetop run's instrumentation opens them (a file
+opened before it makes each new handle read its dataset's access property
+list as well).
 
 Run: /usr/bin/python3 clients/python/bench_h5watch.py [--pairs N] [--reads N]
 """
@@ -93,7 +97,12 @@ def main() -> None:
         write(frame, 1, "gzip")
         write(camera, 1, "gzip", noise=8)
         write(traj, 60, "lzf")
+        # The files are opened counted, as under pipetop run (File.__init__
+        # notes each file's chunk cache for the datasets' handles).
+        patches = _Patches()
+        h5watch.patch(h5py, patches)
         f, fc, g = h5py.File(frame, "r"), h5py.File(camera, "r"), h5py.File(traj, "r")
+        patches.undo()
         ds, dc, dt = f["obs/image"], fc["obs/image"], g["obs/image"]
         cases = [("1-frame gzip chunks, dset[i]", lambda i: ds[i], args.reads),
                  ("same, camera-like noise", lambda i: dc[i], args.reads),

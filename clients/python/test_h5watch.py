@@ -1,5 +1,6 @@
 """Tests of the HDF5 read counters (h5watch) on real files h5py writes."""
 
+import collections
 import json
 import os
 import shutil
@@ -134,6 +135,123 @@ class TestH5Watch(unittest.TestCase):
             d.read_direct(out, np.s_[10:12])
             got, _ = self.take()
             self.assertEqual((got["chunks_decoded"], got["bytes_returned"]), (2, out.nbytes))
+
+    def _counted(self, path, reads, name="data/demo_0/obs/image", **kw):
+        """The counters (read_ns left out) of reads, a list of callables
+        given the open dataset, through one open handle."""
+        with h5py.File(path, "r", **kw) as f:
+            d = f[name]
+            for read in reads:
+                read(d)
+        got = h5watch.registry.take()
+        self.assertEqual(len(got), 1, got)
+        c = dict(zip(h5watch.FIELDS, got[0]["c"]))
+        self.assertGreater(c.pop("read_ns"), 0)
+        return c
+
+    def test_int_reads_count_as_the_general_path(self) -> None:
+        # dset[i] with a Python int takes the wrapper's inline path; an
+        # np.int64 the general one (Counts.decoded): the same counts, cache
+        # hits included, whatever the cache holds.
+        rng = np.random.default_rng(3)
+        rows = rng.integers(0, 100, 300).tolist() + list(range(40)) * 2
+        layouts = {"gzip": dict(chunks=(10, 16, 16, 3), compression="gzip"),
+                   "plain chunks": dict(chunks=(5, 16, 16, 3)),
+                   "split rows": dict(chunks=(10, 8, 16, 3), compression="lzf"),
+                   "contiguous": {}}
+        caches = ({}, dict(rdcc_nbytes=3 * 7680 + 10), dict(rdcc_nslots=7), dict(rdcc_nslots=1), dict(rdcc_nbytes=0))
+        for lname, layout in layouts.items():
+            path = self.write("eq-%s.h5" % lname.replace(" ", "-"), shape=(100, 16, 16, 3), **layout)
+            for cache in caches:
+                fast = self._counted(path, [lambda d, i=i: d[i] for i in rows], **cache)
+                general = self._counted(path, [lambda d, i=i: d[np.int64(i)] for i in rows], **cache)
+                self.assertEqual(fast, general, (lname, cache))
+                self.assertEqual(fast["calls"], len(rows))
+                self.assertEqual(fast["bytes_returned"], len(rows) * 16 * 16 * 3)
+                if lname == "gzip" and not cache:
+                    self.assertEqual(fast["chunks_decoded"], 10, "every chunk once: the cache holds them all")
+
+    def test_the_cache_model_matches_a_plain_lru_with_slots(self) -> None:
+        # The model, keyed by slot, against a direct statement of it: LRU
+        # order over the chunks kept, a chunk evicting the one in its slot.
+        def reference(ids, cap, nslots):
+            cache, slots, n = collections.OrderedDict(), {}, 0
+            for k in ids:
+                if k in cache:
+                    cache.move_to_end(k)
+                    continue
+                n += 1
+                old = slots.get(k % nslots)
+                if old is not None:
+                    del cache[old]
+                elif len(cache) >= cap:
+                    ev, _ = cache.popitem(last=False)
+                    del slots[ev % nslots]
+                cache[k] = None
+                slots[k % nslots] = k
+            return n
+
+        rng = np.random.default_rng(5)
+        for cap, nslots in ((1, 1), (3, 521), (5, 7), (7, 7), (49, 521), (10, 3)):
+            c = h5watch.Counts("k", {}, (400, 2), (1, 2), 1, True, cap * 2, nslots)
+            self.assertEqual((c.cap, c.nslots), (min(cap, nslots), nslots))
+            ids = rng.integers(0, 60, 2000).tolist()
+            self.assertEqual(sum(c.missed(k) for k in ids), reference(ids, c.cap, nslots), (cap, nslots))
+
+    def test_a_freed_datasets_id_is_not_taken_for_the_next(self) -> None:
+        # f[name][i] frees the Dataset after each read; the next DatasetID
+        # may get its id(): reads alternate between two datasets of two
+        # files, each counted on its own (and its cache model empty again).
+        a = self.write("a.h5", shape=(50, 16, 16, 3), chunks=(10, 16, 16, 3), compression="gzip")
+        b = os.path.join(self.dir, "b.h5")
+        with h5py.File(b, "w") as f:
+            f.create_dataset("x", data=np.zeros((50, 8), "f8"), chunks=(25, 8), compression="lzf")
+        fa, fb = h5py.File(a, "r"), h5py.File(b, "r")
+        self.addCleanup(fa.close)
+        self.addCleanup(fb.close)
+        ids = set()
+        for i in range(30):
+            d = fa["data/demo_0/obs/image"]
+            ids.add(id(d.id))
+            d[i]
+            del d
+            d = fb["x"]
+            ids.add(id(d.id))
+            d[i]
+            del d
+        got = {g["info"]["path"]: dict(zip(h5watch.FIELDS, g["c"])) for g in h5watch.registry.take()}
+        self.assertLess(len(ids), 60, "ids were reused")
+        img, x = got["/data/demo_0/obs/image"], got["/x"]
+        self.assertEqual((img["calls"], img["chunks_decoded"], img["bytes_returned"]), (30, 30, 30 * 768))
+        self.assertEqual(img["bytes_decoded"], 30 * 7680)
+        self.assertEqual((x["calls"], x["chunks_decoded"], x["bytes_returned"]), (30, 30, 30 * 64))
+        self.assertEqual(x["bytes_decoded"], 30 * 25 * 64)
+
+    def test_int_reads_of_records_fields_and_read_direct(self) -> None:
+        path = os.path.join(self.dir, "rec2.h5")
+        dt = np.dtype([("a", "f4"), ("b", "i8")])
+        with h5py.File(path, "w") as f:
+            f.create_dataset("r", data=np.zeros(100, dt), chunks=(10,), compression="gzip")
+        reads = (lambda d: d[5], lambda d: d[15], lambda d: d[6])
+        self.assertEqual(self._counted(path, reads, name="r"),
+                         dict(calls=3, chunks_decoded=2, bytes_decoded=2 * 10 * 12, bytes_returned=3 * 12, forked_reads=0))
+        # A field by name: the outer call is not counted, the inner one is.
+        got = self._counted(path, [lambda d: d["a", 5], lambda d: d["b", 5]], name="r", rdcc_nbytes=0)
+        self.assertEqual((got["calls"], got["chunks_decoded"], got["bytes_returned"]), (2, 2, 4 + 8))
+        # read_direct of a row counts as dset[i] does.
+        path = self.write("rd.h5", shape=(100, 16, 16, 3), chunks=(10, 16, 16, 3), compression="gzip")
+        out = np.zeros((16, 16, 3), "u1")
+        direct = self._counted(path, [lambda d, i=i: d.read_direct(out, np.s_[i]) for i in (3, 4, 33)])
+        getitem = self._counted(path, [lambda d, i=i: d[i] for i in (3, 4, 33)])
+        self.assertEqual(direct, getitem)
+        self.assertEqual(getitem["chunks_decoded"], 2)
+
+    def test_int_reads_count_what_they_return(self) -> None:
+        # The bytes returned are the array's own: astype reads more.
+        path = self.write("as.h5", shape=(20, 16, 16, 3), chunks=(1, 16, 16, 3), compression="gzip")
+        got = self._counted(path, [lambda d: d.astype("f8")[3], lambda d: d[4]])
+        self.assertEqual(got["bytes_returned"], 16 * 16 * 3 * 9)
+        self.assertEqual(got["chunks_decoded"], 2)
 
     def test_contiguous_datasets_count_the_extent(self) -> None:
         path = self.write("contig.h5", shape=(50, 16, 16, 3))

@@ -53,9 +53,10 @@ counters live in the process that reads (a DataLoader worker sends its
 own to the main process, see ``workerlink`` and ``readwatch``); they only
 grow, without a lock on the read's path, so reads of one dataset from
 several threads at the same instant may lose a read's counts. Counting
-costs about 1 us a read in isolation, 2 us beside a real read here (see
-``bench_h5watch.py``), and about 12 us more when the dataset is opened by
-name for each read (``f[name][i]``: two HDF5 name lookups identify it).
+costs about 0.5 us a read in isolation, 1.5 us beside a real read here
+(see ``bench_h5watch.py``), and about 8 us when the dataset is opened by
+name for each read (``f[name][i]``: two HDF5 name lookups identify each
+new handle).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class Counts:
     counters since the last take and the model of its chunk cache."""
 
     __slots__ = ("key", "info", "c", "taken", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
-                 "cap", "nslots", "down", "rest", "strides", "cache", "slots", "live", "rows", "per_chunk")
+                 "cap", "nslots", "down", "rest", "strides", "cache", "live", "rows", "per_chunk", "int_chunk",
+                 "params")
 
     def __init__(self, key: str, info: Dict[str, Any], shape: Tuple[int, ...], chunks: Optional[Tuple[int, ...]],
                  itemsize: int, filtered: bool, cache_bytes: int, nslots: int) -> None:
@@ -112,42 +114,41 @@ class Counts:
         self.down = _strides(tuple(n))  # linear chunk index = sum(coord * down)
         self.rest = _rest_offsets(n, self.down) if n else [0]
         # dset[i] touches one chunk when the chunks span the other axes:
-        # chunk i // per_chunk of rows (the int fast path of read).
+        # chunk i // per_chunk of rows.
         self.rows = shape[0] if shape else 0
         self.per_chunk = chunks[0] if chunks and len(self.rest) == 1 and self.rows else 0
-        self.cache: "collections.OrderedDict[int, None]" = collections.OrderedDict()
-        self.slots: Dict[int, int] = {}
+        # The modelled cache: each slot that holds a chunk, least recently
+        # used first, and the chunk it holds (a slot holds one chunk, as in
+        # HDF5, so slots are the keys).
+        self.cache: "collections.OrderedDict[int, int]" = collections.OrderedDict()
         self.live: List[Any] = []  # weak references to its open handles
+        self.params = (-1, -1)  # the cache's bytes and slots when last opened
         self.opened(cache_bytes, nslots)
 
     def opened(self, cache_bytes: int, nslots: int) -> None:
         """The dataset was opened (again) with a chunk cache of cache_bytes
         and nslots slots: the model starts empty, as HDF5's cache does."""
         self.cache.clear()
-        self.slots.clear()
+        if (cache_bytes, nslots) == self.params:
+            return  # as last opened (f[name][i] opens it on every read)
+        self.params = (cache_bytes, nslots)
         fits = bool(self.chunks) and 0 < self.chunk_bytes <= cache_bytes and nslots > 0
         # Chunked reads go through the chunks (and the cache model) when
         # filtered or cacheable; otherwise HDF5 reads the extent in place.
         self.modelled = bool(self.chunks) and (self.filtered or fits)
         self.cap = min(nslots, cache_bytes // self.chunk_bytes) if fits else 0
         self.nslots = max(1, nslots)
+        # Rows per chunk when dset[i] decodes one chunk through the model
+        # (the int path of read and of the Dataset.__getitem__ wrapper).
+        self.int_chunk = self.per_chunk if self.modelled else 0
 
     def read(self, sel: Any, returned: int, dt: int, forked: bool) -> None:
         """Count one read of sel that returned bytes in dt ns. Reads of
         one dataset from several threads at the same instant may lose one
         read's counts (no lock: this is on every read's path)."""
         c = self.c
-        pc = self.per_chunk
-        if type(sel) is int and pc and self.modelled:
-            n = 1
-            if self.cap:
-                k = sel % self.rows // pc
-                cache = self.cache
-                if k in cache:
-                    cache.move_to_end(k)
-                    n = 0
-                else:
-                    self._miss(k)
+        if type(sel) is int and self.int_chunk:
+            n = self.missed(sel % self.rows // self.int_chunk) if self.cap else 1
             c[_CHUNKS] += n
             c[_DECODED] += n * self.chunk_bytes
         else:
@@ -177,7 +178,6 @@ class Counts:
             ids = _chunk_ids(sel, self.shape, self.chunks, self.down)  # type: ignore[arg-type]
             if ids is None:
                 self.cache.clear()
-                self.slots.clear()
                 n = chunks_touched(_plain(sel), self.shape, self.chunks)  # type: ignore[arg-type]
                 return n, n * self.chunk_bytes
         n = self._through_cache(ids) if self.cap else len(ids)
@@ -186,28 +186,29 @@ class Counts:
     def _through_cache(self, ids: List[int]) -> int:
         """How many of the chunks ids the modelled cache does not hold
         (each one is then decoded and kept)."""
-        cache, n = self.cache, 0
+        n = 0
         for k in ids:
-            if k in cache:
-                cache.move_to_end(k)
-            else:
-                n += 1
-                self._miss(k)
+            n += self.missed(k)
         return n
 
-    def _miss(self, k: int) -> None:
-        """Chunk k was decoded: the modelled cache keeps it, evicting the
-        chunk in its slot, or else the least recently used when full."""
-        cache, slots = self.cache, self.slots
+    def missed(self, k: int) -> int:
+        """1 when the modelled cache does not hold chunk k (it is decoded,
+        and kept: evicting the chunk in its slot, or else the least
+        recently used when the cache is full), else 0 (a hit)."""
+        cache = self.cache
         s = k % self.nslots
-        old = slots.get(s)
-        if old is not None:
-            del cache[old]
-        elif len(cache) >= self.cap:
-            ev, _ = cache.popitem(last=False)
-            del slots[ev % self.nslots]
-        cache[k] = None
-        slots[s] = k
+        old = cache.get(s)
+        if old == k:
+            cache.move_to_end(s)
+            return 0
+        if old is None:
+            if len(cache) >= self.cap:
+                cache.popitem(last=False)
+            cache[s] = k
+        else:
+            cache[s] = k
+            cache.move_to_end(s)
+        return 1
 
 
 class Handle:
@@ -237,45 +238,52 @@ class Registry:
         h = self._handles.get(id(dsid))
         if h is not None and h.ref() is dsid:
             return h
-        c, forked, ref = None, False, weakref.ref(dsid)
+        return self.new_handle(dsid)
+
+    def new_handle(self, dsid: Any) -> Handle:
+        """A Handle for dsid, a DatasetID without one (ids are reused once
+        a DatasetID is freed: the Handle found by id(dsid) is dsid's only
+        while its weak reference still returns dsid). Short: f[name][i]
+        makes one on every read."""
+        ref = weakref.ref(dsid)
         try:
-            c, forked = self._make(dsid, ref)
+            names = _names_of(dsid)
+            opened = _opened.get(names[0])
         except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
-            c = None
-        h = Handle(ref, c, forked)
-        with self._lock:
-            if len(self._handles) >= MAX_HANDLES:
-                self._handles = {k: v for k, v in self._handles.items() if v.ref() is not None}
-            if len(self._handles) < MAX_HANDLES:
-                self._handles[id(dsid)] = h
-        return h
-
-    def _make(self, dsid: Any, ref: Any) -> Tuple[Optional[Counts], bool]:
-        import h5py  # noqa: PLC0415 - only reached once h5py is imported
-
-        fname = h5py.h5f.get_name(dsid)
-        key = (fname, h5py.h5i.get_name(dsid) or b"")
-        opened = _opened.get(fname)
+            names = opened = None
         forked = opened is not None and opened[0] != _pid[0]
         with self._lock:
-            c = self._datasets.get(key)
+            c = self._datasets.get(names)  # type: ignore[arg-type]
             if c is None:
-                if len(self._datasets) >= MAX_DATASETS:
-                    return None, forked
-                c = self._datasets[key] = _counts(dsid, key, opened)
-            else:
-                c.live = [r for r in c.live if r() is not None]
-                if not c.live:
-                    # All its handles were closed: HDF5 dropped its cache.
-                    c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
-            c.live.append(ref)
-        return c, forked
+                c = self._new_counts(dsid, names, opened)
+            elif not _alive(c.live):
+                # All its handles were closed: HDF5 dropped its cache.
+                c.live.clear()
+                c.opened(*(opened[1:] if opened is not None else _cache_of(dsid)))
+            if c is not None:
+                c.live.append(ref)
+            h = Handle(ref, c, forked)
+            handles = self._handles
+            if len(handles) >= MAX_HANDLES:
+                handles = self._handles = {k: v for k, v in handles.items() if v.ref() is not None}
+            if len(handles) < MAX_HANDLES:
+                handles[id(dsid)] = h
+        return h
+
+    def _new_counts(self, dsid: Any, names: Optional[Tuple[bytes, bytes]], opened: Any) -> Optional[Counts]:
+        """The counters of a dataset not seen yet (None when it is not
+        counted); called under the lock."""
+        if names is None or len(self._datasets) >= MAX_DATASETS:
+            return None
+        try:
+            c = self._datasets[names] = _counts(dsid, names, opened)
+        except Exception:  # noqa: BLE001 - an unexpected dataset: not counted
+            return None
+        return c
 
     def count(self, dsid: Any, sel: Any, returned: int, dt: int) -> None:
         """Count one read of sel through dsid: dt ns, returned bytes."""
-        h = self._handles.get(id(dsid))
-        if h is None or h.ref() is not dsid:
-            h = self.handle(dsid)
+        h = self.handle(dsid)
         if h.counts is not None:
             h.counts.read(sel, returned, dt, h.forked)
 
@@ -348,6 +356,26 @@ def _counts(dsid: Any, names: Tuple[bytes, bytes], opened: Optional[Tuple[int, i
             "shuffle": _SHUFFLE in others, "cache_bytes": int(nbytes), "open_pid": opened[0] if opened is not None else 0}
     filtered = bool(others) or filt != "none"
     return Counts(key, info, shape, chunks, itemsize, filtered, nbytes, nslots)
+
+
+def _alive(refs: List[Any]) -> bool:
+    """Whether any of the weak references refs is alive (the dead ones
+    are dropped once there are many)."""
+    for r in refs:
+        if r() is not None:
+            if len(refs) > 16:
+                refs[:] = [r for r in refs if r() is not None]
+            return True
+    return False
+
+
+def _names_of(dsid: Any) -> Tuple[bytes, bytes]:
+    """The names HDF5 gives dsid's file and dsid (two lookups in HDF5)."""
+    file_name, object_name = _lookups
+    return file_name(dsid), object_name(dsid) or b""
+
+
+_lookups: List[Callable[[Any], bytes]] = []  # h5f.get_name and h5i.get_name, set by patch
 
 
 def _cache_of(dsid: Any) -> Tuple[int, int]:
@@ -473,9 +501,24 @@ def _getitem_wrapper(orig: Callable) -> Callable:
             dsid = self._id
             h = reg._handles.get(id(dsid))
             if h is None or h.ref() is not dsid:
-                h = reg.handle(dsid)
+                h = reg.new_handle(dsid)
             c = h.counts
-            if c is not None:
+            if c is None:
+                return out
+            if type(args) is int and c.int_chunk:
+                # dset[i] of one chunk, the loader's usual read: Counts.read's
+                # int path inlined, as a call costs a % of a small read.
+                n = c.missed(args % c.rows // c.int_chunk) if c.cap else 1
+                cc = c.c
+                if n:
+                    cc[_CHUNKS] += 1
+                    cc[_DECODED] += c.chunk_bytes
+                cc[_CALLS] += 1
+                cc[_RETURNED] += getattr(out, "nbytes", 0)
+                cc[_READ_NS] += dt
+                if h.forked:
+                    cc[_FORKED] += 1
+            else:
                 c.read(args, getattr(out, "nbytes", 0), dt, h.forked)
         except Exception:  # noqa: BLE001 - counting is optional
             pass
@@ -569,6 +612,7 @@ def patch(h5py: Any, patches: Any) -> bool:
     ds, f = getattr(h5py, "Dataset", None), getattr(h5py, "File", None)
     if ds is None or f is None or not callable(ds.__dict__.get("__getitem__")) or not callable(f.__dict__.get("__init__")):
         return False
+    _lookups[:] = [h5py.h5f.get_name, h5py.h5i.get_name]
     patches.set(f, "__init__", _file_init_wrapper)
     patches.set(ds, "__getitem__", _getitem_wrapper)
     if callable(ds.__dict__.get("read_direct")):
