@@ -32,10 +32,17 @@ command -v tmux >/dev/null || { echo "tmux is required (apt-get install tmux)" >
 [ -x "$bin/pipetop" ] || { echo "$bin/pipetop missing: run make build" >&2; exit 1; }
 (cd "$root" && go build -o "$work/ansi2svg" ./scripts/ansi2svg)
 
-# capture NAME COLS ROWS: the session's screen as ANSI, SVG and PNG.
+# capture NAME COLS ROWS: the session's screen as ANSI, SVG and PNG;
+# capture NAME COLS all: every line the command printed (the scrollback
+# too), as many rows as it has.
 capture() {
 	local name=$1 cols=$2 rows=$3
-	tmux -L "$server" capture-pane -e -p -t shot >"$out/$name.ansi"
+	if [ "$rows" = all ]; then
+		tmux -L "$server" capture-pane -e -p -S - -E - -t shot | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >"$out/$name.ansi"
+		rows=$(wc -l <"$out/$name.ansi")
+	else
+		tmux -L "$server" capture-pane -e -p -t shot >"$out/$name.ansi"
+	fi
 	"$work/ansi2svg" -cols "$cols" -rows "$rows" -title "pipetop bisect" <"$out/$name.ansi" >"$out/$name.svg"
 	if command -v rsvg-convert >/dev/null; then
 		rsvg-convert -o "$out/$name.png" "$out/$name.svg"
@@ -71,7 +78,7 @@ sleep 4 # the steps and the flame bar filled in
 await "phase cached"
 capture bisect-live-120x40 120 40
 await "pipetop bisect exited"
-capture bisect-table-120x40 120 40
+capture bisect-table-120 120 all
 
 session "$bin/pipetop tune --no-gpu --seconds-per-trial 5 --budget ${TUNE_BUDGET:-3m} -o $work/tune.json \
 	-- /usr/bin/python3 $root/cmd/pipetop/testdata/tune/train.py --case cpu_items 2>$work/tune.log; echo; echo pipetop tune exited \$?"
@@ -80,4 +87,4 @@ sleep 4
 await "trial-2"
 capture tune-live-120x40 120 40
 await "pipetop tune exited"
-capture tune-table-120x40 120 40
+capture tune-table-120 120 all

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/loadertext"
 )
@@ -44,12 +45,25 @@ func (r *Report) WriteTable(w io.Writer) {
 func (r *Report) WriteLoader(w io.Writer) {
 	for _, p := range r.Phases {
 		if l := p.Loader; l != nil && p.Name == verdict.PhaseLoader && p.Measured() {
-			fmt.Fprintf(w, "loader: %d workers busy %.0f %%, read amplification %.1fx\n", l.Workers, 100*l.WorkerBusy, l.ReadAmp)
+			fmt.Fprintln(w, "loader: "+loaderText(l))
 			for _, src := range loadertext.Sources(l) {
 				verdict.WriteWrapped(w, "  "+src.Kind+": ", src.Text)
 			}
 		}
 	}
+}
+
+// loaderText is the loader's workers and read amplification (when its
+// reads were counted).
+func loaderText(l *stage.LoaderStats) string {
+	text := "no workers (batches load on the training thread)"
+	if l.Workers > 0 {
+		text = fmt.Sprintf("%d workers busy %.0f %%", l.Workers, 100*l.WorkerBusy)
+	}
+	if l.ReadAmp > 0 {
+		text += fmt.Sprintf(", read amplification %.1fx", l.ReadAmp)
+	}
+	return text
 }
 
 // writeWaiting prints the threads that waited for a CPU in each phase.

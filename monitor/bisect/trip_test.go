@@ -51,3 +51,14 @@ func TestWriteLoaderSources(t *testing.T) {
 		t.Errorf("a loader that read nothing counted printed more than its line:\n%s", b.String())
 	}
 }
+
+// TestLoaderTextWithoutWorkers: a loader without workers or counted reads
+// is said so, not "0 workers busy 0 %, read amplification 0.0x".
+func TestLoaderTextWithoutWorkers(t *testing.T) {
+	if got := loaderText(&stage.LoaderStats{}); got != "no workers (batches load on the training thread)" {
+		t.Errorf("got %q", got)
+	}
+	if got := loaderText(&stage.LoaderStats{Workers: 2, WorkerBusy: 0.5, ReadAmp: 3}); got != "2 workers busy 50 %, read amplification 3.0x" {
+		t.Errorf("got %q", got)
+	}
+}
