@@ -109,7 +109,7 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		cause = fmt.Sprintf(", %s of the run's time", units.Pct(p.RunShare(s.WallMean)))
 	}
 	if capacity, demand, ok := keepUp(s, l); ok && capacity < KeepUp*demand {
-		next = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %.3g batches/s where the loop takes %.3g): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", capacity, demand)
+		next = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %s batches/s where the loop takes %s): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", units.Rate(capacity), units.Rate(demand))
 		if p.Period > 0 {
 			next = fmt.Sprintf("find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush): ", p.Period) + next
 		}
