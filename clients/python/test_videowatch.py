@@ -139,6 +139,20 @@ class TestVideo(unittest.TestCase):
         self.assertEqual(s["bytes_read"], want)
         self.assertEqual(s["frames_decoded"], FRAMES)
 
+    def test_torchvision_opens_are_named(self) -> None:
+        """torchvision's read_video opens the file itself on every call:
+        those opens are counted as torchvision's; the user's own are not."""
+        try:
+            from torchvision.io import read_video
+        except ImportError:
+            self.fail("torchvision is not installed (apt-get install python3-torchvision)")
+        path = self.files[10]
+        for _ in range(3):
+            read_video(path, start_pts=0, end_pts=0, pts_unit="pts")
+        one_frame(path, 5)
+        s = self.streams()["g10.mp4"]
+        self.assertEqual((s["opens"], s["torchvision_opens"]), (4, 3))
+
     def test_a_container_kept_open_is_opened_once(self) -> None:
         with av.open(self.files[10]) as c:
             s = c.streams.video[0]

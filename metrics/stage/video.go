@@ -31,6 +31,9 @@ type VideoStream struct {
 	Opens int64 `json:"opens"`
 	Calls int64 `json:"calls"`
 	Seeks int64 `json:"seeks"`
+	// TorchvisionOpens are the opens torchvision's own code made (its
+	// read_video opens the file on every call).
+	TorchvisionOpens int64 `json:"torchvision_opens,omitempty"`
 	// FramesDecoded counts the frames the stream's decoder output;
 	// FramesReturned those the user's code converted to pixels
 	// (to_ndarray, to_image, to_rgb, reformat), each frame once.

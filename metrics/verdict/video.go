@@ -58,9 +58,19 @@ func videoCause(l *stage.LoaderStats) (readCause, bool) {
 	}
 	if v.OpensPerCall() >= ReopenShare {
 		why += " and is opened for every read"
-		fix += "; keep the container open per worker (open it once in each worker, not in `__getitem__`)"
+		fix += "; " + reopenAdvice(v)
 	}
 	return readCause{Why: why, Amp: v.ReadAmp, ReadNs: v.TimeNs(), Fix: fix}, true
+}
+
+// reopenAdvice is the advice for a file opened for every read: keep it
+// open per worker; torchvision's readers, which open it themselves, are
+// named.
+func reopenAdvice(v *stage.VideoStream) string {
+	if 2*v.TorchvisionOpens >= v.Opens {
+		return "torchvision opens it on every read (`read_video` opens the file each call): decode with PyAV directly, the container opened once per worker (`av.open` in worker_init_fn or on the first `__getitem__`, then `container.seek` and `container.decode`)"
+	}
+	return "keep the container open per worker (open it once in each worker, not in `__getitem__`)"
 }
 
 // episodeFile is the name of one episode's video in LeRobot's layout

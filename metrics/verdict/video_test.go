@@ -22,6 +22,12 @@ func videoLoader(gop int, amp float64, opens, seeks int64) *stage.LoaderStats {
 		Video: []stage.VideoStream{v}, BytesDecoded: v.BytesDecoded, BytesUsed: v.BytesUsed, ReadAmp: amp}
 }
 
+// torchvisionOpens is l with n of its stream's opens made by torchvision.
+func torchvisionOpens(l *stage.LoaderStats, n int64) *stage.LoaderStats {
+	l.Video[0].TorchvisionOpens = n
+	return l
+}
+
 func TestVideoVerdicts(t *testing.T) {
 	const start = int64(1e18)
 	steady := run(start, 200, steadyTimes(20*ms1)).Summarize(0)
@@ -36,6 +42,9 @@ func TestVideoVerdicts(t *testing.T) {
 			"workers decode 109 frames per frame returned: /data/cams/cam0.mp4 (h264) has a keyframe every 250 frames and is opened for every read",
 			reencode, "`-g 10` is the middle ground", "`pipetrain data import /data/cams /data/cams.zarr`",
 			"keep the container open per worker", "then, if the workers still cannot keep up"}, []string{"rechunk"}},
+		{"torchvision opens it each read: PyAV kept open instead", torchvisionOpens(videoLoader(250, 108.8, 1001, 1000), 1000), []string{
+			"is opened for every read", "torchvision opens it on every read (`read_video` opens the file each call): decode with PyAV directly", reencode},
+			[]string{"keep the container open per worker"}},
 		{"GOP 250 kept open: no open advice", videoLoader(250, 108.8, 2, 1000), []string{"has a keyframe every 250 frames:", reencode},
 			[]string{"opened for every read", "keep the container open"}},
 		{"decoding from the start: seek first", videoLoader(10, 150.5, 1000, 0), []string{

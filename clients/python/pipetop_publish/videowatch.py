@@ -6,6 +6,8 @@ decodes (a DataLoader worker sends its own counters to the main process,
 see ``workerlink``):
 
 * ``opens``: ``av.open`` calls that read the file, and the time they took;
+  ``torchvision_opens`` those that torchvision's own code made (its
+  ``read_video`` opens the file on every call);
 * ``calls``: packet iterations started on the file (``container.demux()``,
   which ``container.decode()`` runs once per call): one per read of a
   Dataset that seeks and decodes; ``seeks``: ``container.seek`` calls;
@@ -75,11 +77,11 @@ MAX_FRAMES = 256  # decoded frames remembered for their conversions
 # Counters of one file (index -1) or one stream, in this order on the
 # wire between processes.
 FIELDS = ("opens", "calls", "seeks", "frames_decoded", "frames_returned", "bytes_read", "bytes_decoded",
-          "bytes_used", "decode_ns", "convert_ns", "read_ns")
+          "bytes_used", "decode_ns", "convert_ns", "read_ns", "torchvision_opens")
 (_OPENS, _CALLS, _SEEKS, _DECODED, _RETURNED, _READ, _BYTES_DECODED, _USED, _DECODE_NS, _CONVERT_NS,
- _READ_NS) = range(len(FIELDS))
+ _READ_NS, _TORCHVISION_OPENS) = range(len(FIELDS))
 # The file's counters each of its streams carries in the loader frame.
-FILE_FIELDS = (_OPENS, _CALLS, _SEEKS, _READ, _READ_NS)
+FILE_FIELDS = (_OPENS, _CALLS, _SEEKS, _READ, _READ_NS, _TORCHVISION_OPENS)
 
 # A conversion in progress in this context: the ones it makes itself
 # (to_ndarray calls reformat) are not counted again.
@@ -347,6 +349,10 @@ def _open_wrapper(orig: Callable) -> Callable:
             if c is not None:
                 c.c[_OPENS] += 1
                 c.c[_READ_NS] += dt
+                # torchvision's readers open the file themselves (read_video
+                # on every call): the advice then names them.
+                if str(sys._getframe(1).f_globals.get("__name__", "")).startswith("torchvision."):
+                    c.c[_TORCHVISION_OPENS] += 1
         except Exception:  # noqa: BLE001 - counting is optional
             pass
         return out
