@@ -146,6 +146,16 @@ func TestCodeVerdicts(t *testing.T) {
 		return m
 	}).Summarize(0)
 	periodic := run(start, 200, periodicTimes(20, 250*ms1)).Summarize(0)
+	// A loader-alone phase: every step only waits, every 2nd long.
+	loaderAlone := run(start, 200, func(i int) map[string]int64 {
+		if i%2 == 1 {
+			return map[string]int64{stage.DataWait: 60 * ms1}
+		}
+		return map[string]int64{stage.DataWait: 4 * ms1}
+	}).Summarize(0)
+	// Two workers, one busy all the time and one a quarter of it (the
+	// bisect's input case): 40 batches/s.
+	unbalanced := &stage.LoaderStats{Source: "torch", Workers: 2, WorkerBusy: 0.63, WorkerBusyEach: []float64{0.99, 0.26}, BatchesPerSec: 40, Prefetch: 2, Cores: 2}
 	steady := run(start, 200, steadyTimes(20*ms1)).Summarize(0)
 	untimedRun := run(start, 200, func(int) map[string]int64 {
 		return map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 4 * ms1, stage.Backward: 3 * ms1, stage.Other: 5 * ms1}
@@ -188,6 +198,8 @@ func TestCodeVerdicts(t *testing.T) {
 			[]string{"the 2 workers, busy 80 %, hand over their batches in turn (every 2nd step waits)"}, []string{"keeps up on average"}},
 		{"workers that could keep up stall", Inputs{Summary: inTurn, Loader: fast}, InputStalls,
 			[]string{"every 2nd step waits", "keeps up on average"}, nil},
+		{"a loader alone whose busiest worker never rests is input-bound", Inputs{Summary: loaderAlone, Loader: unbalanced}, InputBound,
+			[]string{"the 2 workers, busy 63 %, hand over their batches in turn (every 2nd step waits)"}, []string{"keeps up on average"}},
 		{"a real periodic stall stays a stall", Inputs{Summary: periodic, Loader: idle}, InputStalls,
 			[]string{"every 20th step waits 250 ms", "deepen the prefetch"}, nil},
 		{"a periodic stall too slow to hide: no prefetch advice", Inputs{Summary: periodic, Loader: slowOne}, InputStalls,

@@ -73,10 +73,13 @@ func keepUp(s stage.Summary, l *stage.LoaderStats) (capacity, demand float64, ok
 		rate = l.SamplesPerSec / float64(l.Batch)
 	}
 	wait := s.Stage(stage.DataWait)
-	if rate <= 0 || wait == nil || s.WallMean <= wait.Mean {
+	if rate <= 0 || wait == nil || s.WallMean <= 0 {
 		return 0, 0, false
 	}
-	return rate / busy, 1e9 / (s.WallMean - wait.Mean), true
+	// A step that only waits (a loader-alone phase) would take a batch in
+	// a hundredth of its time at most.
+	rest := max(s.WallMean-wait.Mean, s.WallMean/100)
+	return rate / busy, 1e9 / rest, true
 }
 
 // inTurnText says that the workers hand over their batches in turn, when

@@ -24,6 +24,12 @@ const (
 	// exitFrames is how long a phase whose command exited waits for the
 	// frames still on their way before its last snapshot.
 	exitFrames = 300 * time.Millisecond
+	// settleTime is how long the measurement waits once the warm-up is over:
+	// the viewer summarises a fast loop's steps in one-second aggregates,
+	// so a window that began sooner would hold the aggregate of the last
+	// warm-up steps (a cached phase's cache fill: seconds of data_wait in
+	// one step) in its stage shares.
+	settleTime = 1200 * time.Millisecond
 )
 
 // count is one rank's cumulative steps and samples, and when its newest
@@ -40,7 +46,8 @@ type meter struct {
 	name string
 
 	first    time.Time     // when the first step was seen
-	begun    bool          // the warm-up is over
+	warm     time.Time     // when the warm-up's steps were done
+	begun    bool          // the warm-up is over and settled
 	at       time.Time     // when the measurement began
 	base     map[int]count // each rank's counts then
 	last     *snapshot.Snapshot
@@ -173,8 +180,10 @@ func (m *meter) observe(s snapshot.Snapshot, now time.Time) {
 		// stopped stepping (a script waiting for input) is measured after
 		// twice that, so that the phase ends.
 		since := now.Sub(m.first)
-		warm := steps >= 1+m.c.WarmupSteps || (steps >= 3 && since >= m.c.WarmupTime) || since >= 2*m.c.WarmupTime
-		if warm {
+		if m.warm.IsZero() && (steps >= 1+m.c.WarmupSteps || (steps >= 3 && since >= m.c.WarmupTime) || since >= 2*m.c.WarmupTime) {
+			m.warm = now
+		}
+		if !m.warm.IsZero() && now.Sub(m.warm) >= settleTime {
 			m.begun, m.at, m.base = true, now, counts
 		}
 		return
