@@ -146,6 +146,15 @@ func TestCodeVerdicts(t *testing.T) {
 		return m
 	}).Summarize(0)
 	periodic := run(start, 200, periodicTimes(20, 250*ms1)).Summarize(0)
+	// The in-turn waits of a loaded machine: 30 % of the steps wait, at
+	// no period (TestRunNamesHotCode in a make test run).
+	blurred := run(start, 200, func(i int) map[string]int64 {
+		m := map[string]int64{stage.DataWait: ms1 / 10, stage.Forward: 2 * ms1, stage.Backward: ms1, stage.Optim: ms1 / 2}
+		if i%10 == 1 || i%10 == 4 || i%10 == 8 {
+			m[stage.DataWait] = 40 * ms1
+		}
+		return m
+	}).Summarize(0)
 	// A loader-alone phase: every step only waits, every 2nd long.
 	loaderAlone := run(start, 200, func(i int) map[string]int64 {
 		if i%2 == 1 {
@@ -200,6 +209,8 @@ func TestCodeVerdicts(t *testing.T) {
 			[]string{"every 2nd step waits", "keeps up on average"}, nil},
 		{"a loader alone whose busiest worker never rests is input-bound", Inputs{Summary: loaderAlone, Loader: unbalanced}, InputBound,
 			[]string{"the 2 workers, busy 63 %, hand over their batches in turn (every 2nd step waits)"}, []string{"keeps up on average"}},
+		{"aperiodic waits from a loader slow on average are input-bound", Inputs{Summary: blurred, Loader: slow}, InputBound,
+			[]string{"the 2 workers, busy 80 %, hand over their batches in turn", "of steps wait"}, []string{"deepen the prefetch", "cannot hide"}},
 		{"a real periodic stall stays a stall", Inputs{Summary: periodic, Loader: idle}, InputStalls,
 			[]string{"every 20th step waits 250 ms", "deepen the prefetch"}, nil},
 		{"a periodic stall too slow to hide: no prefetch advice", Inputs{Summary: periodic, Loader: slowOne}, InputStalls,

@@ -36,14 +36,16 @@ func Saturated(l *stage.LoaderStats) bool {
 // inTurn reports whether the waits of s come from workers that hand over
 // their batches in turn: saturated workers, whatever the pattern, or
 // workers slow on average whose waits recur every Nth step, N the workers
-// (N batches of a round arrive together). Deeper prefetch cannot help
-// them: the loader is slow, not bursty.
+// (N batches of a round arrive together), or with no period at all (a
+// loaded machine blurs the rounds). Deeper prefetch cannot help them: the
+// loader is slow, not bursty. A slow batch that recurs with another period
+// is a stall, however slow.
 func inTurn(s stage.Summary, l *stage.LoaderStats) bool {
 	if Saturated(l) {
 		return true
 	}
 	p := s.Waits
-	if l == nil || p == nil || p.Period <= 0 || p.Period != int64(l.Workers) {
+	if l == nil || p == nil || (p.Period > 0 && p.Period != int64(l.Workers)) {
 		return false
 	}
 	capacity, demand, ok := keepUp(s, l)
