@@ -69,7 +69,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .zarrwatch import _axes, _int_list, _is_int, add_delta, chunks_touched
+from .zarrwatch import _axes, _int_list, _is_int, add_delta, chunks_touched, wrapped
 
 _now = time.perf_counter_ns
 MAX_DATASETS = 64  # datasets counted per process; reads of others are not
@@ -524,7 +524,7 @@ def _getitem_wrapper(orig: Callable) -> Callable:
             pass
         return out
 
-    return _wrapped(__getitem__, orig)
+    return wrapped(__getitem__, orig)
 
 
 def _read_direct_wrapper(orig: Callable) -> Callable:
@@ -543,7 +543,7 @@ def _read_direct_wrapper(orig: Callable) -> Callable:
             pass
         return out
 
-    return _wrapped(read_direct, orig)
+    return wrapped(read_direct, orig)
 
 
 def _selected(sel: Any, shape: Tuple[int, ...]) -> int:
@@ -575,7 +575,7 @@ def _file_init_wrapper(orig: Callable) -> Callable:
             except Exception:  # noqa: BLE001
                 pass
 
-    return _wrapped(__init__, orig)
+    return wrapped(__init__, orig)
 
 
 def opened(name: bytes, pid: int, cache_bytes: int, nslots: int) -> None:
@@ -586,13 +586,6 @@ def opened(name: bytes, pid: int, cache_bytes: int, nslots: int) -> None:
         for k in mine[: max(1, len(mine) // 2)]:
             del _opened[k]
     _opened[name] = (pid, cache_bytes, nslots)
-
-
-def _wrapped(fn: Callable, orig: Callable) -> Callable:
-    fn.__wrapped__ = orig  # type: ignore[attr-defined]
-    fn.__name__ = getattr(orig, "__name__", fn.__name__)
-    fn.__doc__ = getattr(orig, "__doc__", None)
-    return fn
 
 
 def version_of(h5py: Any) -> int:

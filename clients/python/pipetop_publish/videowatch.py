@@ -68,7 +68,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .zarrwatch import add_delta
+from .zarrwatch import add_delta, wrapped
 
 _now = time.perf_counter_ns
 MAX_STREAMS = 64  # files and streams counted per process; others are not
@@ -357,9 +357,7 @@ def _open_wrapper(orig: Callable) -> Callable:
             pass
         return out
 
-    open.__wrapped__ = orig  # type: ignore[attr-defined]
-    open.__doc__ = getattr(orig, "__doc__", None)
-    return open
+    return wrapped(open, orig)
 
 
 def _seek_wrapper(orig: Callable) -> Callable:
@@ -379,9 +377,7 @@ def _seek_wrapper(orig: Callable) -> Callable:
             pass
         return out
 
-    seek.__wrapped__ = orig  # type: ignore[attr-defined]
-    seek.__doc__ = getattr(orig, "__doc__", None)
-    return seek
+    return wrapped(seek, orig)
 
 
 def _demux_wrapper(orig: Callable) -> Callable:
@@ -399,9 +395,7 @@ def _demux_wrapper(orig: Callable) -> Callable:
             pass
         return it
 
-    demux.__wrapped__ = orig  # type: ignore[attr-defined]
-    demux.__doc__ = getattr(orig, "__doc__", None)
-    return demux
+    return wrapped(demux, orig)
 
 
 def _decode_wrapper(orig: Callable) -> Callable:
@@ -422,9 +416,7 @@ def _decode_wrapper(orig: Callable) -> Callable:
             pass
         return frames
 
-    decode.__wrapped__ = orig  # type: ignore[attr-defined]
-    decode.__doc__ = getattr(orig, "__doc__", None)
-    return decode
+    return wrapped(decode, orig)
 
 
 def _convert_wrapper(orig: Callable) -> Callable:
@@ -447,10 +439,7 @@ def _convert_wrapper(orig: Callable) -> Callable:
             pass
         return out
 
-    convert.__wrapped__ = orig  # type: ignore[attr-defined]
-    convert.__name__ = getattr(orig, "__name__", "convert")
-    convert.__doc__ = getattr(orig, "__doc__", None)
-    return convert
+    return wrapped(convert, orig)
 
 
 _CONVERSIONS = ("to_ndarray", "to_image", "to_rgb", "reformat")

@@ -154,6 +154,15 @@ class Registry:
 registry = Registry()
 
 
+def wrapped(fn: Callable, orig: Callable) -> Callable:
+    """fn, a wrapper of orig, named and documented as orig (its
+    ``__wrapped__`` is orig)."""
+    fn.__wrapped__ = orig  # type: ignore[attr-defined]
+    fn.__name__ = getattr(orig, "__name__", fn.__name__)
+    fn.__doc__ = getattr(orig, "__doc__", None)
+    return fn
+
+
 def add_delta(totals: Dict[str, List[int]], infos: Dict[str, Dict[str, Any]], d: Any, fields: int, cap: int) -> Optional[str]:
     """Add one source's counters d ({"key", "info", "c"}: taken here or
     sent by a worker) to the run's totals and infos, by key; returns the
