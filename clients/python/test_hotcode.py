@@ -66,6 +66,24 @@ class TestUnsafeModules(unittest.TestCase):
         self.assertFalse(stacks.unsafe())
 
 
+    def test_a_forked_child_leaves_it_to_its_parent(self) -> None:
+        """A child forked with an unsafe module imported stays quiet (its
+        parent says it); one forked without it would say it itself."""
+        said = stacks._unsafe_said
+        stacks.UNSAFE_MODULES = ("pipetop_test_unsafe",)
+        try:
+            stacks._unsafe_said = False
+            stacks._forked()
+            self.assertFalse(stacks._unsafe_said)
+            sys.modules["pipetop_test_unsafe"] = types.ModuleType("pipetop_test_unsafe")
+            stacks._forked()
+            self.assertTrue(stacks._unsafe_said)
+        finally:
+            stacks.UNSAFE_MODULES = ()
+            stacks._unsafe_said = said
+            sys.modules.pop("pipetop_test_unsafe", None)
+
+
 class TestKnob(unittest.TestCase):
     def test_hz(self) -> None:
         for raw, want in (("", 100.0), ("0", 0.0), ("250", 250.0), ("1e9", stacks.MAX_HZ), ("-3", 100.0), ("nan", 100.0), ("x", 100.0)):

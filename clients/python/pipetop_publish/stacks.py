@@ -62,9 +62,11 @@ COMM_LEN = 15  # the kernel's limit on a thread's name
 # frames of a thread that decodes with PyAV crashed 1 run in 8 to 12 of a
 # 2-worker video loader (a frame object freed under the walk: a segfault,
 # or "'dict' object has no attribute 'f_code'"), with or without the video
-# counting; never with the sampling off. 3.11 is the first CPython whose
-# frames are made lazily, and the only one checked.
-UNSAFE_MODULES = ("av",) if sys.version_info[:2] == (3, 11) else ()
+# counting; never with the sampling off. With h5py, 2 runs in 10 of a
+# 2-worker HDF5 loader sampled 1,000 times a second (a worker's segfault,
+# or an h5py DatasetID where f_back should be a frame). 3.11 is the first
+# CPython whose frames are made lazily, and the only one checked.
+UNSAFE_MODULES = ("av", "h5py") if sys.version_info[:2] == (3, 11) else ()
 
 _now = time.perf_counter_ns
 
@@ -362,9 +364,21 @@ def unsafe() -> bool:
     return False
 
 
-# Whether unsafe() said so; a DataLoader worker forked after the main
-# process said it inherits True and stays quiet.
+# Whether unsafe() said so, here or in the parent of this forked process.
 _unsafe_said = False
+
+
+def _forked() -> None:
+    """A forked child (a DataLoader worker) whose parent had imported an
+    unsafe module leaves saying so to the parent: one line per run, not
+    one per worker."""
+    global _unsafe_said
+    if any(name in sys.modules for name in UNSAFE_MODULES):
+        _unsafe_said = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def payload(rows: Dict[Key, List[int]], t_ns: int, interval_ns: int, rate: float, max_rows: int = MAX_ROWS) -> Dict[str, Any]:
