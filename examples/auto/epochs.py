@@ -4,13 +4,18 @@ samples, batch 8 (8 batches an epoch), 2 DataLoader workers, each of which
 opens its dataset for 1.5 s when it starts (--open-s, in worker_init_fn);
 steps of 20 ms (12 ms forward, 8 ms optimizer). Without --persistent the
 DataLoader starts 2 new workers every epoch, so every 8th step waits about
-1.5 s for them; with it (persistent_workers=True) the workers start once."""
+1.5 s for them; with it (persistent_workers=True) the workers start once.
+--item-ms makes each sample cost that much: with persistent workers and
+--item-ms 4 (a batch in about 32 ms, two workers faster than the loop),
+only each epoch's first batch waits, as nothing prefetches it; --passes K
+(a sampler that draws K passes' worth of samples per epoch, the fix pipetop
+advises) makes that wait K times rarer."""
 
 import argparse
 import time
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, RandomSampler
 
 from plant import SleepyDataset, SleepyNet, SlowSGD
 
@@ -18,6 +23,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--epochs", type=int, default=10)
 ap.add_argument("--open-s", type=float, default=1.5)
 ap.add_argument("--persistent", action="store_true")
+ap.add_argument("--item-ms", type=float, default=0.0)
+ap.add_argument("--passes", type=int, default=1)
 args = ap.parse_args()
 
 
@@ -27,7 +34,9 @@ def open_dataset(worker_id: int) -> None:
     time.sleep(args.open_s)
 
 
-loader = DataLoader(SleepyDataset(64), batch_size=8, num_workers=2, worker_init_fn=open_dataset, persistent_workers=args.persistent)
+data = SleepyDataset(64, item_ms=args.item_ms)
+sampler = RandomSampler(data, replacement=True, num_samples=args.passes * len(data)) if args.passes > 1 else None
+loader = DataLoader(data, batch_size=8, sampler=sampler, num_workers=2, worker_init_fn=open_dataset, persistent_workers=args.persistent)
 model = SleepyNet(forward_ms=12)
 opt = SlowSGD(model.parameters(), step_ms=8)
 

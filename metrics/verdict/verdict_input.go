@@ -101,34 +101,56 @@ func inTurnText(s stage.Summary, l *stage.LoaderStats) string {
 
 // inputStalls is the verdict for a loader that keeps up on most steps but
 // falls far behind on a few: prefetch depth, not loader speed, is the cure,
-// unless the pause recurs with each pass over a DataLoader that restarts
-// its workers every epoch.
+// unless the pause recurs with each pass over the DataLoader (its workers
+// restarted every epoch, or persistent ones that prefetch nothing across
+// the epoch's end) or the slow batches cost more than the workers can hide.
 func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stage.CodeProfile) Verdict {
 	p := s.Waits
 	which := fmt.Sprintf("%s of steps wait", units.Pct(p.Spikes))
 	next := "the loader keeps up on average but not in bursts: deepen the prefetch (more loader workers, a larger prefetch queue or prefetch_factor) so a slow batch overlaps the steps before it"
-	cause := ""
+	cause, guess := "", ""
 	if p.Period > 0 {
 		which = fmt.Sprintf("every %s step waits", ordinal(p.Period))
-		next += fmt.Sprintf("; find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
 		cause = fmt.Sprintf(", %s of the run's time", units.Pct(p.RunShare(s.WallMean)))
+		guess = fmt.Sprintf("find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
 	}
+	slow := ""
 	if capacity, demand, ok := keepUp(s, l); ok && capacity < KeepUp*demand {
-		next = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %s batches/s where the loop takes %s): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", units.Rate(capacity), units.Rate(demand))
-		if p.Period > 0 {
-			next = fmt.Sprintf("find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush): ", p.Period) + next
-		}
+		slow = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %s batches/s where the loop takes %s): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", units.Rate(capacity), units.Rate(demand))
 	}
-	if epochRestart(l, p.Period) {
+	switch {
+	case epochRestart(l, p.Period):
 		cause += epochText(l)
 		next = persistentAdvice(l)
-	} else if l != nil && l.ReadAmp >= HighReadAmp {
-		next += "; " + InputAdvice(l)
+	case epochStart(l, p.Period):
+		cause += epochStartText(l)
+		next = epochStartAdvice(slow)
+	default:
+		next = joinAdvice(guess, slow, next)
+		if l != nil && l.ReadAmp >= HighReadAmp {
+			next += "; " + InputAdvice(l)
+		}
 	}
 	return Verdict{Kind: InputStalls, Stage: stage.DataWait,
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s)%s; waiting is %s of the time",
 			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), cause, units.Pct(wait)) + inputCode(code, l),
 		Next: next}
+}
+
+// joinAdvice is the advice of a stall of unknown cause: with the guesses
+// at what recurs (guess, "" when the stall has no period) and, when the
+// workers cannot absorb it (slow), the slow batches' advice instead of
+// deeper prefetch (prefetch).
+func joinAdvice(guess, slow, prefetch string) string {
+	switch {
+	case slow != "" && guess != "":
+		return guess + ": " + slow
+	case slow != "":
+		return slow
+	case guess != "":
+		return prefetch + "; " + guess
+	}
+	return prefetch
 }
 
 // moderateInput is the tier below input-bound: data_wait is a visible but

@@ -58,6 +58,33 @@ func epochText(l *stage.LoaderStats) string {
 		l.Length, l.Length, l.Workers, l.WorkerStarts, units.Dur(float64(l.WorkerStartNs)))
 }
 
+// epochStart reports whether a pause recurs with each pass over a PyTorch
+// DataLoader whose workers persist: they prefetch nothing across the
+// epoch's end (the next epoch's indices are handed out only when its
+// iterator starts), so each epoch's first batch waits for a whole fetch.
+func epochStart(l *stage.LoaderStats, period int64) bool {
+	return l != nil && l.Source == "torch" && l.Workers > 0 && l.PersistentWorkers && l.Length > 0 &&
+		period > 0 && samePeriod(period, int64(l.Length))
+}
+
+// epochStartText says that the pause is each epoch's first fetch, for an
+// input-stalls headline.
+func epochStartText(l *stage.LoaderStats) string {
+	return fmt.Sprintf("; %d steps is one pass over the DataLoader (len %d): its persistent workers prefetch nothing across the epoch's end, so each epoch's first batch waits for a whole fetch",
+		l.Length, l.Length)
+}
+
+// epochStartAdvice is the fix for an epoch's first fetch: let the workers
+// prefetch through the boundary; and, when the workers cannot keep up
+// anyway (slow, the slow batches' advice), that first.
+func epochStartAdvice(slow string) string {
+	through := "let the workers prefetch through the epoch's end: a sampler that spans many passes (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset)))) or an IterableDataset that does not end"
+	if slow != "" {
+		return slow + "; then " + through
+	}
+	return through
+}
+
 // persistentAdvice is the fix for workers restarted every epoch: the
 // exact argument at the DataLoader's creation site.
 func persistentAdvice(l *stage.LoaderStats) string {

@@ -40,6 +40,8 @@ func TestPauseVerdicts(t *testing.T) {
 		WorkerStarts: 10, WorkerStartNs: 1500 * ms1, Site: "train.py:42"}
 	persistent := *restarts
 	persistent.PersistentWorkers, persistent.WorkerStarts = true, 2
+	slowPersistent := persistent
+	slowPersistent.WorkerBusyEach, slowPersistent.BatchesPerSec = []float64{0.9, 0.9}, 2
 	otherLength := *restarts
 	otherLength.Length = 50
 	save := stage.ProfileOf(samplesOf(1e18,
@@ -59,8 +61,15 @@ func TestPauseVerdicts(t *testing.T) {
 		{"workers restarted every epoch", Inputs{Summary: epoch, Loader: restarts}, InputStalls,
 			[]string{"every 8th step waits 1.53 s", "of the run's time", "8 steps is one pass over the DataLoader (len 8)", "10 worker processes started",
 				"1.50 s to the first batch", "set persistent_workers=True in the DataLoader made at train.py:42"}, []string{"collate_fn", "find what recurs"}},
-		{"persistent workers: no epoch blame", Inputs{Summary: epoch, Loader: &persistent}, InputStalls,
-			[]string{"every 8th step waits 1.53 s", "find what recurs every 8 steps"}, []string{"persistent_workers", "epoch"}},
+		{"persistent workers: each epoch's first fetch, no restart blamed", Inputs{Summary: epoch, Loader: &persistent}, InputStalls,
+			[]string{"every 8th step waits 1.53 s", "8 steps is one pass over the DataLoader (len 8): its persistent workers prefetch nothing across the epoch's end",
+				"let the workers prefetch through the epoch's end: a sampler that spans many passes (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset))))"},
+			[]string{"persistent_workers=True", "new workers", "find what recurs", "deepen the prefetch"}},
+		{"persistent workers too slow for the loop: that first", Inputs{Summary: epoch, Loader: &slowPersistent}, InputStalls,
+			[]string{"its persistent workers prefetch nothing across the epoch's end", "the slow batches cost more than the workers can hide",
+				"; then let the workers prefetch through the epoch's end"}, []string{"find what recurs", "new workers"}},
+		{"persistent workers, another period: guesses", Inputs{Summary: everyN(stage.DataWait, 5, 1530*ms1), Loader: &persistent}, InputStalls,
+			[]string{"find what recurs every 5 steps"}, []string{"persistent_workers", "epoch"}},
 		{"a period that is not the loader's length", Inputs{Summary: epoch, Loader: &otherLength}, InputStalls,
 			[]string{"find what recurs every 8 steps"}, []string{"persistent_workers"}},
 		{"a checkpoint every 25 steps", Inputs{Summary: checkpoint, Code: save, Host: &Host{Writes: Series{TimeNs: []int64{1, 2}, Value: []float64{0.5 * 162e6 / (25 * checkpoint.WallMean / 1e9), 1.5 * 162e6 / (25 * checkpoint.WallMean / 1e9)}}}}, Untimed,

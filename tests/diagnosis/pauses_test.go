@@ -41,7 +41,7 @@ type pauseWant struct {
 }
 
 // pausePlants: the epoch boundary of a DataLoader that restarts its
-// workers (and the same with persistent workers: not blamed), a
+// workers (and the same with persistent workers: no restart blamed), a
 // checkpoint every 25 steps, an evaluation every 4 steps.
 func pausePlants(t *testing.T) []pausePlant {
 	ckpt := filepath.Join(t.TempDir(), "ckpt.pt")
@@ -50,21 +50,24 @@ func pausePlants(t *testing.T) []pausePlant {
 		ckpt = filepath.Join("/dev/shm", fmt.Sprintf("pipetop-diag-%d.pt", os.Getpid())) // no disk writes on a shared box
 	}
 	epoch := []string{"every 8th step waits", "one pass over the DataLoader (len 8)", "new workers every epoch"}
-	noEpoch := []string{"persistent_workers=True", "new workers every epoch", "one pass over the DataLoader", "worker processes started"}
+	// With persistent workers an epoch's first fetch may show (nothing
+	// prefetches it), but never a restart.
+	noEpoch := []string{"persistent_workers=True", "new workers every epoch", "worker processes started"}
 	return []pausePlant{
 		// 12 s see 5 epochs or more even when a loaded box stretches them
 		// to 2.5 s: the period needs 3 stalls agreeing.
 		{name: "epochs", script: "epochs.py", args: []string{"--epochs", "14"}, after: 4 * time.Second, interval: 12 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
-				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:30"),
+				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:39"),
 				lacks: []string{"collate_fn", "find what recurs"}},
 			end: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
-				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:30"),
+				has:   append(epoch, "persistent_workers=True in the DataLoader made at epochs.py:39"),
 				lacks: []string{"collate_fn"}}},
 		{name: "persistent", script: "epochs.py", args: []string{"--persistent", "--epochs", "80"}, after: 4 * time.Second, interval: 5 * time.Second,
 			// Persistent workers prefetch nothing across epochs: on a loaded
 			// box each epoch's first batch may wait tens of ms, which can
-			// read as input; never as the workers' restart.
+			// read as input stalls at the epoch's first fetch; never as the
+			// workers' restart.
 			live: pauseWant{lacks: noEpoch},
 			// The first step's 1.5 s worker start weighs in the whole run's
 			// means: the same.
@@ -82,6 +85,30 @@ func pausePlants(t *testing.T) []pausePlant {
 	}
 }
 
+// epochStartPlants: the first fetch of each epoch with persistent
+// workers, and the same with pipetop's advice followed.
+func epochStartPlants() []pausePlant {
+	return []pausePlant{
+		// Persistent workers that keep up within an epoch but prefetch
+		// nothing across its end: each epoch's first batch waits for a
+		// fetch (about 32 ms every 8 steps of 20 ms).
+		{name: "epoch start", script: "epochs.py", args: []string{"--persistent", "--item-ms", "4", "--open-s", "0.2", "--epochs", "70"},
+			after: 4 * time.Second, interval: 5 * time.Second,
+			live: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
+				has:   []string{"every 8th step waits", "its persistent workers prefetch nothing across the epoch's end", "a sampler that spans many passes"},
+				lacks: []string{"new workers every epoch", "find what recurs"}},
+			end: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
+				has:   []string{"its persistent workers prefetch nothing across the epoch's end", "a sampler that spans many passes"},
+				lacks: []string{"new workers every epoch"}}},
+		// The same with the advice followed: a sampler of 10 passes an
+		// epoch leaves one such wait every 80 steps, too rare to judge.
+		{name: "epoch start, advice followed", script: "epochs.py", args: []string{"--persistent", "--item-ms", "4", "--open-s", "0.2", "--epochs", "8", "--passes", "10"},
+			after: 4 * time.Second, interval: 5 * time.Second,
+			live: pauseWant{lacks: []string{"prefetch nothing across the epoch's end", "every 8th step"}},
+			end:  pauseWant{lacks: []string{"prefetch nothing across the epoch's end", "every 8th step"}}},
+	}
+}
+
 // pauseResult is what one plant got.
 type pauseResult struct {
 	live   result
@@ -92,11 +119,18 @@ type pauseResult struct {
 
 // TestPeriodicPauses runs the pause plants at once (they mostly sleep)
 // and checks each one's live and end-of-run verdicts.
-func TestPeriodicPauses(t *testing.T) {
+func TestPeriodicPauses(t *testing.T) { runPausePlants(t, pausePlants(t)) }
+
+// TestEpochStart runs the epoch-start plants at once, apart from the
+// other pause plants (their workers add to the load those judge under).
+func TestEpochStart(t *testing.T) { runPausePlants(t, epochStartPlants()) }
+
+// runPausePlants runs plants at once and checks each one's live and
+// end-of-run verdicts.
+func runPausePlants(t *testing.T, plants []pausePlant) {
 	if out, err := exec.Command(python, "-c", "import torch").CombinedOutput(); err != nil {
 		t.Fatalf("%s cannot import torch (scripts/install-deps.sh installs python3-torch): %v\n%s", python, err, out)
 	}
-	plants := pausePlants(t)
 	results := make([]pauseResult, len(plants))
 	var wg sync.WaitGroup
 	for i, p := range plants {
