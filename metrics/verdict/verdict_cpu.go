@@ -71,6 +71,8 @@ const (
 	OversubTrainDemand = 1.5  // or threads wanting a CPU at least this many times the usable cores ...
 	OversubTrainWait   = 0.30 // ... and the training thread waited at least this share of the time it wanted one (and OversubWait) ...
 	OversubUsed        = 0.80 // ... while the run's threads used at least this share of the usable cores (a busy host is not the run's oversubscription)
+	OversubPoolDemand  = 1.35 // or, with a busy intra-op pool beside busy loader workers, threads wanting at least this many times the usable cores ...
+	OversubPoolWait    = 0.20 // ... and the training thread waiting at least this share of the time it wanted a CPU (and OversubWait, OversubUsed)
 	TrainingThreadBusy = 0.90 // the training thread wanting a CPU (on one or waiting) at least this share of the time ...
 	OtherThreadsIdle   = 0.15 // ... while the rest of the run uses at most this share of the training thread's CPU
 	IdleCoresFree      = 0.25 // ... and at least this many of the host's cores are idle: other threads could help
@@ -92,7 +94,8 @@ func throttledRule(in *Inputs) (Verdict, bool) {
 // oversubscribedRule: more threads want a CPU than the run has cores, and
 // they wait for one: twice the cores, or 1.5 times with the training
 // thread itself waiting for a CPU while the run fills the cores and its
-// loader workers take a share of them (when other processes take the
+// loader workers take a share of them, or 1.35 times when an intra-op
+// pool runs beside busy loader workers (poolShort) (when other processes take the
 // cores, every thread of the run waits longer and wants a CPU longer: that
 // is the host's load; one process whose torch and BLAS pools overlap wants
 // about 1.5x on its own and is compute, not oversubscription).
@@ -104,7 +107,8 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	tw := trainingWait(c)
 	over := c.Demand >= OversubDemand*c.UsableCores ||
 		(c.Demand >= OversubTrainDemand*c.UsableCores && tw >= OversubTrainWait && c.Used >= OversubUsed*c.UsableCores &&
-			c.WorkerCores >= LoaderCores*c.Used)
+			c.WorkerCores >= LoaderCores*c.Used) ||
+		poolShort(c, tw)
 	if !over {
 		return Verdict{}, false
 	}
@@ -116,6 +120,22 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	return Verdict{Kind: Oversubscribed, Headline: head,
 		Next: fmt.Sprintf("use at most %s compute threads in all: torch.set_num_threads in the main process, OMP_NUM_THREADS=1 (torch.set_num_threads(1) in worker_init_fn) in loader workers; pipetrain: lower --threads and --workers",
 			cores(c.UsableCores))}, true
+}
+
+// poolShort reports whether an intra-op pool and busy loader workers
+// together want more cores than the run has, with the training thread
+// waiting for one: each parallel region of the pool then waits for its
+// thread that has no core, so the step slows by more than the wait shows
+// (2 intra-op threads and 2 busy workers on 2 cores: 2.8 threads wanting,
+// the training thread waiting 27 %, 35 steps/s against 75 with 1 thread).
+func poolShort(c *HostCPU, tw float64) bool {
+	return c.Demand >= OversubPoolDemand*c.UsableCores && tw >= OversubPoolWait && c.Used >= OversubUsed*c.UsableCores &&
+		busyPool(c, "intra-op") && busyPool(c, "worker")
+}
+
+// busyPool reports whether c has a busy thread of role.
+func busyPool(c *HostCPU, role string) bool {
+	return slices.ContainsFunc(c.Pools, func(p CPUPool) bool { return p.Role == role && p.Busy > 0 })
 }
 
 // trainingWait is the share of the time the training thread wanted a CPU

@@ -32,6 +32,24 @@ func TestCPURules(t *testing.T) {
 		{"oversubscribed: six compute threads on 2 cores", steady,
 			HostCPU{UsableCores: 2, Demand: 5.8, Used: 2, WaitShare: 0.65, Pools: six, Training: -1},
 			0, Oversubscribed, []string{"3 processes × 1 intra-op thread +", "2 busy loader workers", "on 2 cores", "waited 65 %", "torch.set_num_threads", "OMP_NUM_THREADS=1", "--threads"}},
+		// threads.py --threads 2 --workers 2 --worker-threads 1 on 2 cores
+		// (OMP_NUM_THREADS=1), the end-of-run means: 35 steps/s against 75
+		// with --threads 1.
+		{"oversubscribed: a 2-thread pool beside 2 busy workers on 2 cores", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 2.83, Used: 1.81, WaitShare: 0.36, Training: 0.975, TrainingCPU: 0.71, Others: 1.1, WorkerCores: 0.44,
+				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}},
+			0, Oversubscribed, []string{"2 busy loader workers", "waited 36 %", "the training thread 27 %", "torch.set_num_threads"}},
+		// zarr_network.py on 1-frame chunks (2 intra-op threads, 2 workers
+		// decoding cheaply), as read at the end of its run: the pool gets
+		// its cores.
+		{"a 2-thread pool beside cheap workers is compute", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 2.45, Used: 1.85, WaitShare: 0.24, Training: 0.97, TrainingCPU: 0.88, Others: 0.97, WorkerCores: 0.28,
+				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 1, Busy: 1}}},
+			0, ComputeBound, []string{"forward"}},
+		{"the same pool and workers on a host that waits, the training thread not", pyLoop,
+			HostCPU{UsableCores: 2, Demand: 2.83, Used: 1.81, WaitShare: 0.36, Training: 0.97, TrainingCPU: 0.85, Others: 1.1, WorkerCores: 0.44,
+				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}},
+			0, ComputeBound, []string{"forward"}},
 		{"throttled wins over oversubscribed", steady,
 			HostCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 3, Used: 0.5, WaitShare: 0.8, Pools: six, Training: -1},
 			0, Throttled, []string{"quota of 0.5 CPUs", "90 % of its periods", "want 3.0 CPUs", "raise the limit"}},

@@ -146,6 +146,15 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return underRun(r, 0, nil, "threads.py", "--threads", "2", "--workers", "2", "--worker-threads", "1", "--seconds", "12")
 			}),
+		// The same without OpenBLAS's own spinning threads (OMP_NUM_THREADS=1):
+		// about 1.4x the cores wanted, near the threshold, and still 2x
+		// slower than one intra-op thread.
+		plant(scenario{name: "torch/2 intra-op threads + 2 busy workers, no BLAS spinners: oversubscribed near the threshold",
+			after: 5 * time.Second, interval: 3 * time.Second, kind: verdict.Oversubscribed,
+			headline: []string{"oversubscribed:", "busy loader worker", "the training thread"}, next: []string{"torch.set_num_threads"}}, verdict.Oversubscribed,
+			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
+				return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "threads.py", "--threads", "2", "--workers", "2", "--worker-threads", "1", "--seconds", "12")
+			}),
 		plant(scenario{name: "torch/1 thread + 1 worker on 2 cores: not oversubscribed",
 			after: 5 * time.Second, interval: 2 * time.Second, kind: verdict.ModerateInput, stage: "data_wait", also: []verdict.Kind{verdict.InputBound}}, verdict.ModerateInput,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
@@ -169,7 +178,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 				}
 			}, verdict.ModerateInput),
 	}
-	scs[3].endOnly = true // 1 thread + 1 worker: compute-bound or waiting on its worker, never oversubscribed
+	scs[4].endOnly = true // 1 thread + 1 worker: compute-bound or waiting on its worker, never oversubscribed
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			cmd, logs, err := sc.start(t, sc.name)
