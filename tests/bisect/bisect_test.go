@@ -172,7 +172,8 @@ const countedCase = "seed"
 // bench/bisect_accuracy.sh holds the medians of alternating runs to ±15 %.
 // A "|" in a wanted phrase separates alternatives: on a loaded box the
 // seed's cached batches are compute-bound (no core idles), on a quiet one
-// training-thread-bound.
+// training-thread-bound. A case that misses is run once more, and the
+// second run must pass (both are logged).
 func TestPlantedBottlenecks(t *testing.T) {
 	requireTorch(t)
 	for _, tc := range []struct {
@@ -193,34 +194,56 @@ func TestPlantedBottlenecks(t *testing.T) {
 					want[phase] = control(t, args, mode)
 				}
 			}
-			r := run(t, append([]string{"--seconds-per-phase", strconv.Itoa(phaseSeconds), "--", python, script("train.py")}, args...)...)
-			var table bytes.Buffer
-			r.rep.WriteTable(&table)
-			t.Logf("controls %v\n%s", want, table.String())
-			for _, p := range r.rep.Phases {
-				if p.Status != verdict.PhaseOK {
-					t.Errorf("phase %s: status %s %v", p.Name, p.Status, p.Notes)
-				}
-				if want[p.Name] == 0 {
-					continue
-				}
-				if r := p.SamplesPerSec / want[p.Name]; r < 0.25 || r > 4 {
-					t.Errorf("phase %s: %.1f samples/s, the script measures %.1f itself (%.2fx)", p.Name, p.SamplesPerSec, want[p.Name], r)
-				} else if !testkit.Within(p.SamplesPerSec, want[p.Name], 0.30) {
-					t.Logf("phase %s: %.1f samples/s, the script measures %.1f itself: outside ±30 %% in one run", p.Name, p.SamplesPerSec, want[p.Name])
-				}
+			run := append([]string{"--seconds-per-phase", strconv.Itoa(phaseSeconds), "--", python, script("train.py")}, args...)
+			bad := plantedRun(t, run, want, tc.want, tc.contains)
+			if len(bad) > 0 {
+				// A bisection is an experiment on a shared machine: once in a
+				// make test run a 3 s phase ran 4x slower than alone (the
+				// input case's full phase: 25 it/s, 100 in every other run),
+				// which reads as contention. A second run must then agree.
+				t.Logf("first run: %s; running the bisection again", strings.Join(bad, "; "))
+				bad = plantedRun(t, run, want, tc.want, tc.contains)
 			}
-			if r.rep.Verdict.Kind != tc.want {
-				t.Errorf("verdict %s, want %s: %s", r.rep.Verdict.Kind, tc.want, r.rep.Verdict)
-			}
-			for _, c := range tc.contains {
-				if !containsAny(r.rep.Verdict.String(), strings.Split(c, "|")) {
-					t.Errorf("verdict lacks %q: %s", c, r.rep.Verdict)
-				}
-			}
-			if r.status != 0 {
-				t.Errorf("exit status %d", r.status)
+			for _, b := range bad {
+				t.Error(b)
 			}
 		})
 	}
+}
+
+// plantedRun runs one bisection of a planted case and says what is wrong
+// with it: a phase against the script's own count (want, by phase), the
+// verdict's kind and its phrases (a "|" separates alternatives).
+func plantedRun(t *testing.T, args []string, want map[string]float64, kind verdict.Kind, contains []string) []string {
+	t.Helper()
+	r := run(t, args...)
+	var table bytes.Buffer
+	r.rep.WriteTable(&table)
+	t.Logf("controls %v\n%s", want, table.String())
+	var bad []string
+	for _, p := range r.rep.Phases {
+		if p.Status != verdict.PhaseOK {
+			bad = append(bad, fmt.Sprintf("phase %s: status %s %v", p.Name, p.Status, p.Notes))
+		}
+		if want[p.Name] == 0 {
+			continue
+		}
+		if r := p.SamplesPerSec / want[p.Name]; r < 0.25 || r > 4 {
+			bad = append(bad, fmt.Sprintf("phase %s: %.1f samples/s, the script measures %.1f itself (%.2fx)", p.Name, p.SamplesPerSec, want[p.Name], r))
+		} else if !testkit.Within(p.SamplesPerSec, want[p.Name], 0.30) {
+			t.Logf("phase %s: %.1f samples/s, the script measures %.1f itself: outside ±30 %% in one run", p.Name, p.SamplesPerSec, want[p.Name])
+		}
+	}
+	if r.rep.Verdict.Kind != kind {
+		bad = append(bad, fmt.Sprintf("verdict %s, want %s: %s", r.rep.Verdict.Kind, kind, r.rep.Verdict))
+	}
+	for _, c := range contains {
+		if !containsAny(r.rep.Verdict.String(), strings.Split(c, "|")) {
+			bad = append(bad, fmt.Sprintf("verdict lacks %q: %s", c, r.rep.Verdict))
+		}
+	}
+	if r.status != 0 {
+		bad = append(bad, fmt.Sprintf("exit status %d", r.status))
+	}
+	return bad
 }
