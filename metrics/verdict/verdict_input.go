@@ -124,7 +124,7 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		next = persistentAdvice(l)
 	case epochStart(l, p.Period):
 		cause += epochStartText(l)
-		next = epochStartAdvice(slow)
+		next = epochStartAdvice(l, slow)
 	default:
 		next = joinAdvice(guess, slow, next)
 		if l != nil && l.ReadAmp >= HighReadAmp {

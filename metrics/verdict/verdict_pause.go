@@ -75,10 +75,16 @@ func epochStartText(l *stage.LoaderStats) string {
 }
 
 // epochStartAdvice is the fix for an epoch's first fetch: let the workers
-// prefetch through the boundary; and, when the workers cannot keep up
-// anyway (slow, the slow batches' advice), that first.
-func epochStartAdvice(slow string) string {
-	through := "let the workers prefetch through the epoch's end: a sampler that spans many passes (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset)))) or an IterableDataset that does not end"
+// prefetch through the boundary, at the DataLoader's creation site; and,
+// when the workers cannot keep up anyway (slow, the slow batches'
+// advice), that first.
+func epochStartAdvice(l *stage.LoaderStats, slow string) string {
+	where := ""
+	if l.Site != "" {
+		where = " in the DataLoader made at " + l.Site
+	}
+	through := "let the workers prefetch through the epoch's end: a sampler that spans many passes" + where +
+		" (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset)))) or an IterableDataset that does not end"
 	if slow != "" {
 		return slow + "; then " + through
 	}

@@ -63,7 +63,7 @@ func TestPauseVerdicts(t *testing.T) {
 				"1.50 s to the first batch", "set persistent_workers=True in the DataLoader made at train.py:42"}, []string{"collate_fn", "find what recurs"}},
 		{"persistent workers: each epoch's first fetch, no restart blamed", Inputs{Summary: epoch, Loader: &persistent}, InputStalls,
 			[]string{"every 8th step waits 1.53 s", "8 steps is one pass over the DataLoader (len 8): its persistent workers prefetch nothing across the epoch's end",
-				"let the workers prefetch through the epoch's end: a sampler that spans many passes (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset))))"},
+				"let the workers prefetch through the epoch's end: a sampler that spans many passes in the DataLoader made at train.py:42 (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset))))"},
 			[]string{"persistent_workers=True", "new workers", "find what recurs", "deepen the prefetch"}},
 		{"persistent workers too slow for the loop: that first", Inputs{Summary: epoch, Loader: &slowPersistent}, InputStalls,
 			[]string{"its persistent workers prefetch nothing across the epoch's end", "the slow batches cost more than the workers can hide",

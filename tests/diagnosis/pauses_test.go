@@ -95,7 +95,7 @@ func epochStartPlants() []pausePlant {
 		{name: "epoch start", script: "epochs.py", args: []string{"--persistent", "--item-ms", "4", "--open-s", "0.2", "--epochs", "70"},
 			after: 4 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
-				has:   []string{"every 8th step waits", "its persistent workers prefetch nothing across the epoch's end", "a sampler that spans many passes"},
+				has:   []string{"every 8th step waits", "its persistent workers prefetch nothing across the epoch's end", "a sampler that spans many passes in the DataLoader made at epochs.py:39"},
 				lacks: []string{"new workers every epoch", "find what recurs"}},
 			end: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
 				has:   []string{"its persistent workers prefetch nothing across the epoch's end", "a sampler that spans many passes"},
