@@ -95,13 +95,14 @@ func throttledRule(in *Inputs) (Verdict, bool) {
 // they wait for one: twice the cores, or 1.5 times with the training
 // thread itself waiting for a CPU while the run fills the cores and its
 // loader workers take a share of them, or 1.35 times when an intra-op
-// pool runs beside busy loader workers (poolShort) (when other processes take the
+// pool runs beside busy loader workers (poolShort); not when the step
+// waits for amplified input (amplifiedInput) (when other processes take the
 // cores, every thread of the run waits longer and wants a CPU longer: that
 // is the host's load; one process whose torch and BLAS pools overlap wants
 // about 1.5x on its own and is compute, not oversubscription).
 func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	c := hostCPU(in)
-	if c == nil || c.UsableCores <= 0 || c.WaitShare < OversubWait {
+	if c == nil || c.UsableCores <= 0 || c.WaitShare < OversubWait || amplifiedInput(in) {
 		return Verdict{}, false
 	}
 	tw := trainingWait(c)
@@ -120,6 +121,22 @@ func oversubscribedRule(in *Inputs) (Verdict, bool) {
 	return Verdict{Kind: Oversubscribed, Headline: head,
 		Next: fmt.Sprintf("use at most %s compute threads in all: torch.set_num_threads in the main process, OMP_NUM_THREADS=1 (torch.set_num_threads(1) in worker_init_fn) in loader workers; pipetrain: lower --threads and --workers",
 			cores(c.UsableCores))}, true
+}
+
+// amplifiedInput reports whether the step waits for input (InputShare)
+// from loader workers that decode amplified chunks: their threads are the
+// ones that want the cores, fewer compute threads would only slow the
+// input further, and the input-bound verdict names the rechunk.
+func amplifiedInput(in *Inputs) bool {
+	l := in.Loader
+	if l == nil || l.Workers == 0 {
+		return false
+	}
+	if st := in.Summary.Stage(stage.DataWait); st == nil || st.Share < InputShare {
+		return false
+	}
+	_, _, ok := rechunkFix(l)
+	return ok
 }
 
 // poolShort reports whether an intra-op pool and busy loader workers
