@@ -79,6 +79,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	/usr/bin/python3 -m pyflakes $$(git ls-files '*.py')
 
 ## bench: Go benchmarks and the side-by-side bench/ scripts
 bench: build

@@ -20,6 +20,7 @@ packages=(
   python3-av python3-h5py ffmpeg  # video and HDF5 datasets: the read counting's tests write and read them
   python3-torchvision             # torchvision.io.read_video over PyAV: its reads are counted too
   libhdf5-dev hdf5-tools          # pipetrain data inspect/import of HDF5 files (cgo), h5repack in the advice's tests
+  python3-pyflakes                # make lint: undefined names and unused imports in the Python client, examples and tests
 )
 
 # Node.js runs the Zarr v3 interop tests (zarrita). Debian's nodejs and

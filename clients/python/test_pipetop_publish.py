@@ -19,7 +19,6 @@ import textwrap
 import threading
 import time
 import unittest
-from unittest import mock
 from typing import Any, Dict, List, Optional
 from unittest import mock
 

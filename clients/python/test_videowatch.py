@@ -125,6 +125,18 @@ class TestVideo(unittest.TestCase):
         self.assertEqual(s["opens"], 1)
         self.assertEqual(s["calls"], 1)
 
+    def test_a_converted_frames_own_conversions_add_their_time(self) -> None:
+        """A frame made by reformat is the same frame returned: its own
+        conversions add their time, not another frame."""
+        with av.open(self.files[1]) as c:
+            rgb = next(c.decode(video=0)).reformat(format="rgb24")
+        before = self.streams()["g1.mp4"]
+        for _ in range(20):
+            rgb.to_ndarray()
+        after = self.streams()["g1.mp4"]
+        self.assertEqual((before["frames_returned"], after["frames_returned"]), (1, 1))
+        self.assertGreater(after["convert_ns"], before["convert_ns"])
+
     def test_bytes_read_are_the_decoded_packets(self) -> None:
         """Decoding a whole file reads every packet of its video stream: the
         bytes read are their sizes, as PyAV's own demuxing gives them."""

@@ -5,7 +5,6 @@ in a GAN): one step per iteration. Planted per step: 2 x 8 ms forward, 2 x
 
 import argparse
 
-import torch
 from torch.utils.data import DataLoader
 
 from plant import SleepyDataset, SleepyNet, SlowSGD

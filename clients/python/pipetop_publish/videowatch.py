@@ -219,8 +219,7 @@ class Registry:
             if cc[_RETURNED] == 1 and frame.width and frame.height and n:
                 got[0].pixel_bytes = n / (frame.width * frame.height)
         if type(out) is type(frame):
-            seen[id(out)] = [c, out.pts, True]
-
+            seen[id(out)] = [got[0], out.pts, True]
 
     def take(self) -> List[Dict[str, Any]]:
         """Each file's and stream's counters since the last take (those

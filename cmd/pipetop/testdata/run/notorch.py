@@ -3,8 +3,8 @@ script goes on."""
 import sys
 
 try:
-    import torch  # noqa: F401
-    print("torch present")
+    import torch
+    print("torch present", torch.__version__)
 except ImportError as e:
     print("no torch:", e.name)
 print("sum", sum(range(10)))
