@@ -40,6 +40,24 @@ type CodeProfile struct {
 	// trainer process, from the newest frame that says; 0 when unknown.
 	IntraOpThreads int `json:"intra_op_threads,omitempty"`
 	InterOpThreads int `json:"inter_op_threads,omitempty"`
+	// Pauses are the training thread's own samples of the window's
+	// periodic pauses, one group per paused stage (CodeRing.PauseGroup);
+	// nil when none could be told from the rest of the steps.
+	Pauses []CodeGroup `json:"pauses,omitempty"`
+}
+
+// Pause returns the group of the training thread's samples in the
+// periodic pauses of stage st, nil when none.
+func (p *CodeProfile) Pause(st string) *CodeGroup {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Pauses {
+		if p.Pauses[i].Stage == st {
+			return &p.Pauses[i]
+		}
+	}
+	return nil
 }
 
 // CodeGroup is the samples of one role (and, for the training thread,
@@ -123,8 +141,10 @@ func (p *CodeProfile) Group(role, stage string) *CodeGroup {
 	return nil
 }
 
-// group profiles the weighted stacks of one group.
-func (t *codeTables) group(g groupKey, ws []weighted) CodeGroup {
+// group profiles the weighted stacks of one group. Its hot spot needs
+// MinHotSamples samples, or, when minNs > 0, samples standing for minNs
+// (a few samples each standing for a long hold of the GIL).
+func (t *codeTables) group(g groupKey, ws []weighted, minNs int64) CodeGroup {
 	cg := CodeGroup{Role: g.role, Stage: g.stage}
 	for _, w := range ws {
 		cg.Samples += w.n
@@ -136,7 +156,7 @@ func (t *codeTables) group(g groupKey, ws []weighted) CodeGroup {
 	tree := t.callTree(ws)
 	cg.Path = tree.hotPath(t, float64(cg.SampledNs))
 	cg.Hot = hotSpot(cg.Path, tree, float64(cg.SampledNs))
-	if cg.Samples < MinHotSamples {
+	if cg.Samples < MinHotSamples && (minNs <= 0 || cg.SampledNs < minNs) {
 		cg.Hot = nil
 	}
 	cg.Top = t.topFuncs(ws, float64(cg.SampledNs))

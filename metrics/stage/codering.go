@@ -17,10 +17,11 @@ type CodeRing struct {
 
 // codeEntry is one stacks frame, interned.
 type codeEntry struct {
-	timeNs int64
-	hz     float64
-	lost   int64
-	rows   []codeRow
+	timeNs     int64
+	intervalNs int64 // the wall time the frame covers; 0 for a whole run
+	hz         float64
+	lost       int64
+	rows       []codeRow
 	// threads are the frame's other Python threads; intraOp and interOp
 	// torch's thread counts (0: unknown).
 	threads          []threadEntry
@@ -82,7 +83,7 @@ func (c *CodeRing) Add(s *StackSamples) {
 	for i, f := range s.Frames {
 		ids[i] = c.t.frame(f)
 	}
-	e := codeEntry{timeNs: s.TimeNs, hz: s.Hz, lost: s.Lost, rows: make([]codeRow, 0, len(s.Rows)),
+	e := codeEntry{timeNs: s.TimeNs, intervalNs: s.IntervalNs, hz: s.Hz, lost: s.Lost, rows: make([]codeRow, 0, len(s.Rows)),
 		threads: c.internThreads(s, ids), intraOp: s.IntraOpThreads, interOp: s.InterOpThreads}
 	var buf []int32
 	for _, r := range s.Rows {
@@ -204,7 +205,7 @@ func (c *CodeRing) Profile(fromNs, toNs int64) *CodeProfile {
 		byGroup[k.group] = append(byGroup[k.group], weighted{stack: k.stack, n: a[0], ns: a[1]})
 	}
 	for g, ws := range byGroup {
-		cg := c.t.group(g, ws)
+		cg := c.t.group(g, ws, 0)
 		cg.Workers = len(workers[g])
 		p.Samples += cg.Samples
 		p.SampledNs += cg.SampledNs

@@ -206,7 +206,7 @@ func (t *codeTables) threadProfile(e threadEntry, rows map[int32]*weighted) Thre
 		ws = append(ws, *w)
 	}
 	slices.SortFunc(ws, func(a, b weighted) int { return cmp.Compare(a.stack, b.stack) })
-	g := t.group(groupKey{role: "thread"}, ws)
+	g := t.group(groupKey{role: "thread"}, ws, 0)
 	p.Samples, p.SampledNs, p.Path, p.Hot = g.Samples, g.SampledNs, g.Path, g.Hot
 	return p
 }

@@ -24,9 +24,20 @@ func inputCode(code *stage.CodeProfile, l *stage.LoaderStats) string {
 	return ""
 }
 
+// stallCode is inputCode for stalls that recur (p periodic) on a loader
+// without workers: the training thread's own samples in the stalls when
+// they can be told from the rest of the steps, else inputCode.
+func stallCode(code *stage.CodeProfile, l *stage.LoaderStats, p *stage.WaitPattern) string {
+	if g := code.Pause(stage.DataWait); periodic(p) && (l == nil || l.Workers == 0) && g != nil && g.Hot != nil {
+		return "; in the stalls, data_wait spends " + Phrase(g.Hot)
+	}
+	return inputCode(code, l)
+}
+
 // untimed is the verdict for a step whose time is mostly outside every
-// stage; with stack samples it names the function that time goes to, and
-// a pause every N steps under a file write is a checkpoint.
+// stage; with stack samples it names the function that time goes to (in
+// a pause every N steps, the pauses' own samples when they can be told
+// from the rest), and a pause under a file write is a checkpoint.
 func untimed(s stage.Summary, share float64, code *stage.CodeProfile, host *Host) Verdict {
 	v := Verdict{Kind: Untimed, Stage: stage.Other,
 		Headline: fmt.Sprintf("untimed work: %s of each step (%s) is outside every stage", units.Pct(share), units.Dur(s.Stage(stage.Other).Mean)),
@@ -36,13 +47,16 @@ func untimed(s stage.Summary, share float64, code *stage.CodeProfile, host *Host
 		v.Headline = fmt.Sprintf("untimed work outside every stage: %s (%s of each step on average)", pauseText(p, s), units.Dur(s.Stage(stage.Other).Mean))
 		v.Next = fmt.Sprintf("find what the loop does every %d steps between the timed stages (a checkpoint, an evaluation, a log flush) and wrap it in a stage span", p.Period)
 	}
-	g := code.Group(stage.RoleTrain, stage.Other)
+	g, of := code.Group(stage.RoleTrain, stage.Other), "of it"
+	if pg := code.Pause(stage.Other); periodic(p) && pg != nil && pg.Hot != nil {
+		g, of = pg, "of each pause"
+	}
 	if g == nil || g.Hot == nil {
 		return v
 	}
 	h := g.Hot
 	hs, where := phraseParts(h)
-	v.Headline += fmt.Sprintf("; %s of it %s", units.Pct(hs), where)
+	v.Headline += fmt.Sprintf("; %s %s %s", units.Pct(hs), of, where)
 	v.Next = fmt.Sprintf("make %s cheaper or call it less often (every N steps); it runs on the training thread between the timed stages", culprit(h))
 	if !periodic(p) {
 		return v

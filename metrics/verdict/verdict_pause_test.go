@@ -51,6 +51,13 @@ func TestPauseVerdicts(t *testing.T) {
 	logCode := stage.ProfileOf(samplesOf(1e18, testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{logging}), 90},
 		testRow{stage.RoleTrain, stage.Other, -1, mainLoop, 10}))
 	checkpoint := everyN(stage.Other, 25, 188*ms1)
+	// Steady logging on every step beside the pauses' own samples in a
+	// save: the pauses are named, not the mean's logging.
+	logAndSave := *logCode
+	logAndSave.Pauses = []stage.CodeGroup{*save.Group(stage.RoleTrain, stage.Other)}
+	shard := stage.ProfileOf(samplesOf(1e18, testRow{stage.RoleTrain, stage.DataWait, -1, join(mainLoop, []stage.CodeFrame{fr("decode_item", "train.py", 12)}), 90}))
+	shard.Pauses = stage.ProfileOf(samplesOf(1e18, testRow{stage.RoleTrain, stage.DataWait, -1,
+		join(mainLoop, []stage.CodeFrame{fr("open_shard", "train.py", 20), lib("tarfile", "TarFile.open", "tarfile.py", 1800)}), 90})).Groups
 	for _, tc := range []struct {
 		name     string
 		in       Inputs
@@ -83,6 +90,10 @@ func TestPauseVerdicts(t *testing.T) {
 			[]string{"a file write: tensorboard `EventFileWriter.write_event` called from `log_metrics` at train.py:88 writes every 25 steps", "write less often"}, []string{"checkpoint"}},
 		{"another periodic call", Inputs{Summary: checkpoint, Code: logCode}, Untimed,
 			[]string{"188 ms every 25 steps", "make `log_metrics` at train.py:88 cheaper or call it less often than every 25 steps"}, []string{"checkpoint"}},
+		{"a checkpoint beside steady logging: the pauses' own samples", Inputs{Summary: checkpoint, Code: &logAndSave}, Untimed,
+			[]string{"of each pause under torch `save`", "a checkpoint: torch `save` called from `save_checkpoint` at train.py:30 writes every 25 steps"}, []string{"log_metrics"}},
+		{"stalls of a loader without workers: the stalls' own samples", Inputs{Summary: everyN(stage.DataWait, 8, 1530*ms1), Code: shard}, InputStalls,
+			[]string{"; in the stalls, data_wait spends 100 % under tarfile `TarFile.open`, called from `open_shard` at train.py:20"}, []string{"decode_item"}},
 		{"a periodic pause without samples", Inputs{Summary: checkpoint}, Untimed,
 			[]string{"188 ms every 25 steps", "find what the loop does every 25 steps"}, nil},
 		{"evaluation every 50 steps", Inputs{Summary: everyN(stage.Eval, 50, 900*ms1)}, StageBound,

@@ -29,9 +29,10 @@ func (c *codeWindow) add(s *stage.StackSamples) {
 }
 
 // profile profiles the frames taken within seconds of the newest one (all
-// held frames when seconds is 0); nil without any. The profile is shared
-// between calls: callers must not change it.
-func (c *codeWindow) profile(seconds float64) *stage.CodeProfile {
+// held frames when seconds is 0), with the code of the periodic pauses of
+// s (the summary of the same window; may be nil); nil without any. The
+// profile is shared between calls: callers must not change it.
+func (c *codeWindow) profile(seconds float64, s *stage.Summary) *stage.CodeProfile {
 	if c.ring == nil {
 		return nil
 	}
@@ -47,6 +48,6 @@ func (c *codeWindow) profile(seconds float64) *stage.CodeProfile {
 	if seconds > 0 {
 		from = newest - int64(seconds*1e9)
 	}
-	c.key, c.cached = k, c.ring.Profile(from, newest)
+	c.key, c.cached = k, c.ring.PauseProfile(from, newest, s)
 	return c.cached
 }

@@ -548,7 +548,7 @@ func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 		v.StartNs = f.link.Since.UnixNano()
 	}
 	if !f.brief {
-		v.Code = f.code.profile(w.Seconds)
+		v.Code = f.code.profile(w.Seconds, v.Summary)
 		v.Totals = f.totals.Clone()
 	}
 	if f.loader != nil {

@@ -353,7 +353,7 @@ func (b *builder) finish() Run {
 	b.run.Name, b.run.PID = b.main.name, b.main.pid
 	b.run.Whole = b.main.ring.Summarize(0)
 	if b.code != nil {
-		b.run.Code = b.code.Profile(0, math.MaxInt64)
+		b.run.Code = b.code.PauseProfile(0, math.MaxInt64, &b.run.Whole)
 	}
 	in := verdict.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code}
 	if c := b.host.Run().HostCPU(); c != nil {
