@@ -3,12 +3,10 @@
 of 8 ms (4 ms forward, 4 ms optimizer) of a small head over a frozen 64 M
 parameter embedding table (256 MB of float32 in the state_dict); every 25
 steps torch.save writes the model and optimizer state to --out (about 256
-MB each time). With --log-ms, every step also spends that long in
-log_metrics, outside every stage: steady untimed work beside the pauses."""
+MB each time)."""
 
 import argparse
 import os
-import time
 
 import torch
 from torch import nn
@@ -21,7 +19,6 @@ ap.add_argument("--steps", type=int, default=600)
 ap.add_argument("--every", type=int, default=25)
 ap.add_argument("--out", default="checkpoint.pt")
 ap.add_argument("--table", type=int, default=64_000_000, help="frozen embedding parameters")
-ap.add_argument("--log-ms", type=float, default=0, help="time each step spends logging")
 args = ap.parse_args()
 
 
@@ -35,12 +32,6 @@ class Policy(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(x)
-
-
-def log_metrics(loss: torch.Tensor) -> None:
-    """What a metrics logger costs on every step."""
-    if args.log_ms:
-        time.sleep(args.log_ms / 1e3)
 
 
 def save_checkpoint(step: int) -> None:
@@ -57,7 +48,6 @@ for i, (x, y) in enumerate(loader):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    log_metrics(loss)
     if (i + 1) % args.every == 0:
         save_checkpoint(i + 1)
 os.remove(args.out)

@@ -40,21 +40,15 @@ type pauseWant struct {
 	lacks []string
 }
 
-// checkpointPath is where a checkpoint plant saves: in /dev/shm when it
-// has room (no disk writes on a shared box), else a temporary directory.
-func checkpointPath(t *testing.T) string {
-	var fs syscall.Statfs_t
-	if syscall.Statfs("/dev/shm", &fs) == nil && fs.Bavail*uint64(fs.Bsize) >= 2<<30 {
-		return filepath.Join("/dev/shm", fmt.Sprintf("pipetop-diag-%d-%s.pt", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
-	}
-	return filepath.Join(t.TempDir(), "ckpt.pt")
-}
-
 // pausePlants: the epoch boundary of a DataLoader that restarts its
 // workers (and the same with persistent workers: no restart blamed), a
 // checkpoint every 25 steps, an evaluation every 4 steps.
 func pausePlants(t *testing.T) []pausePlant {
-	ckpt := checkpointPath(t)
+	ckpt := filepath.Join(t.TempDir(), "ckpt.pt")
+	var fs syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &fs) == nil && fs.Bavail*uint64(fs.Bsize) >= 1<<30 {
+		ckpt = filepath.Join("/dev/shm", fmt.Sprintf("pipetop-diag-%d.pt", os.Getpid())) // no disk writes on a shared box
+	}
 	epoch := []string{"every 8th step waits", "one pass over the DataLoader (len 8)", "new workers every epoch"}
 	// With persistent workers an epoch's first fetch may show (nothing
 	// prefetches it), but never a restart.
@@ -114,28 +108,6 @@ func epochStartPlants() []pausePlant {
 			end:  pauseWant{lacks: []string{"prefetch nothing across the epoch's end", "every 8th step"}}},
 	}
 }
-
-// pauseCodePlants: a checkpoint beside steady logging, run apart from
-// the other checkpoint (two plants saving at once disturb each other's
-// period).
-func pauseCodePlants(t *testing.T) []pausePlant {
-	ckpt := checkpointPath(t)
-	return []pausePlant{
-		// Steady logging on every step beside a save every 200 steps (about
-		// 2.5 s apart, more than a stacks frame): the pauses' own samples
-		// are told from the steps', live and in a recording.
-		{name: "checkpoint beside logging", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1800", "--every", "200", "--log-ms", "0.5", "--table", "128000000"},
-			after: 4 * time.Second, interval: 12 * time.Second,
-			live: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
-				has: []string{"every 200 steps", "of each pause under torch `save`", "called from `save_checkpoint`", "a checkpoint", "save less often"}},
-			end: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
-				has: []string{"every 200 steps", "under torch `save`", "a checkpoint", "save less often"}}},
-	}
-}
-
-// TestPauseCode: the pauses' own samples name a save beside steady
-// logging on every step.
-func TestPauseCode(t *testing.T) { runPausePlants(t, pauseCodePlants(t)) }
 
 // pauseResult is what one plant got.
 type pauseResult struct {
