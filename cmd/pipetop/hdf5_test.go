@@ -156,8 +156,11 @@ func TestRunHDF5OpenedBeforeFork(t *testing.T) {
 			}
 			checkHDF5(t, &docs[0], tc.amp, tc.forked)
 			v := docs[0].Verdict
-			if k := v.Kind; tc.amp > 1 && k != verdict.InputBound && k != verdict.ModerateInput {
-				t.Fatalf("verdict %s, want input-bound (or moderately on a loaded machine)", v)
+			// A loaded machine may make each epoch's restart of the
+			// workers the stall that recurs: input stalls, with the same
+			// advice after persistent_workers.
+			if k := v.Kind; tc.amp > 1 && k != verdict.InputBound && k != verdict.ModerateInput && k != verdict.InputStalls {
+				t.Fatalf("verdict %s, want input-bound (or moderately, or stalls at each epoch, on a loaded machine)", v)
 			}
 			for want, present := range map[string]bool{
 				"demos.hdf5 is opened before the DataLoader's workers fork": tc.forked,

@@ -121,10 +121,10 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 	switch {
 	case epochRestart(l, p.Period):
 		cause += epochText(l)
-		next = persistentAdvice(l)
+		next = persistentAdvice(l) + dataAdvice(l)
 	case epochStart(l, p.Period):
 		cause += epochStartText(l)
-		next = epochStartAdvice(l, slow)
+		next = epochStartAdvice(l, slow) + dataAdvice(l)
 	default:
 		next = joinAdvice(guess, slow, next)
 		if l != nil && l.ReadAmp >= HighReadAmp {
@@ -135,6 +135,19 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s)%s; waiting is %s of the time",
 			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), cause, units.Pct(wait)) + stallCode(code, l, p),
 		Next: next}
+}
+
+// dataAdvice is, for stalls at an epoch's start, what the data itself
+// asks for besides: when the workers read amplified chunks or an HDF5
+// file opened before they forked, the input advice ("; then ..."); ""
+// otherwise.
+func dataAdvice(l *stage.LoaderStats) string {
+	_, _, amplified := rechunkFix(l)
+	_, forked := hdf5ForkAdvice(l)
+	if !amplified && !forked {
+		return ""
+	}
+	return "; then " + InputAdvice(l)
 }
 
 // joinAdvice is the advice of a stall of unknown cause: with the guesses

@@ -42,6 +42,8 @@ func TestPauseVerdicts(t *testing.T) {
 	persistent.PersistentWorkers, persistent.WorkerStarts = true, 2
 	slowPersistent := persistent
 	slowPersistent.WorkerBusyEach, slowPersistent.BatchesPerSec = []float64{0.9, 0.9}, 2
+	amplifiedRestarts := *restarts
+	amplifiedRestarts.HDF5 = robomimic(200, 200, 200, true).HDF5
 	otherLength := *restarts
 	otherLength.Length = 50
 	save := stage.ProfileOf(samplesOf(1e18,
@@ -68,6 +70,8 @@ func TestPauseVerdicts(t *testing.T) {
 		{"workers restarted every epoch", Inputs{Summary: epoch, Loader: restarts}, InputStalls,
 			[]string{"every 8th step waits 1.53 s", "of the run's time", "8 steps is one pass over the DataLoader (len 8)", "10 worker processes started",
 				"1.50 s to the first batch", "set persistent_workers=True in the DataLoader made at train.py:42"}, []string{"collate_fn", "find what recurs"}},
+		{"workers restarted every epoch, reading amplified HDF5 chunks: both", Inputs{Summary: epoch, Loader: &amplifiedRestarts}, InputStalls,
+			[]string{"set persistent_workers=True in the DataLoader made at train.py:42", "; then ", "h5repack -l ", "robomimic.hdf5 is opened before the DataLoader's workers fork"}, nil},
 		{"persistent workers: each epoch's first fetch, no restart blamed", Inputs{Summary: epoch, Loader: &persistent}, InputStalls,
 			[]string{"every 8th step waits 1.53 s", "8 steps is one pass over the DataLoader (len 8): its persistent workers prefetch nothing across the epoch's end",
 				"let the workers prefetch through the epoch's end: a sampler that spans many passes in the DataLoader made at train.py:42 (DataLoader(..., sampler=RandomSampler(dataset, replacement=True, num_samples=K * len(dataset))))"},
