@@ -7,6 +7,11 @@ import "slices"
 // the frame to hold a pause (a pause may straddle two frames).
 const PauseHold = 0.25
 
+// PauseApart is how many frames' time apart pauses must recur for some
+// frames to hold none: more often, the frames differ only by how many
+// pauses they hold, and their difference is not a pause's code.
+const PauseApart = 2.0
+
 // PauseProfile is Profile with the code of the window's periodic pauses
 // (s's data_wait pattern and its Pauses) in Pauses: see PauseGroup.
 func (c *CodeRing) PauseProfile(fromNs, toNs int64, s *Summary) *CodeProfile {
@@ -23,7 +28,7 @@ func (c *CodeRing) PauseProfile(fromNs, toNs int64, s *Summary) *CodeProfile {
 		if !pat.Bursty() || pat.Period <= 0 {
 			continue
 		}
-		if g := c.PauseGroup(fromNs, toNs, pat.Stage, pat.SpikeNs); g != nil {
+		if g := c.PauseGroup(fromNs, toNs, pat.Stage, pat.SpikeNs, float64(pat.Period)*s.WallMean); g != nil {
 			p.Pauses = append(p.Pauses, *g)
 		}
 	}
@@ -31,26 +36,28 @@ func (c *CodeRing) PauseProfile(fromNs, toNs int64, s *Summary) *CodeProfile {
 }
 
 // PauseGroup profiles the training thread's own samples of a pause of
-// stage st that lasts spikeNs: the stacks frames in [fromNs, toNs] whose
+// stage st that lasts spikeNs and recurs every periodNs: the stacks frames in [fromNs, toNs] whose
 // samples in st exceed the frames' median rate by PauseHold of a pause
 // hold one; their samples of st, less what the other frames sample of
 // each stack at the same rate, are the pause's. nil when no frame holds
-// a pause, when every frame does (nothing to tell the pause from the rest
-// of the steps), or when nothing is left. Only the training thread's
+// a pause, when every frame does or the pauses recur within PauseApart
+// frames (nothing to tell the pause from the rest of the steps), or when
+// nothing is left. Only the training thread's
 // samples are taken: they are folded in the frame of their own second,
 // while the workers' come up to a second later. Its hot spot needs the
 // time of MinHotSamples samples, not their count.
-func (c *CodeRing) PauseGroup(fromNs, toNs int64, st string, spikeNs float64) *CodeGroup {
+func (c *CodeRing) PauseGroup(fromNs, toNs int64, st string, spikeNs, periodNs float64) *CodeGroup {
 	key := groupKey{RoleTrain, st}
 	var in, out []*codeEntry
-	rates := []float64{}
+	rates, intervals := []float64{}, []float64{}
 	for i := range c.entries {
 		if e := &c.entries[i]; e.timeNs >= fromNs && e.timeNs <= toNs && e.intervalNs > 0 {
 			rates = append(rates, float64(e.sampled(key))/float64(e.intervalNs))
+			intervals = append(intervals, float64(e.intervalNs))
 		}
 	}
-	if len(rates) == 0 {
-		return nil
+	if len(rates) == 0 || periodNs < PauseApart*selectKth(intervals, rank(len(intervals), 0.5)) {
+		return nil // pauses in most frames: none is free of them
 	}
 	median := selectKth(rates, rank(len(rates), 0.5))
 	for i := range c.entries {

@@ -25,7 +25,7 @@ func TestPauseGroup(t *testing.T) {
 	if mean.Hot == nil || mean.Hot.User.Name != "log_metrics" {
 		t.Fatalf("mean hot spot %+v, want log_metrics", mean.Hot)
 	}
-	g := c.PauseGroup(0, 1e12, Other, 400e6)
+	g := c.PauseGroup(0, 1e12, Other, 400e6, 3e9)
 	if g == nil || g.Hot == nil {
 		t.Fatalf("pause group %+v, want one naming save_checkpoint", g)
 	}
@@ -46,24 +46,28 @@ func TestPauseGroup(t *testing.T) {
 		}
 		held.Add(s)
 	}
-	if g := held.PauseGroup(0, 1e12, Other, 500e6); g == nil || g.Hot == nil || g.Hot.User.Name != "save_checkpoint" || g.Samples != 3 {
+	if g := held.PauseGroup(0, 1e12, Other, 500e6, 3e9); g == nil || g.Hot == nil || g.Hot.User.Name != "save_checkpoint" || g.Samples != 3 {
 		t.Errorf("pause group of a GIL-holding save %+v, want save_checkpoint over 3 samples of 1.5 s", g)
 	}
 	// The summary's periodic pattern puts it in the profile.
-	s := &Summary{Pauses: []Pause{{Stage: Other, WaitPattern: WaitPattern{Spikes: 0.01, SpikeShare: 0.8, SpikeNs: 400e6, Period: 100}}}}
+	s := &Summary{Pauses: []Pause{{Stage: Other, WaitPattern: WaitPattern{Spikes: 0.01, SpikeShare: 0.8, SpikeNs: 400e6, Period: 100}}}, WallMean: 30e6}
 	if p := c.PauseProfile(0, 1e12, s); p.Pause(Other) == nil || p.Pause(DataWait) != nil {
 		t.Errorf("profile pauses %+v, want the untimed stage's only", p.Pauses)
 	}
 	// A pause in every frame cannot be told from the steps; nor can
 	// one without frames of their own time (a whole run's).
-	if g := frames(6, 1).PauseGroup(0, 1e12, Other, 400e6); g != nil {
+	if g := frames(6, 1).PauseGroup(0, 1e12, Other, 400e6, 3e9); g != nil {
 		t.Errorf("a pause in every frame gave %+v", g)
+	}
+	// Pauses every 0.4 s: frames differ by how many they hold.
+	if g := c.PauseGroup(0, 1e12, Other, 400e6, 0.4e9); g != nil {
+		t.Errorf("pauses within a frame of each other gave %+v", g)
 	}
 	whole := NewCodeRing(0)
 	w := samplesOf(1e9, testRow{role: RoleTrain, stage: Other, stack: saveStack, n: 40})
 	w.IntervalNs = 0
 	whole.Add(w)
-	if g := whole.PauseGroup(0, 1e12, Other, 400e6); g != nil {
+	if g := whole.PauseGroup(0, 1e12, Other, 400e6, 3e9); g != nil {
 		t.Errorf("a whole run's frame gave %+v", g)
 	}
 }
