@@ -1,6 +1,9 @@
 package stage
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // PauseHold is the part of a pause's mean time that a stacks frame's
 // samples of the pause's stage must exceed the frames' typical rate by for
@@ -36,35 +39,34 @@ func (c *CodeRing) PauseProfile(fromNs, toNs int64, s *Summary) *CodeProfile {
 }
 
 // PauseGroup profiles the training thread's own samples of a pause of
-// stage st that lasts spikeNs and recurs every periodNs: the stacks frames in [fromNs, toNs] whose
-// samples in st exceed the frames' median rate by PauseHold of a pause
-// hold one; their samples of st, less what the other frames sample of
-// each stack at the same rate, are the pause's. nil when no frame holds
-// a pause, when every frame does or the pauses recur within PauseApart
-// frames (nothing to tell the pause from the rest of the steps), or when
-// nothing is left. Only the training thread's
+// stage st that lasts spikeNs and recurs every periodNs. The stacks
+// frames in [fromNs, toNs] whose samples in st exceed the frames' median
+// rate by PauseHold of a pause hold one; their samples of st, less what
+// the other frames sample of each stack in as long a time, are the
+// pause's. nil when no frame holds a pause or every frame does, when the
+// pauses recur within PauseApart frames (nothing tells them from the rest
+// of the steps), or when nothing is left. Only the training thread's
 // samples are taken: they are folded in the frame of their own second,
 // while the workers' come up to a second later. Its hot spot needs the
-// time of MinHotSamples samples, not their count.
+// time of MinHotSamples samples, not their count: a pause that holds the
+// GIL (torch.save) gets few samples, each standing for a long time.
 func (c *CodeRing) PauseGroup(fromNs, toNs int64, st string, spikeNs, periodNs float64) *CodeGroup {
 	key := groupKey{RoleTrain, st}
-	var in, out []*codeEntry
-	rates, intervals := []float64{}, []float64{}
+	var window []*codeEntry
+	var rates, intervals []float64
 	for i := range c.entries {
 		if e := &c.entries[i]; e.timeNs >= fromNs && e.timeNs <= toNs && e.intervalNs > 0 {
+			window = append(window, e)
 			rates = append(rates, float64(e.sampled(key))/float64(e.intervalNs))
 			intervals = append(intervals, float64(e.intervalNs))
 		}
 	}
-	if len(rates) == 0 || periodNs < PauseApart*selectKth(intervals, rank(len(intervals), 0.5)) {
+	if len(window) == 0 || periodNs < PauseApart*selectKth(intervals, rank(len(intervals), 0.5)) {
 		return nil // pauses in most frames: none is free of them
 	}
 	median := selectKth(rates, rank(len(rates), 0.5))
-	for i := range c.entries {
-		e := &c.entries[i]
-		if e.timeNs < fromNs || e.timeNs > toNs || e.intervalNs <= 0 {
-			continue
-		}
+	var in, out []*codeEntry
+	for _, e := range window {
 		if float64(e.sampled(key)) >= median*float64(e.intervalNs)+PauseHold*spikeNs {
 			in = append(in, e)
 		} else {
@@ -78,9 +80,6 @@ func (c *CodeRing) PauseGroup(fromNs, toNs int64, st string, spikeNs, periodNs f
 	if len(ws) == 0 {
 		return nil
 	}
-	// A pause that holds the GIL (torch.save) gets few samples, each
-	// standing for a long time: the time of MinHotSamples samples names
-	// its code.
 	var minNs int64
 	if hz := in[0].hz; hz > 0 {
 		minNs = int64(MinHotSamples * 1e9 / hz)
@@ -138,6 +137,6 @@ func excess(key groupKey, in, out []*codeEntry) []weighted {
 			ws = append(ws, weighted{stack: stack, n: int64(n + 0.5), ns: int64(ns)})
 		}
 	}
-	slices.SortFunc(ws, func(x, y weighted) int { return int(x.stack - y.stack) })
+	slices.SortFunc(ws, func(x, y weighted) int { return cmp.Compare(x.stack, y.stack) })
 	return ws
 }

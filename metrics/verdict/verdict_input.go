@@ -126,10 +126,7 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		cause += epochStartText(l)
 		next = epochStartAdvice(l, slow) + dataAdvice(l)
 	default:
-		next = joinAdvice(guess, slow, next)
-		if l != nil && l.ReadAmp >= HighReadAmp {
-			next += "; " + InputAdvice(l)
-		}
+		next = joinAdvice(guess, slow, next) + dataAdvice(l)
 	}
 	return Verdict{Kind: InputStalls, Stage: stage.DataWait,
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s)%s; waiting is %s of the time",
@@ -137,11 +134,14 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		Next: next}
 }
 
-// dataAdvice is, for stalls at an epoch's start, what the data itself
-// asks for besides: when the workers read amplified chunks or an HDF5
-// file opened before they forked, the input advice ("; then ..."); ""
-// otherwise.
+// dataAdvice is what the data itself asks for besides a stall's own
+// advice: when the loader reads amplified chunks (Zarr, HDF5, video,
+// pipetrain's) or an HDF5 file opened before the workers forked, the
+// input advice ("; then ..."); "" otherwise.
 func dataAdvice(l *stage.LoaderStats) string {
+	if l == nil {
+		return ""
+	}
 	_, _, amplified := rechunkFix(l)
 	_, forked := hdf5ForkAdvice(l)
 	if !amplified && !forked {

@@ -46,6 +46,8 @@ func TestPauseVerdicts(t *testing.T) {
 	amplifiedRestarts.HDF5 = robomimic(200, 200, 200, true).HDF5
 	otherLength := *restarts
 	otherLength.Length = 50
+	amplifiedOtherLength := otherLength
+	amplifiedOtherLength.HDF5 = robomimic(200, 200, 200, false).HDF5
 	save := stage.ProfileOf(samplesOf(1e18,
 		testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{fr("save_checkpoint", "train.py", 30),
 			lib("torch", "save", "torch/serialization.py", 423), lib("torch", "_save", "torch/serialization.py", 650)}), 96},
@@ -83,6 +85,8 @@ func TestPauseVerdicts(t *testing.T) {
 			[]string{"find what recurs every 5 steps"}, []string{"persistent_workers", "epoch"}},
 		{"a period that is not the loader's length", Inputs{Summary: epoch, Loader: &otherLength}, InputStalls,
 			[]string{"find what recurs every 8 steps"}, []string{"persistent_workers"}},
+		{"another period, amplified HDF5 chunks: the guesses, then the rechunk", Inputs{Summary: epoch, Loader: &amplifiedOtherLength}, InputStalls,
+			[]string{"find what recurs every 8 steps", "; then ", "h5repack -l "}, []string{"persistent_workers=True"}},
 		{"a checkpoint every 25 steps", Inputs{Summary: checkpoint, Code: save, Host: &Host{Writes: Series{TimeNs: []int64{1, 2}, Value: []float64{0.5 * 162e6 / (25 * checkpoint.WallMean / 1e9), 1.5 * 162e6 / (25 * checkpoint.WallMean / 1e9)}}}}, Untimed,
 			[]string{"188 ms every 25 steps, 28 % of the run's time", "under torch `save`", "a checkpoint: torch `save` called from `save_checkpoint` at train.py:30 writes every 25 steps, 188 ms each",
 				"about 154 MiB each time", "save less often, or in a background thread or process"}, []string{"wrap"}},
