@@ -45,7 +45,7 @@ ALONE := /tests/diagnosis$$|/tests/bisect$$|/tests/tune$$
 test-go:
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(ALONE)')
 	$(GO) test -count=1 -timeout 20m -p 1 ./tests/diagnosis ./tests/bisect
-	$(GO) test -count=1 -timeout 10m -run 'TestComputeBoundTriesNothing' ./tests/tune
+	$(GO) test -count=1 -timeout 10m -run 'TestComputeBoundTriesNothing|TestInterruptedDuringTheBisect' ./tests/tune
 
 ## test-tune: pipetop tune end to end on the planted scripts (tests/tune):
 ## six whole tunes, 15-20 minutes on 2 cores, so make test runs only the

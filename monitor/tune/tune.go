@@ -162,6 +162,13 @@ func (t *tuner) bisect(ctx context.Context) error {
 			return err
 		}
 		t.r.Bisect = rep
+		if ctx.Err() != nil {
+			// A bisect cut short judges too few steps (warming-up): its
+			// verdict is not the script's.
+			t.r.Reason = "interrupted during the bisect: nothing was tried"
+			fmt.Fprintf(t.c.Log, "pipetop tune: %s\n", t.r.Reason)
+			return nil
+		}
 	}
 	t.r.Tuned, t.r.Reason = decide(t.r.Bisect.Verdict)
 	t.r.DataLoader = dataLoaderOf(t.r.Bisect)

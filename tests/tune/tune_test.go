@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
@@ -200,6 +201,39 @@ func TestComputeBoundTriesNothing(t *testing.T) {
 	r := runTune(t, t.TempDir(), nil, "--case", "compute")
 	if r.Tuned != "" || len(r.Trials) != 0 || !strings.Contains(r.Reason, "nothing in the input pipeline helps") {
 		t.Errorf("tuned %q, %d trials, reason %q", r.Tuned, len(r.Trials), r.Reason)
+	}
+}
+
+// Ctrl-C during the bisect: status 130, the report says so (not the
+// verdict of a bisect cut short), and no process of a phase is left.
+func TestInterruptedDuringTheBisect(t *testing.T) {
+	requireTorch(t)
+	dir := t.TempDir()
+	cmd := exec.Command(pipetop, "tune", "--no-tui", "--json", "--seconds-per-trial", "3", "--", python, script(), "--case", "cpu_items")
+	cmd.Env, cmd.Dir = env(t), dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * time.Second) // into the bisect's first phase
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("pipetop tune after Ctrl-C: %v, want exit status 130\n%s", err, stderr.String())
+	}
+	var r tune.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	if !r.Interrupted || r.Reason != "interrupted during the bisect: nothing was tried" || len(r.Trials) != 0 {
+		t.Errorf("interrupted %v, reason %q, %d trials", r.Interrupted, r.Reason, len(r.Trials))
+	}
+	if out, _ := exec.Command("pgrep", "-f", script()).Output(); len(out) > 0 {
+		t.Errorf("processes of the script left: %s", out)
 	}
 }
 
