@@ -5,7 +5,7 @@ Dataset returns the images as float32 holding 0..255 (what a
 `torch.from_numpy(frame).float()` in __getitem__ gives): every batch
 carries 4x the bytes of the uint8 frames from the workers to the main
 process. Without it the Dataset returns the uint8 frames and the training
-step converts them (`.float()`, on the device when there is one: on the
+step converts them (`.float()` in the model's forward, on the device when there is one: on the
 CPU, only the pixels the model reads). The step's device work is --step-ms
 of sleep.
 Run it under `pipetop run -- python3 examples/auto/float_images.py --float`."""
@@ -45,23 +45,34 @@ class Episodes(Dataset):
         return sample
 
 
+class Policy(torch.nn.Module):
+    """Per-camera features (the mean colour of every 8th pixel: on the CPU
+    the conversion is made on those, on a GPU converting the whole image
+    costs next to nothing, so both ways compute the same) and the joints,
+    into a linear head. Its forward is the first to touch each batch's
+    images, as a real encoder's is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(CAMERAS * 3 + 14, 7)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        feats = []
+        for c in range(CAMERAS):
+            img = batch["cam%d" % c][:, ::8, ::8].to(device)
+            if img.dtype == torch.uint8:
+                img = img.float()
+            feats.append(img.mean(dim=(1, 2)) / 255)
+        return self.head(torch.cat(feats + [batch["joints"].to(device)], dim=1))
+
+
 torch.set_num_threads(1)
 device = "cuda" if torch.cuda.is_available() else "cpu"
-model = torch.nn.Linear(CAMERAS * 3 + 14, 7).to(device)
+model = Policy().to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(Episodes(), batch_size=args.batch, num_workers=args.workers)
 for batch in loader:
-    feats = []
-    for c in range(CAMERAS):
-        # The model reads every 8th pixel: on the CPU the conversion is
-        # made on those (on a GPU converting the whole image costs next to
-        # nothing), so both ways compute the same.
-        img = batch["cam%d" % c][:, ::8, ::8].to(device)
-        if img.dtype == torch.uint8:
-            img = img.float()
-        feats.append(img.mean(dim=(1, 2)) / 255)
-    x = torch.cat(feats + [batch["joints"].to(device)], dim=1)
-    loss = model(x).pow(2).mean()
+    loss = model(batch).pow(2).mean()
     opt.zero_grad()
     loss.backward()
     time.sleep(args.step_ms / 1e3)
