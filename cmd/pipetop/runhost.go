@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/child"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -16,22 +20,25 @@ import (
 // end-of-run summary: the live view's refresh.
 const runCPUEvery = time.Second
 
-// runCPU keeps the CPU readings of the run pipetop run started, as the
-// live view judges them each refresh, for the end-of-run summary's CPU
-// rules: by trainer pid, their means over the refreshes on which the
-// trainer had trained.
+// runCPU keeps what the live view reads of the run pipetop run started
+// each refresh, for the end-of-run verdict, by trainer pid: the CPU
+// readings' means over the refreshes on which the trainer had trained,
+// and the code of each stage's periodic pauses from the newest refresh
+// that told it from the rest of the steps.
 type runCPU struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	byPID  map[int]*summary.CPUMeans
+	pauses map[int]map[string]stage.CodeGroup
 }
 
 // keepRunCPU starts reading the threads of the first trainer that pid or
 // one of its descendants publishes (every rank of its run), until stopped.
 func keepRunCPU(ctx context.Context, pid int) *runCPU {
 	ctx, cancel := context.WithCancel(ctx)
-	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}}
+	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{},
+		pauses: map[int]map[string]stage.CodeGroup{}}
 	go func() {
 		defer close(k.done)
 		k.read(ctx, pid)
@@ -76,18 +83,31 @@ func (k *runCPU) add(s *snapshot.Snapshot) {
 		k.byPID[s.Trainer.PID] = m
 	}
 	m.AddSnapshot(s)
+	if s.Code == nil || len(s.Code.Pauses) == 0 {
+		return
+	}
+	p := k.pauses[s.Trainer.PID]
+	if p == nil {
+		p = map[string]stage.CodeGroup{}
+		k.pauses[s.Trainer.PID] = p
+	}
+	for _, g := range s.Code.Pauses {
+		p[g.Stage] = g
+	}
 }
 
-// stop ends the readings and returns their means by trainer pid.
-func (k *runCPU) stop() map[int]*summary.RunCPU {
+// stop ends the readings and returns what was kept by trainer pid.
+func (k *runCPU) stop() map[int]summary.Kept {
 	k.cancel()
 	<-k.done
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := map[int]*summary.RunCPU{}
+	out := map[int]summary.Kept{}
 	for pid, m := range k.byPID {
-		if r := m.Run(); r != nil {
-			out[pid] = r
+		r := m.Run()
+		g := slices.SortedFunc(maps.Values(k.pauses[pid]), func(a, b stage.CodeGroup) int { return strings.Compare(a.Stage, b.Stage) })
+		if r != nil || len(g) > 0 {
+			out[pid] = summary.Kept{CPU: r, Pauses: g}
 		}
 	}
 	return out

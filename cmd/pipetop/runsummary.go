@@ -10,13 +10,13 @@ import (
 )
 
 // report finds the run summaries written since start in dir, adds the
-// verdict to each (and to its file, with the CPU readings pipetop run kept
-// of its process, cpu by pid), and prints them: a table on stderr,
+// verdict to each (and to its file, with what pipetop run kept of its
+// process, kept by pid), and prints them: a table on stderr,
 // or a JSON array on stdout. The ranks of one run get one job summary
 // instead (a pipetop-job/1 document in the array), written beside their
 // own files.
-func report(dir string, start time.Time, cpu map[int]*summary.RunCPU, asJSON bool, stdout, stderr io.Writer) error {
-	files, errs, err := summary.ReadScripts(dir, start, cpu)
+func report(dir string, start time.Time, kept map[int]summary.Kept, asJSON bool, stdout, stderr io.Writer) error {
+	files, errs, err := summary.ReadScripts(dir, start, kept)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func TestScriptJudgesHostCPU(t *testing.T) {
 func TestReadScriptsAddsHostCPU(t *testing.T) {
 	dir := t.TempDir()
 	path := copyFile(t, oldScript, dir)
-	files, errs, err := ReadScripts(dir, time.Unix(0, 0), map[int]*RunCPU{41: throttledRun, 42: trainingRun})
+	files, errs, err := ReadScripts(dir, time.Unix(0, 0), map[int]Kept{41: {CPU: throttledRun}, 42: {CPU: trainingRun}})
 	if err != nil || len(errs) != 0 || len(files) != 1 {
 		t.Fatalf("ReadScripts = %d files, %v, %v", len(files), errs, err)
 	}

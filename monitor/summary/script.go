@@ -61,6 +61,11 @@ type Script struct {
 	// HostCPU is the run's threads and CPU over the run as pipetop run
 	// read them, added by pipetop run; null when unread (and in /1 files).
 	HostCPU *RunCPU `json:"host_cpu,omitempty"`
+	// PauseCode is the training thread's own samples of the run's
+	// periodic pauses, one group per paused stage, as pipetop run's live
+	// view last told them from the rest of the steps (the whole-run Stacks
+	// cannot: they are one frame); added by pipetop run, nil when none.
+	PauseCode []stage.CodeGroup `json:"pause_code,omitempty"`
 	// code is the profile of Stacks, set by Judge.
 	code *stage.CodeProfile
 }
@@ -250,9 +255,12 @@ func (s *Script) withoutFirst(out *stage.Summary) {
 
 // Judge sets the verdict of the whole run (and the profile of its stack
 // samples, which the text names the hot code of), with the CPU rules over
-// HostCPU when pipetop run kept it.
+// HostCPU and the pauses' code of PauseCode when pipetop run kept them.
 func (s *Script) Judge() verdict.Verdict {
 	s.code = stage.ProfileOf(s.Stacks)
+	if s.code != nil {
+		s.code.Pauses = s.PauseCode
+	}
 	in := verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()}
 	if c := s.HostCPU.HostCPU(); c != nil {
 		if in.Host == nil {
@@ -288,12 +296,19 @@ func AddVerdict(path string, v verdict.Verdict) error {
 	return nil
 }
 
-// addJudged writes the verdict v and the CPU readings c into the summary
-// file at path, atomically, raising its schema to ScriptSchema; every
-// other field stays as it is.
-func addJudged(path string, v verdict.Verdict, c *RunCPU) error {
-	if err := amend(path, map[string]any{"verdict": v, "host_cpu": c, "schema": ScriptSchema}); err != nil {
-		return fmt.Errorf("add the verdict and CPU readings to %s: %w", path, err)
+// addJudged writes the verdict v and what pipetop run kept, k, into the
+// summary file at path, atomically, raising its schema to ScriptSchema;
+// every other field stays as it is.
+func addJudged(path string, v verdict.Verdict, k Kept) error {
+	fields := map[string]any{"verdict": v, "schema": ScriptSchema}
+	if k.CPU != nil {
+		fields["host_cpu"] = k.CPU
+	}
+	if len(k.Pauses) > 0 {
+		fields["pause_code"] = k.Pauses
+	}
+	if err := amend(path, fields); err != nil {
+		return fmt.Errorf("add the verdict and what pipetop run kept to %s: %w", path, err)
 	}
 	return nil
 }
@@ -335,13 +350,22 @@ type ScriptFile struct {
 	Path string
 }
 
+// Kept is what pipetop run keeps of a process it started, as its live
+// view read it, for the end-of-run verdict: the CPU readings (nil when
+// none) and the code of the periodic pauses the live view last told from
+// the rest of the steps.
+type Kept struct {
+	CPU    *RunCPU
+	Pauses []stage.CodeGroup
+}
+
 // ReadScripts reads the run summaries (pipetop-summary-*.json) written
 // in dir since start, in the order of their names, and judges each one,
-// adding its verdict to its file. cpu, when it holds the process's pid, is
-// the CPU readings pipetop run kept of it: they are judged with the
-// summary and added to its file. A file that cannot be read or updated is
-// an error of errs, the others are read.
-func ReadScripts(dir string, start time.Time, cpu map[int]*RunCPU) (files []ScriptFile, errs []error, err error) {
+// adding its verdict to its file. kept, when it holds the process's pid,
+// is what pipetop run kept of it: it is judged with the summary and added
+// to its file. A file that cannot be read or updated is an error of errs,
+// the others are read.
+func ReadScripts(dir string, start time.Time, kept map[int]Kept) (files []ScriptFile, errs []error, err error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "pipetop-summary-*.json"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("find run summaries in %s: %w", dir, err)
@@ -357,9 +381,9 @@ func ReadScripts(dir string, start time.Time, cpu map[int]*RunCPU) (files []Scri
 		if s.EndNs < start.UnixNano() {
 			continue // an earlier run's
 		}
-		if c := cpu[s.PID]; c != nil {
-			s.HostCPU = c
-			err = addJudged(p, s.Judge(), c)
+		if k, ok := kept[s.PID]; ok {
+			s.HostCPU, s.PauseCode = k.CPU, k.Pauses
+			err = addJudged(p, s.Judge(), k)
 		} else {
 			err = AddVerdict(p, s.Judge())
 		}

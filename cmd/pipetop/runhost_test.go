@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/summary"
+)
+
+// TestRunCPUKeepsPauses: pipetop run keeps, by trainer pid, each stage's
+// pause code from the newest refresh that told it, sorted by stage; a
+// refresh without steps or without pauses changes nothing, and a trainer
+// with neither readings nor pauses is not kept.
+func TestRunCPUKeepsPauses(t *testing.T) {
+	_, cancel := context.WithCancel(context.Background())
+	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}, pauses: map[int]map[string]stage.CodeGroup{}}
+	close(k.done)
+	refresh := func(pid, steps int, pauses ...stage.CodeGroup) {
+		s := &snapshot.Snapshot{Trainer: &snapshot.Trainer{PID: pid}, Summary: &stage.Summary{Steps: steps}}
+		if pauses != nil {
+			s.Code = &stage.CodeProfile{Pauses: pauses}
+		}
+		k.add(s)
+	}
+	group := func(st string, n int64) stage.CodeGroup {
+		return stage.CodeGroup{Role: stage.RoleTrain, Stage: st, Samples: n}
+	}
+	refresh(41, 10, group(stage.Other, 1))
+	refresh(41, 10, group(stage.DataWait, 2))
+	refresh(41, 0, group(stage.Other, 9)) // no step: not this run's time
+	refresh(41, 10)
+	refresh(41, 10, group(stage.Other, 3))
+	refresh(42, 10)
+	got := k.stop()
+	p := got[41].Pauses
+	if len(p) != 2 || p[0].Stage != stage.DataWait || p[0].Samples != 2 || p[1].Stage != stage.Other || p[1].Samples != 3 {
+		t.Errorf("pid 41 kept %+v, want data_wait's 2 then other's newest 3", p)
+	}
+	if _, ok := got[42]; ok {
+		t.Errorf("pid 42 kept %+v with no reading and no pause", got[42])
+	}
+}
