@@ -31,7 +31,7 @@ func (c *CodeRing) PauseProfile(fromNs, toNs int64, s *Summary) *CodeProfile {
 		if !pat.Bursty() || pat.Period <= 0 {
 			continue
 		}
-		if g := c.PauseGroup(fromNs, toNs, pat.Stage, pat.SpikeNs, float64(pat.Period)*s.WallMean); g != nil {
+		if g := c.PauseGroup(fromNs, toNs, pat.Stage, pat.EachNs(), float64(pat.Period)*s.WallMean); g != nil {
 			p.Pauses = append(p.Pauses, *g)
 		}
 	}

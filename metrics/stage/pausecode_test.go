@@ -50,7 +50,7 @@ func TestPauseGroup(t *testing.T) {
 		t.Errorf("pause group of a GIL-holding save %+v, want save_checkpoint over 3 samples of 1.5 s", g)
 	}
 	// The summary's periodic pattern puts it in the profile.
-	s := &Summary{Pauses: []Pause{{Stage: Other, WaitPattern: WaitPattern{Spikes: 0.01, SpikeShare: 0.8, SpikeNs: 400e6, Period: 100}}}, WallMean: 30e6}
+	s := &Summary{Pauses: []Pause{{Stage: Other, WaitPattern: WaitPattern{Spikes: 0.01, SpikeShare: 0.8, SpikeNs: 400e6, Period: 100, Recurring: 0.01, RecurringNs: 400e6}}}, WallMean: 30e6}
 	if p := c.PauseProfile(0, 1e12, s); p.Pause(Other) == nil || p.Pause(DataWait) != nil {
 		t.Errorf("profile pauses %+v, want the untimed stage's only", p.Pauses)
 	}

@@ -30,6 +30,11 @@ type WaitPattern struct {
 	// half of SpikeNs) when they recur regularly (0: not periodic, or too
 	// few to tell).
 	Period int64 `json:"period,omitempty"`
+	// Recurring is the share of steps (0..1) that wait in the period, and
+	// RecurringNs their mean data_wait: the pause itself, without the
+	// smaller spikes of a loaded box (0 when not periodic).
+	Recurring   float64 `json:"recurring,omitempty"`
+	RecurringNs float64 `json:"recurring_ns,omitempty"`
 }
 
 // Thresholds of the wait pattern.
@@ -64,13 +69,25 @@ type Pause struct {
 }
 
 // RunShare is the part (0..1) of the window's step time the pattern's
-// spikes take, given the mean step wall time: "188 ms every 25 steps, 29 %
-// of the run's time".
+// spikes take (its recurring waits when periodic), given the mean step
+// wall time: "188 ms every 25 steps, 29 % of the run's time".
 func (p *WaitPattern) RunShare(wallMean float64) float64 {
 	if p == nil || wallMean <= 0 {
 		return 0
 	}
+	if p.Period > 0 {
+		return p.Recurring * p.RecurringNs / wallMean
+	}
 	return p.Spikes * p.SpikeNs / wallMean
+}
+
+// EachNs is the time of one wait of the pattern: the recurring waits'
+// mean when periodic, else the spikes'.
+func (p *WaitPattern) EachNs() float64 {
+	if p.Period > 0 {
+		return p.RecurringNs
+	}
+	return p.SpikeNs
 }
 
 // Bursty reports whether the waits come in bursts: a minority of steps
@@ -128,12 +145,16 @@ func waitPattern(n int, total float64, waits []int64, wallP50, wallTypical, typi
 		p.SpikeNs, p.SpikeShare = spike/float64(spikes), spike/total
 	}
 	var big []int64
+	var bigNs float64
 	for j := 0; j < len(waits); j += 2 {
-		if float64(waits[j+1]) >= max(cut, p.SpikeNs/2) {
+		if v := float64(waits[j+1]); v >= max(cut, p.SpikeNs/2) {
 			big = append(big, waits[j])
+			bigNs += v
 		}
 	}
-	p.Period = period(big)
+	if p.Period = period(big); p.Period > 0 {
+		p.Recurring, p.RecurringNs = float64(len(big))/float64(n), bigNs/float64(len(big))
+	}
 	return p
 }
 

@@ -143,3 +143,40 @@ func TestPausesOfOther(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitsRecurringBesideJitter: a 400 ms pause every 200 steps beside
+// 40 ms spikes on two steps in 100 (a loaded box): the pause is 400 ms
+// every 200 steps and its share of the run is its own, where the mean of
+// all spikes said 112 ms (a loaded run printed "178 ms every 200
+// steps" for 400 ms pushes).
+func TestWaitsRecurringBesideJitter(t *testing.T) {
+	const n = 1000
+	p := waitsOfFunc(n, func(i int) float64 {
+		switch {
+		case i%200 == 199:
+			return 400
+		case i%50 == 7:
+			return 40
+		}
+		return 0.2
+	})
+	if !p.Bursty() || p.Period != 200 || p.EachNs() != 400e6 || math.Abs(p.Recurring-5.0/n) > 1e-9 {
+		t.Fatalf("bursty %v, period %d, each %.0f ns over %.3f of the steps; want period 200, 400 ms over 0.005 (spikes' mean %.0f ns)",
+			p.Bursty(), p.Period, p.EachNs(), p.Recurring, p.SpikeNs)
+	}
+	wall := 0.0
+	for i := range n {
+		wall += 4e6 + 0.2e6
+		if i%200 == 199 {
+			wall += 400e6 - 0.2e6
+		} else if i%50 == 7 {
+			wall += 40e6 - 0.2e6
+		}
+	}
+	if got, want := p.RunShare(wall/n), 5*400e6/wall; math.Abs(got-want) > 1e-9 {
+		t.Errorf("run share %.4f, want the pauses' own %.4f", got, want)
+	}
+	if q := waitsOf(100, 20, 3, 200); q.EachNs() != 200e6 || q.RunShare(1) == 0 {
+		t.Errorf("a lone periodic pause: each %.0f ns", q.EachNs())
+	}
+}

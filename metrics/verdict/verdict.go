@@ -255,7 +255,7 @@ func syncBound(s stage.Summary, share float64) Verdict {
 		Next: "read the loss back less often (raise --log-every) and avoid .item()/.cpu() in the loop"}
 	if p := s.PauseOf(stage.Sync); periodic(p) {
 		v.Headline += ": " + pauseText(p, s)
-		v.Next = fmt.Sprintf("what reads back from the device every %d steps (a log, a metric, a .cpu() copy) waits %s for the queued work: do it less often or without blocking", p.Period, units.Dur(p.SpikeNs))
+		v.Next = fmt.Sprintf("what reads back from the device every %d steps (a log, a metric, a .cpu() copy) waits %s for the queued work: do it less often or without blocking", p.Period, units.Dur(p.EachNs()))
 	}
 	return v
 }

@@ -130,7 +130,7 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 	}
 	return Verdict{Kind: InputStalls, Stage: stage.DataWait,
 		Headline: fmt.Sprintf("input stalls: %s %s on data_wait (the rest %s)%s; waiting is %s of the time",
-			which, units.Dur(p.SpikeNs), units.Dur(p.TypicalNs), cause, units.Pct(wait)) + stallCode(code, l, p),
+			which, units.Dur(p.EachNs()), units.Dur(p.TypicalNs), cause, units.Pct(wait)) + stallCode(code, l, p),
 		Next: next}
 }
 

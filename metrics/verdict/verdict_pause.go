@@ -24,7 +24,7 @@ func pauseText(p *stage.WaitPattern, s stage.Summary) string {
 	if !periodic(p) {
 		return ""
 	}
-	return fmt.Sprintf("%s every %d steps, %s of the run's time", units.Dur(p.SpikeNs), p.Period, units.Pct(p.RunShare(s.WallMean)))
+	return fmt.Sprintf("%s every %d steps, %s of the run's time", units.Dur(p.EachNs()), p.Period, units.Pct(p.RunShare(s.WallMean)))
 }
 
 // epochRestart reports whether a PyTorch DataLoader starts its workers
@@ -149,7 +149,7 @@ func checkpointNext(what string, call *stage.PathStep, h *stage.HotSpot, p *stag
 		fix = "write less often, or in a background thread"
 	}
 	return fmt.Sprintf("%s: %s writes every %d steps, %s each%s; %s so the training loop does not wait",
-		what, funcText(call.CodeFrame)+" called from "+at(h), p.Period, units.Dur(p.SpikeNs), size, fix)
+		what, funcText(call.CodeFrame)+" called from "+at(h), p.Period, units.Dur(p.EachNs()), size, fix)
 }
 
 // evalBound is the verdict for evaluation passes that take EvalShare or
@@ -159,8 +159,8 @@ func evalBound(s stage.Summary, share float64) Verdict {
 		Headline: fmt.Sprintf("eval-bound: evaluation takes %s of the run's time (%s a step on average)", units.Pct(share), units.Dur(s.Stage(stage.Eval).Mean)),
 		Next:     "evaluate less often or on fewer batches; the training loop waits while it runs"}
 	if p := s.PauseOf(stage.Eval); periodic(p) {
-		v.Headline = fmt.Sprintf("eval-bound: evaluation takes %s every %d steps, %s of the run's time", units.Dur(p.SpikeNs), p.Period, units.Pct(p.RunShare(s.WallMean)))
-		v.Next = fmt.Sprintf("evaluate less often than every %d steps or on fewer batches; the training loop waits %s each time", p.Period, units.Dur(p.SpikeNs))
+		v.Headline = fmt.Sprintf("eval-bound: evaluation takes %s every %d steps, %s of the run's time", units.Dur(p.EachNs()), p.Period, units.Pct(p.RunShare(s.WallMean)))
+		v.Next = fmt.Sprintf("evaluate less often than every %d steps or on fewer batches; the training loop waits %s each time", p.Period, units.Dur(p.EachNs()))
 	}
 	return v
 }
