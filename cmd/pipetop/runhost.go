@@ -20,6 +20,11 @@ import (
 // end-of-run summary: the live view's refresh.
 const runCPUEvery = time.Second
 
+// pauseWindow is the window pipetop run finds the run's periodic pauses
+// and their code over: long enough for three pauses a few seconds apart
+// (the CPU readings take the live view's shortest window).
+var pauseWindow = monitor.Windows[1]
+
 // runCPU keeps what the live view reads of the run pipetop run started
 // each refresh, for the end-of-run verdict, by trainer pid: the CPU
 // readings' means over the refreshes on which the trainer had trained,
@@ -66,6 +71,8 @@ func (k *runCPU) read(ctx context.Context, pid int) {
 		case now := <-t.C:
 			s := m.Snapshot(now, monitor.Windows[0])
 			k.add(&s)
+			v := m.Feed.View(now, pauseWindow, false)
+			k.addPauses(v.PID, v.Summary, v.Code)
 		}
 	}
 }
@@ -83,15 +90,23 @@ func (k *runCPU) add(s *snapshot.Snapshot) {
 		k.byPID[s.Trainer.PID] = m
 	}
 	m.AddSnapshot(s)
-	if s.Code == nil || len(s.Code.Pauses) == 0 {
+}
+
+// addPauses keeps the pause code of one refresh of trainer pid over
+// pauseWindow (its summary sm, its stack samples' profile c), when the
+// trainer trained in it and a pause was told.
+func (k *runCPU) addPauses(pid int, sm *stage.Summary, c *stage.CodeProfile) {
+	if sm == nil || sm.Steps == 0 || c == nil || len(c.Pauses) == 0 {
 		return
 	}
-	p := k.pauses[s.Trainer.PID]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.pauses[pid]
 	if p == nil {
 		p = map[string]stage.CodeGroup{}
-		k.pauses[s.Trainer.PID] = p
+		k.pauses[pid] = p
 	}
-	for _, g := range s.Code.Pauses {
+	for _, g := range c.Pauses {
 		p[g.Stage] = g
 	}
 }
@@ -104,11 +119,14 @@ func (k *runCPU) stop() map[int]summary.Kept {
 	defer k.mu.Unlock()
 	out := map[int]summary.Kept{}
 	for pid, m := range k.byPID {
-		r := m.Run()
-		g := slices.SortedFunc(maps.Values(k.pauses[pid]), func(a, b stage.CodeGroup) int { return strings.Compare(a.Stage, b.Stage) })
-		if r != nil || len(g) > 0 {
-			out[pid] = summary.Kept{CPU: r, Pauses: g}
+		if r := m.Run(); r != nil {
+			out[pid] = summary.Kept{CPU: r}
 		}
+	}
+	for pid, p := range k.pauses {
+		kept := out[pid]
+		kept.Pauses = slices.SortedFunc(maps.Values(p), func(a, b stage.CodeGroup) int { return strings.Compare(a.Stage, b.Stage) })
+		out[pid] = kept
 	}
 	return out
 }

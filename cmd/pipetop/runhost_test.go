@@ -18,11 +18,13 @@ func TestRunCPUKeepsPauses(t *testing.T) {
 	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}, pauses: map[int]map[string]stage.CodeGroup{}}
 	close(k.done)
 	refresh := func(pid, steps int, pauses ...stage.CodeGroup) {
-		s := &snapshot.Snapshot{Trainer: &snapshot.Trainer{PID: pid}, Summary: &stage.Summary{Steps: steps}}
+		sm := &stage.Summary{Steps: steps}
+		k.add(&snapshot.Snapshot{Trainer: &snapshot.Trainer{PID: pid}, Summary: sm})
+		var c *stage.CodeProfile
 		if pauses != nil {
-			s.Code = &stage.CodeProfile{Pauses: pauses}
+			c = &stage.CodeProfile{Pauses: pauses}
 		}
-		k.add(s)
+		k.addPauses(pid, sm, c)
 	}
 	group := func(st string, n int64) stage.CodeGroup {
 		return stage.CodeGroup{Role: stage.RoleTrain, Stage: st, Samples: n}

@@ -42,7 +42,8 @@ type pauseWant struct {
 
 // pausePlants: the epoch boundary of a DataLoader that restarts its
 // workers (and the same with persistent workers: no restart blamed), a
-// checkpoint every 25 steps, an evaluation every 4 steps.
+// checkpoint every 25 steps, a blocking push every 200 steps beside
+// logging on every step, an evaluation every 4 steps.
 func pausePlants(t *testing.T) []pausePlant {
 	ckpt := filepath.Join(t.TempDir(), "ckpt.pt")
 	var fs syscall.Statfs_t
@@ -77,6 +78,15 @@ func pausePlants(t *testing.T) []pausePlant {
 				has: []string{"every 25 steps", "of the run's time", "torch `save`", "called from `save_checkpoint`", "a checkpoint", "save less often"}},
 			end: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
 				has: []string{"every 25 steps", "of the run's time", "torch `save`", "a checkpoint", "MiB each time", "save less often"}}},
+		// Steady logging on every step beside a blocking push every 200
+		// steps (about 2.4 s apart, more than two stacks frames): the
+		// pauses' own samples are told from the steps', live and (kept by
+		// pipetop run) at the end.
+		{name: "push", script: "metrics_push.py", args: []string{"--steps", "1400"}, after: 4 * time.Second, interval: 12 * time.Second,
+			live: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
+				has: []string{"every 200 steps", "of each pause in `push_metrics` at ", "metrics_push.py:", "call it less often than every 200 steps"}},
+			end: pauseWant{kinds: []verdict.Kind{verdict.Untimed}, stage: stage.Other,
+				has: []string{"every 200 steps", "of each pause in `push_metrics` at ", "metrics_push.py:", "call it less often than every 200 steps"}}},
 		{name: "eval", script: "validation.py", args: []string{"--every", "4", "--steps", "600"}, after: 4 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.StageBound}, stage: stage.Eval,
 				has: []string{"eval-bound: evaluation takes", "every 4 steps", "of the run's time", "evaluate less often than every 4 steps"}},
