@@ -106,6 +106,30 @@ class TestBackfill(PublisherCase):
         self.assertEqual(len(raw) + agged, 320)
         self.assertEqual(numbers(frames, "backfill"), list(range(20)))
 
+    def stacks_body(self, t: int) -> Dict[str, Any]:
+        return {"t": t, "interval_ns": 1_000_000_000, "hz": 100, "frames": [{"name": "f", "file": "a.py", "line": 1}],
+                "rows": [{"role": "train", "stage": "forward", "stack": [0], "n": 100, "ns": 1_000_000_000}]}
+
+    def test_stacks_of_the_window_after_the_steps(self) -> None:
+        pub = self.publisher()
+        now = time.time_ns()
+        for k in (70, 3, 2, 1):  # seconds ago: the first is out of the window
+            pub.stacks(self.stacks_body(now - k * 1_000_000_000))
+        self.steps(pub, 4)
+        self.settle(pub)
+        both = self.attach(pub, "stacks", "backfill")
+        steps_only = self.attach(pub, "backfill")
+        live_only = self.attach(pub, "stacks")  # an older pipetop
+        time.sleep(0.1)
+        pub.stacks(self.stacks_body(now))
+        self.settle(pub)
+        pub.close()
+        got = [f for f in both.all_frames() if f["type"] in ("backfill", "stacks")]
+        self.assertEqual([f["type"] for f in got], ["backfill", "stacks", "stacks", "stacks", "stacks"])
+        self.assertEqual([f["stacks"]["t"] for f in got[1:]], [now - k * 1_000_000_000 for k in (3, 2, 1, 0)])
+        self.assertEqual([f["type"] for f in steps_only.all_frames() if f["type"] == "stacks"], [])
+        self.assertEqual([f["stacks"]["t"] for f in live_only.all_frames() if f["type"] == "stacks"], [now])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,8 @@ func slowStepScenarios() []scenario {
 
 // TestAttachJudgesSlowStepsAtOnce: a one-shot --json 5 s into a run of 2 s
 // steps gives the run's verdict over the steps before the attach (its 5 s
-// window holds at least two), for a viewer of steps and one of agg frames.
+// window holds at least two) and the stack samples of the same time (more
+// than its 1 s collection's), for a viewer of steps and one of agg frames.
 func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
 	scs := slowStepScenarios()
 	results := observeAll(t, scs)
@@ -36,13 +37,20 @@ func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
 			check(t, sc, results[i])
 			for _, r := range []result{results[i], *results[i].agg} {
 				var snap struct {
-					Summary *stage.Summary `json:"summary"`
+					Summary *stage.Summary     `json:"summary"`
+					Code    *stage.CodeProfile `json:"code"`
 				}
 				if err := json.Unmarshal(r.out, &snap); err != nil || snap.Summary == nil {
 					t.Fatalf("no summary in %s: %v", r.out, err)
 				}
 				if snap.Summary.Steps < 2 {
 					t.Errorf("the 5 s window holds %d steps after a 1 s collection; want the backfill's 2 or more", snap.Summary.Steps)
+				}
+				if snap.Code != nil {
+					t.Logf("stack samples of %.1f s", float64(snap.Code.SampledNs)/1e9)
+				}
+				if snap.Code == nil || snap.Code.SampledNs < 3.5e9 {
+					t.Errorf("the 5 s window's stack samples stand for %v; want the backfill's 3.5 s or more (1 to 2 s without it)", snap.Code)
 				}
 			}
 		})

@@ -23,6 +23,9 @@ PROGRESS_INTERVAL = 1.0  # seconds between progress frames
 # after the hello): the steps of the last minute, at most BACKFILL_STEPS.
 BACKFILL_STEPS = 2048
 BACKFILL_WINDOW_NS = 60_000_000_000
+# ... and the stacks frames of the same minute (one a second), for viewers
+# that accept stacks frames too.
+BACKFILL_STACKS = 64
 
 
 class Viewer:
@@ -119,6 +122,7 @@ class Server:
         # appended on this thread (never the training thread's), bounded.
         self._history: Deque[Record] = collections.deque(maxlen=BACKFILL_STEPS)
         self._kept = 0  # steps ever appended to _history
+        self._stacks: Deque[Dict[str, Any]] = collections.deque(maxlen=BACKFILL_STACKS)  # their stacks frames' bodies
         self._agg: Optional[Aggregator] = None  # while a viewer accepts agg frames
         self._agg_start = 0.0
         self._lock = threading.Lock()  # guards counters read by stats()
@@ -294,7 +298,8 @@ class Server:
     def _backfill(self, v: Viewer) -> None:
         """Send v, once, the steps kept from before it attached: those of
         the current stage list that ended within BACKFILL_WINDOW_NS of the
-        newest of them, oldest first. Its agg frames, if it takes them,
+        newest of them, oldest first, then (when it accepts them) the
+        stacks frames of the same time. Its agg frames, if it takes them,
         begin later, at the next aggregate."""
         mark = v.mark
         v.mark = -1  # sent: a second hello sends nothing
@@ -305,11 +310,24 @@ class Server:
         if recs:
             cut = recs[-1][2] - BACKFILL_WINDOW_NS
             recs = [r for r in recs if r[2] >= cut]
-        for i in range(0, len(recs), STEPS_PER_FRAME):
-            if not v.offer(encode_steps(recs[i : i + STEPS_PER_FRAME], "backfill")):
+        frames = [encode_steps(recs[i : i + STEPS_PER_FRAME], "backfill") for i in range(0, len(recs), STEPS_PER_FRAME)]
+        if v.stacks:
+            frames += [dumps({"type": "stacks", "stacks": body}) for body in self._recent_stacks()]
+        for frame in frames:
+            if not v.offer(frame):
                 with self._lock:
                     self._dropped += 1
         self._write(v)
+
+    def _recent_stacks(self) -> List[Dict[str, Any]]:
+        """The stacks frames kept that were taken within
+        BACKFILL_WINDOW_NS of the newest, oldest first. A viewer that
+        accepts stacks was sent none of them: until its hello it accepted
+        none, and the frames drained since are sent after this."""
+        if not self._stacks:
+            return []
+        cut = self._stacks[-1].get("t", 0) - BACKFILL_WINDOW_NS
+        return [b for b in self._stacks if b.get("t", 0) >= cut]
 
     def _write(self, v: Viewer) -> None:
         try:
@@ -402,9 +420,12 @@ class Server:
                 self._write_due(v, now)
 
     def _keep(self, items: List[Any]) -> None:
-        """Append the step records among items to the history."""
+        """Append the step records and the stacks frames among items to
+        the history."""
         for item in items:
-            if item[0] not in ("event", "loader", "stacks"):
+            if item[0] == "stacks":
+                self._stacks.append(item[1])
+            elif item[0] not in ("event", "loader"):
                 self._history.append(item)
                 self._kept += 1
 
