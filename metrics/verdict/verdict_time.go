@@ -161,6 +161,11 @@ func foldInFlight(s stage.Summary, p *stage.Progress, now int64) stage.Summary {
 	return out
 }
 
+// DriftOf is the drift rule alone: the window's steps (in.Summary) much
+// slower than the run's first minutes (in.Baseline), one stage accounting
+// for the growth. The end-of-run summary judges the run's end with it.
+func DriftOf(in Inputs) (Verdict, bool) { return driftRule(&in) }
+
 // driftRule: the window's steps are much slower than the run's first
 // minutes, and one stage accounts for the growth.
 func driftRule(in *Inputs) (Verdict, bool) {

@@ -142,22 +142,29 @@ type ScriptIO struct {
 // pauses sets the patterns of out's data_wait and pause stages from the
 // recent steps (out's means stay the whole run's).
 func (r *RecentSteps) pauses(out *stage.Summary) {
+	if s, ok := r.summarize(0); ok {
+		out.Waits, out.Pauses = s.Waits, s.Pauses
+	}
+}
+
+// summarize summarizes the recent steps that started at or after fromNs;
+// ok is false when none did (or the file has none).
+func (r *RecentSteps) summarize(fromNs int64) (stage.Summary, bool) {
 	if r == nil || len(r.Names) == 0 || len(r.Names) > stage.MaxStages {
-		return
+		return stage.Summary{}, false
 	}
 	w := stage.NewStepRing(r.Names, len(r.Steps))
 	for _, row := range r.Steps {
-		if len(row) != 3+len(r.Names) || row[2] < row[1] {
-			continue // not a step row: left out
+		if len(row) != 3+len(r.Names) || row[2] < row[1] || row[1] < fromNs {
+			continue // not a step row, or too early: left out
 		}
 		rec := stage.RecordOf(row[0], row[1], row[2], 0, row[3:], nil)
 		w.Add(&rec)
 	}
 	if w.Len() == 0 {
-		return
+		return stage.Summary{}, false
 	}
-	s := w.Summarize(0)
-	out.Waits, out.Pauses = s.Waits, s.Pauses
+	return w.Summarize(0), true
 }
 
 // ioHost is the host readings the file has: the bytes a second the
@@ -269,6 +276,9 @@ func (s *Script) Judge() verdict.Verdict {
 		in.Host.CPU = c
 	}
 	v := verdict.Judge(in)
+	if d, ok := s.drift(in); ok && verdict.Precedence(d.Kind) < verdict.Precedence(v.Kind) {
+		v = d
+	}
 	s.Verdict = &v
 	return v
 }

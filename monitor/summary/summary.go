@@ -134,7 +134,8 @@ type builder struct {
 	inBkt   []stage.Record
 	periods []Period
 	cpu     cpuSums
-	host    CPUMeans // the CPU rules' readings while the run trained
+	host    CPUMeans          // the CPU rules' readings while the run trained
+	base    *verdict.Baseline // the main track's first minutes, for drift
 	// recent are the CPU readings of the buckets an over-time verdict's
 	// window covers, each with the bucket it arrived in (nBuckets then).
 	recent   []bucketCPU
@@ -155,12 +156,15 @@ type track struct {
 	ring  *stage.StepRing // every step under that list
 }
 
-func (t *track) setNames(names []string) {
+// setNames starts the track's steps afresh under a new stage list;
+// changed is false when names is its list already.
+func (t *track) setNames(names []string) (changed bool) {
 	if slices.Equal(names, t.names) {
-		return
+		return false
 	}
 	t.names = slices.Clone(names)
 	t.ring = stage.NewStepRing(t.names, t.ring.Cap())
+	return true
 }
 
 func newBuilder(es []recording.Entry) *builder {
@@ -196,6 +200,14 @@ func newBuilder(es []recording.Entry) *builder {
 	return b
 }
 
+// setNames sets t's stage list; a new one on the main track starts its
+// drift baseline afresh, as the live view's.
+func (b *builder) setNames(t *track, names []string) {
+	if t.setNames(names) && t == b.main {
+		b.base = nil
+	}
+}
+
 // rankKey is a rank, or -1 for a single trainer.
 func rankKey(rank *int) int {
 	if rank == nil {
@@ -217,7 +229,7 @@ func (b *builder) add(e recording.Entry) {
 	switch {
 	case e.Hello != nil:
 		t.name, t.pid = e.Hello.Name, e.Hello.PID
-		t.setNames(e.Hello.Stages)
+		b.setNames(t, e.Hello.Stages)
 	case e.Host != nil:
 		if raw, ok := e.Host["threads"]; ok {
 			b.cpu.add(raw)
@@ -225,7 +237,7 @@ func (b *builder) add(e recording.Entry) {
 		}
 	case e.Frame == nil:
 	case e.Frame.Type == ipc.TypeStages:
-		t.setNames(e.Frame.Stages)
+		b.setNames(t, e.Frame.Stages)
 	case e.Frame.Type == ipc.TypeLoader && t == b.main:
 		l := *e.Frame.Loader
 		b.loader = &l
@@ -296,7 +308,37 @@ func (b *builder) step(r *stage.Record) {
 		b.closeBucket()
 	}
 	b.main.ring.Add(r)
+	if b.base == nil {
+		b.base = verdict.NewBaseline(b.main.names)
+	}
+	b.base.Add(r)
 	b.inBkt = append(b.inBkt, *r)
+}
+
+// drift judges the run's last VerdictWindow against its first minutes,
+// as the live view would at its end; in holds the whole run's inputs.
+func (b *builder) drift(in verdict.Inputs) (verdict.Verdict, bool) {
+	end := b.main.ring.Summarize(VerdictWindow)
+	base := b.baseline(end.LastEndNs)
+	if base == nil {
+		return verdict.Verdict{}, false
+	}
+	in.Summary, in.Baseline = end, base
+	return verdict.DriftOf(in)
+}
+
+// baseline is the means of the main track's first minutes as the live
+// view holds them at atNs: at most verdict.BaselineNs and the first third
+// of the time since the first step; nil until they hold verdict.MinSteps.
+func (b *builder) baseline(atNs int64) *stage.Summary {
+	if b.base == nil || b.base.AnchorNs() == 0 {
+		return nil
+	}
+	whole := int(min((atNs-b.base.AnchorNs())/3, int64(verdict.BaselineNs)) / 1e9)
+	if m := b.base.Means(whole); m.Steps >= verdict.MinSteps {
+		return &m
+	}
+	return nil
 }
 
 // closeBucket ends the current bucket: its throughput point and the
@@ -320,7 +362,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU()})
+		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge)})
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -360,6 +402,9 @@ func (b *builder) finish() Run {
 		in.Host = &verdict.Host{CPU: c}
 	}
 	b.run.Verdict = verdict.Judge(in)
+	if d, ok := b.drift(in); ok && verdict.Precedence(d.Kind) < verdict.Precedence(b.run.Verdict.Kind) {
+		b.run.Verdict = d
+	}
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods

@@ -47,7 +47,8 @@ func TestSummaryOfPlantedRun(t *testing.T) {
 }
 
 // TestVerdictsOverTime: a run that turns input-bound halfway says so, with
-// the time it changed.
+// the time it changed: drift in data_wait against its first minutes, as
+// the live view says, over time and for the whole run.
 func TestVerdictsOverTime(t *testing.T) {
 	a := run(1, 1*ms)
 	a.Steps = 3000
@@ -65,8 +66,11 @@ func TestVerdictsOverTime(t *testing.T) {
 	}
 	r := FromEntries(es)
 	last := r.Verdicts[len(r.Verdicts)-1]
-	if last.Kind != verdict.InputBound || last.FromSec < 50 || last.FromSec > 100 {
-		t.Fatalf("verdicts %+v, want input-bound from about 54 s", r.Verdicts)
+	if last.Kind != verdict.Drift || last.Stage != stage.DataWait || last.FromSec < 50 || last.FromSec > 100 {
+		t.Fatalf("verdicts %+v, want drift in data_wait from about 54 s", r.Verdicts)
+	}
+	if r.Verdict.Kind != verdict.Drift || !strings.Contains(r.Verdict.Headline, "data_wait grew from") {
+		t.Errorf("whole run: %s, want drift in data_wait", r.Verdict)
 	}
 	if r.Verdicts[0].Kind == verdict.InputBound {
 		t.Fatalf("first verdict %+v, want not input-bound", r.Verdicts[0])
