@@ -124,7 +124,7 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 		return fmt.Errorf("run %s: %w", c.argv[0], err)
 	}
 	defer p.Close()
-	cpu := keepRunCPU(ctx, p.Pid())
+	kept := keepLive(ctx, p.Pid())
 	var rec *runRecorder
 	if c.record != "" {
 		rec = startRecorder(ctx, c.record, p.Pid(), c.argv, c.noGPU, stderr)
@@ -143,7 +143,7 @@ func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) erro
 	if waitErr != nil {
 		return fmt.Errorf("run %s: %w", c.argv[0], waitErr)
 	}
-	if err := report(summaryDir(), start, cpu.stop(), c.asJSON, stdout, stderr); err != nil {
+	if err := report(summaryDir(), start, kept.stop(), c.asJSON, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "pipetop:", err)
 	}
 	if planOut != "" {

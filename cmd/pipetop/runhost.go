@@ -16,21 +16,21 @@ import (
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
-// runCPUEvery is how often pipetop run reads the run's threads for the
+// keepEvery is how often pipetop run reads the run (threads, pauses) for the
 // end-of-run summary: the live view's refresh.
-const runCPUEvery = time.Second
+const keepEvery = time.Second
 
 // pauseWindow is the window pipetop run finds the run's periodic pauses
 // and their code over: long enough for three pauses a few seconds apart
 // (the CPU readings take the live view's shortest window).
 var pauseWindow = monitor.Windows[1]
 
-// runCPU keeps what the live view reads of the run pipetop run started
+// liveKeeper keeps what the live view reads of the run pipetop run started
 // each refresh, for the end-of-run verdict, by trainer pid: the CPU
 // readings' means over the refreshes on which the trainer had trained,
 // and the code of each stage's periodic pauses from the newest refresh
 // that told it from the rest of the steps.
-type runCPU struct {
+type liveKeeper struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
@@ -38,11 +38,11 @@ type runCPU struct {
 	pauses map[int]map[string]stage.CodeGroup
 }
 
-// keepRunCPU starts reading the threads of the first trainer that pid or
+// keepLive starts reading the threads and pauses of the first trainer that pid or
 // one of its descendants publishes (every rank of its run), until stopped.
-func keepRunCPU(ctx context.Context, pid int) *runCPU {
+func keepLive(ctx context.Context, pid int) *liveKeeper {
 	ctx, cancel := context.WithCancel(ctx)
-	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{},
+	k := &liveKeeper{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{},
 		pauses: map[int]map[string]stage.CodeGroup{}}
 	go func() {
 		defer close(k.done)
@@ -52,7 +52,7 @@ func keepRunCPU(ctx context.Context, pid int) *runCPU {
 }
 
 // read samples the run once a second until ctx ends.
-func (k *runCPU) read(ctx context.Context, pid int) {
+func (k *liveKeeper) read(ctx context.Context, pid int) {
 	sock, ok := child.AwaitSocket(pid, ctx.Done())
 	if !ok {
 		return
@@ -62,7 +62,7 @@ func (k *runCPU) read(ctx context.Context, pid int) {
 		return // the summary is judged without them, as before
 	}
 	defer m.Close()
-	t := time.NewTicker(runCPUEvery)
+	t := time.NewTicker(keepEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -78,7 +78,7 @@ func (k *runCPU) read(ctx context.Context, pid int) {
 }
 
 // add keeps one refresh's readings when the trainer trained in its window.
-func (k *runCPU) add(s *snapshot.Snapshot) {
+func (k *liveKeeper) add(s *snapshot.Snapshot) {
 	if s.Trainer == nil || s.Summary == nil || s.Summary.Steps == 0 {
 		return
 	}
@@ -95,7 +95,7 @@ func (k *runCPU) add(s *snapshot.Snapshot) {
 // addPauses keeps the pause code of one refresh of trainer pid over
 // pauseWindow (its summary sm, its stack samples' profile c), when the
 // trainer trained in it and a pause was told.
-func (k *runCPU) addPauses(pid int, sm *stage.Summary, c *stage.CodeProfile) {
+func (k *liveKeeper) addPauses(pid int, sm *stage.Summary, c *stage.CodeProfile) {
 	if sm == nil || sm.Steps == 0 || c == nil || len(c.Pauses) == 0 {
 		return
 	}
@@ -112,7 +112,7 @@ func (k *runCPU) addPauses(pid int, sm *stage.Summary, c *stage.CodeProfile) {
 }
 
 // stop ends the readings and returns what was kept by trainer pid.
-func (k *runCPU) stop() map[int]summary.Kept {
+func (k *liveKeeper) stop() map[int]summary.Kept {
 	k.cancel()
 	<-k.done
 	k.mu.Lock()

@@ -9,13 +9,13 @@ import (
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
-// TestRunCPUKeepsPauses: pipetop run keeps, by trainer pid, each stage's
+// TestLiveKeeperKeepsPauses: pipetop run keeps, by trainer pid, each stage's
 // pause code from the newest refresh that told it, sorted by stage; a
 // refresh without steps or without pauses changes nothing, and a trainer
 // with neither readings nor pauses is not kept.
-func TestRunCPUKeepsPauses(t *testing.T) {
+func TestLiveKeeperKeepsPauses(t *testing.T) {
 	_, cancel := context.WithCancel(context.Background())
-	k := &runCPU{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}, pauses: map[int]map[string]stage.CodeGroup{}}
+	k := &liveKeeper{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}, pauses: map[int]map[string]stage.CodeGroup{}}
 	close(k.done)
 	refresh := func(pid, steps int, pauses ...stage.CodeGroup) {
 		sm := &stage.Summary{Steps: steps}

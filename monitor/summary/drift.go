@@ -7,12 +7,8 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
-// EndWindowNs is how much of a run's end the end-of-run verdict compares
-// with its first minutes for drift: the live view's 30 s window.
-const EndWindowNs = 30e9
-
 // drift judges the run's end against its first minutes, as the live view
-// judges its window against the run's start: the newest EndWindowNs of
+// judges its window against the run's start: the newest VerdictWindow of
 // the recent steps that started after the baseline, against the baseline
 // the timeline gives; ok is false when the file lacks either or the run
 // did not drift. in holds the whole run's other inputs.
@@ -25,7 +21,7 @@ func (s *Script) drift(in verdict.Inputs) (verdict.Verdict, bool) {
 	if len(last) < 3 {
 		return verdict.Verdict{}, false
 	}
-	end, ok := s.Recent.summarize(max(base.LastEndNs, last[2]-int64(EndWindowNs)))
+	end, ok := s.Recent.summarize(max(base.LastEndNs, last[2]-int64(VerdictWindow)))
 	if !ok {
 		return verdict.Verdict{}, false
 	}
