@@ -1,30 +1,26 @@
-package main
+package summary
 
 import (
-	"context"
 	"testing"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
-	"github.com/pipetop/pipetop/monitor/summary"
 )
 
-// TestLiveKeeperKeepsPauses: pipetop run keeps, by trainer pid, each stage's
+// TestKeeperKeepsPauses: the keeper keeps, by trainer pid, each stage's
 // pause code from the newest refresh that told it, sorted by stage; a
 // refresh without steps or without pauses changes nothing, and a trainer
 // with neither readings nor pauses is not kept.
-func TestLiveKeeperKeepsPauses(t *testing.T) {
-	_, cancel := context.WithCancel(context.Background())
-	k := &liveKeeper{cancel: cancel, done: make(chan struct{}), byPID: map[int]*summary.CPUMeans{}, pauses: map[int]map[string]stage.CodeGroup{}}
-	close(k.done)
+func TestKeeperKeepsPauses(t *testing.T) {
+	k := NewKeeper()
 	refresh := func(pid, steps int, pauses ...stage.CodeGroup) {
 		sm := &stage.Summary{Steps: steps}
-		k.add(&snapshot.Snapshot{Trainer: &snapshot.Trainer{PID: pid}, Summary: sm})
+		k.AddSnapshot(&snapshot.Snapshot{Trainer: &snapshot.Trainer{PID: pid}, Summary: sm})
 		var c *stage.CodeProfile
 		if pauses != nil {
 			c = &stage.CodeProfile{Pauses: pauses}
 		}
-		k.addPauses(pid, sm, c)
+		k.AddPauses(pid, sm, c)
 	}
 	group := func(st string, n int64) stage.CodeGroup {
 		return stage.CodeGroup{Role: stage.RoleTrain, Stage: st, Samples: n}
@@ -35,7 +31,7 @@ func TestLiveKeeperKeepsPauses(t *testing.T) {
 	refresh(41, 10)
 	refresh(41, 10, group(stage.Other, 3))
 	refresh(42, 10)
-	got := k.stop()
+	got := k.Kept()
 	p := got[41].Pauses
 	if len(p) != 2 || p[0].Stage != stage.DataWait || p[0].Samples != 2 || p[1].Stage != stage.Other || p[1].Samples != 3 {
 		t.Errorf("pid 41 kept %+v, want data_wait's 2 then other's newest 3", p)
