@@ -7,11 +7,13 @@ Run with: /usr/bin/python3 -m unittest discover -s clients/python
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,10 +37,26 @@ def _sockdir() -> str:
     return d
 
 
-def _run_auto(script: str, env: dict, *args: str) -> subprocess.CompletedProcess:
-    full = dict(os.environ, PYTHONPATH=HERE, **env)
-    return subprocess.run([sys.executable, "-m", "pipetop_publish.auto", script, *args],
-                          env=full, capture_output=True, text=True, timeout=120)
+def _run_auto(script: str, env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run script under pipetop_publish.auto. One that has not ended in
+    timeout seconds is made to dump every thread of its processes (faulthandler, on
+    SIGABRT to its process group: its DataLoader workers too) and fails
+    with that dump, so a rare hang says where it waits."""
+    full = dict(os.environ, PYTHONPATH=HERE, PYTHONFAULTHANDLER="1", **env)
+    argv = [sys.executable, "-m", "pipetop_publish.auto", script, *args]
+    with subprocess.Popen(argv, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGABRT)
+            try:
+                out, err = p.communicate(timeout=10)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+            raise AssertionError("%s still running after %g s; its threads:\n%s" % (script, timeout, err[-20000:]))
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 class TestPieces(unittest.TestCase):

@@ -10,35 +10,48 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
+// stepsScript fills s with n steps of the stage list names, written one
+// by one (cpu(i) is step i's time in each stage): its totals, means and
+// recent steps.
+func stepsScript(s Script, names []string, n int64, cpu func(i int64) []int64) Script {
+	s.Recent = &RecentSteps{Names: names}
+	totals := make([]int64, len(names))
+	t := int64(1.8e18)
+	for i := range n {
+		c := cpu(i)
+		var wall int64
+		for k, x := range c {
+			wall += x
+			totals[k] += x
+		}
+		s.Recent.Steps = append(s.Recent.Steps, append([]int64{i, t, t + wall}, c...))
+		s.WallNs += wall
+		t += wall
+	}
+	s.Steps, s.EndNs, s.StepMeanNs = n, t, float64(s.WallNs)/float64(n)
+	for k, name := range names {
+		s.Stages = append(s.Stages, ScriptStage{Name: name, TotalNs: totals[k], MeanNs: float64(totals[k]) / float64(n), Share: float64(totals[k]) / float64(s.WallNs)})
+	}
+	return s
+}
+
+// pauseNames is the stage list of the pause plants' summaries.
+var pauseNames = []string{stage.DataWait, stage.Forward, stage.Backward, stage.Optim, stage.Other}
+
 // epochScript is the run summary: 64 samples, batch 8, 2 workers
 // started afresh every epoch at 1.5 s each, so every 8th step waits 1.53
 // s on data_wait, its steps written one by one.
 func epochScript() Script {
-	names := []string{stage.DataWait, stage.Forward, stage.Backward, stage.Optim, stage.Other}
-	s := Script{Schema: ScriptSchema, Name: "epochs", Steps: 80, Recent: &RecentSteps{Names: names},
+	s := Script{Schema: ScriptSchema, Name: "epochs",
 		Loader: &stage.LoaderStats{Source: "torch", Workers: 2, Batch: 8, WorkerBusy: 0.01, WorkerBusyEach: []float64{0.01, 0.01}, Prefetch: 2,
 			Length: 8, WorkerStarts: 20, WorkerStartNs: 1.5e9, Site: "train.py:31"}}
-	totals := make([]int64, len(names))
-	t := int64(1.8e18)
-	for i := range int64(80) {
+	return stepsScript(s, pauseNames, 80, func(i int64) []int64 {
 		cpu := []int64{0.1e6, 2e6, 2e6, 0.5e6, 0.2e6}
 		if i%8 == 0 {
 			cpu[0] = 1.53e9
 		}
-		var wall int64
-		for k, c := range cpu {
-			wall += c
-			totals[k] += c
-		}
-		s.Recent.Steps = append(s.Recent.Steps, append([]int64{i, t, t + wall}, cpu...))
-		s.WallNs += wall
-		t += wall
-	}
-	s.StepMeanNs = float64(s.WallNs) / 80
-	for k, n := range names {
-		s.Stages = append(s.Stages, ScriptStage{Name: n, TotalNs: totals[k], MeanNs: float64(totals[k]) / 80, Share: float64(totals[k]) / float64(s.WallNs)})
-	}
-	return s
+		return cpu
+	})
 }
 
 // TestScriptPauses: the end-of-run verdict of a run whose workers restart
@@ -68,31 +81,16 @@ func TestScriptPauses(t *testing.T) {
 // one by one and its stack samples one whole-run frame, in which the
 // logging outweighs the saves.
 func checkpointScript() Script {
-	names := []string{stage.DataWait, stage.Forward, stage.Backward, stage.Optim, stage.Other}
-	s := Script{Schema: ScriptSchema, Name: "saves", Steps: 100, Recent: &RecentSteps{Names: names}}
-	totals := make([]int64, len(names))
-	t := int64(1.8e18)
-	for i := range int64(100) {
+	s := stepsScript(Script{Schema: ScriptSchema, Name: "saves"}, pauseNames, 100, func(i int64) []int64 {
 		cpu := []int64{0.1e6, 2e6, 2e6, 0.5e6, 5e6}
 		if i%25 == 24 {
 			cpu[4] += 188e6
 		}
-		var wall int64
-		for k, c := range cpu {
-			wall += c
-			totals[k] += c
-		}
-		s.Recent.Steps = append(s.Recent.Steps, append([]int64{i, t, t + wall}, cpu...))
-		s.WallNs += wall
-		t += wall
-	}
-	s.StepMeanNs = float64(s.WallNs) / 100
-	for k, n := range names {
-		s.Stages = append(s.Stages, ScriptStage{Name: n, TotalNs: totals[k], MeanNs: float64(totals[k]) / 100, Share: float64(totals[k]) / float64(s.WallNs)})
-	}
+		return cpu
+	})
 	frames := []stage.CodeFrame{{Name: "<module>", File: "train.py", Line: 60}, {Name: "log_metrics", File: "train.py", Line: 20},
 		{Name: "save_checkpoint", File: "train.py", Line: 30}, {Name: "save", File: "torch/serialization.py", Line: 423, Lib: "torch"}}
-	s.Stacks = &stage.StackSamples{TimeNs: t, Hz: 100, Frames: frames, Rows: []stage.StackRow{
+	s.Stacks = &stage.StackSamples{TimeNs: s.EndNs, Hz: 100, Frames: frames, Rows: []stage.StackRow{
 		{Role: stage.RoleTrain, Stage: stage.Other, Stack: []int{0, 1}, N: 50, Ns: 500e6},
 		{Role: stage.RoleTrain, Stage: stage.Other, Stack: []int{0, 2, 3}, N: 38, Ns: 376e6}}}
 	return s

@@ -42,13 +42,7 @@ func TestCPUVerdicts(t *testing.T) {
 	}
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
-			cmd, logs, err := sc.start(t, sc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := observe(sc, cmd.Env)
-			r.logs = logs
-			check(t, sc, r)
+			startAndCheck(t, sc)
 		})
 	}
 }

@@ -185,6 +185,20 @@ func goScenarios() []scenario {
 	}
 }
 
+// startAndCheck starts sc, judges it once live and checks that verdict;
+// it returns the publisher's stderr (the cleanup stops it).
+func startAndCheck(t *testing.T, sc scenario) *bytes.Buffer {
+	t.Helper()
+	cmd, logs, err := sc.start(t, sc.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := observe(sc, cmd.Env)
+	r.logs = logs
+	check(t, sc, r)
+	return logs
+}
+
 // observeAs waits for the publisher's socket and then sc.after, and runs
 // pipetop --json against the scenario's socket directory (in env).
 func observeAs(sc scenario, env []string) result {

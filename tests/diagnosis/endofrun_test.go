@@ -214,13 +214,7 @@ func TestDriftAtTheEnd(t *testing.T) {
 	sc := scenario{name: "torch/storage slows down 9 s in: drift, live and at the end", start: underRun(run, 0, nil, "slowing_loader.py"),
 		after: 500 * time.Millisecond, interval: 19 * time.Second, kind: verdict.Drift, stage: "data_wait",
 		headline: []string{"slower than in the run's first", "data_wait grew from"}, next: []string{"the loader slowed down since the start"}}
-	cmd, logs, err := sc.start(t, sc.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := observe(sc, cmd.Env)
-	r.logs = logs
-	check(t, sc, r)
+	logs := startAndCheck(t, sc)
 	v, err := run.endVerdict(90 * time.Second)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, logs)

@@ -255,11 +255,5 @@ func TestNoDriftFromTheStart(t *testing.T) {
 	sc := scenario{name: "pipetrain/no workers: input-bound from the start, not drift", start: pipetrainThrashing,
 		after: 20 * time.Second, interval: 5 * time.Second, kind: verdict.InputBound, also: []verdict.Kind{verdict.ModerateInput}, stage: stage.DataWait,
 		next: []string{"rechunk"}}
-	cmd, logs, err := sc.start(t, sc.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := observe(sc, cmd.Env)
-	r.logs = logs
-	check(t, sc, r)
+	startAndCheck(t, sc)
 }
