@@ -161,10 +161,15 @@ func foldInFlight(s stage.Summary, p *stage.Progress, now int64) stage.Summary {
 	return out
 }
 
-// DriftOf is the drift rule alone: the window's steps (in.Summary) much
-// slower than the run's first minutes (in.Baseline), one stage accounting
-// for the growth. The end-of-run summary judges the run's end with it.
-func DriftOf(in Inputs) (Verdict, bool) { return driftRule(&in) }
+// WithDrift is v, or the drift of end (the run's last window judged
+// against its first minutes, in.Baseline set) when there is one and it
+// ranks before v in Kinds, as Judge ranks a live window's findings.
+func WithDrift(v Verdict, end Inputs) Verdict {
+	if d, ok := driftRule(&end); ok && Precedence(d.Kind) < Precedence(v.Kind) {
+		return d
+	}
+	return v
+}
 
 // driftRule: the window's steps are much slower than the run's first
 // minutes, and one stage accounts for the growth.

@@ -7,26 +7,26 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
-// drift judges the run's end against its first minutes, as the live view
-// judges its window against the run's start: the newest VerdictWindow of
-// the recent steps that started after the baseline, against the baseline
-// the timeline gives; ok is false when the file lacks either or the run
-// did not drift. in holds the whole run's other inputs.
-func (s *Script) drift(in verdict.Inputs) (verdict.Verdict, bool) {
+// endInputs are in (the whole run's inputs) made to judge the run's end
+// against its first minutes, as the live view judges its window against
+// the run's start: the newest VerdictWindow of the recent steps that
+// started after the baseline, against the baseline the timeline gives;
+// ok is false when the file lacks either.
+func (s *Script) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
 	base := s.baseline()
 	if base == nil || s.Recent == nil || len(s.Recent.Steps) == 0 {
-		return verdict.Verdict{}, false
+		return in, false
 	}
 	last := s.Recent.Steps[len(s.Recent.Steps)-1]
 	if len(last) < 3 {
-		return verdict.Verdict{}, false
+		return in, false
 	}
 	end, ok := s.Recent.summarize(max(base.LastEndNs, last[2]-int64(VerdictWindow)))
 	if !ok {
-		return verdict.Verdict{}, false
+		return in, false
 	}
 	in.Summary, in.Baseline = end, base
-	return verdict.DriftOf(in)
+	return in, true
 }
 
 // baseline is the means of the run's first minutes from its timeline, as

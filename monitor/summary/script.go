@@ -276,8 +276,8 @@ func (s *Script) Judge() verdict.Verdict {
 		in.Host.CPU = c
 	}
 	v := verdict.Judge(in)
-	if d, ok := s.drift(in); ok && verdict.Precedence(d.Kind) < verdict.Precedence(v.Kind) {
-		v = d
+	if end, ok := s.endInputs(in); ok {
+		v = verdict.WithDrift(v, end)
 	}
 	s.Verdict = &v
 	return v

@@ -315,16 +315,17 @@ func (b *builder) step(r *stage.Record) {
 	b.inBkt = append(b.inBkt, *r)
 }
 
-// drift judges the run's last VerdictWindow against its first minutes,
-// as the live view would at its end; in holds the whole run's inputs.
-func (b *builder) drift(in verdict.Inputs) (verdict.Verdict, bool) {
+// endInputs are in (the whole run's inputs) made to judge the run's last
+// VerdictWindow against its first minutes, as the live view would at its
+// end; ok is false before the baseline holds enough steps.
+func (b *builder) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
 	end := b.main.ring.Summarize(VerdictWindow)
 	base := b.baseline(end.LastEndNs)
 	if base == nil {
-		return verdict.Verdict{}, false
+		return in, false
 	}
 	in.Summary, in.Baseline = end, base
-	return verdict.DriftOf(in)
+	return in, true
 }
 
 // baseline is the means of the main track's first minutes as the live
@@ -402,8 +403,8 @@ func (b *builder) finish() Run {
 		in.Host = &verdict.Host{CPU: c}
 	}
 	b.run.Verdict = verdict.Judge(in)
-	if d, ok := b.drift(in); ok && verdict.Precedence(d.Kind) < verdict.Precedence(b.run.Verdict.Kind) {
-		b.run.Verdict = d
+	if end, ok := b.endInputs(in); ok {
+		b.run.Verdict = verdict.WithDrift(b.run.Verdict, end)
 	}
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
