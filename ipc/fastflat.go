@@ -112,6 +112,8 @@ func (p *fastParser) loaderMember(l *stage.LoaderStats, key []byte) bool {
 		return p.int64To(&l.WorkerStartNs)
 	case "site":
 		return p.str(&l.Site)
+	case "counted_share":
+		return p.floatTo(&l.CountedShare)
 	}
 	return false
 }

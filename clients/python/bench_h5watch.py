@@ -3,11 +3,15 @@
 
 Writes a small HDF5 file with h5py (84x84x3 uint8 frames) and times
 one-frame reads of it in blocks, alternating blocks with the counting
-patches applied and removed (the order swapped every pair, so drift and
-the box's other work fall on both sides alike). Prints, per case, the
-median over the blocks of each side's time per read (wall and this
-thread's CPU time), the cost of counting per read and that cost over the
-plain read. The target is at most 2 % of a one-frame read on 1-frame
+applied and removed (the order swapped every pair, so drift and the box's
+other work fall on both sides alike). The counted blocks count as
+``pipetop run`` does: the per-read wrapper is put in and out in shares of
+the time (``readshare``), so each block runs --seconds and is timed after
+its first --settle seconds (the first period counts everything; the share
+is then set from the cost). Prints, per case, the median over the blocks
+of each side's time per read (wall and this thread's CPU time), the cost
+of counting per read, that cost over the plain read, and the share of the
+time counted. The target is at most 2 % of a one-frame read on 1-frame
 chunks (the first case: the layout pipetop's advice leads to).
 
 Cases: 1-frame gzip chunks of smooth frames (they inflate fastest: the
@@ -20,7 +24,7 @@ the counting applied, as pipetop run's instrumentation opens them (a file
 opened before it makes each new handle read its dataset's access property
 list as well).
 
-Run: /usr/bin/python3 clients/python/bench_h5watch.py [--pairs N] [--reads N]
+Run: /usr/bin/python3 clients/python/bench_h5watch.py [--pairs N] [--seconds S] [--settle S]
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pipetop_publish import h5watch  # noqa: E402
+from pipetop_publish import h5watch, readshare  # noqa: E402
 from pipetop_publish.auto import _Patches  # noqa: E402
 
 FRAMES, SIDE = 300, 84
@@ -58,26 +62,43 @@ def write(path: str, chunk: int, compression: str, noise: int = 0) -> None:
         f.create_dataset("obs/image", data=img, chunks=(chunk, SIDE, SIDE, 3), compression=compression)
 
 
-def block(read: Callable[[int], object], n: int, rng: np.random.Generator) -> Tuple[float, float]:
-    """Wall and thread-CPU microseconds per read over n reads of random frames."""
-    idx = rng.integers(0, FRAMES, n).tolist()
-    w0, c0 = time.perf_counter(), time.thread_time()
-    for i in idx:
-        read(i)
-    return (time.perf_counter() - w0) / n * 1e6, (time.thread_time() - c0) / n * 1e6
+def block(read: Callable[[int], object], seconds: float, settle: float, rng: np.random.Generator) -> Tuple[float, float]:
+    """Wall and thread-CPU microseconds per read of random frames, over the
+    reads made from settle seconds into a block of seconds."""
+    runs = [rng.integers(0, FRAMES, 64).tolist() for _ in range(64)]  # 64 reads between clock reads
+    t_end = time.perf_counter() + seconds
+    t_settled = t_end - (seconds - settle)
+    k = 0
+    while time.perf_counter() < t_settled:
+        for i in runs[k % 64]:
+            read(i)
+        k += 1
+    n, w0, c0 = 0, time.perf_counter(), time.thread_time()
+    while True:
+        for i in runs[k % 64]:
+            read(i)
+        k, n = k + 1, n + 64
+        w = time.perf_counter()
+        if w >= t_end:
+            return (w - w0) / n * 1e6, (time.thread_time() - c0) / n * 1e6
 
 
-def case(read: Callable[[int], object], pairs: int, n: int) -> Dict[str, List[float]]:
+def case(read: Callable[[int], object], pairs: int, seconds: float, settle: float) -> Dict[str, List[float]]:
     rng = np.random.default_rng(0)
-    got: Dict[str, List[float]] = {"plain_wall": [], "plain_cpu": [], "counted_wall": [], "counted_cpu": []}
-    patches = _Patches()
-    block(read, n // 4, rng)  # warm the page cache and h5py
+    got: Dict[str, List[float]] = {"plain_wall": [], "plain_cpu": [], "counted_wall": [], "counted_cpu": [], "share": []}
+    block(read, 0.2, 0, rng)  # warm the page cache and h5py
     for p in range(pairs):
         for counted in ((False, True) if p % 2 == 0 else (True, False)):
+            switch = None
             if counted:
+                patches = _Patches()
                 h5watch.patch(h5py, patches)
-            wall, cpu = block(read, n, rng)
-            if counted:
+                switch = readshare.Switch()
+                switch.register(h5watch.share_format())
+            wall, cpu = block(read, seconds, settle, rng)
+            if switch is not None:
+                switch.stop()
+                got["share"].append(switch.share)
                 patches.undo()
                 h5watch.registry.take()
             side = "counted" if counted else "plain"
@@ -88,8 +109,9 @@ def case(read: Callable[[int], object], pairs: int, n: int) -> Dict[str, List[fl
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=15, help="plain/counted block pairs per case")
-    ap.add_argument("--reads", type=int, default=1500, help="reads per block")
+    ap.add_argument("--pairs", type=int, default=10, help="plain/counted block pairs per case")
+    ap.add_argument("--seconds", type=float, default=4.0, help="seconds of each block")
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds of a block before it is timed")
     args = ap.parse_args()
     d = tempfile.mkdtemp()
     try:
@@ -104,21 +126,22 @@ def main() -> None:
         f, fc, g = h5py.File(frame, "r"), h5py.File(camera, "r"), h5py.File(traj, "r")
         patches.undo()
         ds, dc, dt = f["obs/image"], fc["obs/image"], g["obs/image"]
-        cases = [("1-frame gzip chunks, dset[i]", lambda i: ds[i], args.reads),
-                 ("same, camera-like noise", lambda i: dc[i], args.reads),
-                 ("1-frame gzip chunks, f[name][i]", lambda i: f["obs/image"][i], args.reads),
-                 ("60-frame lzf chunks, dset[i]", lambda i: dt[i], max(20, args.reads // 30))]
-        print("%-32s %12s %12s %10s %9s   (medians of %d alternating block pairs; wall, then thread CPU)"
-              % ("case", "plain us", "counted us", "cost us", "cost", args.pairs))
-        for name, read, n in cases:
-            got = case(read, args.pairs, n)
+        cases = [("1-frame gzip chunks, dset[i]", lambda i: ds[i]),
+                 ("same, camera-like noise", lambda i: dc[i]),
+                 ("1-frame gzip chunks, f[name][i]", lambda i: f["obs/image"][i]),
+                 ("60-frame lzf chunks, dset[i]", lambda i: dt[i])]
+        print("%-32s %12s %12s %10s %9s %7s   (medians of %d alternating block pairs; wall, then thread CPU)"
+              % ("case", "plain us", "counted us", "cost us", "cost", "share", args.pairs))
+        for name, read in cases:
+            got = case(read, args.pairs, args.seconds, args.settle)
             for kind in ("wall", "cpu"):
                 plain = statistics.median(got["plain_" + kind])
                 counted = statistics.median(got["counted_" + kind])
                 # The cost: the median of each pair's difference.
                 cost = statistics.median(c - p for c, p in zip(got["counted_" + kind], got["plain_" + kind]))
-                print("%-32s %12.1f %12.1f %10.2f %8.2f %%   %s" % (name if kind == "wall" else "", plain, counted,
-                                                                   cost, 100 * cost / plain, kind))
+                share = "%6.0f%%" % (100 * statistics.median(got["share"])) if kind == "wall" else ""
+                print("%-32s %12.1f %12.1f %10.2f %8.2f %% %7s   %s" % (name if kind == "wall" else "", plain, counted,
+                                                                        cost, 100 * cost / plain, share, kind))
         for h in (f, fc, g):
             h.close()
     finally:

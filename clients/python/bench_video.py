@@ -4,24 +4,29 @@
 Reads one frame at a time from a 96x96 H.264 file with a keyframe on every
 frame (GOP 1: a read decodes the one frame it returns, the cheapest read,
 so the counting's share is the largest), in one process, alternating
-blocks of reads with the video counting patched in and out, and prints the
-median time per read of both and the overhead. Two kinds of read:
+blocks of reads with the video counting in and out, and prints the median
+time per read of both and the overhead. Two kinds of read:
 
 * ``open``: what a Dataset that opens the file per sample does: av.open,
   seek, decode up to the frame, to_ndarray, close;
 * ``kept open``: the container opened once, then seek, decode, to_ndarray.
 
-Then each wrapper's own cost: the wrapper around a no-op that returns
-what PyAV would (a real stream, packet, frame and array), less the no-op
-called directly, the fastest of 7 repeats of 100,000 calls: what the
-counting adds to a call whatever else the machine runs (the alternating
-blocks above move with the machine's load; this does not). A one-frame
-read that opens the file passes each wrapper once, one kept open all but
-``av.open``.
+The counted blocks count as ``pipetop run`` does: the per-read wrappers
+are put in and out in shares of the time (``readshare``), so each counted
+block runs --seconds and is timed after its first --settle seconds (the
+first period counts everything; the share is then set from the cost).
+Each block's time per read is its reads' total CPU time (the reading
+thread's) over their count.
+
+Then each wrapper's own cost when counting: the wrapper around a no-op
+that returns what PyAV would (a real stream, packet, frame and array),
+less the no-op called directly, the fastest of 7 repeats of 100,000
+calls. Beside a real read the wrappers cost several times that (cache
+misses after the decode): that is why the reads are counted in shares.
 
 The design target is at most 2 % of a one-frame read.
 
-Run: /usr/bin/python3 clients/python/bench_video.py [--blocks N] [--reads N]
+Run: /usr/bin/python3 clients/python/bench_video.py [--pairs N] [--seconds S] [--settle S]
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import av  # noqa: E402
 
-from pipetop_publish import videowatch  # noqa: E402
+from pipetop_publish import readshare, videowatch  # noqa: E402
 from pipetop_publish.auto import _Patches  # noqa: E402
 
 FRAMES = 300
@@ -64,14 +69,22 @@ def frame_of(c: Any, ticks: float, t: int) -> Any:
     raise RuntimeError("frame %d not found" % t)
 
 
-def block(read: Callable[[int], Any], targets: List[int]) -> float:
-    """Median ns of one read over targets."""
-    times = []
-    for t in targets:
-        t0 = time.perf_counter_ns()
+def block(read: Callable[[int], Any], seconds: float, settle: float, rng: random.Random) -> float:
+    """Mean thread CPU ns of one read over the reads made from settle
+    seconds into a block of seconds (CPU time: the box's other work moves
+    it less than wall time)."""
+    t_end = time.perf_counter_ns() + int(seconds * 1e9)
+    t_settled = t_end - int((seconds - settle) * 1e9)
+    n = took = 0
+    while True:
+        t = rng.randrange(FRAMES)
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         read(t)
-        times.append(time.perf_counter_ns() - t0)
-    return statistics.median(times)
+        c1 = time.thread_time_ns()
+        if t0 >= t_settled:
+            n, took = n + 1, took + c1 - c0
+        if t0 >= t_end:
+            return took / max(1, n)
 
 
 def wrapper_costs(path: str) -> Dict[str, float]:
@@ -108,8 +121,9 @@ def wrapper_costs(path: str) -> Dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--blocks", type=int, default=10, help="pairs of blocks (counted, plain), alternating")
-    ap.add_argument("--reads", type=int, default=200, help="reads per block")
+    ap.add_argument("--pairs", type=int, default=10, help="pairs of blocks (counted, plain), alternating")
+    ap.add_argument("--seconds", type=float, default=4.0, help="seconds of each block")
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds of a block before it is timed")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "gop1.mp4")
@@ -126,29 +140,34 @@ def main() -> None:
         reads: Dict[str, Callable[[int], Any]] = {"open": opened, "kept open": lambda t: frame_of(kept, ticks, t)}
         rng = random.Random(1)
         got: Dict[str, Dict[bool, List[float]]] = {k: {True: [], False: []} for k in reads}
-        patches = _Patches()
-        for i in range(2 * args.blocks):
+        shares: List[float] = []
+        for i in range(2 * args.pairs):
             counted = (i % 2 == 0) != ((i // 2) % 2 == 1)  # each side first in every other pair
-            if counted:
-                if not videowatch.patch(av, patches):
-                    sys.exit("PyAV %s is not counted" % av.__version__)
             for name, read in reads.items():
-                targets = [rng.randrange(FRAMES) for _ in range(args.reads)]
-                read(targets[0])  # warm
-                got[name][counted].append(block(read, targets))
-            if counted:
-                videowatch.type_patches.undo()
-                patches.undo()
-                videowatch.registry.forget()
+                switch = None
+                if counted:
+                    patches = _Patches()
+                    if not videowatch.patch(av, patches):
+                        sys.exit("PyAV %s is not counted" % av.__version__)
+                    switch = readshare.Switch()
+                    switch.register(videowatch.share_format())
+                got[name][counted].append(block(read, args.seconds, args.settle, rng))
+                if switch is not None:
+                    switch.stop()
+                    shares.append(switch.share)
+                    videowatch.type_patches.undo()
+                    patches.undo()
+                    videowatch.registry.forget()
         kept.close()
         costs = wrapper_costs(path)
-    print("PyAV %s, Python %s, %d pairs of %d one-frame reads (96x96 H.264, GOP 1)" % (
-        av.__version__, sys.version.split()[0], args.blocks, args.reads))
-    print("%-10s %14s %14s %10s %10s" % ("read", "plain us/read", "counted", "cost us", "overhead"))
-    for name, g in got.items():
+    print("PyAV %s, Python %s, %d pairs of %.0f s blocks of one-frame reads (96x96 H.264, GOP 1), timed after %.0f s"
+          % (av.__version__, sys.version.split()[0], args.pairs, args.seconds, args.settle))
+    print("%-10s %14s %14s %10s %10s %8s" % ("read", "plain us/read", "counted", "cost us", "overhead", "share"))
+    for j, (name, g) in enumerate(got.items()):
         plain, counted = statistics.median(g[False]), statistics.median(g[True])
-        print("%-10s %14.1f %14.1f %10.1f %9.2f %%" % (name, plain / 1e3, counted / 1e3, (counted - plain) / 1e3,
-                                                      100 * (counted - plain) / plain))
+        share = statistics.median(shares[j::len(reads)])
+        print("%-10s %14.1f %14.1f %10.1f %9.2f %% %7.0f%%" % (name, plain / 1e3, counted / 1e3, (counted - plain) / 1e3,
+                                                            100 * (counted - plain) / plain, 100 * share))
     print("each wrapper's own cost per call (ns): " + ", ".join("%s %.0f" % kv for kv in costs.items()))
     kept_ns = sum(v for k, v in costs.items() if k != "open")
     for name, g in got.items():

@@ -68,6 +68,11 @@ type LoaderStats struct {
 	// Video lists the video streams the Python loader decoded (PyAV),
 	// most frames decoded first; the sums above count their bytes too.
 	Video []VideoStream `json:"video,omitempty"`
+	// CountedShare is the share of the time (0..1) the HDF5 and video
+	// reads were counted in, when they were cheap enough to be counted in
+	// shares of the time; their counts and times are then scaled to the
+	// whole time (ratios are the counted reads'). 0 when counted in full.
+	CountedShare float64 `json:"counted_share,omitempty"`
 	// Length is the DataLoader's length, len(loader): the batches of one
 	// pass over the data (an epoch); 0 when unknown.
 	Length int `json:"length,omitempty"`

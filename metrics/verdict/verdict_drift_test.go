@@ -68,3 +68,29 @@ func TestDriftNeedsBaseline(t *testing.T) {
 		t.Errorf("a baseline of %d steps: %q", few.Steps, v)
 	}
 }
+
+// TestDriftBaselineOfALateViewer: a viewer that attached well past the
+// run's start does not call its baseline the run's first seconds.
+func TestDriftBaselineOfALateViewer(t *testing.T) {
+	const start = int64(1e18)
+	grows := run(start, 1000, func(i int) map[string]int64 {
+		m := steadyTimes(ms1)(i)
+		if i >= 600 {
+			m[stage.DataWait] = 6 * ms1
+		}
+		return m
+	})
+	for _, tc := range []struct {
+		name string
+		skip int // steps before the baseline's first
+		want string
+	}{
+		{"from the run's start", BaselineSkip, "slower than in the run's first 6.4 s"},
+		{"attached at step 100", 100, "slower than in the first 5.4 s seen (from step 100)"},
+	} {
+		b := grows.SummarizeBetween(tc.skip, 0, start+int64(590*11*ms1))
+		if v := Judge(Inputs{Summary: grows.Summarize(1e9), Baseline: &b}); v.Kind != Drift || !strings.Contains(v.Headline, tc.want) {
+			t.Errorf("%s: %q, want drift with %q", tc.name, v, tc.want)
+		}
+	}
+}

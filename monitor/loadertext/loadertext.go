@@ -16,22 +16,32 @@ import (
 type Source struct{ Kind, Text string }
 
 // Sources are l's sources: Zarr arrays, HDF5 datasets, the batches' trip
-// from the workers, video streams, in that order.
+// from the workers, video streams, in that order. HDF5 and video lines
+// say so when their reads were counted in a share of the time.
 func Sources(l *stage.LoaderStats) []Source {
 	var out []Source
 	for _, a := range l.Zarr {
 		out = append(out, Source{"zarr", Zarr(&a)})
 	}
 	for _, d := range l.HDF5 {
-		out = append(out, Source{"hdf5", HDF5(&d)})
+		out = append(out, Source{"hdf5", HDF5(&d) + Counted(l)})
 	}
 	if t := l.Trip; t != nil && t.Batches > 0 {
 		out = append(out, Source{"batch", Trip(t)})
 	}
 	for _, v := range l.Video {
-		out = append(out, Source{"video", Video(&v)})
+		out = append(out, Source{"video", Video(&v) + Counted(l)})
 	}
 	return out
+}
+
+// Counted is the note that l's HDF5 and video reads were counted in a
+// share of the time (their counts scaled to all of it); "" when in full.
+func Counted(l *stage.LoaderStats) string {
+	if l.CountedShare <= 0 || l.CountedShare >= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (counted %s of the time, counts scaled)", units.Pct(l.CountedShare))
 }
 
 // Zarr describes one Zarr array's reads.

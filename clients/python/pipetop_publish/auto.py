@@ -54,6 +54,7 @@ from . import comm as _comm
 from . import h5watch as _h5watch
 from . import hotcode as _hotcode
 from . import plan as _plan
+from . import readshare as _readshare
 from . import stacks as _stacks
 from . import summary as _summary
 from . import videowatch as _videowatch
@@ -665,12 +666,15 @@ def _training_site() -> Optional[Tuple[str, int]]:
     return state.loader_info.site
 
 
-def _reads_counter(what: str, patch: Callable[[Any, _Patches], Any]) -> Callable[[Any], None]:
+def _reads_counter(what: str, patch: Callable[[Any, _Patches], Any],
+                   shared: Optional[Callable[[], Any]] = None) -> Callable[[Any], None]:
     """The import hook of a data library whose reads a watcher module
     counts (zarrwatch, h5watch, videowatch): patch(module, patches) runs
     once, on its first import; a version the watcher does not know is
     left alone (patch returns False, or raises: then what it patched is
-    undone), with one stderr line saying so."""
+    undone), with one stderr line saying so. shared, when given, makes
+    the watcher's readshare format: its per-read wrappers are then put in
+    and out in shares of the time."""
     patches = _Patches()
 
     def on_import(module: Any) -> None:
@@ -680,16 +684,20 @@ def _reads_counter(what: str, patch: Callable[[Any, _Patches], Any]) -> Callable
         try:
             if patch(module, patches) is False:
                 sys.stderr.write("pipetop: %s %s reads not counted: unknown version or classes\n" % (what, version))
+                return
         except Exception as e:  # noqa: BLE001 - an unexpected library: stay out of the way
             patches.undo()
             sys.stderr.write("pipetop: %s %s reads not counted: %r\n" % (what, version, e))
+            return
+        if shared is not None:
+            _readshare.switch.register(shared())
 
     return on_import
 
 
 _on_zarr = _reads_counter("zarr", _zarrwatch.patch)
-_on_h5py = _reads_counter("h5py", _h5watch.patch)
-_on_av = _reads_counter("PyAV", _videowatch.patch)
+_on_h5py = _reads_counter("h5py", _h5watch.patch, _h5watch.share_format)
+_on_av = _reads_counter("PyAV", _videowatch.patch, _videowatch.share_format)
 
 
 def _forked() -> None:

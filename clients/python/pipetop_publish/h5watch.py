@@ -56,7 +56,14 @@ several threads at the same instant may lose a read's counts. Counting
 costs about 0.5 us a read in isolation, 1.5 us beside a real read here
 (see ``bench_h5watch.py``), and about 8 us when the dataset is opened by
 name for each read (``f[name][i]``: two HDF5 name lookups identify each
-new handle).
+new handle). Under the automatic instrumentation the read wrappers are
+put in and out in shares of the time (``readshare``, ``share_format``),
+so that cost stays near 1 % of the reads' time however cheap they are.
+
+The chunk cache model sees only the reads counted: a chunk HDF5 kept from
+a read made while the wrappers were out counts as decoded when a counted
+read touches it again (at most the cache's chunks each time the wrappers
+are put back in; none when the chunks do not fit in the cache).
 """
 
 from __future__ import annotations
@@ -69,12 +76,17 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import readshare
 from .zarrwatch import _axes, _int_list, _is_int, add_delta, chunks_touched, wrapped
 
 _now = time.perf_counter_ns
 MAX_DATASETS = 64  # datasets counted per process; reads of others are not
 MAX_MODELLED = 1024  # chunks one read may touch and still go through the cache model
 MAX_HANDLES = 4096  # open dataset handles remembered per process
+# The cost of counting a read beside a real one, and of the first read
+# through a new handle, whose dataset is looked up by name in HDF5
+# (bench_h5watch.py: about 1.4 and 7.4 us here).
+READ_NS, HANDLE_NS = 1500, 7000
 # Counters of one dataset, in this order on the wire between processes.
 FIELDS = ("calls", "chunks_decoded", "bytes_decoded", "bytes_returned", "read_ns", "forked_reads")
 _CALLS, _CHUNKS, _DECODED, _RETURNED, _READ_NS, _FORKED = range(len(FIELDS))
@@ -230,6 +242,7 @@ class Registry:
         self._lock = threading.Lock()
         self._datasets: Dict[Tuple[bytes, bytes], Counts] = {}
         self._handles: Dict[int, Handle] = {}
+        self.handles_made = 0
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
 
@@ -246,6 +259,7 @@ class Registry:
         while its weak reference still returns dsid). Short: f[name][i]
         makes one on every read."""
         ref = weakref.ref(dsid)
+        self.handles_made += 1
         try:
             names = _names_of(dsid)
             opened = _opened.get(names[0])
@@ -287,14 +301,17 @@ class Registry:
         if h.counts is not None:
             h.counts.read(sel, returned, dt, h.forked)
 
-    def take(self) -> List[Dict[str, Any]]:
+    def take(self, scale: float = 1.0) -> List[Dict[str, Any]]:
         """Each dataset's counters since the last take (datasets without
-        reads left out), with its description; they start again from zero."""
+        reads left out), times scale (see readshare), with its
+        description; they start again from zero."""
         out = []
         with self._lock:
             for c in self._datasets.values():
                 now = list(c.c)
                 gained = [a - b for a, b in zip(now, c.taken)]
+                if scale != 1.0:
+                    gained = [round(g * scale) for g in gained]
                 if any(gained):
                     out.append({"key": c.key, "info": c.info, "c": gained})
                     c.taken = now
@@ -330,6 +347,17 @@ class Registry:
         """Start afresh (a forked child counts its own reads only)."""
         self._lock = threading.Lock()
         self._datasets, self._handles, self.totals, self.infos = {}, {}, {}, {}
+        self.handles_made = 0
+
+    def cost(self) -> Tuple[int, int]:
+        """The counting's estimated cost (READ_NS a read, HANDLE_NS a new
+        handle) and the time inside the counted reads, in ns, since the
+        run began (see readshare)."""
+        reads = inside = 0
+        for c in list(self._datasets.values()):
+            reads += c.c[_CALLS]
+            inside += c.c[_READ_NS]
+        return reads * READ_NS + self.handles_made * HANDLE_NS, inside
 
 
 registry = Registry()
@@ -607,10 +635,28 @@ def patch(h5py: Any, patches: Any) -> bool:
         return False
     _lookups[:] = [h5py.h5f.get_name, h5py.h5i.get_name]
     patches.set(f, "__init__", _file_init_wrapper)
-    patches.set(ds, "__getitem__", _getitem_wrapper)
-    if callable(ds.__dict__.get("read_direct")):
-        patches.set(ds, "read_direct", _read_direct_wrapper)
+    _hot.clear()
+    for name, wrap in (("__getitem__", _getitem_wrapper), ("read_direct", _read_direct_wrapper)):
+        if callable(ds.__dict__.get(name)):
+            orig = ds.__dict__[name]
+            patches.set(ds, name, wrap)
+            _hot.append((ds, name, orig, ds.__dict__[name]))
     return True
+
+
+# The per-read wrappers patch put in: (class, name, original, wrapper).
+_hot: List[Tuple[Any, str, Any, Any]] = []
+
+
+def _put(wrapped_in: bool) -> None:
+    """Put the per-read wrappers in (True) or the originals back (False)."""
+    for cls, name, orig, new in _hot:
+        setattr(cls, name, new if wrapped_in else orig)
+
+
+def share_format() -> readshare.Format:
+    """The per-read wrappers as a readshare format."""
+    return readshare.Format("hdf5", lambda: _put(True), lambda: _put(False), registry.cost)
 
 
 _pid = [os.getpid()]  # this process's

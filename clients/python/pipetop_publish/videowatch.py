@@ -53,14 +53,19 @@ decoder) is not counted.
 
 Every read passes through these wrappers, so they do as little as they
 can: a stream's counters are found by (container name, stream index)
-without formatting a key, and the counters are plain list items (the GIL
+without formatting a key, the counters are plain list items (the GIL
 keeps each ``+=`` whole; two threads decoding the same stream at the same
-instant may lose one update, which the counts can afford).
+instant may lose one update, which the counts can afford), and decoded
+frames are remembered in two generations of a plain dict (no lock, no
+eviction order). Still, beside the cheapest reads (a small frame from a
+container kept open) they cost several per cent: under the automatic
+instrumentation they are put in and out in shares of the time
+(``readshare``, ``share_format``; ``av.open`` stays wrapped and counts
+opens only while they are in).
 """
 
 from __future__ import annotations
 
-import contextvars
 import gc
 import os
 import sys
@@ -68,12 +73,19 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import readshare
 from .zarrwatch import add_delta, wrapped
 
 _now = time.perf_counter_ns
 MAX_STREAMS = 64  # files and streams counted per process; others are not
 MAX_KEYFRAMES = 4096  # keyframes remembered per stream
 MAX_FRAMES = 256  # decoded frames remembered for their conversions
+# The cost of one counted call beside a real read, and of one more frame
+# decoded (bench_video.py: a read that seeks, decodes and converts one
+# frame passes 5 counted calls, and they cost it about 15 us here, most of
+# it cache misses; a read that decodes 100 frames from its keyframe paid
+# about 1.7 us a frame).
+CALL_NS, FRAME_NS = 3000, 1700
 # Counters of one file (index -1) or one stream, in this order on the
 # wire between processes.
 FIELDS = ("opens", "calls", "seeks", "frames_decoded", "frames_returned", "bytes_read", "bytes_decoded",
@@ -83,9 +95,14 @@ FIELDS = ("opens", "calls", "seeks", "frames_decoded", "frames_returned", "bytes
 # The file's counters each of its streams carries in the loader frame.
 FILE_FIELDS = (_OPENS, _CALLS, _SEEKS, _READ, _READ_NS, _TORCHVISION_OPENS)
 
-# A conversion in progress in this context: the ones it makes itself
-# (to_ndarray calls reformat) are not counted again.
-_converting: contextvars.ContextVar[bool] = contextvars.ContextVar("pipetop_video_convert", default=False)
+# The states of a remembered frame: decoded and not yet converted;
+# converted (returned); made by a conversion (its own conversions add
+# their time only).
+_DECODED_STATE, _RETURNED_STATE, _MADE_STATE = range(3)
+SKIP = object()  # a stream that is not counted
+# Whether the per-read wrappers are in (see readshare): av.open, which
+# stays wrapped, counts opens only then.
+_counting = [True]
 
 
 class Counts:
@@ -118,9 +135,14 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Dict[str, Counts] = {}
-        self._files: Dict[str, Counts] = {}  # by container name
-        self._streams: Dict[Tuple[str, int], Counts] = {}  # by (container name, stream index)
-        self._frames: Dict[int, List[Any]] = {}
+        # The wrappers hold these dicts: forget() clears them in place.
+        self.files: Dict[str, Counts] = {}  # by container name
+        self.streams: Dict[Tuple[str, int], Any] = {}  # Counts, or SKIP, by (container name, stream index)
+        # Decoded frames by id, for their conversions: the newest frames,
+        # and the generation before them (at least MAX_FRAMES frames are
+        # remembered; no lock, no eviction order to keep).
+        self.frames: Dict[int, Tuple[Any, ...]] = {}
+        self.older: Dict[int, Tuple[Any, ...]] = {}
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
         self.keyframes: Dict[str, set] = {}
@@ -128,7 +150,7 @@ class Registry:
     def file_counts(self, name: Any) -> Optional[Counts]:
         """The counters of the file a container named name reads; None when
         too many are counted."""
-        c = self._files.get(name)
+        c = self.files.get(name)
         if c is not None:
             return c
         key = "%s#-1" % (name,)
@@ -137,27 +159,32 @@ class Registry:
             if c is None and len(self._counts) < MAX_STREAMS:
                 c = self._counts[key] = Counts(key, {"file": file_path(name), "stream": -1})
             if c is not None:
-                self._files[name] = c
+                self.files[name] = c
             return c
 
     def stream_counts(self, stream: Any) -> Optional[Counts]:
-        """The counters of a video stream; None when too many are counted
-        or the stream does not describe itself as expected."""
+        """The counters of a video stream, made on its first decode; None
+        for a stream that is not video, one past MAX_STREAMS, or one that
+        does not describe itself as expected (remembered as SKIP, so its
+        next decodes cost one lookup)."""
         try:
-            name, index = stream.container.name, stream.index
+            key = (stream.container.name, stream.index)
         except Exception:  # noqa: BLE001 - an unexpected stream: not counted
             return None
-        c = self._streams.get((name, index))
-        if c is not None:
-            return c
-        try:
-            c = self._make("%s#%d" % (name, index), stream)
-        except Exception:  # noqa: BLE001
-            return None
-        if c is not None:
-            c.file = self.file_counts(name)
-            self._streams[(name, index)] = c
-        return c
+        c = self.streams.get(key)
+        if c is None:
+            try:
+                if stream.type == "video":
+                    c = self._make("%s#%d" % key, stream)
+            except Exception:  # noqa: BLE001
+                c = None
+            if c is not None:
+                c.file = self.file_counts(key[0])
+            if c is None or c.file is None:
+                c = SKIP
+            if len(self.streams) < 4 * MAX_STREAMS:
+                self.streams[key] = c
+        return None if c is SKIP else c
 
     def _make(self, key: str, stream: Any) -> Optional[Counts]:
         cc = stream.codec_context
@@ -177,54 +204,63 @@ class Registry:
                 self._counts[key] = c
             return c
 
-    def decoded(self, c: Counts, packet: Any, frames: List[Any], dt: int) -> None:
-        """Count a Stream.decode of c's stream: the packet it was given (its
-        bytes read from c's file) and the frames it output in dt ns, which
-        it remembers for their conversions."""
-        cc = c.c
-        cc[_DECODE_NS] += dt
-        if packet is not None and c.file is not None:
-            c.file.c[_READ] += packet.size
-        if not frames:
-            return
-        cc[_DECODED] += len(frames)
-        seen = self._frames
+    def decoded(self, c: Counts, frames: List[Any]) -> None:
+        """Count the frames a Stream.decode of c's stream output, and
+        remember them for their conversions."""
+        c.c[_DECODED] += len(frames)
+        seen = self.frames
+        if len(seen) >= MAX_FRAMES:
+            older = self.older
+            older.clear()
+            older.update(seen)
+            seen.clear()
         for f in frames:
             pts = f.pts
-            seen[id(f)] = [c, pts, False]
+            seen[id(f)] = (c, pts, _DECODED_STATE, 0, 0, 0, -1)
             if f.key_frame and pts is not None and c.kf_scale and len(c.keyframes) < MAX_KEYFRAMES:
                 i = round((pts - c.kf_start) * c.kf_scale)
                 if i not in c.keyframes:
                     c.keyframes.add(i)
                     c.new_keyframes.append(i)
-        if len(seen) > MAX_FRAMES:
-            with self._lock:
-                while len(seen) > MAX_FRAMES:
-                    seen.pop(next(iter(seen)), None)
 
-    def converted(self, frame: Any, out: Any, dt: int) -> None:
-        """Count a conversion of frame (returning out, in dt ns) when the
-        decoder output frame here."""
-        seen = self._frames
-        got = seen.get(id(frame))
+    def converted(self, frame: Any, out: Any, t0: int, t1: int) -> None:
+        """Count a conversion of frame that returned out, from t0 to t1 ns,
+        when the decoder output frame here (or a conversion made it).
+
+        A conversion that another one made inside itself (to_ndarray
+        calls reformat) ends after the outer one began: the outer one then
+        adds only the time the inner one did not, and its own output
+        replaces the inner one's in the bytes used."""
+        key = id(frame)
+        got = self.frames.get(key) or self.older.get(key)
         if got is None or got[1] != frame.pts:
             return
-        cc = got[0].c
-        cc[_CONVERT_NS] += dt
-        if not got[2]:
-            got[2] = True
-            n = out_bytes(out)
+        c, pts, state, end, dt_in, _, counted_in = got
+        cc = c.c
+        dt = t1 - t0
+        n = counted = -1
+        if state == _DECODED_STATE:
+            n = counted = out_bytes(out)
             cc[_RETURNED] += 1
             cc[_USED] += n
-            if cc[_RETURNED] == 1 and frame.width and frame.height and n:
-                got[0].pixel_bytes = n / (frame.width * frame.height)
+            cc[_CONVERT_NS] += dt
+        elif end >= t0:  # the conversion made inside this one
+            cc[_CONVERT_NS] += dt - dt_in
+            if counted_in >= 0:
+                n = counted = out_bytes(out)
+                cc[_USED] += n - counted_in
+        else:  # the same frame converted again
+            cc[_CONVERT_NS] += dt
+        if counted > 0 and cc[_RETURNED] == 1 and frame.width and frame.height:
+            c.pixel_bytes = counted / (frame.width * frame.height)
         if type(out) is type(frame):
-            seen[id(out)] = [got[0], out.pts, True]
+            self.frames[id(out)] = (c, out.pts, _MADE_STATE, t1, dt, n, -1)
+        self.frames[key] = (c, pts, _RETURNED_STATE, t1, dt, n, counted)
 
-    def take(self) -> List[Dict[str, Any]]:
+    def take(self, scale: float = 1.0) -> List[Dict[str, Any]]:
         """Each file's and stream's counters since the last take (those
-        without reads left out), with its description and the keyframes
-        first seen since then."""
+        without reads left out), times scale (see readshare), with its
+        description and the keyframes first seen since then."""
         out = []
         with self._lock:
             for c in self._counts.values():
@@ -233,6 +269,8 @@ class Registry:
                 gained = [a - b for a, b in zip(now, c.taken)]
                 if not any(gained) and not c.new_keyframes:
                     continue
+                if scale != 1.0:
+                    gained = [round(g * scale) for g in gained]
                 kf, c.new_keyframes = c.new_keyframes, []
                 out.append({"key": c.key, "info": c.info, "c": gained, "kf": kf})
                 c.taken = now
@@ -244,6 +282,18 @@ class Registry:
             for d in deltas:
                 if isinstance(d, dict):
                     self._add_total(d)
+
+    def cost(self) -> Tuple[int, int]:
+        """The counting's estimated cost (CALL_NS for each counted call,
+        FRAME_NS for each frame decoded) and the time inside the counted calls, in ns, since the run began
+        (see readshare)."""
+        calls = frames = inside = 0
+        for c in list(self._counts.values()):
+            cc = c.c
+            calls += cc[_OPENS] + cc[_CALLS] + cc[_SEEKS] + 2 * cc[_RETURNED]
+            frames += cc[_DECODED]
+            inside += cc[_DECODE_NS] + cc[_CONVERT_NS] + cc[_READ_NS]
+        return calls * CALL_NS + frames * FRAME_NS, inside
 
     def _add_total(self, d: Dict[str, Any]) -> None:
         key = add_delta(self.totals, self.infos, d, len(FIELDS), MAX_STREAMS)
@@ -290,7 +340,9 @@ class Registry:
     def forget(self) -> None:
         """Start afresh (a forked child counts its own reads only)."""
         self._lock = threading.Lock()
-        self._counts, self._files, self._streams, self._frames = {}, {}, {}, {}
+        self._counts = {}
+        for d in (self.files, self.streams, self.frames, self.older):
+            d.clear()
         self.totals, self.infos, self.keyframes = {}, {}, {}
 
 
@@ -338,7 +390,7 @@ def _open_wrapper(orig: Callable) -> Callable:
     reg = registry
 
     def open(file: Any, mode: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - av.open's name
-        if mode not in (None, "r"):
+        if mode not in (None, "r") or not _counting[0]:
             return orig(file, mode, *args, **kwargs)
         t0 = _now()
         out = orig(file, mode, *args, **kwargs)
@@ -361,17 +413,18 @@ def _open_wrapper(orig: Callable) -> Callable:
 
 def _seek_wrapper(orig: Callable) -> Callable:
     """InputContainer.seek: a seek of the file (the time it took)."""
-    reg = registry
+    files = registry.files
 
     def seek(self: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = _now()
         out = orig(self, *args, **kwargs)
+        t1 = _now()
         try:
-            dt = _now() - t0
-            c = reg.file_counts(self.name)
+            c = files.get(self.name) or registry.file_counts(self.name)
             if c is not None:
-                c.c[_SEEKS] += 1
-                c.c[_READ_NS] += dt
+                cc = c.c
+                cc[_SEEKS] += 1
+                cc[_READ_NS] += t1 - t0
         except Exception:  # noqa: BLE001
             pass
         return out
@@ -382,12 +435,12 @@ def _seek_wrapper(orig: Callable) -> Callable:
 def _demux_wrapper(orig: Callable) -> Callable:
     """InputContainer.demux: a read of the file starts (PyAV's own packet
     iterator is returned: its packets' bytes count where they are decoded)."""
-    reg = registry
+    files = registry.files
 
     def demux(self: Any, *args: Any, **kwargs: Any) -> Any:
         it = orig(self, *args, **kwargs)
         try:
-            c = reg.file_counts(self.name)
+            c = files.get(self.name) or registry.file_counts(self.name)
             if c is not None:
                 c.c[_CALLS] += 1
         except Exception:  # noqa: BLE001
@@ -401,16 +454,22 @@ def _decode_wrapper(orig: Callable) -> Callable:
     """Stream.decode: the packet a video stream's decoder was given, the
     frames it output and the time it took."""
     reg = registry
+    streams = reg.streams
 
     def decode(self: Any, packet: Any = None) -> Any:
         t0 = _now()
         frames = orig(self, packet)
-        dt = _now() - t0
+        t1 = _now()
         try:
-            if self.type == "video":
+            c = streams.get((self.container.name, self.index))
+            if c is None:
                 c = reg.stream_counts(self)
-                if c is not None:
-                    reg.decoded(c, packet, frames, dt)
+            if c is not None and c is not SKIP:
+                c.c[_DECODE_NS] += t1 - t0
+                if packet is not None:
+                    c.file.c[_READ] += packet.size
+                if frames:
+                    reg.decoded(c, frames)
         except Exception:  # noqa: BLE001
             pass
         return frames
@@ -420,20 +479,15 @@ def _decode_wrapper(orig: Callable) -> Callable:
 
 def _convert_wrapper(orig: Callable) -> Callable:
     """A VideoFrame conversion (to_ndarray, to_image, to_rgb, reformat): a
-    frame returned, counted when it is the outermost conversion."""
+    frame returned (see Registry.converted)."""
     reg = registry
 
     def convert(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _converting.get():
-            return orig(self, *args, **kwargs)
-        token = _converting.set(True)
         t0 = _now()
+        out = orig(self, *args, **kwargs)
+        t1 = _now()
         try:
-            out = orig(self, *args, **kwargs)
-        finally:
-            _converting.reset(token)
-        try:
-            reg.converted(self, out, _now() - t0)
+            reg.converted(self, out, t0, t1)
         except Exception:  # noqa: BLE001
             pass
         return out
@@ -449,7 +503,7 @@ class TypePatches:
     attributes cannot be set), undone all together."""
 
     def __init__(self) -> None:
-        self.done: List[Tuple[type, str, Any]] = []
+        self.done: List[Tuple[type, str, Any, Any]] = []
 
     def set(self, cls: type, name: str, wrap: Callable[[Any], Any]) -> None:
         """Replace cls's own method name by wrap(method); ValueError when
@@ -459,19 +513,28 @@ class TypePatches:
         new = wrap(orig)
         d[name] = new
         _modified(cls)
-        self.done.append((cls, name, orig))
+        self.done.append((cls, name, orig, new))
         if getattr(cls, name) is not new:
             raise ValueError("%s.%s did not change" % (cls.__name__, name))
 
+    def put(self, wrapped_in: bool) -> None:
+        """Put the wrappers in (True) or the originals back (False), all
+        of them, keeping both for the next change."""
+        for cls, name, orig, new in self.done:
+            type_dict(cls)[name] = new if wrapped_in else orig
+            _modified(cls)
+        _counting[0] = wrapped_in
+
     def undo(self) -> None:
-        """Put every original back."""
-        for cls, name, orig in reversed(self.done):
+        """Put every original back, for good."""
+        for cls, name, orig, _ in reversed(self.done):
             try:
                 type_dict(cls)[name] = orig
                 _modified(cls)
             except Exception:  # noqa: BLE001
                 pass
         self.done.clear()
+        _counting[0] = True
 
 
 def type_dict(cls: type) -> Dict[str, Any]:
@@ -531,6 +594,11 @@ def patch(av: Any, patches: Any) -> bool:
         raise
     patches.set(av, "open", _open_wrapper)
     return True
+
+
+def share_format() -> readshare.Format:
+    """The per-read wrappers (all but av.open's) as a readshare format."""
+    return readshare.Format("video", lambda: type_patches.put(True), lambda: type_patches.put(False), registry.cost)
 
 
 def _forked() -> None:

@@ -104,7 +104,7 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 		items = append(items, st.Label.Render("zarr read amp ")+m.amp(l.ReadAmp))
 	}
 	if len(l.HDF5) > 0 {
-		items = append(items, st.Label.Render("hdf5 read amp ")+m.amp(stage.HDF5ReadAmp(l)))
+		items = append(items, st.Label.Render("hdf5 read amp ")+m.amp(stage.HDF5ReadAmp(l))+m.counted(l))
 	}
 	if t := l.Trip; t != nil && t.Batches > 0 {
 		items = append(items, m.trip(t))
@@ -114,7 +114,7 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 		if v.GOP > 0 {
 			item += st.Label.Render(fmt.Sprintf(" (GOP %d)", v.GOP))
 		}
-		items = append(items, item)
+		items = append(items, item+m.counted(l))
 	}
 	pin := "off"
 	if l.PinMemory {
@@ -123,6 +123,15 @@ func (m Model) torch(l *stage.LoaderStats) []string {
 	return append(items,
 		st.Label.Render("prefetch ")+st.Value.Render(fmt.Sprint(l.Prefetch)),
 		st.Label.Render("pin_memory ")+st.Value.Render(pin))
+}
+
+// counted notes the share of the time HDF5 and video reads were counted
+// in, when not all of it.
+func (m Model) counted(l *stage.LoaderStats) string {
+	if l.CountedShare <= 0 || l.CountedShare >= 1 {
+		return ""
+	}
+	return m.St.Label.Render(" counted " + units.Pct(l.CountedShare))
 }
 
 // trip is the bytes a batch carries from the workers, with the factor of

@@ -31,7 +31,10 @@ func TestLoaderPane(t *testing.T) {
 			[]string{"batch 6.0 MiB"}, []string{"float"}},
 		{"torch DataLoader reading video", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 108.8, Video: []stage.VideoStream{
 			{File: "/d/cam0.mp4", ReadAmp: 1, GOP: 1}, {File: "/d/cam1.mp4", ReadAmp: 108.8, GOP: 250}}},
-			[]string{"video read amp 108.8× (GOP 250)"}, []string{"zarr", "cache hit"}},
+			[]string{"video read amp 108.8× (GOP 250)"}, []string{"zarr", "cache hit", "counted"}},
+		{"torch DataLoader reading cheap video frames, counted in a share of the time", stage.LoaderStats{Source: "torch", Workers: 2, ReadAmp: 1, CountedShare: 0.14,
+			Video: []stage.VideoStream{{File: "/d/cam0.mp4", ReadAmp: 1, GOP: 1}}},
+			[]string{"video read amp 1.0× (GOP 1) counted 14 %"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(styles.New(false))
