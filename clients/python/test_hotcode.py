@@ -329,7 +329,7 @@ class TestWorkerLink(unittest.TestCase):
         sender = []
 
         def worker() -> None:
-            sender.append(workerlink.Sender(r.path, 3, lambda: fetching[0], 200))
+            sender.append(workerlink.Sender(r.path, 3, lambda: "" if fetching[0] else None, 200))
             sender[0].sampler.start()
             ready.set()
             spin_in_named_function(stop)
@@ -359,7 +359,7 @@ class TestWorkerLink(unittest.TestCase):
     def test_lost_samples_are_counted(self) -> None:
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
-        s = workerlink.Sender(os.path.join(d, "gone.sock"), 0, lambda: True, 100)
+        s = workerlink.Sender(os.path.join(d, "gone.sock"), 0, lambda: "", 100)
         self.addCleanup(s.sock.close)
         s.sampler.fold.add(("worker", 0, "", ()), 4, 40)
         s.send()

@@ -97,6 +97,27 @@ func TestProfileGroupsAndCounts(t *testing.T) {
 	}
 }
 
+// TestSlowFetches: a worker's samples in its slow fetches count with all
+// the workers' and apart, and the profile's totals count them once.
+func TestSlowFetches(t *testing.T) {
+	openShard := fr("open_shard", "train.py", 37)
+	rows := append(zarrWorkers(10), testRow{RoleWorker, SlowFetch, 0, join(workerLoop, []CodeFrame{getitem, openShard}), 50})
+	p := ProfileOf(samplesOf(1e18, rows...))
+	if p.Samples != 150 {
+		t.Errorf("profile counts %d samples, want 150", p.Samples)
+	}
+	all, slow := p.Group(RoleWorker, ""), p.Group(RoleWorker, SlowFetch)
+	if all == nil || slow == nil || all.Samples != 150 || slow.Samples != 50 || slow.Workers != 1 {
+		t.Fatalf("workers %+v, slow fetches %+v: want 150 and 50 samples (one worker)", all, slow)
+	}
+	if slow.Hot == nil || slow.Hot.User.Name != "open_shard" || slow.Hot.Share != 1 {
+		t.Errorf("slow fetches' hot spot %+v, want open_shard at 100 %%", slow.Hot)
+	}
+	if all.Who() != "workers" || slow.Who() != "workers in slow fetches" {
+		t.Errorf("names %q and %q", all.Who(), slow.Who())
+	}
+}
+
 func TestCodeRingWindows(t *testing.T) {
 	c := NewCodeRing(3)
 	for i := int64(0); i < 5; i++ {

@@ -60,8 +60,23 @@ func (p *CodeProfile) Pause(st string) *CodeGroup {
 	return nil
 }
 
+// Who names g's threads: "workers", "workers in slow fetches" (their
+// samples in fetches far slower than their usual ones, also counted with
+// all the workers'), "training thread in data_wait", or the role.
+func (g *CodeGroup) Who() string {
+	switch {
+	case g.Role == RoleWorker && g.Stage == SlowFetch:
+		return "workers in slow fetches"
+	case g.Role == RoleWorker:
+		return "workers"
+	case g.Role == RoleTrain:
+		return "training thread in " + g.Stage
+	}
+	return g.Role
+}
+
 // CodeGroup is the samples of one role (and, for the training thread,
-// one stage).
+// one stage; for the workers, SlowFetch for their slow fetches).
 type CodeGroup struct {
 	// Role is RoleTrain or RoleWorker.
 	Role string `json:"role"`

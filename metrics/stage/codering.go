@@ -95,13 +95,23 @@ func (c *CodeRing) Add(s *StackSamples) {
 		if r.Worker != nil {
 			w = int32(*r.Worker)
 		}
-		e.rows = append(e.rows, codeRow{group: groupOf(r), worker: w, stack: c.t.stack(buf), n: r.N, ns: r.Ns})
+		row := codeRow{group: groupOf(r), worker: w, stack: c.t.stack(buf), n: r.N, ns: r.Ns}
+		e.rows = append(e.rows, row)
+		if r.Role == RoleWorker && r.Stage == SlowFetch {
+			row.group = slowFetches // also apart: what the stalls wait for
+			e.rows = append(e.rows, row)
+		}
 	}
 	if len(c.entries) >= c.max {
 		c.entries = slices.Delete(c.entries, 0, len(c.entries)-c.max+1)
 	}
 	c.entries = append(c.entries, e)
 }
+
+// slowFetches groups the workers' samples in their slow fetches, which
+// also count with all the workers' (a group the profile's totals leave
+// out).
+var slowFetches = groupKey{RoleWorker, SlowFetch}
 
 // groupOf is the group a row counts in.
 func groupOf(r StackRow) groupKey {
@@ -207,8 +217,10 @@ func (c *CodeRing) Profile(fromNs, toNs int64) *CodeProfile {
 	for g, ws := range byGroup {
 		cg := c.t.group(g, ws, 0)
 		cg.Workers = len(workers[g])
-		p.Samples += cg.Samples
-		p.SampledNs += cg.SampledNs
+		if g != slowFetches {
+			p.Samples += cg.Samples
+			p.SampledNs += cg.SampledNs
+		}
 		p.Groups = append(p.Groups, cg)
 	}
 	slices.SortFunc(p.Groups, func(a, b CodeGroup) int {

@@ -56,6 +56,12 @@ const (
 	RoleWorker = "worker" // a DataLoader worker's fetch
 )
 
+// SlowFetch is the stage of a worker's samples in a fetch that has lasted
+// four times the worker's median fetch (and 20 ms): what a stall of the
+// loop waits for, told from the usual fetches (the Python publisher's
+// workers.SLOW_FETCH).
+const SlowFetch = "slow-fetch"
+
 // StackRow is one folded stack: the samples that found this stack, with
 // the wall time they stand for.
 type StackRow struct {
@@ -63,7 +69,8 @@ type StackRow struct {
 	Role string `json:"role"`
 	// Worker is the worker's id (role worker only).
 	Worker *int `json:"worker,omitempty"`
-	// Stage is the stage the training thread was in.
+	// Stage is the stage the training thread was in; for a worker,
+	// SlowFetch or empty.
 	Stage string `json:"stage,omitempty"`
 	// Stack indexes Frames, outermost call first.
 	Stack []int `json:"stack"`

@@ -24,14 +24,31 @@ func inputCode(code *stage.CodeProfile, l *stage.LoaderStats) string {
 	return ""
 }
 
-// stallCode is inputCode for stalls that recur (p periodic) on a loader
-// without workers: the training thread's own samples in the stalls when
-// they can be told from the rest of the steps, else inputCode.
+// stallCode is inputCode for stalls: with workers, their samples in the
+// fetches far slower than their usual ones (what the stalls wait for);
+// without, the training thread's own samples in stalls that recur (p
+// periodic) when they can be told from the rest of the steps; else
+// inputCode.
 func stallCode(code *stage.CodeProfile, l *stage.LoaderStats, p *stage.WaitPattern) string {
+	if g := slowFetches(code, l); g != nil {
+		return "; in the slow fetches, workers spend " + Phrase(g.Hot)
+	}
 	if g := code.Pause(stage.DataWait); periodic(p) && (l == nil || l.Workers == 0) && g != nil && g.Hot != nil {
 		return "; in the stalls, data_wait spends " + Phrase(g.Hot)
 	}
 	return inputCode(code, l)
+}
+
+// slowFetches is the workers' samples in their slow fetches when they
+// have a hot spot; nil without workers or such samples.
+func slowFetches(code *stage.CodeProfile, l *stage.LoaderStats) *stage.CodeGroup {
+	if l == nil || l.Workers == 0 {
+		return nil
+	}
+	if g := code.Group(stage.RoleWorker, stage.SlowFetch); g != nil && g.Hot != nil {
+		return g
+	}
+	return nil
 }
 
 // untimed is the verdict for a step whose time is mostly outside every

@@ -114,6 +114,9 @@ func inputStalls(s stage.Summary, wait float64, l *stage.LoaderStats, code *stag
 		cause = fmt.Sprintf(", %s of the run's time", units.Pct(p.RunShare(s.WallMean)))
 		guess = fmt.Sprintf("find what recurs every %d steps (a chunk or shard boundary, a worker restart, a periodic cache flush)", p.Period)
 	}
+	if g := slowFetches(code, l); g != nil {
+		guess = fmt.Sprintf("make %s cheaper, or do it once per worker (in a worker_init_fn) instead of in the fetch that pays for it", culprit(g.Hot))
+	}
 	slow := ""
 	if capacity, demand, ok := keepUp(s, l); ok && capacity < KeepUp*demand {
 		slow = fmt.Sprintf("the slow batches cost more than the workers can hide (kept busy, they would deliver %s batches/s where the loop takes %s): deeper prefetch alone cannot help; make the slow batch cheaper or add workers", units.Rate(capacity), units.Rate(demand))

@@ -62,6 +62,9 @@ func TestPauseVerdicts(t *testing.T) {
 	shard := stage.ProfileOf(samplesOf(1e18, testRow{stage.RoleTrain, stage.DataWait, -1, join(mainLoop, []stage.CodeFrame{fr("decode_item", "train.py", 12)}), 90}))
 	shard.Pauses = stage.ProfileOf(samplesOf(1e18, testRow{stage.RoleTrain, stage.DataWait, -1,
 		join(mainLoop, []stage.CodeFrame{fr("open_shard", "train.py", 20), lib("tarfile", "TarFile.open", "tarfile.py", 1800)}), 90})).Groups
+	decodeRow := testRow{stage.RoleWorker, "", 0, join(mainLoop, []stage.CodeFrame{fr("decode_item", "train.py", 12)}), 90}
+	workersOnly := stage.ProfileOf(samplesOf(1e18, decodeRow))
+	slowFetch := stage.ProfileOf(samplesOf(1e18, decodeRow, testRow{stage.RoleWorker, stage.SlowFetch, 0, join(mainLoop, []stage.CodeFrame{fr("open_shard", "train.py", 20)}), 60}))
 	for _, tc := range []struct {
 		name     string
 		in       Inputs
@@ -102,6 +105,12 @@ func TestPauseVerdicts(t *testing.T) {
 			[]string{"of each pause under torch `save`", "a checkpoint: torch `save` called from `save_checkpoint` at train.py:30 writes every 25 steps"}, []string{"log_metrics"}},
 		{"stalls of a loader without workers: the stalls' own samples", Inputs{Summary: everyN(stage.DataWait, 8, 1530*ms1), Code: shard}, InputStalls,
 			[]string{"; in the stalls, data_wait spends 100 % under tarfile `TarFile.open`, called from `open_shard` at train.py:20"}, []string{"decode_item"}},
+		{"stalls of a loader with workers: their slow fetches' own samples", Inputs{Summary: epoch, Loader: &otherLength, Code: slowFetch}, InputStalls,
+			[]string{"; in the slow fetches, workers spend 100 % in `open_shard` at train.py:20",
+				"make `open_shard` at train.py:20 cheaper, or do it once per worker (in a worker_init_fn) instead of in the fetch that pays for it"},
+			[]string{"decode_item", "find what recurs"}},
+		{"workers without slow fetches: all the workers' samples", Inputs{Summary: epoch, Loader: &otherLength, Code: workersOnly}, InputStalls,
+			[]string{"; workers spend 100 % in `decode_item` at train.py:12", "find what recurs every 8 steps"}, []string{"slow fetches"}},
 		{"a periodic pause without samples", Inputs{Summary: checkpoint}, Untimed,
 			[]string{"188 ms every 25 steps", "find what the loop does every 25 steps"}, nil},
 		{"evaluation every 50 steps", Inputs{Summary: everyN(stage.Eval, 50, 900*ms1)}, StageBound,

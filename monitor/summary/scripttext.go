@@ -80,10 +80,7 @@ func hotLines(p *stage.CodeProfile) []string {
 		if g.Hot == nil {
 			continue
 		}
-		who := "workers"
-		if g.Role == stage.RoleTrain {
-			who = "training thread in " + g.Stage
-		}
+		who := g.Who()
 		out = append(out, fmt.Sprintf("%s: %s (%d samples)", who, verdict.Phrase(g.Hot), g.Samples))
 	}
 	return out

@@ -163,10 +163,7 @@ func writeHotCode(w io.Writer, p *stage.CodeProfile) {
 	}
 	fmt.Fprintf(w, "\nstack samples: %d at %.0f Hz\n", p.Samples, p.Hz)
 	for _, g := range p.Groups {
-		who := "workers"
-		if g.Role == stage.RoleTrain {
-			who = "training thread in " + g.Stage
-		}
+		who := g.Who()
 		hot := "no single function holds the time"
 		if g.Hot != nil {
 			hot = verdict.Phrase(g.Hot)

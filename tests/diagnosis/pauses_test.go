@@ -96,9 +96,20 @@ func pausePlants(t *testing.T) []pausePlant {
 }
 
 // epochStartPlants: the first fetch of each epoch with persistent
-// workers, and the same with pipetop's advice followed.
+// workers, and the same with pipetop's advice followed; a shard opened in
+// a worker's fetch every 8 batches.
 func epochStartPlants() []pausePlant {
 	return []pausePlant{
+		// A Dataset that opens a shard (0.4 s) in the fetch of every 8th
+		// batch, always on the same worker: the stalls' cause is in the
+		// workers' slow fetches, told from their usual ones.
+		{name: "shard", script: "shard_stalls.py", args: []string{"--steps", "400"}, after: 4 * time.Second, interval: 8 * time.Second,
+			live: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
+				has:   []string{"every 8th step waits", "; in the slow fetches, workers spend", "`open_shard` at ", "shard_stalls.py:", "do it once per worker"},
+				lacks: []string{"find what recurs", "persistent_workers"}},
+			end: pauseWant{kinds: []verdict.Kind{verdict.InputStalls}, stage: stage.DataWait,
+				has:   []string{"every 8th step waits", "; in the slow fetches, workers spend", "`open_shard` at ", "do it once per worker"},
+				lacks: []string{"find what recurs", "persistent_workers"}}},
 		// Persistent workers that keep up within an epoch but prefetch
 		// nothing across its end: each epoch's first batch waits for a
 		// fetch (about 32 ms every 8 steps of 20 ms).
@@ -131,8 +142,9 @@ type pauseResult struct {
 // and checks each one's live and end-of-run verdicts.
 func TestPeriodicPauses(t *testing.T) { runPausePlants(t, pausePlants(t)) }
 
-// TestEpochStart runs the epoch-start plants at once, apart from the
-// other pause plants (their workers add to the load those judge under).
+// TestEpochStart runs the epoch-start and shard plants at once, apart
+// from the other pause plants (their workers add to the load those judge
+// under).
 func TestEpochStart(t *testing.T) { runPausePlants(t, epochStartPlants()) }
 
 // runPausePlants runs plants at once and checks each one's live and

@@ -137,11 +137,12 @@ class Sender:
     Args:
         path: the main process's Receiver path.
         worker: the worker's id.
-        fetching: returns whether the worker is inside a fetch now.
+        where: the stage of a sample now: None outside a fetch, "" in a
+          fetch, workers.SLOW_FETCH in one far slower than the usual.
         rate: stack samples per second (0: counters only).
     """
 
-    def __init__(self, path: str, worker: int, fetching: Callable[[], bool], rate: float) -> None:
+    def __init__(self, path: str, worker: int, where: Callable[[], Optional[str]], rate: float) -> None:
         self.path = path
         self.worker = worker
         self.rate = rate
@@ -152,7 +153,7 @@ class Sender:
         self.sampler: Optional[_stacks.StackSampler] = None
         if rate > 0:
             self.sampler = _stacks.StackSampler(threading.get_ident(), _stacks.WORKER, worker,
-                                                lambda: "" if fetching() else None, rate)
+                                                where, rate)
         self._last = time.time_ns()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="pipetop-worker-link", daemon=True)

@@ -35,12 +35,40 @@ _now = time.perf_counter_ns
 
 # In a worker: (mmap, offset) of its slot and its running totals.
 _slot: Optional[List[Any]] = None
-# In a worker: whether a fetch is in progress (its stack samples count then).
+# In a worker: whether a fetch is in progress (its stack samples count
+# then), when it began, the worker's last fetch times and their median.
 _in_fetch = False
+_fetch_t0 = 0
+_recent: List[int] = []
+_typical_ns = 0
+
+# The stage of a worker's stack samples in a fetch that has lasted
+# SLOW_FACTOR times the worker's median fetch (and SLOW_MIN_NS): what a
+# stall of the loop waits for, told from the usual fetches' samples.
+SLOW_FETCH = "slow-fetch"
+SLOW_FACTOR, SLOW_MIN_NS, SLOW_AFTER = 4, 20_000_000, 8  # SLOW_AFTER fetches make the median
 
 
-def _fetching() -> bool:
-    return _in_fetch
+def fetch_stage() -> Optional[str]:
+    """The stage of a stack sample of this worker now: None outside a
+    fetch, SLOW_FETCH in one far slower than the usual, else ""."""
+    if not _in_fetch:
+        return None
+    typical = _typical_ns
+    if typical and _now() - _fetch_t0 > max(SLOW_MIN_NS, SLOW_FACTOR * typical):
+        return SLOW_FETCH
+    return ""
+
+
+def _fetched(ns: int) -> None:
+    """Note a fetch of ns: the median of the last 32 is the usual."""
+    global _typical_ns
+    r = _recent
+    r.append(ns)
+    if len(r) > 32:
+        del r[0]
+    if len(r) >= SLOW_AFTER:
+        _typical_ns = sorted(r)[len(r) // 2]
 
 
 class IterInfo:
@@ -218,7 +246,7 @@ class WorkerInit:
             _slot = None
         if self.link:
             try:
-                _workerlink.Sender(self.link, worker_id, _fetching, self.rate).start()
+                _workerlink.Sender(self.link, worker_id, fetch_stage, self.rate).start()
             except Exception as e:  # noqa: BLE001 - no samples, same data
                 sys.stderr.write("pipetop: worker %d: no stack samples: %r\n" % (worker_id, e))
         if self.user is not None:
@@ -229,12 +257,12 @@ def _fetch_wrapper(orig: Callable) -> Callable:
     """A dataset fetcher's fetch, timed inside a worker that has a slot."""
 
     def fetch(self: Any, index: Any) -> Any:
-        global _in_fetch
+        global _in_fetch, _fetch_t0
         s = _slot
         if s is None:
             return orig(self, index)
         mm, off = s[0], s[1]
-        t0 = _now()
+        t0 = _fetch_t0 = _now()
         if not s[4]:
             s[4] = t0
         _SLOT.pack_into(mm, off, s[2], t0, s[3], s[4])
@@ -243,9 +271,11 @@ def _fetch_wrapper(orig: Callable) -> Callable:
             return orig(self, index)
         finally:
             _in_fetch = False
-            s[2] += _now() - t0
+            took = _now() - t0
+            s[2] += took
             s[3] += 1
             _SLOT.pack_into(mm, off, s[2], 0, s[3], s[4])
+            _fetched(took)
 
     fetch.__wrapped__ = orig  # type: ignore[attr-defined]
     return fetch

@@ -141,18 +141,12 @@ func Follow(s *snapshot.Snapshot) *stage.CodeGroup {
 	return best
 }
 
-// groupName names a group: "workers" or "training thread in data_wait".
+// groupName names a group: "2 workers" or "training thread in data_wait".
 func groupName(g *stage.CodeGroup) string {
-	if g.Role == stage.RoleWorker {
-		if g.Workers > 0 {
-			return fmt.Sprintf("%d workers", g.Workers)
-		}
-		return "workers"
+	if g.Role == stage.RoleWorker && g.Workers > 0 {
+		return fmt.Sprintf("%d %s", g.Workers, g.Who())
 	}
-	if g.Role == stage.RoleTrain {
-		return "training thread in " + g.Stage
-	}
-	return g.Role
+	return g.Who()
 }
 
 func (m Model) lines(w int) []string {
