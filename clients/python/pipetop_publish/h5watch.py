@@ -83,10 +83,11 @@ _now = time.perf_counter_ns
 MAX_DATASETS = 64  # datasets counted per process; reads of others are not
 MAX_MODELLED = 1024  # chunks one read may touch and still go through the cache model
 MAX_HANDLES = 4096  # open dataset handles remembered per process
-# The cost of counting a read beside a real one, and of the first read
-# through a new handle, whose dataset is looked up by name in HDF5
-# (bench_h5watch.py: about 1.4 and 7.4 us here).
-READ_NS, HANDLE_NS = 1500, 7000
+PRUNE_HANDLES = 256  # the dead handles are dropped from this many (or twice the live ones)
+# The cost of calling a Python wrapper instead of h5py's method beside a
+# real read (what the wrapper's own clock cannot see; the rest of the
+# counting it times itself).
+CALL_NS = 300
 # Counters of one dataset, in this order on the wire between processes.
 FIELDS = ("calls", "chunks_decoded", "bytes_decoded", "bytes_returned", "read_ns", "forked_reads")
 _CALLS, _CHUNKS, _DECODED, _RETURNED, _READ_NS, _FORKED = range(len(FIELDS))
@@ -242,7 +243,10 @@ class Registry:
         self._lock = threading.Lock()
         self._datasets: Dict[Tuple[bytes, bytes], Counts] = {}
         self._handles: Dict[int, Handle] = {}
-        self.handles_made = 0
+        self._prune_at = PRUNE_HANDLES
+        # The time the wrappers spent counting, after each read (the
+        # wrappers hold the list: forget() zeroes it in place).
+        self.own = [0]
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
 
@@ -259,7 +263,6 @@ class Registry:
         while its weak reference still returns dsid). Short: f[name][i]
         makes one on every read."""
         ref = weakref.ref(dsid)
-        self.handles_made += 1
         try:
             names = _names_of(dsid)
             opened = _opened.get(names[0])
@@ -278,8 +281,11 @@ class Registry:
                 c.live.append(ref)
             h = Handle(ref, c, forked)
             handles = self._handles
-            if len(handles) >= MAX_HANDLES:
+            if len(handles) >= self._prune_at:
+                # The dead handles go (f[name][i] leaves one a read): soon,
+                # so that few objects linger for the garbage collector.
                 handles = self._handles = {k: v for k, v in handles.items() if v.ref() is not None}
+                self._prune_at = max(PRUNE_HANDLES, 2 * len(handles))
             if len(handles) < MAX_HANDLES:
                 handles[id(dsid)] = h
         return h
@@ -347,17 +353,18 @@ class Registry:
         """Start afresh (a forked child counts its own reads only)."""
         self._lock = threading.Lock()
         self._datasets, self._handles, self.totals, self.infos = {}, {}, {}, {}
-        self.handles_made = 0
+        self._prune_at = PRUNE_HANDLES
+        self.own[0] = 0
 
     def cost(self) -> Tuple[int, int]:
-        """The counting's estimated cost (READ_NS a read, HANDLE_NS a new
-        handle) and the time inside the counted reads, in ns, since the
-        run began (see readshare)."""
+        """The counting's cost (the wrappers' own time, measured, and
+        CALL_NS a read for the call into them) and the time inside the
+        counted reads, in ns, since the run began (see readshare)."""
         reads = inside = 0
         for c in list(self._datasets.values()):
             reads += c.c[_CALLS]
             inside += c.c[_READ_NS]
-        return reads * READ_NS + self.handles_made * HANDLE_NS, inside
+        return self.own[0] + reads * CALL_NS, inside
 
 
 registry = Registry()
@@ -514,42 +521,48 @@ def _extent(sel: Any, shape: Tuple[int, ...], strides: List[int]) -> int:
 # Patches
 
 
+def _count_getitem(reg: "Registry", ds: Any, args: Any, out: Any, dt: int) -> None:
+    """Count a Dataset.__getitem__ of args that returned out in dt ns
+    (Registry.count, with dset[i]'s path inlined: this is on every read's
+    path)."""
+    dsid = ds._id
+    h = reg._handles.get(id(dsid))
+    if h is None or h.ref() is not dsid:
+        h = reg.new_handle(dsid)
+    c = h.counts
+    if c is None:
+        return
+    if type(args) is int and c.int_chunk:
+        # dset[i] of one chunk, the loader's usual read.
+        n = c.missed(args % c.rows // c.int_chunk) if c.cap else 1
+        cc = c.c
+        if n:
+            cc[_CHUNKS] += 1
+            cc[_DECODED] += c.chunk_bytes
+        cc[_CALLS] += 1
+        cc[_RETURNED] += getattr(out, "nbytes", 0)
+        cc[_READ_NS] += dt
+        if h.forked:
+            cc[_FORKED] += 1
+    else:
+        c.read(args, getattr(out, "nbytes", 0), dt, h.forked)
+
+
 def _getitem_wrapper(orig: Callable) -> Callable:
     """Dataset.__getitem__, counted. h5py's reads call each other only to
     read compound fields by name: that outer call is not counted (see
     Counts.read), the one it makes is."""
-    reg, now = registry, _now
+    reg, now, own = registry, _now, registry.own
 
     def __getitem__(self: Any, args: Any, new_dtype: Any = None) -> Any:
         t0 = now()
         out = orig(self, args) if new_dtype is None else orig(self, args, new_dtype)
-        dt = now() - t0
+        t1 = now()
         try:
-            # Registry.count, inlined: this is on every read's path.
-            dsid = self._id
-            h = reg._handles.get(id(dsid))
-            if h is None or h.ref() is not dsid:
-                h = reg.new_handle(dsid)
-            c = h.counts
-            if c is None:
-                return out
-            if type(args) is int and c.int_chunk:
-                # dset[i] of one chunk, the loader's usual read: Counts.read's
-                # int path inlined, as a call costs a % of a small read.
-                n = c.missed(args % c.rows // c.int_chunk) if c.cap else 1
-                cc = c.c
-                if n:
-                    cc[_CHUNKS] += 1
-                    cc[_DECODED] += c.chunk_bytes
-                cc[_CALLS] += 1
-                cc[_RETURNED] += getattr(out, "nbytes", 0)
-                cc[_READ_NS] += dt
-                if h.forked:
-                    cc[_FORKED] += 1
-            else:
-                c.read(args, getattr(out, "nbytes", 0), dt, h.forked)
+            _count_getitem(reg, self, args, out, t1 - t0)
         except Exception:  # noqa: BLE001 - counting is optional
             pass
+        own[0] += now() - t1
         return out
 
     return wrapped(__getitem__, orig)
@@ -557,18 +570,19 @@ def _getitem_wrapper(orig: Callable) -> Callable:
 
 def _read_direct_wrapper(orig: Callable) -> Callable:
     """Dataset.read_direct: counted as a read of source_sel."""
-    reg = registry
+    reg, own = registry, registry.own
 
     def read_direct(self: Any, dest: Any, source_sel: Any = None, dest_sel: Any = None) -> Any:
         t0 = _now()
         out = orig(self, dest, source_sel, dest_sel)
-        dt = _now() - t0
+        t1 = _now()
         try:
             sel = Ellipsis if source_sel is None else source_sel
             n = _selected(sel, tuple(self.shape))
-            reg.count(self._id, sel, n * int(self.dtype.itemsize), dt)
+            reg.count(self._id, sel, n * int(self.dtype.itemsize), t1 - t0)
         except Exception:  # noqa: BLE001 - counting is optional
             pass
+        own[0] += _now() - t1
         return out
 
     return wrapped(read_direct, orig)

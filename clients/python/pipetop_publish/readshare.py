@@ -13,11 +13,11 @@ wrappers put in and taken out by one thread of the process. Each period
 (``PERIOD``) they are in for ``share`` of it and out for the rest (while
 out they cost nothing). The share starts at 1, everything counted; after
 each period in which reads were counted it becomes the share at which
-the counting's estimated cost stays at ``BUDGET`` of the time spent in
-the counted calls: the calls counted times each format's cost per call
-(measured by the benches above), over the time inside them; never below
-``MIN_SHARE``. Reads of a few hundred microseconds or more stay counted
-in full.
+the counting's cost stays at ``BUDGET`` of the time spent in the counted
+calls; never below ``MIN_SHARE``. Each format tells that cost: the time
+its wrappers spent counting (they time themselves) and a cost per call
+their clocks cannot see (measured by the benches above). Reads of a few
+hundred microseconds or more stay counted in full.
 
 The counters taken (``take``) are scaled by the time that passed over the
 time the wrappers were in since the last take (less the counting's own
@@ -43,7 +43,7 @@ from . import stacks as _stacks
 
 PERIOD = 1.0  # seconds of one cycle in and out
 BUDGET = 0.01  # the counting's estimated cost, over the time in the counted calls
-MIN_SHARE = 0.05  # the least share of each period that is counted
+MIN_SHARE = 0.02  # the least share of each period that is counted
 
 THREAD = "pipetop-readshare"  # the thread's name, in threading and the OS
 FULL_ENV = "PIPETOP_READS_IN_FULL"  # 1: count every read, whatever it costs
@@ -53,9 +53,9 @@ _now = time.monotonic_ns
 
 class Format:
     """The per-read wrappers of one format: on() puts them in, off() takes
-    them out, and cost() is the estimated cost of the counting and the
-    time spent inside the counted calls, both in ns, since the run began
-    (only ever growing)."""
+    them out, and cost() is the cost of the counting (measured and
+    estimated) and the time spent inside the counted calls, both in ns,
+    since the run began (only ever growing)."""
 
     def __init__(self, name: str, on: Callable[[], None], off: Callable[[], None],
                  cost: Callable[[], Tuple[int, int]]) -> None:

@@ -80,12 +80,13 @@ _now = time.perf_counter_ns
 MAX_STREAMS = 64  # files and streams counted per process; others are not
 MAX_KEYFRAMES = 4096  # keyframes remembered per stream
 MAX_FRAMES = 256  # decoded frames remembered for their conversions
-# The cost of one counted call beside a real read, and of one more frame
-# decoded (bench_video.py: a read that seeks, decodes and converts one
-# frame passes 5 counted calls, and they cost it about 15 us here, most of
-# it cache misses; a read that decodes 100 frames from its keyframe paid
-# about 1.7 us a frame).
-CALL_NS, FRAME_NS = 3000, 1700
+# What a call into a wrapper costs beside a real read that the wrapper's
+# own clock cannot see (the rest of the counting it times itself): PyAV's
+# compiled code calling a Python function instead of its own method, and
+# the caches the counting costs the next call. bench_video.py's read of a
+# container kept open passes 6 wrapped calls: about 15 us in all, of which
+# the wrappers' clocks see about 8.
+CALL_NS = 1200
 # Counters of one file (index -1) or one stream, in this order on the
 # wire between processes.
 FIELDS = ("opens", "calls", "seeks", "frames_decoded", "frames_returned", "bytes_read", "bytes_decoded",
@@ -143,6 +144,8 @@ class Registry:
         # remembered; no lock, no eviction order to keep).
         self.frames: Dict[int, Tuple[Any, ...]] = {}
         self.older: Dict[int, Tuple[Any, ...]] = {}
+        # The time the wrappers spent counting, after each call.
+        self.own = [0]
         self.totals: Dict[str, List[int]] = {}
         self.infos: Dict[str, Dict[str, Any]] = {}
         self.keyframes: Dict[str, set] = {}
@@ -284,16 +287,17 @@ class Registry:
                     self._add_total(d)
 
     def cost(self) -> Tuple[int, int]:
-        """The counting's estimated cost (CALL_NS for each counted call,
-        FRAME_NS for each frame decoded) and the time inside the counted calls, in ns, since the run began
-        (see readshare)."""
-        calls = frames = inside = 0
+        """The counting's cost (the wrappers' own time, measured, and
+        CALL_NS for each call into them: a conversion counts twice, as
+        to_ndarray calls reformat; a frame decoded once) and the time
+        inside the counted calls, in ns, since the run began (see
+        readshare)."""
+        calls = inside = 0
         for c in list(self._counts.values()):
             cc = c.c
-            calls += cc[_OPENS] + cc[_CALLS] + cc[_SEEKS] + 2 * cc[_RETURNED]
-            frames += cc[_DECODED]
+            calls += cc[_OPENS] + cc[_CALLS] + cc[_SEEKS] + cc[_DECODED] + 2 * cc[_RETURNED]
             inside += cc[_DECODE_NS] + cc[_CONVERT_NS] + cc[_READ_NS]
-        return calls * CALL_NS + frames * FRAME_NS, inside
+        return self.own[0] + calls * CALL_NS, inside
 
     def _add_total(self, d: Dict[str, Any]) -> None:
         key = add_delta(self.totals, self.infos, d, len(FIELDS), MAX_STREAMS)
@@ -343,6 +347,7 @@ class Registry:
         self._counts = {}
         for d in (self.files, self.streams, self.frames, self.older):
             d.clear()
+        self.own[0] = 0
         self.totals, self.infos, self.keyframes = {}, {}, {}
 
 
@@ -387,25 +392,26 @@ def out_bytes(out: Any) -> int:
 
 def _open_wrapper(orig: Callable) -> Callable:
     """av.open: a file opened for reading (the time it took)."""
-    reg = registry
+    reg, own = registry, registry.own
 
     def open(file: Any, mode: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - av.open's name
         if mode not in (None, "r") or not _counting[0]:
             return orig(file, mode, *args, **kwargs)
         t0 = _now()
         out = orig(file, mode, *args, **kwargs)
+        t1 = _now()
         try:
-            dt = _now() - t0
             c = reg.file_counts(out.name)
             if c is not None:
                 c.c[_OPENS] += 1
-                c.c[_READ_NS] += dt
+                c.c[_READ_NS] += t1 - t0
                 # torchvision's readers open the file themselves (read_video
                 # on every call): the advice then names them.
                 if str(sys._getframe(1).f_globals.get("__name__", "")).startswith("torchvision."):
                     c.c[_TORCHVISION_OPENS] += 1
         except Exception:  # noqa: BLE001 - counting is optional
             pass
+        own[0] += _now() - t1
         return out
 
     return wrapped(open, orig)
@@ -413,7 +419,7 @@ def _open_wrapper(orig: Callable) -> Callable:
 
 def _seek_wrapper(orig: Callable) -> Callable:
     """InputContainer.seek: a seek of the file (the time it took)."""
-    files = registry.files
+    files, own = registry.files, registry.own
 
     def seek(self: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = _now()
@@ -427,6 +433,7 @@ def _seek_wrapper(orig: Callable) -> Callable:
                 cc[_READ_NS] += t1 - t0
         except Exception:  # noqa: BLE001
             pass
+        own[0] += _now() - t1
         return out
 
     return wrapped(seek, orig)
@@ -435,16 +442,18 @@ def _seek_wrapper(orig: Callable) -> Callable:
 def _demux_wrapper(orig: Callable) -> Callable:
     """InputContainer.demux: a read of the file starts (PyAV's own packet
     iterator is returned: its packets' bytes count where they are decoded)."""
-    files = registry.files
+    files, own = registry.files, registry.own
 
     def demux(self: Any, *args: Any, **kwargs: Any) -> Any:
         it = orig(self, *args, **kwargs)
+        t1 = _now()
         try:
             c = files.get(self.name) or registry.file_counts(self.name)
             if c is not None:
                 c.c[_CALLS] += 1
         except Exception:  # noqa: BLE001
             pass
+        own[0] += _now() - t1
         return it
 
     return wrapped(demux, orig)
@@ -453,7 +462,7 @@ def _demux_wrapper(orig: Callable) -> Callable:
 def _decode_wrapper(orig: Callable) -> Callable:
     """Stream.decode: the packet a video stream's decoder was given, the
     frames it output and the time it took."""
-    reg = registry
+    reg, own = registry, registry.own
     streams = reg.streams
 
     def decode(self: Any, packet: Any = None) -> Any:
@@ -472,6 +481,7 @@ def _decode_wrapper(orig: Callable) -> Callable:
                     reg.decoded(c, frames)
         except Exception:  # noqa: BLE001
             pass
+        own[0] += _now() - t1
         return frames
 
     return wrapped(decode, orig)
@@ -480,7 +490,7 @@ def _decode_wrapper(orig: Callable) -> Callable:
 def _convert_wrapper(orig: Callable) -> Callable:
     """A VideoFrame conversion (to_ndarray, to_image, to_rgb, reformat): a
     frame returned (see Registry.converted)."""
-    reg = registry
+    reg, own = registry, registry.own
 
     def convert(self: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = _now()
@@ -490,6 +500,7 @@ def _convert_wrapper(orig: Callable) -> Callable:
             reg.converted(self, out, t0, t1)
         except Exception:  # noqa: BLE001
             pass
+        own[0] += _now() - t1
         return out
 
     return wrapped(convert, orig)
