@@ -87,15 +87,35 @@ class TestShare(unittest.TestCase):
 
         def costly() -> Tuple[int, int]:
             if grow[0]:
-                f.cost, f.inside = f.cost + 10_000, f.inside + 100_000  # 10 %: a share of 0.1
+                f.cost, f.inside = f.cost + 10_000, f.inside + 100_000  # 10 %: BUDGET / 0.1
             return f.cost, f.inside
 
         s.register(readshare.Format("fake", lambda: f.calls.append(True), lambda: f.calls.append(False), costly))
         time.sleep(0.6)
         s.stop()
-        self.assertAlmostEqual(s.share, 0.1)
+        self.assertAlmostEqual(s.share, readshare.BUDGET / 0.1)
         self.assertIn(False, f.calls)
         self.assertEqual(f.calls[-1], True)  # stopped with the wrappers in
+
+    def test_a_forked_child_counts_afresh_in_full(self) -> None:
+        s, f = readshare.Switch(), FakeFormat()
+        old = readshare.PERIOD
+        readshare.PERIOD = 0.1
+        self.addCleanup(setattr, readshare, "PERIOD", old)
+        f.cost, f.inside = 10**6, 10**6  # costly: a low share
+        s.register(f.format())
+        time.sleep(0.35)
+        s._set(False)
+        parent, parent_stop = s._thread, s._stop
+        s.forked()  # as os.fork's handler runs it in the child
+        self.addCleanup(s.stop)
+        parent_stop.set()  # a real child has no parent thread
+        parent.join()
+        self.assertEqual((s.share, s._in, f.calls[-1]), (1.0, True, True))
+        self.assertIsNot(s._thread, parent)
+        self.assertTrue(s._thread is not None and s._thread.is_alive())
+        passed, counted = s.counted()
+        self.assertLessEqual(counted, passed)
 
     def test_bad_counted_messages_are_skipped(self) -> None:
         before = list(readwatch._counted)

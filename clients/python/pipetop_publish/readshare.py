@@ -42,7 +42,7 @@ from typing import Callable, List, Optional, Tuple
 from . import stacks as _stacks
 
 PERIOD = 1.0  # seconds of one cycle in and out
-BUDGET = 0.01  # the counting's estimated cost, over the time in the counted calls
+BUDGET = 0.005  # the counting's estimated cost, over the time in the counted calls
 MIN_SHARE = 0.02  # the least share of each period that is counted
 
 THREAD = "pipetop-readshare"  # the thread's name, in threading and the OS
@@ -174,7 +174,8 @@ class Switch:
         self.share = 1.0
         for f in self.formats:
             f.on()
-        self._in, self._in_since, self._in_ns, self._cost_in = True, _now(), 0, self._costs()
+        # Every format's registry starts afresh in the child too: costs from 0.
+        self._in, self._in_since, self._in_ns, self._cost_in = True, _now(), 0, 0
         self._taken, self._cost = (self._in_since, 0), (0, 0)
         running, self._thread = self._thread is not None and not self._stop.is_set(), None
         if running:
