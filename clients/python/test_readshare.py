@@ -117,6 +117,15 @@ class TestShare(unittest.TestCase):
         passed, counted = s.counted()
         self.assertLessEqual(counted, passed)
 
+    def test_scaled_counts_carry_their_fractions(self) -> None:
+        carry = [0.0, 0.0]
+        total = [0, 0]
+        for _ in range(30):  # 30 takes of 1 read of 7 bytes, counted a third of the time
+            got = readshare.scaled([1, 7], 3.3, carry)
+            total = [a + b for a, b in zip(total, got)]
+        self.assertEqual(total, [99, 693])  # within half a count of 99 and 693
+        self.assertAlmostEqual(total[1] / total[0], 7, delta=0.1)
+
     def test_bad_counted_messages_are_skipped(self) -> None:
         before = list(readwatch._counted)
         for bad in ([1], [1, 2], ["a", 1], [-1, 0], [1.5, 1], None):

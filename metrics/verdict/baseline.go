@@ -16,6 +16,7 @@ type Baseline struct {
 	names    []string
 	rankWait []bool // rankWait[k]: stage k is comm-class, its GPU time not busy
 	seen     int    // steps offered, the skipped ones included
+	first    int64  // the number of the first step offered
 	anchorNs int64  // when the first step offered ended: second 0 starts here
 	startNs  int64  // when the first kept step started
 	secs     []baselineSecond
@@ -43,7 +44,7 @@ func NewBaseline(names []string) *Baseline {
 func (b *Baseline) Add(r *stage.Record) {
 	b.seen++
 	if b.seen == 1 {
-		b.anchorNs = r.EndNs
+		b.anchorNs, b.first = r.EndNs, r.Step
 	}
 	if b.seen <= BaselineSkip || r.EndNs > b.anchorNs+int64(BaselineNs) {
 		return
@@ -83,6 +84,9 @@ func (b *Baseline) Add(r *stage.Record) {
 // minutes. An aggregate counts whole, in the second in which its last step
 // ended; one that ends within the first BaselineSkip steps is left out.
 func (b *Baseline) AddAggregate(g *stage.Aggregate) {
+	if b.seen == 0 {
+		b.first = g.FirstStep
+	}
 	b.seen += int(g.Steps)
 	if b.anchorNs == 0 {
 		b.anchorNs = g.EndNs
@@ -122,6 +126,11 @@ func (b *Baseline) second(endNs int64) int {
 	}
 	return int((d - 1) / 1e9)
 }
+
+// Late reports whether the first step offered came after the run's
+// warm-up (a viewer that attached to a run well past its start): the
+// baseline is then not the run's first minutes.
+func (b *Baseline) Late() bool { return b.seen > 0 && b.first > BaselineSkip }
 
 // AnchorNs is when the first step offered ended (Unix ns), 0 before any.
 func (b *Baseline) AnchorNs() int64 { return b.anchorNs }

@@ -114,6 +114,9 @@ type Inputs struct {
 	// Baseline aggregates the run's first minutes, for drift; nil or
 	// empty until known.
 	Baseline *stage.Summary
+	// BaselineLate says the baseline began well past the run's start (a
+	// viewer that attached late: Baseline.Late).
+	BaselineLate bool
 	// Host is what the viewer measured around the trainer; nil when
 	// unknown.
 	Host *Host

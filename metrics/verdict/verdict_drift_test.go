@@ -89,7 +89,11 @@ func TestDriftBaselineOfALateViewer(t *testing.T) {
 		{"attached at step 100", 100, "slower than in the first 5.4 s seen (from step 100)"},
 	} {
 		b := grows.SummarizeBetween(tc.skip, 0, start+int64(590*11*ms1))
-		if v := Judge(Inputs{Summary: grows.Summarize(1e9), Baseline: &b}); v.Kind != Drift || !strings.Contains(v.Headline, tc.want) {
+		late := NewBaseline(nil)
+		for i := tc.skip; i < tc.skip+3; i++ {
+			late.Add(&stage.Record{Step: int64(i), EndNs: start + int64(i)})
+		}
+		if v := Judge(Inputs{Summary: grows.Summarize(1e9), Baseline: &b, BaselineLate: late.Late()}); v.Kind != Drift || !strings.Contains(v.Headline, tc.want) {
 			t.Errorf("%s: %q, want drift with %q", tc.name, v, tc.want)
 		}
 	}

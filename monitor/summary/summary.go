@@ -324,7 +324,7 @@ func (b *builder) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
 	if base == nil {
 		return in, false
 	}
-	in.Summary, in.Baseline = end, base
+	in.Summary, in.Baseline, in.BaselineLate = end, base, b.base.Late()
 	return in, true
 }
 
@@ -363,7 +363,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge)})
+		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge), BaselineLate: b.base != nil && b.base.Late()})
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}

@@ -109,7 +109,7 @@ class Counts:
     """One dataset (file and path) of this process: what it is, its
     counters since the last take and the model of its chunk cache."""
 
-    __slots__ = ("key", "info", "c", "taken", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
+    __slots__ = ("key", "info", "c", "taken", "carry", "shape", "chunks", "itemsize", "chunk_bytes", "filtered", "modelled",
                  "cap", "nslots", "down", "rest", "strides", "cache", "live", "rows", "per_chunk", "int_chunk",
                  "params")
 
@@ -120,6 +120,7 @@ class Counts:
         # needs no lock: take() sends what they gained since taken).
         self.c = [0] * len(FIELDS)
         self.taken = [0] * len(FIELDS)
+        self.carry = [0.0] * len(FIELDS)  # fractions of scaled takes (readshare.scaled)
         self.shape, self.chunks, self.itemsize, self.filtered = shape, chunks, itemsize, filtered
         self.strides = _strides(shape)
         self.chunk_bytes = math.prod(chunks) * itemsize if chunks else 0
@@ -316,11 +317,13 @@ class Registry:
             for c in self._datasets.values():
                 now = list(c.c)
                 gained = [a - b for a, b in zip(now, c.taken)]
+                if not any(gained):
+                    continue
+                c.taken = now
                 if scale != 1.0:
-                    gained = [round(g * scale) for g in gained]
+                    gained = readshare.scaled(gained, scale, c.carry)
                 if any(gained):
                     out.append({"key": c.key, "info": c.info, "c": gained})
-                    c.taken = now
         return out
 
     def add_totals(self, deltas: List[Dict[str, Any]]) -> None:

@@ -185,6 +185,19 @@ class Switch:
 switch = Switch()
 
 
+def scaled(gained: List[int], k: float, carry: List[float]) -> List[int]:
+    """gained times k, as whole counts, rounded; each counter's remainder
+    is carried (in carry, one per counter) to its next take, so that a
+    run's totals stay within half a count of the scaled sum."""
+    out = []
+    for i, g in enumerate(gained):
+        x = g * k + carry[i]
+        n = round(x)
+        carry[i] = x - n
+        out.append(n)
+    return out
+
+
 def scale(passed: int, counted: int) -> float:
     """What counters gained while counted ns of passed were counted are
     multiplied by to stand for all of it (1 when all was)."""

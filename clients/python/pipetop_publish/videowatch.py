@@ -110,7 +110,7 @@ class Counts:
     """What is known about one file (index -1) or one of its video streams,
     and its counters since the last take."""
 
-    __slots__ = ("key", "info", "c", "pixels", "pixel_bytes", "kf_scale", "kf_start", "keyframes", "new_keyframes", "file", "taken")
+    __slots__ = ("key", "info", "c", "carry", "pixels", "pixel_bytes", "kf_scale", "kf_start", "keyframes", "new_keyframes", "file", "taken")
 
     def __init__(self, key: str, info: Dict[str, Any]) -> None:
         self.key = key
@@ -119,6 +119,7 @@ class Counts:
         # lock: take() sends what they gained since taken).
         self.c = [0] * len(FIELDS)
         self.taken = [0] * len(FIELDS)
+        self.carry = [0.0] * len(FIELDS)  # fractions of scaled takes (readshare.scaled)
         self.pixels = int(info.get("width", 0)) * int(info.get("height", 0))
         self.pixel_bytes = 3.0
         self.kf_scale = 0.0  # frames per pts tick
@@ -273,7 +274,7 @@ class Registry:
                 if not any(gained) and not c.new_keyframes:
                     continue
                 if scale != 1.0:
-                    gained = [round(g * scale) for g in gained]
+                    gained = readshare.scaled(gained, scale, c.carry)
                 kf, c.new_keyframes = c.new_keyframes, []
                 out.append({"key": c.key, "info": c.info, "c": gained, "kf": kf})
                 c.taken = now
