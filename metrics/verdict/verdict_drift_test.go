@@ -7,6 +7,18 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
+// loaderSlows is 1,000 steps from start of 10 ms compute whose data_wait
+// goes from 1 ms to 6 ms at step 600.
+func loaderSlows(start int64) *stage.StepRing {
+	return run(start, 1000, func(i int) map[string]int64 {
+		m := steadyTimes(ms1)(i)
+		if i >= 600 {
+			m[stage.DataWait] = 6 * ms1
+		}
+		return m
+	})
+}
+
 // TestDriftNeedsBaseline: drift is judged only from a baseline of at
 // least DriftBaseNs and DriftBaseMin steps, and a stage that was already
 // the baseline's bottleneck is that bottleneck, not drift (the issue's
@@ -14,14 +26,7 @@ import (
 // "drift: steps are 25 % slower than in the run's first 1.1 s").
 func TestDriftNeedsBaseline(t *testing.T) {
 	const start = int64(1e18)
-	// Steps of 10 ms compute; data_wait 1 ms, then 6 ms from step 600.
-	grows := run(start, 1000, func(i int) map[string]int64 {
-		m := steadyTimes(ms1)(i)
-		if i >= 600 {
-			m[stage.DataWait] = 6 * ms1
-		}
-		return m
-	})
+	grows := loaderSlows(start)
 	// data_wait ~50 % from the first step, a quarter slower later.
 	inputBound := run(start, 1000, func(i int) map[string]int64 {
 		m := map[string]int64{stage.DataWait: 86 * ms1, stage.Forward: 60 * ms1, stage.Backward: 25 * ms1, stage.Optim: 5 * ms1}
@@ -73,13 +78,7 @@ func TestDriftNeedsBaseline(t *testing.T) {
 // run's start does not call its baseline the run's first seconds.
 func TestDriftBaselineOfALateViewer(t *testing.T) {
 	const start = int64(1e18)
-	grows := run(start, 1000, func(i int) map[string]int64 {
-		m := steadyTimes(ms1)(i)
-		if i >= 600 {
-			m[stage.DataWait] = 6 * ms1
-		}
-		return m
-	})
+	grows := loaderSlows(start)
 	for _, tc := range []struct {
 		name string
 		skip int // steps before the baseline's first
