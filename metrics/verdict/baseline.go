@@ -127,10 +127,9 @@ func (b *Baseline) second(endNs int64) int {
 	return int((d - 1) / 1e9)
 }
 
-// Late reports whether the first step offered came after the run's
-// warm-up (a viewer that attached to a run well past its start): the
-// baseline is then not the run's first minutes.
-func (b *Baseline) Late() bool { return b.seen > 0 && b.first > BaselineSkip }
+// First is the number of the first step offered (0 before any): past
+// the run's start for a viewer that attached late.
+func (b *Baseline) First() int64 { return b.first }
 
 // AnchorNs is when the first step offered ended (Unix ns), 0 before any.
 func (b *Baseline) AnchorNs() int64 { return b.anchorNs }

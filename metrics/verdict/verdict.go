@@ -114,9 +114,11 @@ type Inputs struct {
 	// Baseline aggregates the run's first minutes, for drift; nil or
 	// empty until known.
 	Baseline *stage.Summary
-	// BaselineLate says the baseline began well past the run's start (a
-	// viewer that attached late: Baseline.Late).
-	BaselineLate bool
+	// BaselineFirst is the number of the first step the baseline was
+	// offered (Baseline.First): when more steps came before it than the
+	// baseline holds, a viewer attached late and the baseline is not the
+	// run's first minutes.
+	BaselineFirst int64
 	// Host is what the viewer measured around the trainer; nil when
 	// unknown.
 	Host *Host

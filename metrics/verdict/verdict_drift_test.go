@@ -80,19 +80,21 @@ func TestDriftBaselineOfALateViewer(t *testing.T) {
 	const start = int64(1e18)
 	grows := loaderSlows(start)
 	for _, tc := range []struct {
-		name string
-		skip int // steps before the baseline's first
-		want string
+		name  string
+		skip  int   // steps before the baseline's first
+		first int64 // the first step the viewer saw
+		want  string
 	}{
-		{"from the run's start", BaselineSkip, "slower than in the run's first 6.4 s"},
-		{"attached at step 100", 100, "slower than in the first 5.4 s seen (from step 100)"},
+		{"from the run's start", BaselineSkip, 0, "slower than in the run's first 6.4 s"},
+		{"attached 50 steps in (fewer than the baseline's)", 50, 50, "slower than in the run's first 5.9 s"},
+		{"attached at step 1000 (more than the baseline's)", 100, 1000, "slower than in the first 5.4 s seen (from step 100)"},
 	} {
 		b := grows.SummarizeBetween(tc.skip, 0, start+int64(590*11*ms1))
-		late := NewBaseline(nil)
-		for i := tc.skip; i < tc.skip+3; i++ {
-			late.Add(&stage.Record{Step: int64(i), EndNs: start + int64(i)})
+		seen := NewBaseline(nil)
+		for i := tc.first; i < tc.first+3; i++ {
+			seen.Add(&stage.Record{Step: int64(i), EndNs: start + int64(i)})
 		}
-		if v := Judge(Inputs{Summary: grows.Summarize(1e9), Baseline: &b, BaselineLate: late.Late()}); v.Kind != Drift || !strings.Contains(v.Headline, tc.want) {
+		if v := Judge(Inputs{Summary: grows.Summarize(1e9), Baseline: &b, BaselineFirst: seen.First()}); v.Kind != Drift || !strings.Contains(v.Headline, tc.want) {
 			t.Errorf("%s: %q, want drift with %q", tc.name, v, tc.want)
 		}
 	}

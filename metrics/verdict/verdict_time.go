@@ -172,8 +172,9 @@ func WithDrift(v Verdict, end Inputs) Verdict {
 }
 
 // baselineText names the baseline b: "the run's first 8.0 s", or, for a
-// viewer that attached to a run well past its start (late), "the first
-// 8.0 s seen (from step 5210)".
+// viewer that attached to a run well past its start (late: more steps
+// came before the first it saw than the baseline holds), "the first 8.0 s
+// seen (from step 5210)".
 func baselineText(b *stage.Summary, late bool) string {
 	if late {
 		return fmt.Sprintf("the first %s seen (from step %d)", secs(float64(b.SpanNs)), b.LastStep-int64(b.Steps)+1)
@@ -212,7 +213,7 @@ func driftRule(in *Inputs) (Verdict, bool) {
 	}
 	v := Verdict{Kind: Drift, Stage: grew.Name,
 		Headline: fmt.Sprintf("drift: steps are %s slower than in %s (%s → %s): %s grew from %s to %s of each step",
-			units.Pct(slower), baselineText(b, in.BaselineLate), units.Dur(b.WallMean), units.Dur(s.WallMean), grew.Name, units.Pct(was), units.Pct(grew.Share))}
+			units.Pct(slower), baselineText(b, in.BaselineFirst > max(BaselineSkip, int64(b.Steps))), units.Dur(b.WallMean), units.Dur(s.WallMean), grew.Name, units.Pct(was), units.Pct(grew.Share))}
 	switch stage.ClassOf(grew.Name) {
 	case stage.ClassInput:
 		v.Next = "the loader slowed down since the start: a decoded-chunk cache that stopped fitting, slower storage, or fewer live workers; " + InputAdvice(in.Loader)

@@ -491,8 +491,8 @@ type View struct {
 	// Baseline summarizes the run's first minutes, for drift; nil until it
 	// holds enough steps, without a window summary, and in brief.
 	Baseline *stage.Summary
-	// BaselineLate says the baseline began well past the run's start.
-	BaselineLate bool
+	// BaselineFirst is the number of the first step the baseline saw.
+	BaselineFirst int64
 	// StartNs is when the trainer started (Unix ns), else when the link
 	// last changed.
 	StartNs int64
@@ -560,7 +560,7 @@ func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 	if v.Summary == nil {
 		return
 	}
-	v.Baseline, v.BaselineLate = f.baseline(now.UnixNano()), f.base.Late()
+	v.Baseline, v.BaselineFirst = f.baseline(now.UnixNano()), f.base.First()
 	if n := v.Trainer.EpochSteps; n > 0 && v.Summary.StepsPerSec > 0 && f.link.State == snapshot.LinkConnected {
 		left := n - (v.Summary.LastStep+1)%n
 		v.Trainer.EpochETASec = float64(left) / v.Summary.StepsPerSec
@@ -577,7 +577,7 @@ func (v *View) Inputs(nowNs int64) (in verdict.Inputs, ok bool) {
 		return verdict.Inputs{}, false
 	}
 	in = verdict.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
-		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline, BaselineLate: v.BaselineLate}
+		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline, BaselineFirst: v.BaselineFirst}
 	if v.Summary != nil {
 		in.Summary = *v.Summary
 	}

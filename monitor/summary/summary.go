@@ -324,8 +324,17 @@ func (b *builder) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
 	if base == nil {
 		return in, false
 	}
-	in.Summary, in.Baseline, in.BaselineLate = end, base, b.base.Late()
+	in.Summary, in.Baseline, in.BaselineFirst = end, base, b.baseFirst()
 	return in, true
+}
+
+// baseFirst is the number of the first step the baseline saw (0 without
+// one).
+func (b *builder) baseFirst() int64 {
+	if b.base == nil {
+		return 0
+	}
+	return b.base.First()
 }
 
 // baseline is the means of the main track's first minutes as the live
@@ -363,7 +372,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge), BaselineLate: b.base != nil && b.base.Late()})
+		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge), BaselineFirst: b.baseFirst()})
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
