@@ -52,10 +52,11 @@ _now = time.monotonic_ns
 
 
 class Format:
-    """The per-read wrappers of one format: on() puts them in, off() takes
-    them out, and cost() is the cost of the counting (measured and
-    estimated) and the time spent inside the counted calls, both in ns,
-    since the run began (only ever growing)."""
+    """The per-read wrappers of one format (name: its registry's in
+    readwatch): on() puts them in, off() takes them out, and cost() is
+    the cost of the counting (measured and estimated) and the time spent
+    inside the counted calls, both in ns, since the run began (only ever
+    growing)."""
 
     def __init__(self, name: str, on: Callable[[], None], off: Callable[[], None],
                  cost: Callable[[], Tuple[int, int]]) -> None:
@@ -91,6 +92,10 @@ class Switch:
                 f.off()
         if self._thread is None and os.environ.get(FULL_ENV, "") != "1":
             self._start()
+
+    def names(self) -> List[str]:
+        """The registered formats' names (a registry's in readwatch)."""
+        return [f.name for f in self.formats]
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=THREAD, daemon=True)

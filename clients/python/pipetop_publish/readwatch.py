@@ -36,8 +36,6 @@ from . import zarrwatch as _zarrwatch
 # a worker and the main process and in the loader frame.
 REGISTRIES: List[Tuple[str, Any]] = [("zarr", _zarrwatch.registry), ("hdf5", _h5watch.registry), ("video", _videowatch.registry)]
 
-# The formats whose reads are counted in shares of the time (readshare).
-SHARED = ("hdf5", "video")
 # The time that passed and the time counted, in ns, of every take of
 # those formats added to the run's totals.
 _counted = [0, 0]
@@ -54,11 +52,12 @@ def take() -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     passed, counted = _readshare.switch.counted()
     k = _readshare.scale(passed, counted)
+    shared = _readshare.switch.names()
     for name, reg in REGISTRIES:
-        got = reg.take(k) if name in SHARED else reg.take()
+        got = reg.take(k) if name in shared else reg.take()
         if got:
             out[name] = got
-    if passed and any(name in out for name in SHARED):
+    if passed and any(name in out for name in shared):
         out["counted"] = [passed, counted]
     return out
 
