@@ -58,14 +58,18 @@ func readMeasured(path, script string) *verdict.Measured {
 		return nil
 	}
 	var r struct {
-		Schema  string   `json:"schema"`
-		Command []string `json:"command"`
-		Advice  string   `json:"advice"`
-		SpeedUp float64  `json:"speed_up"`
-		Tuned   string   `json:"tuned"`
+		Schema      string          `json:"schema"`
+		Command     []string        `json:"command"`
+		Advice      string          `json:"advice"`
+		SpeedUp     float64         `json:"speed_up"`
+		Tuned       string          `json:"tuned"`
+		Unconfirmed json.RawMessage `json:"unconfirmed"`
 	}
 	if json.Unmarshal(b, &r) != nil || r.Schema != tuneSchema || r.Tuned != "loader" || scriptOf(argvConfig(r.Command)) != script {
 		return nil
+	}
+	if len(r.Unconfirmed) > 0 && string(r.Unconfirmed) != "null" {
+		return nil // its best find is unconfirmed: nothing measured to cite
 	}
 	return &verdict.Measured{Advice: r.Advice, SpeedUp: r.SpeedUp, File: path}
 }

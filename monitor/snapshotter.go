@@ -406,6 +406,15 @@ func (c *Snapshotter) record(s *snapshot.Snapshot, steps int64) {
 	s.History.CPU = c.values(c.load)
 }
 
+// RestartMemory forgets the memory histories: the memory rules judge
+// from the next refresh on (a bisect phase's measured window, after the
+// start-up and the cache it filled).
+func (c *Snapshotter) RestartMemory() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mem = memHistory{pid: c.mem.pid}
+}
+
 // memHistory remembers the trainer's resident and GPU memory over the last
 // HistoryLen refreshes, for the memory-creep rule, and the bytes it wrote
 // a second, for the size of a checkpoint.

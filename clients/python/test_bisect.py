@@ -42,7 +42,11 @@ STEPS = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 class Items(Dataset):
     def __init__(self, n): self.n = n
     def __len__(self): return self.n
-    def __getitem__(self, i): return torch.full((4,), float(i)), torch.tensor([float(i)])
+    def __getitem__(self, i):
+        if KIND == "files":  # each item read from a file of OUT/data
+            with open(os.path.join(OUT, "data", "%d.bin" % (i % 5)), "rb") as f:
+                f.read()
+        return torch.full((4,), float(i)), torch.tensor([float(i)])
 
 class Stream(IterableDataset):
     def __iter__(self):
@@ -64,6 +68,7 @@ def train_step(x, y):
     opt.zero_grad()
     loss.backward()
     opt.step()
+    return loss.requires_grad
 
 if KIND == "noloader":
     for _ in range(3):
@@ -72,18 +77,18 @@ else:
     def make(ds, workers, name):
         return DataLoader(ds, batch_size=4, num_workers=workers, worker_init_fn=counter(name))
     train_ds, val_ds = Items(40), Items(20)
-    if KIND == "map":
+    if KIND in ("map", "files"):
         train, val = make(train_ds, 2, "train"), make(val_ds, 1, "val")
     else:
         train, val = DataLoader(Stream(), batch_size=4), None
     steps = 0
     for epoch in range(EPOCHS):
-        ids = []
+        ids, grad = [], set()
         if KIND == "inline":
             val = make(val_ds, 1, "val")
         for x, y in (make(train_ds, 2, "train") if KIND == "inline" else train):
             ids.append(id(x))
-            train_step(x.to("cpu"), y)
+            grad.add(train_step(x.to("cpu"), y))
             steps += 1
             if steps == STEPS:
                 break
@@ -92,7 +97,7 @@ else:
             with torch.no_grad():
                 for x, y in val:
                     vals.append(x[0, 0].item())
-        print(json.dumps({"epoch": epoch, "ids": ids, "val": vals}), flush=True)
+        print(json.dumps({"epoch": epoch, "ids": ids, "val": vals, "grad": sorted(grad)}), flush=True)
         if steps == STEPS:
             break
 print(json.dumps({"changed": not torch.equal(w0, model.weight)}), flush=True)
@@ -104,6 +109,10 @@ def _run(phase: str, kind: str = "map", epochs: int = 3, steps: int = 0, **env: 
     work dir, its phase file, {} when none)."""
     d = tempfile.mkdtemp(prefix="ptbisect", dir="/tmp")
     os.chmod(d, 0o700)
+    os.mkdir(os.path.join(d, "data"))
+    for i in range(5):
+        with open(os.path.join(d, "data", "%d.bin" % i), "wb") as f:
+            f.write(b"x" * 64)
     script = os.path.join(d, "train.py")
     with open(script, "w") as f:
         f.write(textwrap.dedent(SCRIPT))
@@ -176,6 +185,18 @@ class TestPieces(unittest.TestCase):
         self.assertIn("PIPETOP_BISECT_SECONDS=soon is not a positive number: 30 used", ph.notes)
         self.assertIn("PIPETOP_BISECT_CACHE_BATCHES=0: at least 1 batch is cached", ph.notes)
         self.assertEqual(bisect.from_env({"PIPETOP_BISECT_PHASE": "loader"}).cache, None)
+        self.assertEqual(bisect.from_env({"PIPETOP_BISECT_PHASE": "cold"}).name, "cold")
+
+    @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
+    def test_touch_reads_every_kind_of_batch(self) -> None:
+        import numpy as np
+        import torch
+
+        t = torch.arange(20000, dtype=torch.float32).reshape(100, 200)
+        batch = {"x": t.t(), "y": (t[:, :3], np.ones((64, 64))), "s": "text", "e": torch.empty(0)}
+        before = [t.clone()]
+        bisect.touch(batch)
+        self.assertTrue(torch.equal(t, before[0]), "touching reads, never writes")
 
 
 @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
@@ -220,7 +241,11 @@ class TestPhases(unittest.TestCase):
         self.assertEqual(_starts(d, "train"), 2, "the training loader's workers started once")
         self.assertEqual(_starts(d, "val"), 3, "the validation loader is untouched")
         self.assertEqual([e["val"] for e in epochs], [[0.0, 4.0, 8.0, 12.0, 16.0]] * 3)
-        self.assertEqual(doc["cache"], {"batches": 3, "bytes": 3 * 80, "cap_bytes": 1 << 30, "max_batches": 3, "limited_by": "count"})
+        # The step that filled the cache was the second; the third is the
+        # first on the cache alone.
+        self.assertEqual(doc["cache"], {"batches": 3, "bytes": 3 * 80, "cap_bytes": 1 << 30, "max_batches": 3, "limited_by": "count",
+                                        "clean_step": 3})
+        self.assertFalse(doc["off"])
         self.assertEqual(doc["notes"], [])
         self.assertEqual([e["msg"] for e in _frames(d, "event") if e["kind"] == "phase"], ["cached"])
         shutil.rmtree(d, True)
@@ -267,6 +292,9 @@ class TestPhases(unittest.TestCase):
         r, d, doc = _run("forward", epochs=2, PIPETOP_BISECT_CACHE_BATCHES="4")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(_lines(r)[-1], {"changed": False})
+        # Each step's forward ran outside autograd (no graph left alive by
+        # the skipped backward), the first step's included.
+        self.assertEqual([e["grad"] for e in _lines(r)[:-1]], [[False], [False]])
         self.assertEqual(doc["skipped"], {"backward": 20, "optim": 20})
         self.assertEqual(doc["cache"]["batches"], 4)
         self.assertIn("20 steps", r.stderr, "steps still end")
@@ -295,6 +323,27 @@ class TestPhases(unittest.TestCase):
         self.assertTrue(any("without epoch ends" in n for n in doc["notes"]), doc["notes"])
         shutil.rmtree(d, True)
 
+    def test_loader_records_the_files_it_reads(self) -> None:
+        r, d, doc = _run("loader", kind="files", epochs=1000, PIPETOP_BISECT_SECONDS="2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        seen = set()
+        for name in os.listdir(d):
+            if name.startswith("files-") and name.endswith(".txt"):
+                with open(os.path.join(d, name)) as f:
+                    seen.update(f.read().split())
+        data = {os.path.join(os.path.realpath(d), "data", "%d.bin" % i) for i in range(5)}
+        self.assertEqual({os.path.realpath(p) for p in seen} & data, data, "every data file the workers read")
+        self.assertFalse([p for p in seen if p.endswith(".py") or "-packages" in p], "no code")
+        shutil.rmtree(d, True)
+
+    def test_cold_drains_as_the_loader_does(self) -> None:
+        r, d, doc = _run("cold", kind="files", epochs=1000, PIPETOP_BISECT_SECONDS="2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(doc["phase"], "cold")
+        self.assertGreater(doc["drained"]["batches"], 10)
+        self.assertFalse([n for n in os.listdir(d) if n.startswith("files-")], "the cold phase records nothing: pipetop evicted first")
+        shutil.rmtree(d, True)
+
     def test_loader_phase_without_a_dataloader(self) -> None:
         r, d, doc = _run("loader", kind="noloader")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -306,7 +355,7 @@ class TestPhases(unittest.TestCase):
     def test_unknown_phase_runs_normally(self) -> None:
         r, d, doc = _run("bogus", epochs=1)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("pipetop: PIPETOP_BISECT_PHASE=bogus: want loader, cached, forward or full\n", r.stderr)
+        self.assertIn("pipetop: PIPETOP_BISECT_PHASE=bogus: want loader, cold, cached, forward or full\n", r.stderr)
         self.assertEqual(doc, {})
         self.assertEqual(_lines(r)[-1], {"changed": True})
         self.assertEqual([e for e in _frames(d, "event") if e["kind"] == "phase"], [])

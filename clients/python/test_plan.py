@@ -153,6 +153,59 @@ class TestPlanFile(unittest.TestCase):
             p = plan.load(f.name)
         self.assertEqual((p.site, p.args, p.worker_threads, p.main_threads), ("t.py:3", {"num_workers": 0}, 1, 2))
 
+    def test_load_checks_video_threads_and_uint8(self) -> None:
+        self._bad('{"schema": "pipetop-plan/1", "loader": {"video_threads": 0}}', "loader.video_threads=0 is below 1")
+        self._bad('{"schema": "pipetop-plan/1", "loader": {"uint8": {"key": "[0]"}}}', "is not a list")
+        self._bad('{"schema": "pipetop-plan/1", "loader": {"uint8": [{"key": "[0]", "scale": 2}]}}', "scale 1 or 255")
+        self._bad('{"schema": "pipetop-plan/1", "loader": {"uint8": [{"key": "[0", "scale": 1}]}}', "is not a chain of [index]")
+        self._bad('{"schema": "pipetop-plan/1", "loader": {"uint8": [{"key": "[0]", "scale": 1, "dtype": "int8"}]}}', "dtype one of")
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump({"schema": "pipetop-plan/1", "loader": {"video_threads": 2, "uint8": [{"key": "['obs'][0]", "scale": 255, "dtype": "float32"}]}}, f)
+            f.flush()
+            p = plan.load(f.name)
+        self.assertEqual((p.video_threads, p.uint8), (2, [(["obs", 0], 255, "float32")]))
+
+    def test_key_paths(self) -> None:
+        self.assertEqual(plan.key_path(""), [])
+        self.assertEqual(plan.key_path("['obs'][0]['cam 0']"), ["obs", 0, "cam 0"])
+        for bad in ("[0", "obs", "[0]x", "[x]"):
+            with self.assertRaises(ValueError):
+                plan.key_path(bad)
+
+
+@unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
+class TestUint8(unittest.TestCase):
+    def setUp(self) -> None:
+        import torch
+
+        self.torch = torch
+        plan.active = plan.Plan("plan.json", {}, {})
+        plan.active.torch = torch
+        self.addCleanup(setattr, plan, "active", None)
+
+    def test_round_trip_is_exact(self) -> None:
+        torch = self.torch
+        img = torch.randint(0, 256, (2, 3, 16, 16)).float().div(255)  # what ToTensor makes of uint8 pixels
+        raw = torch.randint(0, 256, (2, 16, 16, 3)).double()
+        c = plan.Uint8Collate(lambda items: {"obs": (items[0], items[1]), "other": items[2]}, [(["obs", 0], 255, "float32"), (["obs", 1], 1, "float64")])
+        sent = c([img, raw, "text"])
+        self.assertEqual((sent["obs"][0].dtype, sent["obs"][1].dtype, sent["other"]), (torch.uint8, torch.uint8, "text"))
+        back = c.restore(sent)
+        self.assertTrue(torch.equal(back["obs"][0], img) and back["obs"][0].dtype == torch.float32)
+        self.assertTrue(torch.equal(back["obs"][1], raw) and back["obs"][1].dtype == torch.float64)
+        other = [img]
+        self.assertIs(plan.Uint8Collate(lambda x: x, [(["missing"], 1, "float32")]).restore(other), other, "a key the batch lacks changes nothing")
+
+    def test_applied_at_the_planned_loader(self) -> None:
+        # The loader's workers send uint8; the training loop gets float
+        # batches equal to the script's own.
+        doc = {"schema": "pipetop-plan/1", "loader": {"site": TRAIN, "num_workers": 2, "uint8": [{"key": "", "scale": 1, "dtype": "float32"}]}}
+        r, lines, report, d = _run(doc)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(report["applied"][0]["args"]["uint8"], 1)
+        self.assertEqual(lines[0]["train"]["workers"], 2)
+        shutil.rmtree(d, True)
+
 
 @unittest.skipUnless(HAS_TORCH, "torch is not installed for %s" % sys.executable)
 class TestOverride(unittest.TestCase):

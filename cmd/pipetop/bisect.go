@@ -26,9 +26,6 @@ import (
 	"github.com/pipetop/pipetop/monitor/sources"
 )
 
-// exitPhaseFailed is pipetop bisect's exit status when a phase failed.
-const exitPhaseFailed = 3
-
 // exitInterrupted is its exit status when Ctrl-C stopped it.
 const exitInterrupted = 130
 
@@ -42,6 +39,9 @@ compares them:
            from memory, upload included, epochs of the real length
   forward  cached batches with backward and the optimizer step skipped
   full     the script as it is
+  cold     (when asked) the loader alone once more, the files the loader
+           phase read evicted from the page cache first (--drop-caches:
+           the whole cache, as root): storage-bound or not
 Each phase warms up (--warmup steps, or 10 s for slow steps), is measured
 for --seconds-per-phase, then stopped as a whole process group (SIGINT, then
 SIGTERM and SIGKILL after --grace). The table (phase, batch, it/s,
@@ -50,7 +50,10 @@ own verdict and the verdict that compares them are printed at the end
 (--json: docs/bisect.md). The script's side effects (checkpoints, logs)
 happen once per phase. With a terminal, the monitor shows each phase live
 (q closes it; the bisect goes on; Ctrl-C stops the bisect and prints what
-ran). Exit status 3 when a phase failed.`
+ran). A phase that fails before a step is measured, as the phase before
+did or before anything instrumented connected, stops the bisect: every
+phase would fail; its exit status is the script's. Exit status 3 when a
+phase failed otherwise.`
 
 // bisectConfig is the command line of pipetop bisect.
 type bisectConfig struct {
@@ -63,6 +66,7 @@ type bisectConfig struct {
 	noTUI      bool
 	asJSON     bool
 	noGPU      bool
+	dropCaches bool
 	record     string
 	name       string
 	argv       []string
@@ -91,6 +95,7 @@ func (c *bisectConfig) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noTUI, "no-tui", false, "do not show the phases live; only print the result")
 	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON (docs/bisect.md) instead of the table")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
+	fs.BoolVar(&c.dropCaches, "drop-caches", false, "before the cold phase, drop the whole page cache (root), not only the files the loader read")
 	fs.StringVar(&c.record, "record", "", "keep each phase's recording (`DIR`/PHASE.pipetop) and the result (DIR/bisect.json)")
 	fs.StringVar(&c.name, "name", "", "trainer name (default: the script's name)")
 }
@@ -109,8 +114,8 @@ func (c *bisectConfig) check(argv []string) error {
 		return usageError{fmt.Errorf("--name %q: no slashes or control characters", c.name)}
 	}
 	for _, p := range c.phaseList() {
-		if !slices.Contains(bisect.Phases, p) {
-			return usageError{fmt.Errorf("--phases: unknown phase %q (want %s)", p, strings.Join(bisect.Phases, ", "))}
+		if !slices.Contains(bisect.Known, p) {
+			return usageError{fmt.Errorf("--phases: unknown phase %q (want %s)", p, strings.Join(bisect.Known, ", "))}
 		}
 	}
 	return nil
@@ -149,7 +154,7 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 	defer stop()
 	w := newWatcher(c, stderr)
 	cfg := bisect.Config{Argv: c.argv, Env: env, Phases: c.phaseList(), PhaseTime: time.Duration(c.seconds * float64(time.Second)),
-		WarmupSteps: c.warmup, StartTimeout: c.startLimit, Grace: c.grace, CacheMB: c.cacheMB, Dir: dir,
+		WarmupSteps: c.warmup, StartTimeout: c.startLimit, Grace: c.grace, CacheMB: c.cacheMB, Dir: dir, DropCaches: c.dropCaches,
 		Sources: func() []source.Source { return sources.Registered(c.noGPU) },
 		Stdout:  w.out, Stderr: w.out, Log: w.out, Watch: w.watch}
 	rep, err := bisect.Run(ctx, cfg)
@@ -164,7 +169,7 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 	case rep.Interrupted:
 		return exitStatus(exitInterrupted)
 	case rep.Failed():
-		return exitStatus(exitPhaseFailed)
+		return exitStatus(rep.FailureStatus())
 	}
 	return nil
 }

@@ -30,14 +30,20 @@ or --from a bisect's JSON), then only what the bisect says matters:
   contention   the main process's intra-op threads with the workers, in
                full trials
   otherwise    nothing in the pipeline helps: it says so and stops
-The best settings are confirmed in full runs that alternate with the
-script's own (--rounds of each); the winner is the cheapest setting within
-the noise of the fastest. Settings are applied by the instrumentation,
+When the loader is tuned, the loader alone from a cold page cache says
+whether storage holds it back (only then do the workers go beyond the
+cores). The best settings are confirmed in full runs that alternate with
+the script's own (--rounds of each); the search stops early enough for
+the best find to be confirmed within --budget, and a loader trial 2x the
+script's own is confirmed at once. The winner is the cheapest setting
+within the noise of the fastest; a find the budget left unconfirmed is
+named as such, with the command that confirms it (--from the report). Settings are applied by the instrumentation,
 without editing the script; the report (-o, default tune.json) keeps the
 winner's plan: pipetop run --apply tune.json -- CMD trains with it. A
 trial that would leave less than 10 % of the memory is stopped (refused).
-The script's side effects happen once per trial. Exit status 3 when the
-bisect had a failed phase.`
+The script's side effects happen once per trial. A script that fails
+whatever is tried gets no advice and no report file: the exit status is
+the bisect's (the script's own, or 3).`
 
 // tuneConfig is the command line of pipetop tune.
 type tuneConfig struct {
@@ -71,7 +77,7 @@ func (c *tuneConfig) declare(fs *flag.FlagSet) {
 	fs.DurationVar(&c.budget, "budget", 10*time.Minute, "the most the whole tune may take; the best so far is advised when it runs out")
 	fs.Float64Var(&c.seconds, "seconds-per-trial", 10, "measured `seconds` of each phase and trial, after its warm-up")
 	fs.IntVar(&c.rounds, "rounds", 3, "full runs of each finalist and of the script's own settings, alternating")
-	fs.StringVar(&c.from, "from", "", "start from this pipetop bisect --json `file` instead of bisecting")
+	fs.StringVar(&c.from, "from", "", "start from this pipetop bisect --json `file` (or a tune report: its bisect and its search trials) instead of bisecting")
 	fs.StringVar(&c.out, "o", "tune.json", "write the report (and the winner's plan, for pipetop run --apply) to this `file`")
 	fs.Float64Var(&c.memoryMB, "memory-limit", 0, "the memory a trial may fill, in `MB` (default: the host's)")
 	fs.DurationVar(&c.startWait, "start-timeout", 2*time.Minute, "how long a trial may take to its first training step")
@@ -111,8 +117,10 @@ func runTune(ctx context.Context, c tuneConfig, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(c.out, rep); err != nil {
-		return err
+	if !rep.Failed {
+		if err := writeJSON(c.out, rep); err != nil {
+			return err
+		}
 	}
 	if c.asJSON {
 		enc := json.NewEncoder(stdout)
@@ -127,7 +135,7 @@ func runTune(ctx context.Context, c tuneConfig, stdout, stderr io.Writer) error 
 	case rep.Interrupted:
 		return exitStatus(exitInterrupted)
 	case rep.Bisect.Failed():
-		return exitStatus(exitPhaseFailed)
+		return exitStatus(rep.Bisect.FailureStatus())
 	}
 	return nil
 }
@@ -145,12 +153,12 @@ func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	w := newWatcher(bisectConfig{noTUI: c.noTUI, noGPU: c.noGPU}, stderr)
-	cfg := tune.Config{Budget: c.budget, Rounds: c.rounds, Cores: runtime.NumCPU(), MemoryLimit: c.memoryMB * 1e6, Log: w.out,
+	cfg := tune.Config{Budget: c.budget, Rounds: c.rounds, Cores: runtime.NumCPU(), MemoryLimit: c.memoryMB * 1e6, Log: w.out, Out: c.out,
 		Bisect: bisect.Config{Argv: c.argv, Env: env, PhaseTime: time.Duration(c.seconds * float64(time.Second)),
 			StartTimeout: c.startWait, Dir: dir, Sources: func() []source.Source { return sources.Registered(c.noGPU) },
 			Stdout: w.out, Stderr: w.out, Log: w.out, Watch: w.watch}}
 	if c.from != "" {
-		r, err := bisect.ReadReport(c.from)
+		r, prior, err := tune.ReadFrom(c.from)
 		if err != nil {
 			cleanup()
 			return tune.Config{}, nil, fmt.Errorf("--from: %w", err)
@@ -158,7 +166,7 @@ func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
 		if strings.Join(r.Command, " ") != strings.Join(c.argv, " ") {
 			fmt.Fprintf(stderr, "pipetop: --from %s bisected %q, not this command\n", c.from, strings.Join(r.Command, " "))
 		}
-		cfg.From = &r
+		cfg.From, cfg.Prior = &r, prior
 	}
 	return cfg, cleanup, nil
 }

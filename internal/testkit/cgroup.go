@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // CPUQuotaCgroup creates a cgroup with a CPU quota of cpus CPUs (cgroup
@@ -71,4 +74,52 @@ func cgroupAdder(t testing.TB, dir, root string) func(pid int) {
 			t.Fatalf("move pid %d into cgroup %s: %v", pid, dir, err)
 		}
 	}
+}
+
+// BlkioReadCgroup creates a cgroup v1 blkio cgroup that limits reads from
+// the disk holding path to bps bytes a second
+// (blkio.throttle.read_bps_device) and returns its directory: a process
+// joins it by writing its pid to DIR/cgroup.procs (its children then
+// inherit it). It skips the test with a message when the blkio hierarchy
+// at /sys/fs/cgroup/blkio is not writable, and removes the cgroup when the
+// test ends (moving what is left in it back to the root first).
+func BlkioReadCgroup(t testing.TB, path string, bps int64) string {
+	t.Helper()
+	dev, err := DiskOf(path)
+	if err != nil {
+		t.Skipf("the disk of %s: %v", path, err)
+	}
+	root := "/sys/fs/cgroup/blkio"
+	dir := filepath.Join(root, fmt.Sprintf("pipetop-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("the cgroup v1 blkio hierarchy at %s is not writable: %v", root, err)
+	}
+	limit := fmt.Sprintf("%s %d", dev, bps)
+	if err := os.WriteFile(dir+"/blkio.throttle.read_bps_device", []byte(limit), 0o644); err != nil {
+		os.Remove(dir)
+		t.Skipf("blkio.throttle.read_bps_device %q not writable in %s: %v", limit, dir, err)
+	}
+	cgroupAdder(t, dir, root)
+	return dir
+}
+
+// DiskOf is the MAJOR:MINOR of the whole disk holding path (the disk, not
+// its partition: the blkio throttle is set on disks).
+func DiskOf(path string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return "", err
+	}
+	dev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	sys := filepath.Join("/sys/dev/block", dev)
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		b, err := os.ReadFile(filepath.Join(sys, "..", "dev"))
+		if err != nil {
+			return "", fmt.Errorf("the disk of partition %s: %w", dev, err)
+		}
+		dev = strings.TrimSpace(string(b))
+	} else if _, err := os.Stat(sys); err != nil {
+		return "", fmt.Errorf("%s is on device %s, not a block device: %w", path, dev, err)
+	}
+	return dev, nil
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,4 +30,19 @@ func parentOf(pid int) int {
 		return 0
 	}
 	return int(st.ppid)
+}
+
+// DiskReadBytes is the bytes pid has read from storage so far: those that
+// reached the block layer (read_bytes of /proc/PID/io), page-cache hits
+// excluded.
+func DiskReadBytes(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(DefaultProcFS, strconv.Itoa(pid), "io"))
+	if err != nil {
+		return 0, err
+	}
+	io, err := parseProcIO(b)
+	if err != nil {
+		return 0, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return io.readBytes, nil
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // Bisect phase names. pipetrain bisect runs forward, train-fixed, loader,
-// synthetic and full; pipetop bisect runs loader, cached, forward and full
-// (its forward is the network's forward on cached batches).
+// synthetic and full; pipetop bisect runs loader, cold, cached, forward
+// and full (its forward is the network's forward on cached batches).
 const (
 	PhaseForward    = "forward"     // network forward alone, on fixed or cached batches
 	PhaseTrainFixed = "train-fixed" // forward + backward + optimizer on one fixed batch
@@ -17,6 +17,7 @@ const (
 	PhaseSynthetic  = "synthetic"   // the full loop on in-memory synthetic batches
 	PhaseCached     = "cached"      // the script's loop on its own first batches, replayed from memory
 	PhaseFull       = "full"        // the full pipeline
+	PhaseCold       = "cold"        // the loader alone, its files evicted from the page cache first
 )
 
 // Thresholds of the bisect rules (ratios of samples/s); docs/verdicts.md.
@@ -86,6 +87,44 @@ type PhaseResult struct {
 	// DataLoader is the training DataLoader as the script made it, when
 	// the instrumentation saw it.
 	DataLoader *DataLoaderCall `json:"dataloader,omitempty"`
+	// CacheBytes and CacheBatches are the cached and forward phases'
+	// cache: bisect's own memory, in PeakRSS but counted apart from the
+	// script's (ScriptRSS).
+	CacheBytes   int64 `json:"cache_bytes,omitempty"`
+	CacheBatches int   `json:"cache_batches,omitempty"`
+	// DiskReadPerSec is the bytes a second the run's processes read from
+	// storage (the block layer, page-cache hits excluded) over the
+	// measured window; 0 without readings.
+	DiskReadPerSec float64 `json:"disk_read_bytes_per_sec,omitempty"`
+	// Eviction is what the cold phase evicted from the page cache before
+	// it ran.
+	Eviction *Eviction `json:"eviction,omitempty"`
+	// WallSeconds is how long the phase took, start-up and warm-up
+	// included.
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
+	// Cause is a failed phase's error in one line: the end of its stderr,
+	// or why nothing instrumented connected. EveryPhase says the failure
+	// repeats whatever the phase (it came before the phase could differ,
+	// or the phase before failed the same way): the bisect stopped there.
+	Cause      string `json:"cause,omitempty"`
+	EveryPhase bool   `json:"fails_every_phase,omitempty"`
+}
+
+// Eviction is what pipetop bisect dropped from the page cache before its
+// cold phase: the regular files under Roots (the directories the warm
+// loader phase read from), or the whole cache (Whole, as root).
+type Eviction struct {
+	Roots []string `json:"roots,omitempty"`
+	Files int      `json:"files"`
+	Bytes int64    `json:"bytes"`
+	Whole bool     `json:"whole_cache,omitempty"`
+	// Note says what could not be evicted, "" when all was.
+	Note string `json:"note,omitempty"`
+}
+
+// ScriptRSS is the phase's peak RSS less bisect's own cache (bytes).
+func (p *PhaseResult) ScriptRSS() int64 {
+	return max(0, p.PeakRSS-p.CacheBytes)
 }
 
 // DataLoaderCall is where a script made its training DataLoader and the
@@ -185,8 +224,8 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 	batch := mainBatch(phases)
 	get := func(name string) *PhaseResult { return findPhase(phases, name, batch) }
 	full, fixed, ld, syn := get(PhaseFull), get(PhaseTrainFixed), get(PhaseLoader), get(PhaseSynthetic)
-	if fixed == nil && (get(PhaseCached) != nil || get(PhaseForward) != nil || skipReason(phases) != "") {
-		return diagnoseCached(full, ld, get(PhaseCached), get(PhaseForward), skipReason(phases))
+	if fixed == nil && scriptPhases(phases) {
+		return diagnoseScript(phases, get)
 	}
 	if full == nil || fixed == nil || ld == nil {
 		return Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full, train-fixed and loader phases are needed",
@@ -215,6 +254,17 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 		return contention(load, net, all, ld.Loader)
 	}
 	return pipelineVerdict(phases, batch, full, syn, net, load)
+}
+
+// scriptPhases is whether phases are pipetop bisect's (a script run once
+// per phase): each has a status, pipetrain's none.
+func scriptPhases(phases []PhaseResult) bool {
+	for _, p := range phases {
+		if p.Status != "" || p.Name == PhaseCached || p.Name == PhaseCold {
+			return true
+		}
+	}
+	return false
 }
 
 // pipelineVerdict judges the full phase by its stages (the same rules

@@ -22,15 +22,25 @@ const (
 	SplitShare = 0.3
 )
 
-// diagnoseCached compares the phases of pipetop bisect (a script run once
-// per phase): the loader alone, the script's loop on its cached batches,
-// the forward alone on them, and the script as it is; skipped says why a
-// phase could not run ("" when none was skipped).
-func diagnoseCached(full, ld, cached, fwd *PhaseResult, skipped string) Verdict {
-	if full == nil {
-		return Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full phase was not measured",
-			Next: "run the full phase (--phases full,...)"}
+// diagnoseScript compares the phases of pipetop bisect (a script run once
+// per phase): a failure every phase would have first, then the phases
+// over cached batches, then what the cold phase says of the storage.
+func diagnoseScript(phases []PhaseResult, get func(string) *PhaseResult) Verdict {
+	if v, ok := failureVerdict(phases); ok {
+		return v
 	}
+	ld, cached := get(PhaseLoader), get(PhaseCached)
+	v := diagnoseCached(phases, get(PhaseFull), ld, cached, get(PhaseForward))
+	return withCold(v, phases, cached)
+}
+
+// diagnoseCached compares the loader alone, the script's loop on its
+// cached batches, the forward alone on them, and the script as it is.
+func diagnoseCached(phases []PhaseResult, full, ld, cached, fwd *PhaseResult) Verdict {
+	if full == nil {
+		return incomplete(phases)
+	}
+	skipped := skipReason(phases)
 	if cached == nil {
 		return withoutCache(full, fwd, skipped)
 	}
@@ -141,12 +151,69 @@ func withoutCache(full, fwd *PhaseResult, skipped string) Verdict {
 }
 
 // phaseVerdict is the phase's own verdict from the one judge, or Judge of
-// its summary when none was kept.
+// its summary when none was kept. A memory creep of a phase other than
+// full is bisect's doing (its cache, its replay), not the script's: the
+// phase is judged on its steps instead.
 func phaseVerdict(p *PhaseResult) Verdict {
-	if p.Verdict != nil {
+	if p.Verdict != nil && (p.Verdict.Kind != MemoryCreep || p.Name == PhaseFull) {
 		return *p.Verdict
 	}
 	return Judge(Inputs{Summary: p.Summary, Loader: p.Loader, Complete: true})
+}
+
+// failureVerdict is the verdict of a bisect stopped by a failure that
+// every phase would have (PhaseResult.EveryPhase): the script's own error,
+// once, instead of a comparison.
+func failureVerdict(phases []PhaseResult) (Verdict, bool) {
+	for i := len(phases) - 1; i >= 0; i-- {
+		p := &phases[i]
+		if !p.EveryPhase {
+			continue
+		}
+		var same []string
+		for _, q := range phases {
+			if q.Status == PhaseFailed && q.Cause == p.Cause {
+				same = append(same, q.Name)
+			}
+		}
+		v := Verdict{Kind: ScriptFailed, Headline: "every phase would fail: " + p.Cause,
+			Next: "fix the script first: it fails before a step is measured, whatever the phase (its last lines are above); then run the bisect again"}
+		if len(same) < len(phases) {
+			v.Headline = fmt.Sprintf("the script fails the same way in the %s phases before a step is measured, and would in the phases after: %s",
+				strings.Join(same, " and "), p.Cause)
+		}
+		if p.ExitStatus != nil && *p.ExitStatus != 0 {
+			v.Headline += fmt.Sprintf(" (exit status %d)", *p.ExitStatus)
+		}
+		if strings.HasPrefix(p.Cause, NotConnected) {
+			v.Headline = p.Cause
+			v.Next = "run a Python command that imports torch and reaches a DataLoader batch or a forward within --start-timeout, with the environment pipetop gives it (PYTHONPATH and PIPETOP_* passed through launchers)"
+		}
+		return v, true
+	}
+	return Verdict{}, false
+}
+
+// NotConnected begins the cause of a phase that nothing instrumented
+// connected from.
+const NotConnected = "nothing instrumented connected"
+
+// incomplete is the verdict of a bisect without a measured full phase:
+// why it has none.
+func incomplete(phases []PhaseResult) Verdict {
+	v := Verdict{Kind: WarmingUp, Headline: "bisect incomplete: the full phase was not measured",
+		Next: "run the full phase (--phases full,...)"}
+	for _, p := range phases {
+		if p.Name != PhaseFull || p.Status == "" {
+			continue
+		}
+		v.Headline = "bisect incomplete: the full phase " + p.outcome()
+		if p.Cause != "" {
+			v.Headline += ": " + p.Cause
+		}
+		v.Next = "see the full phase's notes and the end of its stderr above"
+	}
+	return v
 }
 
 // skipReason is the first note of the first skipped phase, "" when none

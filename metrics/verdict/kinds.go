@@ -47,6 +47,7 @@ type KindInfo struct {
 // Kinds is the verdict table in precedence order: when several rules find
 // something, Judge keeps the finding whose kind comes first here.
 var Kinds = []KindInfo{
+	{ScriptFailed, SeverityBad, false, "script-failed", nil},
 	{RankStopped, SeverityBad, false, "rank-stopped", []Threshold{{"RankStopFactor", RankStopFactor}, {"RankStopMinNs", RankStopMinNs}, {"RankSilentNs", RankSilentNs}}},
 	{Straggler, SeverityBad, false, "straggler", []Threshold{{"StragglerGap", StragglerGap}, {"StragglerWait", StragglerWait}, {"MinSteps", MinSteps}}},
 	{Starting, SeverityWarn, false, "starting", nil},
@@ -67,6 +68,7 @@ var Kinds = []KindInfo{
 	{Oversubscribed, SeverityBad, false, "oversubscribed", []Threshold{{"OversubDemand", OversubDemand}, {"OversubWait", OversubWait},
 		{"OversubTrainDemand", OversubTrainDemand}, {"OversubTrainWait", OversubTrainWait}, {"OversubUsed", OversubUsed}, {"LoaderCores", LoaderCores},
 		{"OversubPoolDemand", OversubPoolDemand}, {"OversubPoolWait", OversubPoolWait}}},
+	{StorageBound, SeverityBad, false, "storage-bound", []Threshold{{"ColdShort", ColdShort}, {"SmallFile", SmallFile}}},
 	{InputStalls, SeverityBad, false, "input-stalls", []Threshold{{"ModerateShare", ModerateShare}, {"WaitFloor", stage.WaitFloor},
 		{"WaitOfStep", stage.WaitOfStep}, {"BurstySpike", stage.BurstySpike}, {"BurstyWaiting", stage.BurstyWaiting}, {"TypicalRank", stage.TypicalRank}, {"BurstyShare", stage.BurstyShare},
 		{"MinPeriodWaits", stage.MinPeriodWaits}, {"PeriodAgree", stage.PeriodAgree}, {"BusyWorkers", BusyWorkers}, {"KeepUp", KeepUp}, {"WorkerStartMinNs", WorkerStartMinNs}}},

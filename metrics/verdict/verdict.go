@@ -58,6 +58,10 @@ const (
 	// LoaderTakesCores: the loader keeps up by decoding amplified chunks
 	// on the cores the network needs.
 	LoaderTakesCores Kind = "loader-takes-cores"
+	// The kinds only pipetop bisect gives: a script that fails whatever
+	// the phase, and a loader held back by its storage (the cold phase).
+	ScriptFailed Kind = "script-failed"
+	StorageBound Kind = "storage-bound"
 )
 
 // Thresholds of the verdict rules, as fractions of the mean step wall time

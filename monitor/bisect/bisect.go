@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/verdict"
@@ -21,8 +22,16 @@ import (
 // Schema tags a bisect report (pipetop bisect --json, docs/bisect.md).
 const Schema = "pipetop-bisect/1"
 
-// Phases are pipetop bisect's phases, in the order they run.
+// Phases are pipetop bisect's phases run by default, in the order they
+// run.
 var Phases = []string{verdict.PhaseLoader, verdict.PhaseCached, verdict.PhaseForward, verdict.PhaseFull}
+
+// Known are every phase pipetop bisect can run: the cold phase when asked.
+var Known = []string{verdict.PhaseLoader, verdict.PhaseCold, verdict.PhaseCached, verdict.PhaseForward, verdict.PhaseFull}
+
+// ExitFailed is pipetop bisect's exit status when a phase failed and the
+// script's own status does not say more.
+const ExitFailed = 3
 
 // Config is what Run measures and how.
 type Config struct {
@@ -49,6 +58,9 @@ type Config struct {
 	CacheBatches int
 	// Dir holds each phase's files from the instrumentation.
 	Dir string
+	// DropCaches drops the whole page cache before the cold phase (root
+	// only), instead of the files the warm loader phase read.
+	DropCaches bool
 	// Sources opens the host sources a phase's monitor samples.
 	Sources func() []source.Source
 	// Stdout and Stderr get the command's output; Log pipetop's progress.
@@ -74,7 +86,7 @@ type Report struct {
 }
 
 // Failed is whether a phase failed: pipetop bisect then exits with
-// status 3.
+// FailureStatus.
 func (r *Report) Failed() bool {
 	for _, p := range r.Phases {
 		if p.Status == verdict.PhaseFailed {
@@ -82,6 +94,21 @@ func (r *Report) Failed() bool {
 		}
 	}
 	return false
+}
+
+// FailureStatus is pipetop bisect's exit status for a report with a
+// failed phase: the script's own when it failed the same way in every
+// phase with a status of its own, else ExitFailed; 0 when none failed.
+func (r *Report) FailureStatus() int {
+	if !r.Failed() {
+		return 0
+	}
+	if n := len(r.Phases); n > 0 {
+		if p := r.Phases[n-1]; p.EveryPhase && p.ExitStatus != nil && *p.ExitStatus > 0 {
+			return *p.ExitStatus
+		}
+	}
+	return ExitFailed
 }
 
 // Run runs every phase of c in turn and judges them; when ctx ends (Ctrl-C)
@@ -92,14 +119,21 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	host, _ := os.Hostname()
 	r := Report{Schema: Schema, Command: c.Argv, Host: host, Started: time.Now().UTC(), SecondsPerPhase: c.PhaseTime.Seconds()}
+	var prev *early
 	for _, name := range c.Phases {
 		if ctx.Err() != nil {
 			break
 		}
 		fmt.Fprintf(c.Log, "pipetop bisect: phase %s: %s\n", name, about[name])
-		p := RunTrial(ctx, c, Trial{Phase: name})
+		p, e := runTrial(ctx, c, Trial{Phase: name})
+		p.EveryPhase = p.EveryPhase || (e != nil && e.same(prev))
 		fmt.Fprintf(c.Log, "pipetop bisect: %s\n", p.Row())
 		r.Phases = append(r.Phases, p)
+		if p.EveryPhase {
+			fmt.Fprintf(c.Log, "pipetop bisect: every phase would fail the same way (%s): no other phase is run\n", p.Cause)
+			break
+		}
+		prev = e
 	}
 	r.Interrupted = ctx.Err() != nil
 	r.Verdict = verdict.DiagnoseBisect(r.Phases)
@@ -109,6 +143,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 // about says what each phase runs.
 var about = map[string]string{
 	verdict.PhaseLoader:  "the training DataLoader alone, no network",
+	verdict.PhaseCold:    "the training DataLoader alone, the files the loader phase read evicted from the page cache first",
 	verdict.PhaseCached:  "the loop on its first batches replayed from memory (upload included)",
 	verdict.PhaseForward: "cached batches, backward and optimizer step skipped",
 	verdict.PhaseFull:    "the script as it is",
@@ -124,9 +159,10 @@ func (c *Config) Prepare() error {
 	}
 	for _, p := range c.Phases {
 		if _, ok := about[p]; !ok {
-			return fmt.Errorf("bisect: unknown phase %q (want loader, cached, forward or full)", p)
+			return fmt.Errorf("bisect: unknown phase %q (want loader, cold, cached, forward or full)", p)
 		}
 	}
+	c.Phases = coldAfterLoader(c.Phases)
 	if c.PhaseTime <= 0 {
 		return fmt.Errorf("bisect: phase time %v: want a positive duration", c.PhaseTime)
 	}
@@ -163,4 +199,21 @@ func (c *Config) Prepare() error {
 		c.Sources = func() []source.Source { return nil }
 	}
 	return nil
+}
+
+// coldAfterLoader is phases with the cold phase right after the loader
+// phase (added before it when not asked): the cold phase evicts the files
+// the warm loader phase read, and is compared with it.
+func coldAfterLoader(phases []string) []string {
+	at := slices.Index(phases, verdict.PhaseCold)
+	if at < 0 {
+		return phases
+	}
+	out := slices.DeleteFunc(slices.Clone(phases), func(p string) bool { return p == verdict.PhaseCold })
+	ld := slices.Index(out, verdict.PhaseLoader)
+	if ld < 0 {
+		out = slices.Insert(out, min(at, len(out)), verdict.PhaseLoader)
+		ld = slices.Index(out, verdict.PhaseLoader)
+	}
+	return slices.Insert(out, ld+1, verdict.PhaseCold)
 }

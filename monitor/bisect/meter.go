@@ -44,6 +44,17 @@ type count struct {
 type meter struct {
 	c    Config
 	name string
+	dir  string // the phase's files
+
+	connected bool   // something instrumented published
+	why       string // why nothing did, when nothing did
+	stepped   bool   // a step was seen
+	from      int64  // the first step the warm-up counts (after a cache fill)
+	files     map[string]bool
+	disk      diskReads
+	// restartMemory restarts the monitor's memory histories (at the
+	// measurement's start).
+	restartMemory func()
 
 	first    time.Time     // when the first step was seen
 	warm     time.Time     // when the warm-up's steps were done
@@ -75,11 +86,18 @@ func (m *meter) run(ctx context.Context, p *child.Process) {
 		}
 		close(stop)
 	}()
+	pr := newProbe(p.Pid(), m.c.Env)
+	probing, probed := make(chan struct{}), make(chan struct{})
+	go pr.run(probing, probed)
 	sock, ok := child.AwaitSocket(p.Pid(), stop)
+	close(probing)
+	<-probed
 	if !ok {
 		m.timedOut = time.Now().After(deadline)
+		m.why = pr.why()
 		return
 	}
+	m.connected = true
 	// Aggregates, not a frame per step, read only when a snapshot is
 	// taken: at thousands of steps a second, sending and reading each one
 	// would take the CPU the phase measures (a phase then measured half
@@ -91,6 +109,7 @@ func (m *meter) run(ctx context.Context, p *child.Process) {
 		return
 	}
 	defer mon.Close()
+	m.restartMemory = mon.Snapshotter.RestartMemory
 	if m.c.Watch != nil {
 		m.watching.Add(1)
 		go func() {
@@ -124,7 +143,7 @@ func (m *meter) watch(ctx context.Context, p *child.Process, mon *monitor.Monito
 					return
 				}
 			}
-			if m.first.IsZero() && now.After(deadline) {
+			if !m.stepped && now.After(deadline) {
 				m.timedOut = true
 				return
 			}
@@ -146,7 +165,26 @@ func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
 	s := mon.Snapshot(now, w)
 	m.last = &s
 	m.peakRSS = max(m.peakRSS, TreeRSS(s.Process))
+	pids := treePIDs(s.Process)
+	if m.name == verdict.PhaseLoader {
+		m.files = openFiles(pids, m.files)
+	}
+	if m.begun {
+		m.disk.read(pids)
+	}
 	return s
+}
+
+// treePIDs are the pids of the trainer's process tree in p.
+func treePIDs(p *snapshot.Process) []int {
+	if p == nil {
+		return nil
+	}
+	out := []int{p.Self.PID}
+	for _, c := range p.Children {
+		out = append(out, c.PID)
+	}
+	return out
 }
 
 // TreeRSS is the resident memory of the trainer's process tree in p
@@ -169,22 +207,36 @@ func TreeRSS(p *snapshot.Process) float64 {
 func (m *meter) observe(s snapshot.Snapshot, now time.Time) {
 	counts := countsOf(s)
 	steps := minSteps(counts)
-	switch {
-	case steps < 1:
+	if steps < 1 {
 		return
-	case m.first.IsZero():
-		m.first = now
+	}
+	m.stepped = true
+	if m.first.IsZero() {
+		// A cached phase's warm-up counts from the first step on the
+		// cache, once it is full and the loader shut down: the fill is
+		// the loader's time, not the network's.
+		from, ok := cacheReady(m.dir, m.name)
+		if !ok || steps < from {
+			return
+		}
+		m.first, m.from = now, from
 	}
 	if !m.begun {
 		// A few steps, or a few seconds for slow steps; a loop that
 		// stopped stepping (a script waiting for input) is measured after
 		// twice that, so that the phase ends.
-		since := now.Sub(m.first)
-		if m.warm.IsZero() && (steps >= 1+m.c.WarmupSteps || (steps >= 3 && since >= m.c.WarmupTime) || since >= 2*m.c.WarmupTime) {
+		since, n := now.Sub(m.first), steps-m.from+1
+		if m.warm.IsZero() && (n >= 1+m.c.WarmupSteps || (n >= 3 && since >= m.c.WarmupTime) || since >= 2*m.c.WarmupTime) {
 			m.warm = now
 		}
 		if !m.warm.IsZero() && now.Sub(m.warm) >= settleTime {
 			m.begun, m.at, m.base = true, now, counts
+			// The memory rules judge the measured window only: what came
+			// before (the start-up, a cache filled) is not the loop's.
+			if m.restartMemory != nil {
+				m.restartMemory()
+			}
+			m.disk.read(treePIDs(s.Process))
 		}
 		return
 	}
@@ -281,6 +333,9 @@ func (m *meter) result(res *verdict.PhaseResult) {
 		}
 	}
 	res.PeakRSS = int64(m.peakRSS)
+	if m.begun && res.Seconds > 0 {
+		res.DiskReadPerSec = float64(m.disk.total()) / res.Seconds
+	}
 	m.threadFigures(res)
 }
 

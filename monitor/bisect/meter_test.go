@@ -1,10 +1,13 @@
 package bisect
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -31,5 +34,43 @@ func TestMeasurementSettles(t *testing.T) {
 	m.observe(at(4400), end)
 	if !m.begun || !m.at.Equal(end) || m.base[0].steps != 4400 {
 		t.Fatalf("begun %v at %v with %d steps, want at %v with 4400", m.begun, m.at, m.base[0].steps, end)
+	}
+}
+
+// TestCachedWarmupWaitsForTheCache: a cached phase's warm-up counts from
+// the first step after its cache is full and its loader shut down (the
+// phase file's clean_step), however many steps the fill took.
+func TestCachedWarmupWaitsForTheCache(t *testing.T) {
+	dir := t.TempDir()
+	m := &meter{c: Config{WarmupSteps: 2, WarmupTime: 10 * time.Second}, name: verdict.PhaseCached, dir: dir}
+	at := func(steps int64) snapshot.Snapshot {
+		return snapshot.Snapshot{Totals: &stage.Totals{Steps: steps, Samples: 8 * steps}}
+	}
+	write := func(clean string) {
+		doc := `{"schema": "pipetop-bisect-phase/1", "phase": "cached", "loader": {"seen": true}, "cache": {"batches": 1, "clean_step": ` + clean + `}}`
+		if err := os.WriteFile(filepath.Join(dir, "bisect-7.json"), []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	write("null")
+	m.observe(at(1), t0)
+	m.observe(at(1), t0.Add(25*time.Second)) // a slow loader's fill: more than twice the warm-up time
+	if !m.first.IsZero() || m.begun {
+		t.Fatal("the warm-up began before the cache was full")
+	}
+	write("3")
+	m.observe(at(2), t0.Add(26*time.Second))
+	if !m.first.IsZero() {
+		t.Fatal("the warm-up counted the step that filled the cache")
+	}
+	m.observe(at(3), t0.Add(27*time.Second))
+	if !m.first.Equal(t0.Add(27*time.Second)) || m.from != 3 {
+		t.Fatalf("first %v from step %d, want the third step's time", m.first, m.from)
+	}
+	m.observe(at(5), t0.Add(28*time.Second))
+	m.observe(at(5), t0.Add(28*time.Second+settleTime))
+	if !m.begun {
+		t.Fatal("the measurement did not begin two steps and a settle after the first clean step")
 	}
 }

@@ -32,11 +32,34 @@ type Trial struct {
 	// Guard, when set, is asked about each snapshot while the trial runs;
 	// an answer stops the trial, marked refused with that reason.
 	Guard func(snapshot.Snapshot) string
+	// Warm is the label of the warm loader phase whose files a cold trial
+	// evicts first (the loader phase's when empty).
+	Warm string
 }
 
 // RunTrial runs the command once as trial t and measures it; c must have
 // been prepared (Prepare).
 func RunTrial(ctx context.Context, c Config, t Trial) verdict.PhaseResult {
+	res, _ := runTrial(ctx, c, t)
+	return res
+}
+
+// early is how a phase failed before a step was measured: its exit
+// status and its error.
+type early struct {
+	status int
+	cause  string
+}
+
+// same is whether prev failed early the same way.
+func (e *early) same(prev *early) bool {
+	return prev != nil && e.status == prev.status && e.cause == prev.cause
+}
+
+// runTrial is RunTrial, and how the phase failed before a step was
+// measured (nil when it did not).
+func runTrial(ctx context.Context, c Config, t Trial) (verdict.PhaseResult, *early) {
+	start := time.Now()
 	name := t.Phase
 	res := verdict.PhaseResult{Name: name}
 	label := t.Label
@@ -45,7 +68,16 @@ func RunTrial(ctx context.Context, c Config, t Trial) verdict.PhaseResult {
 	}
 	dir := filepath.Join(c.Dir, label)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return failed(res, fmt.Sprintf("phase directory: %v", err))
+		return failed(res, fmt.Sprintf("phase directory: %v", err)), nil
+	}
+	if name == verdict.PhaseCold {
+		warm := t.Warm
+		if warm == "" {
+			warm = verdict.PhaseLoader
+		}
+		ev := evictFor(c, filepath.Join(c.Dir, warm))
+		res.Eviction = &ev
+		fmt.Fprintf(c.Log, "pipetop bisect: %s\n", evictionText(ev))
 	}
 	tail := &tailWriter{max: 4096}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
@@ -54,28 +86,38 @@ func RunTrial(ctx context.Context, c Config, t Trial) verdict.PhaseResult {
 	// until the phase's time is up, as it would at a terminal.
 	stdin, hold, err := os.Pipe()
 	if err != nil {
-		return failed(res, fmt.Sprintf("stdin pipe: %v", err))
+		return failed(res, fmt.Sprintf("stdin pipe: %v", err)), nil
 	}
 	defer hold.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, c.Stdout, multi(c.Stderr, tail)
 	p, err := child.Start(cmd, child.Options{Group: true})
 	stdin.Close()
 	if err != nil {
-		return failed(res, fmt.Sprintf("start %s: %v", c.Argv[0], err))
+		res = failed(res, fmt.Sprintf("start %s: %v", c.Argv[0], err))
+		res.Cause, res.EveryPhase = res.Notes[len(res.Notes)-1], true
+		return res, nil
 	}
 	defer p.Close()
 	phaseCtx, cancel := context.WithCancel(ctx)
-	m := &meter{c: c, name: name, guard: t.Guard}
+	m := &meter{c: c, name: name, guard: t.Guard, dir: dir}
 	m.run(phaseCtx, p)
 	cancel()
 	m.watching.Wait()
 	sent := p.Stop(c.Grace)
 	status, _ := p.Wait()
 	m.result(&res)
+	m.keepFiles()
 	res.Notes = append(res.Notes, phaseNotes(dir)...)
 	res.DataLoader = dataLoaderOf(dir)
-	o := outcome{sent: sent, status: status, timedOut: m.timedOut, stderr: tail.String(), skip: skipNote(dir, name), refused: m.refused}
-	return settle(ctx, c, res, o)
+	res.CacheBytes, res.CacheBatches = cacheOf(dir)
+	o := outcome{sent: sent, status: status, timedOut: m.timedOut, stderr: tail.String(), skip: skipNote(dir, name), refused: m.refused,
+		connected: m.connected, why: m.why}
+	res = settle(ctx, c, res, o)
+	res.WallSeconds = time.Since(start).Seconds()
+	if res.Status != verdict.PhaseFailed || m.begun {
+		return res, nil
+	}
+	return res, &early{status: status, cause: res.Cause}
 }
 
 // outcome is how a phase's command ended.
@@ -86,6 +128,22 @@ type outcome struct {
 	stderr   string    // the end of its stderr
 	skip     string    // why the instrumentation could not run the phase, "" when it could
 	refused  string    // why the trial's guard stopped it, "" when it did not
+	// connected: something instrumented published (the phase could act);
+	// why says why nothing did.
+	connected bool
+	why       string
+}
+
+// errorLine is the script's error in the end of its stderr: its last
+// line that is not pipetop's own, "" when none.
+func errorLine(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "pipetop:") {
+			return l
+		}
+	}
+	return ""
 }
 
 // settle gives the phase its status from how its command ended.
@@ -101,12 +159,22 @@ func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) v
 		res.Notes = append([]string{o.skip}, res.Notes...)
 	case o.timedOut:
 		res = failed(res, fmt.Sprintf("no training step within %s", c.StartTimeout))
-		res.StderrTail = o.stderr
+		res.StderrTail, res.Cause = o.stderr, res.Notes[len(res.Notes)-1]
+		if !o.connected {
+			res.Cause, res.EveryPhase = fmt.Sprintf("%s (in %s)", o.why, c.StartTimeout), true
+		}
 	case o.sent != nil:
 		res.Status = verdict.PhaseOK
 	case o.status != 0:
 		res = failed(res, "")
 		res.ExitStatus, res.StderrTail = &o.status, o.stderr
+		res.Cause, res.EveryPhase = errorLine(o.stderr), !o.connected
+		if res.Cause == "" {
+			res.Cause = fmt.Sprintf("%s exited with status %d", c.Argv[0], o.status)
+		}
+	case !o.connected:
+		res = failed(res, "")
+		res.StderrTail, res.Cause, res.EveryPhase = o.stderr, o.why+"; the command exited (status 0)", true
 	case res.Steps == 0:
 		res.Status = verdict.PhaseSkipped
 		res.Notes = append([]string{"the command exited (status 0) before a training step was measured"}, res.Notes...)

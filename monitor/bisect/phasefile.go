@@ -33,6 +33,17 @@ type phaseFile struct {
 			PinMemory         bool `json:"pin_memory"`
 		} `json:"args"`
 	} `json:"loader"`
+	Cache *struct {
+		Batches int   `json:"batches"`
+		Bytes   int64 `json:"bytes"`
+		// CleanStep is the first step that neither filled the cache nor
+		// waited on the loader; absent until the cache is full and the
+		// loader shut down.
+		CleanStep *int64 `json:"clean_step"`
+	} `json:"cache"`
+	// Off is set once the phase logic switched itself off (the run went
+	// on as the full phase).
+	Off   bool     `json:"off"`
 	Notes []string `json:"notes"`
 }
 
@@ -73,7 +84,7 @@ func phaseNotes(dir string) []string {
 // skipNote says why the loader and cached phases cannot run: no process
 // saw a training DataLoader. "" when one did, or for the other phases.
 func skipNote(dir, phase string) string {
-	if phase != verdict.PhaseLoader && phase != verdict.PhaseCached {
+	if phase != verdict.PhaseLoader && phase != verdict.PhaseCold && phase != verdict.PhaseCached {
 		return ""
 	}
 	files, _ := phaseFiles(dir)
@@ -102,6 +113,42 @@ func dataLoaderOf(dir string) *verdict.DataLoaderCall {
 			PersistentWorkers: a.PersistentWorkers, PinMemory: a.PinMemory, BatchSize: l.BatchSize, Iterable: l.Iterable}
 	}
 	return nil
+}
+
+// cacheReady says whether a phase's warm-up may count steps, and from
+// which: a cached or forward phase's once its cache is full and its loader
+// shut down (in every process that saw the training loader), from the
+// first step after that; any other phase's from the first.
+func cacheReady(dir, phase string) (from int64, ok bool) {
+	from = 1
+	if phase != verdict.PhaseCached && phase != verdict.PhaseForward {
+		return from, true
+	}
+	files, _ := phaseFiles(dir)
+	for _, f := range files {
+		c := f.Cache
+		switch {
+		case f.Off || c == nil || f.Loader == nil || !f.Loader.Seen:
+		case c.CleanStep == nil:
+			return 0, false
+		default:
+			from = max(from, *c.CleanStep)
+		}
+	}
+	return from, true
+}
+
+// cacheOf is the cache the phase's processes kept: its bytes and batches
+// summed over them.
+func cacheOf(dir string) (bytes int64, batches int) {
+	files, _ := phaseFiles(dir)
+	for _, f := range files {
+		if f.Cache != nil {
+			bytes += f.Cache.Bytes
+			batches += f.Cache.Batches
+		}
+	}
+	return bytes, batches
 }
 
 // tailWriter keeps the last max bytes written to it.

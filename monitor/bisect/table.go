@@ -8,24 +8,31 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/loadertext"
 )
 
 // WriteTable prints the report in 80 columns: the phases' table (with a
-// row per rank in a run of several), the loader's statistics, the threads
-// that waited for a CPU, each phase's notes, own verdict and failure, and
-// the verdict.
+// row per rank in a run of several), the cold phase's finding, the
+// loader's statistics, the threads that waited for a CPU, each phase's
+// notes, own verdict and failure, and the verdict.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "bisect: %s (%g s a phase)\n", strings.Join(r.Command, " "), r.SecondsPerPhase)
-	fmt.Fprintln(w, "stage columns: % of the mean step; GPU: % of the step the GPU was busy")
-	fmt.Fprintln(w, verdict.PhaseHeader)
+	fmt.Fprintln(w, "stage columns: % of the mean step; GPU: % of the step the GPU was busy;")
+	fmt.Fprintln(w, "peak RSS: the script's processes, bisect's cache of batches counted apart")
+	t := verdict.NewPhaseTable(r.Phases, true)
+	fmt.Fprintln(w, t.Header())
 	for _, p := range r.Phases {
-		fmt.Fprintln(w, p.Row())
+		fmt.Fprintln(w, t.Row(p))
 		for _, rk := range p.Ranks {
-			fmt.Fprintln(w, rk.RankRow())
+			fmt.Fprintln(w, t.RankRow(rk))
 		}
 	}
+	if c, ok := verdict.ColdFinding(r.Phases); ok {
+		verdict.WriteWrapped(w, "cold: ", c.Words())
+	}
+	r.writeCache(w)
 	r.WriteLoader(w)
 	r.writeWaiting(w)
 	for _, p := range r.Phases {
@@ -64,6 +71,17 @@ func loaderText(l *stage.LoaderStats) string {
 		text += fmt.Sprintf(", read amplification %.1fx", l.ReadAmp)
 	}
 	return text
+}
+
+// writeCache prints the cache each cached phase kept: bisect's own
+// memory, outside its peak RSS column.
+func (r *Report) writeCache(w io.Writer) {
+	for _, p := range r.Phases {
+		if p.CacheBatches > 0 {
+			fmt.Fprintf(w, "%s: %d batches cached (%s), bisect's own memory, not in its peak RSS\n",
+				p.Name, p.CacheBatches, units.Bytes(float64(p.CacheBytes)))
+		}
+	}
 }
 
 // writeWaiting prints the threads that waited for a CPU in each phase.

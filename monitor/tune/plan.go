@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/bisect"
 )
 
 // PlanSchema tags a plan: the settings the instrumentation applies inside
@@ -22,13 +23,27 @@ type Plan struct {
 	Threads *ThreadPlan `json:"threads,omitempty"`
 }
 
-// LoaderPlan is the DataLoader arguments a plan sets at Site (FILE:LINE).
+// LoaderPlan is the DataLoader arguments a plan sets at Site (FILE:LINE),
+// the PyAV decoder threads of the video streams its processes open, and
+// the float images its workers send as uint8 (converted back as the
+// training step takes the batch).
 type LoaderPlan struct {
-	Site              string `json:"site,omitempty"`
-	NumWorkers        *int   `json:"num_workers,omitempty"`
-	PrefetchFactor    *int   `json:"prefetch_factor,omitempty"`
-	PersistentWorkers *bool  `json:"persistent_workers,omitempty"`
-	WorkerThreads     *int   `json:"worker_threads,omitempty"`
+	Site              string     `json:"site,omitempty"`
+	NumWorkers        *int       `json:"num_workers,omitempty"`
+	PrefetchFactor    *int       `json:"prefetch_factor,omitempty"`
+	PersistentWorkers *bool      `json:"persistent_workers,omitempty"`
+	WorkerThreads     *int       `json:"worker_threads,omitempty"`
+	VideoThreads      *int       `json:"video_threads,omitempty"`
+	Uint8             []Uint8Key `json:"uint8,omitempty"`
+}
+
+// Uint8Key is a float image of the batch sent as uint8: where it sits in
+// the batch (stage.TripTensor's Key), its scale (1: integers 0..255; 255:
+// multiples of 1/255 in [0, 1]) and the dtype it is turned back into.
+type Uint8Key struct {
+	Key   string `json:"key"`
+	Scale int    `json:"scale"`
+	DType string `json:"dtype"`
 }
 
 // ThreadPlan is the main process's intra-op threads.
@@ -45,6 +60,12 @@ type Setting struct {
 	PersistentWorkers bool `json:"persistent_workers"`
 	WorkerThreads     int  `json:"worker_threads,omitempty"`
 	MainThreads       int  `json:"main_threads,omitempty"`
+	// VideoThreads is each PyAV video stream's decoder threads (frame and
+	// slice threading), 0 for PyAV's default.
+	VideoThreads int `json:"video_threads,omitempty"`
+	// Uint8 sends the batch's float images that uint8 holds exactly as
+	// uint8 from the workers, converted back in the training step.
+	Uint8 bool `json:"uint8,omitempty"`
 }
 
 // baseline is the setting the script makes its training DataLoader with.
@@ -71,6 +92,12 @@ func (s Setting) String() string {
 	if s.MainThreads > 0 {
 		parts = append(parts, fmt.Sprintf("main threads %d", s.MainThreads))
 	}
+	if s.VideoThreads > 0 {
+		parts = append(parts, fmt.Sprintf("video decoder threads %d", s.VideoThreads))
+	}
+	if s.Uint8 {
+		parts = append(parts, "uint8 transport")
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -78,12 +105,11 @@ func (s Setting) String() string {
 // then prefetched batches; a setting that changes something (worker
 // threads, workers kept alive) costs a little more than one that does not.
 func (s Setting) cost() int {
-	c := 1000*s.NumWorkers + 100*max(s.WorkerThreads, 1)*s.NumWorkers + 100*s.MainThreads + 10*s.PrefetchFactor
-	if s.PersistentWorkers {
-		c++
-	}
-	if s.WorkerThreads > 0 {
-		c++
+	c := 1000*s.NumWorkers + 100*max(s.WorkerThreads, 1)*s.NumWorkers + 100*s.MainThreads + 100*s.VideoThreads*max(s.NumWorkers, 1) + 10*s.PrefetchFactor
+	for _, changed := range []bool{s.PersistentWorkers, s.WorkerThreads > 0, s.VideoThreads > 0, s.Uint8} {
+		if changed {
+			c++
+		}
 	}
 	return c
 }
@@ -97,17 +123,27 @@ func (s Setting) valid() string {
 	if s.NumWorkers == 0 && s.PersistentWorkers {
 		return "persistent_workers needs num_workers > 0"
 	}
+	if s.NumWorkers == 0 && s.Uint8 {
+		return "the uint8 transport needs num_workers > 0"
+	}
 	return ""
 }
 
-// plan is the plan that applies s to the DataLoader made at site.
-func (s Setting) plan(site string) Plan {
+// plan is the plan that applies s to the DataLoader made at site; keys
+// are the batch's float images that uint8 holds (for s.Uint8).
+func (s Setting) plan(site string, keys []Uint8Key) Plan {
 	p := Plan{Schema: PlanSchema, Loader: &LoaderPlan{Site: site, NumWorkers: &s.NumWorkers, PersistentWorkers: &s.PersistentWorkers}}
 	if s.PrefetchFactor > 0 {
 		p.Loader.PrefetchFactor = &s.PrefetchFactor
 	}
 	if s.WorkerThreads > 0 {
 		p.Loader.WorkerThreads = &s.WorkerThreads
+	}
+	if s.VideoThreads > 0 {
+		p.Loader.VideoThreads = &s.VideoThreads
+	}
+	if s.Uint8 {
+		p.Loader.Uint8 = keys
 	}
 	if s.MainThreads > 0 {
 		p.Threads = &ThreadPlan{Main: &s.MainThreads}
@@ -170,6 +206,8 @@ func adviceOf(r Report) string {
 	switch {
 	case r.Tuned == "":
 		return r.Reason
+	case r.Unconfirmed != nil:
+		return "its best find, " + r.Unconfirmed.Setting.String() + ", is unconfirmed: " + r.Unconfirmed.Confirm
 	case r.Winner != nil && r.Winner.Baseline:
 		return "the script's own settings were the best measured"
 	}
@@ -193,9 +231,48 @@ func (r Report) noWinner() string {
 	if base == nil || len(r.Candidates) > 0 {
 		return "no setting was measured in full runs"
 	}
+	for _, tr := range r.Trials {
+		if !tr.Confirm && tr.Setting != r.Baseline && tr.Phase == base.Phase && tr.SamplesPerSec > base.SamplesPerSec {
+			return "no setting was confirmed in full runs (" + tr.Setting.String() + " beat the script's own in the search)"
+		}
+	}
 	why := "keep the script's settings: no setting tried beat them in the search"
 	if len(refused) > 0 {
 		why += fmt.Sprintf(", and the memory guard stopped %d before they filled the memory allowed (%s)", len(refused), strings.Join(refused, "; "))
 	}
 	return why
+}
+
+// ReadFrom reads the file pipetop tune --from names: a pipetop bisect
+// report, or a tune report — its bisect, and its search trials, which the
+// search then does not run again.
+func ReadFrom(path string) (bisect.Report, []Trial, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return bisect.Report{}, nil, err
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return bisect.Report{}, nil, fmt.Errorf("%s: not JSON: %w", path, err)
+	}
+	if head.Schema != Schema {
+		r, err := bisect.DecodeReport(b)
+		if err != nil {
+			return bisect.Report{}, nil, fmt.Errorf("%s: %w (or a pipetop tune report, %s)", path, err, Schema)
+		}
+		return r, nil, nil
+	}
+	r, err := ReadReport(path)
+	if err != nil {
+		return bisect.Report{}, nil, err
+	}
+	var search []Trial
+	for _, tr := range r.Trials {
+		if !tr.Confirm {
+			search = append(search, tr)
+		}
+	}
+	return r.Bisect, search, nil
 }

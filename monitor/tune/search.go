@@ -2,8 +2,12 @@ package tune
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
@@ -27,6 +31,10 @@ const (
 	// SearchNoise: a search trial within this share of the fastest may be
 	// as fast; the cheapest such setting is a finalist.
 	SearchNoise = 0.10
+	// BigFind: a loader trial at least this many times the baseline's is
+	// confirmed at once, before the search goes on: the budget never
+	// leaves such a find unconfirmed for the sake of a longer search.
+	BigFind = 2.0
 )
 
 // scores are the search's trials by setting (each setting runs once).
@@ -35,17 +43,36 @@ type scores map[Setting]Trial
 // tune searches what the bisect says matters, confirms the finalists and
 // gives the advice.
 func (t *tuner) tune(ctx context.Context) {
-	sc := scores{}
 	phase := verdict.PhaseLoader
 	if t.r.Tuned == TunedThreads {
 		phase = verdict.PhaseFull
+	}
+	sc := t.prior(phase)
+	if phase == verdict.PhaseFull {
 		t.searchThreads(ctx, sc)
 	} else {
 		t.searchLoader(ctx, sc)
 	}
-	finalists := sc.best(Finalists, t.r.Baseline)
-	t.confirm(ctx, finalists, sc, phase)
-	t.advise()
+	t.confirm(ctx, sc.best(Finalists, t.r.Baseline))
+	t.candidates(sc, phase)
+	t.advise(sc, phase)
+}
+
+// prior are the scores of the earlier tune's search trials of phase
+// (Config.Prior), kept in the report as such.
+func (t *tuner) prior(phase string) scores {
+	sc := scores{}
+	for _, tr := range t.c.Prior {
+		if tr.Confirm || tr.Phase != phase || tr.SamplesPerSec <= 0 {
+			continue
+		}
+		if _, ok := sc[tr.Setting]; !ok {
+			tr.Prior = true
+			sc[tr.Setting] = tr
+			t.r.Trials = append(t.r.Trials, tr)
+		}
+	}
+	return sc
 }
 
 // searchLoader tries the DataLoader's settings in loader trials: the
@@ -53,7 +80,7 @@ func (t *tuner) tune(ctx context.Context) {
 // when the script's workers do not persist, again with persistent
 // workers, since a worker start paid every epoch hides what more workers
 // deliver), then deeper prefetching and persistent workers on the best so
-// far.
+// far, then what the data allows (searchDecode).
 func (t *tuner) searchLoader(ctx context.Context, sc scores) {
 	base := t.r.Baseline
 	sc.measure(t, ctx, verdict.PhaseLoader, base)
@@ -67,10 +94,15 @@ func (t *tuner) searchLoader(ctx context.Context, sc scores) {
 		s.WorkerThreads, s.PersistentWorkers = sc.top().WorkerThreads, true
 		t.sweepWorkers(ctx, sc, s)
 	}
-	best := sc.top()
-	if best.NumWorkers == 0 {
-		return
+	if best := sc.top(); best.NumWorkers > 0 {
+		t.searchWorkers(ctx, sc, best)
 	}
+	t.searchDecode(ctx, sc, sc.top())
+}
+
+// searchWorkers tries deeper prefetching and persistent workers on best,
+// a setting with workers.
+func (t *tuner) searchWorkers(ctx context.Context, sc scores, best Setting) {
 	if best.PrefetchFactor < 4 {
 		s := best
 		s.PrefetchFactor = 4
@@ -85,12 +117,69 @@ func (t *tuner) searchLoader(ctx context.Context, sc scores) {
 	}
 }
 
+// searchDecode tries, on the best setting so far, what the loader phase
+// says its data allows: the video streams' decoder threads against the
+// cores (one each, and the cores shared out among the workers), and the
+// float images sent as uint8 (converted back in the training step: the
+// confirmation's full runs measure that too).
+func (t *tuner) searchDecode(ctx context.Context, sc scores, best Setting) {
+	if t.videoRead() {
+		per := max(1, max(t.c.Cores, 1)/max(best.NumWorkers, 1))
+		for _, n := range uniq([]int{1, per}) {
+			s := best
+			s.VideoThreads = n
+			sc.measure(t, ctx, verdict.PhaseLoader, s)
+		}
+		best = sc.top()
+	}
+	if len(t.uint8Keys()) > 0 && best.NumWorkers > 0 {
+		s := best
+		s.Uint8 = true
+		sc.measure(t, ctx, verdict.PhaseLoader, s)
+	}
+}
+
+// floatTypes are the dtypes a uint8 key is turned back into.
+var floatTypes = []string{"float16", "bfloat16", "float32", "float64"}
+
+// loaderStats are the bisect's loader phase's statistics, nil without.
+func (t *tuner) loaderStats() *stage.LoaderStats {
+	for _, p := range t.r.Bisect.Phases {
+		if p.Name == verdict.PhaseLoader && p.Loader != nil {
+			return p.Loader
+		}
+	}
+	return nil
+}
+
+// videoRead is whether the loader phase decoded video streams (PyAV).
+func (t *tuner) videoRead() bool {
+	l := t.loaderStats()
+	return l != nil && len(l.Video) > 0
+}
+
+// uint8Keys are the batch's float images that uint8 holds exactly, from
+// the loader phase's batch trip; nil when none.
+func (t *tuner) uint8Keys() []Uint8Key {
+	l := t.loaderStats()
+	if l == nil || l.Trip == nil {
+		return nil
+	}
+	var out []Uint8Key
+	for _, x := range l.Trip.Uint8() {
+		if !strings.HasSuffix(x.Key, "[*]") && (x.Uint8Scale == 1 || x.Uint8Scale == 255) && slices.Contains(floatTypes, x.DType) {
+			out = append(out, Uint8Key{Key: x.Key, Scale: x.Uint8Scale, DType: x.DType})
+		}
+	}
+	return out
+}
+
 // sweepWorkers tries s with 0, 1, 2, 4, ... workers while the loader
 // still delivers more, up to what the workers' CPU allows.
 func (t *tuner) sweepWorkers(ctx context.Context, sc scores, s Setting) {
 	limit := MaxWorkers
 	best := 0.0
-	for w := 0; w <= limit && !t.over(ctx); w = next(w) {
+	for w := 0; w <= limit && !t.over(ctx, verdict.PhaseLoader, sc.found(t.r.Baseline)); w = next(w) {
 		if w == 0 && s.WorkerThreads > 0 {
 			continue // no workers: no worker threads to set
 		}
@@ -105,7 +194,7 @@ func (t *tuner) sweepWorkers(ctx context.Context, sc scores, s Setting) {
 			return // more workers take more memory still
 		}
 		if w > 0 {
-			limit = min(limit, workerLimit(tr, w, t.c.Cores))
+			limit = min(limit, t.workerLimit(tr, w))
 		}
 		if w >= 2 && rate < Rising*best {
 			return
@@ -123,14 +212,21 @@ func next(w int) int {
 }
 
 // workerLimit is how many workers are worth trying after a trial with w:
-// CPUBoundWorkers x the cores when the workers were on a CPU most of the
-// time, WaitingWorkers x when they waited (storage, the network).
-func workerLimit(tr Trial, w, cores int) int {
-	cores = max(cores, 1)
-	if tr.CPUCores/float64(w) >= BusyWorker {
-		return CPUBoundWorkers * cores
+// WaitingWorkers x the cores when the bisect's cold phase says the
+// storage holds the loader back, or when the workers waited rather than
+// ran (storage, the network); when they were on a CPU most of the time,
+// the cores if the cold phase says the storage does not hold the loader
+// back (more workers only queue for the cores), else CPUBoundWorkers x.
+func (t *tuner) workerLimit(tr Trial, w int) int {
+	cores := max(t.c.Cores, 1)
+	cold, ok := verdict.ColdFinding(t.r.Bisect.Phases)
+	switch {
+	case ok && cold.Storage, tr.CPUCores/float64(w) < BusyWorker:
+		return min(MaxWorkers, WaitingWorkers*cores)
+	case ok:
+		return cores
 	}
-	return min(MaxWorkers, WaitingWorkers*cores)
+	return CPUBoundWorkers * cores
 }
 
 // searchThreads tries the main process's intra-op threads with the
@@ -143,7 +239,7 @@ func (t *tuner) searchThreads(ctx context.Context, sc scores) {
 	workers := uniq([]int{base.NumWorkers, base.NumWorkers / 2})
 	for _, w := range workers {
 		for _, m := range threads {
-			if t.over(ctx) {
+			if t.over(ctx, verdict.PhaseFull, sc.found(base)) {
 				return
 			}
 			s := base
@@ -171,14 +267,37 @@ func uniq(xs []int) []int {
 	return out
 }
 
-// measure runs s, unless it ran already, and returns its trial.
+// measure runs s, unless it ran already or the budget leaves no time for
+// it besides the confirmation, and returns its trial.
 func (sc scores) measure(t *tuner, ctx context.Context, phase string, s Setting) Trial {
-	if tr, ok := sc[s]; ok || t.over(ctx) {
+	if tr, ok := sc[s]; ok || t.over(ctx, phase, sc.found(t.r.Baseline)) {
 		return tr
 	}
 	tr := t.trial(ctx, phase, s, false)
 	sc[s] = tr
+	if sc.big(phase, s, t.r.Baseline) {
+		fmt.Fprintf(t.c.Log, "pipetop tune: %s delivers %.1fx the script's own in a loader trial: confirmed now\n", s, tr.SamplesPerSec/sc[t.r.Baseline].SamplesPerSec)
+		t.confirm(ctx, []Setting{s})
+	}
 	return tr
+}
+
+// found is whether a setting beat base in the search.
+func (sc scores) found(base Setting) bool {
+	b := sc[base].SamplesPerSec
+	for s, tr := range sc {
+		if s != base && b > 0 && tr.SamplesPerSec > b {
+			return true
+		}
+	}
+	return false
+}
+
+// big is whether s, just measured, is a loader trial at least BigFind x
+// the baseline's and the fastest so far.
+func (sc scores) big(phase string, s, base Setting) bool {
+	b := sc[base].SamplesPerSec
+	return phase == verdict.PhaseLoader && s != base && b > 0 && sc[s].SamplesPerSec >= BigFind*b && sc.top() == s
 }
 
 // top is the setting with the most samples/s.

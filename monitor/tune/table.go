@@ -91,22 +91,34 @@ func mb(b int64) string {
 	return fmt.Sprintf("%.0f MB", float64(b)/1e6)
 }
 
-// writeAdvice prints the winner and the change.
+// writeAdvice prints the winner and the change, or the best setting the
+// budget left unconfirmed.
 func (r *Report) writeAdvice(w io.Writer) {
 	fmt.Fprintln(w)
+	won := r.Winner != nil && !r.Winner.Baseline
 	switch {
+	case r.Failed:
+		verdict.WriteWrapped(w, "advice:  ", "none: "+r.Reason+"; "+r.Bisect.Verdict.Next)
 	case r.Tuned == "":
 		verdict.WriteWrapped(w, "advice:  ", "keep the pipeline as it is: "+r.Reason+"; "+r.Bisect.Verdict.Next)
-	case r.Winner == nil:
-		verdict.WriteWrapped(w, "advice:  ", r.noWinner()+"; see the trials above")
-	case r.Winner.Baseline:
-		verdict.WriteWrapped(w, "advice:  ", "keep the script's settings: no setting tried beat them beyond the noise of the runs")
-	default:
+	case won:
 		verdict.WriteWrapped(w, "advice:  ", fmt.Sprintf("%s: %.2fx the script's own samples/s (the medians of their full runs)", r.Winner.Setting, r.SpeedUp))
 		for _, c := range r.Change {
 			verdict.WriteWrapped(w, "change:  ", c)
 		}
 		verdict.WriteWrapped(w, "try it:  ", "pipetop run --apply tune.json -- "+strings.Join(r.Command, " ")+" (with the report saved as tune.json)")
+	case r.Unconfirmed != nil:
+	case r.Winner == nil:
+		verdict.WriteWrapped(w, "advice:  ", r.noWinner()+"; see the trials above")
+	default:
+		verdict.WriteWrapped(w, "advice:  ", "keep the script's settings: no setting tried beat them beyond the noise of the runs")
+	}
+	if u := r.Unconfirmed; u != nil {
+		label := "advice:  "
+		if won {
+			label = "also:    "
+		}
+		verdict.WriteWrapped(w, label, u.Words())
 	}
 	if r.NoEffect() {
 		verdict.WriteWrapped(w, "note:    ", "no setting changed the loader's samples/s by 5 % or more: the script may not use them (an IterableDataset that shards by worker itself, a custom sampler or batch_sampler)")
@@ -150,4 +162,11 @@ func ReadReport(path string) (Report, error) {
 		return Report{}, fmt.Errorf("%s: schema %q, want %q (a pipetop tune --json file)", path, r.Schema, Schema)
 	}
 	return r, nil
+}
+
+// Words is the unconfirmed setting in a sentence: its trial's figure
+// beside the baseline's, that no full run confirmed it, and how to.
+func (u *Unconfirmed) Words() string {
+	return fmt.Sprintf("%s: %.1f samples/s in a %s trial, %.1fx the script's own %.1f — unconfirmed: the budget left no time to confirm it in full runs; confirm it with `%s`",
+		u.Setting, u.SamplesPerSec, u.Phase, u.SamplesPerSec/u.BaselineSamplesPerSec, u.BaselineSamplesPerSec, u.Confirm)
 }

@@ -46,6 +46,12 @@ type Config struct {
 	// MemoryLimit is the memory a trial may fill (bytes; 0: the host's);
 	// a trial that leaves less than MemoryFloor of it is refused.
 	MemoryLimit float64
+	// Prior are the search trials of an earlier tune of the script
+	// (--from its report): the search does not run them again.
+	Prior []Trial
+	// Out is where the report is written, for the advice on confirming a
+	// setting the budget left unconfirmed.
+	Out string
 	// Log gets the progress.
 	Log io.Writer
 }
@@ -61,6 +67,22 @@ type Trial struct {
 	Notes         []string `json:"notes,omitempty"`
 	// Confirm is set on the confirmation's full trials.
 	Confirm bool `json:"confirm,omitempty"`
+	// Prior is set on a trial an earlier tune measured (--from).
+	Prior bool `json:"prior,omitempty"`
+	// WallSeconds is how long the trial took, start-up included.
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
+}
+
+// Unconfirmed is the best setting of the search when the budget left no
+// time to confirm it in full runs: its trial's figure beside the
+// baseline's, and how to confirm it.
+type Unconfirmed struct {
+	Setting               Setting `json:"setting"`
+	Phase                 string  `json:"phase"`
+	SamplesPerSec         float64 `json:"samples_per_sec"`
+	BaselineSamplesPerSec float64 `json:"baseline_samples_per_sec"`
+	// Confirm is the command that confirms it.
+	Confirm string `json:"confirm"`
 }
 
 // Candidate is a setting the confirmation ran in full trials: the median
@@ -107,6 +129,13 @@ type Report struct {
 	// winner's settings for pipetop run --apply.
 	Change []string `json:"change,omitempty"`
 	Plan   *Plan    `json:"plan,omitempty"`
+	// Unconfirmed is the best setting of the search when the budget left
+	// no time to confirm it: never advised as measured, never hidden.
+	Unconfirmed *Unconfirmed `json:"unconfirmed,omitempty"`
+	// Failed says the script fails whatever is tried (the bisect stopped
+	// on a failure every phase would have): Reason says how; nothing is
+	// advised.
+	Failed bool `json:"failed,omitempty"`
 	// OutOfBudget and Interrupted say the tune stopped early: the best so
 	// far is advised.
 	OutOfBudget bool `json:"out_of_budget,omitempty"`
@@ -121,6 +150,13 @@ type tuner struct {
 	n     int // trials run, for their labels
 	// run runs one trial: bisect.RunTrial with the script's config.
 	run func(context.Context, bisect.Trial) verdict.PhaseResult
+	// now is the clock the budget is read on (time.Now).
+	now func() time.Time
+	// walls are the trials' wall times by phase, for the budget's plan.
+	walls map[string][]float64
+	// runs are the confirmation's full trials by setting, in order.
+	runs  map[Setting][]Trial
+	order []Setting
 }
 
 // Run tunes c's script: a bisect (or c.From), the search the verdict
@@ -137,17 +173,23 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	host, _ := os.Hostname()
 	r := &Report{Schema: Schema, Command: c.Bisect.Argv, Host: host, Started: time.Now().UTC()}
-	t := &tuner{c: c, r: r, start: time.Now(), run: func(ctx context.Context, tr bisect.Trial) verdict.PhaseResult {
+	t := newTuner(c, r, func(ctx context.Context, tr bisect.Trial) verdict.PhaseResult {
 		return bisect.RunTrial(ctx, c.Bisect, tr)
-	}}
+	})
 	if err := t.bisect(ctx); err != nil {
 		return *r, err
 	}
 	if r.Tuned != "" {
+		t.cold(ctx)
 		t.tune(ctx)
 	}
 	r.Interrupted = ctx.Err() != nil
 	return *r, nil
+}
+
+// newTuner is a tuner of c writing r, its trials run by run.
+func newTuner(c Config, r *Report, run func(context.Context, bisect.Trial) verdict.PhaseResult) *tuner {
+	return &tuner{c: c, r: r, start: time.Now(), now: time.Now, run: run, walls: map[string][]float64{}, runs: map[Setting][]Trial{}}
 }
 
 // bisect makes (or takes) the bisect and decides what to tune.
@@ -170,6 +212,11 @@ func (t *tuner) bisect(ctx context.Context) error {
 			return nil
 		}
 	}
+	if v := t.r.Bisect.Verdict; v.Kind == verdict.ScriptFailed {
+		t.r.Failed, t.r.Reason = true, "the script fails whatever is tried: "+v.Headline
+		fmt.Fprintf(t.c.Log, "pipetop tune: %s\n", t.r.Reason)
+		return nil
+	}
 	t.r.Tuned, t.r.Reason = decide(t.r.Bisect.Verdict)
 	t.r.DataLoader = dataLoaderOf(t.r.Bisect)
 	if t.r.Tuned != "" && t.r.DataLoader == nil {
@@ -185,7 +232,7 @@ func (t *tuner) bisect(ctx context.Context) error {
 // decide is what the bisect's verdict says to tune, and why.
 func decide(v verdict.Verdict) (tuned, reason string) {
 	switch v.Kind {
-	case verdict.InputBound, verdict.InputStalls, verdict.ModerateInput:
+	case verdict.InputBound, verdict.InputStalls, verdict.ModerateInput, verdict.StorageBound:
 		return TunedLoader, "the input holds the steps back (" + string(v.Kind) + "): the training DataLoader's settings are tried in loader trials"
 	case verdict.Balanced, verdict.Oversubscribed, verdict.TrainingThreadBound, verdict.Throttled:
 		return TunedThreads, "the loader and the network compete for the cores (" + string(v.Kind) + "): threads and workers are tried in full trials"
@@ -206,16 +253,75 @@ func dataLoaderOf(r bisect.Report) *verdict.DataLoaderCall {
 	return nil
 }
 
-// over is whether the budget or ctx ended the tune.
-func (t *tuner) over(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
+// cold runs the bisect's cold phase when the loader is tuned and the
+// bisect has none (its own bisect, whose loader phase recorded the files
+// to evict): whether the storage holds the loader back decides how many
+// workers the search tries.
+func (t *tuner) cold(ctx context.Context) {
+	b := &t.r.Bisect
+	if t.r.Tuned != TunedLoader || t.c.From != nil || ctx.Err() != nil || !t.fits(2*t.cost(verdict.PhaseLoader)+t.reserve()) {
+		return
 	}
-	if t.c.Budget > 0 && time.Since(t.start) >= t.c.Budget {
+	for _, p := range b.Phases {
+		if p.Name == verdict.PhaseCold {
+			return
+		}
+	}
+	fmt.Fprintf(t.c.Log, "pipetop tune: the loader alone from a cold page cache: storage-bound or not\n")
+	p := t.run(ctx, bisect.Trial{Phase: verdict.PhaseCold})
+	b.Phases = append(b.Phases, p)
+	b.Verdict = verdict.DiagnoseBisect(b.Phases)
+	if c, ok := verdict.ColdFinding(b.Phases); ok {
+		fmt.Fprintf(t.c.Log, "pipetop tune: %s\n", c.Words())
+	}
+}
+
+// over is whether the search must stop before a trial of phase: ctx
+// ended, the trial does not fit in the budget, or it fits but would leave
+// no time to confirm a find (found: one beat the script's own already)
+// against the baseline in Rounds rounds. With nothing found yet the
+// search goes on while trials fit: a find named unconfirmed is better
+// than none.
+func (t *tuner) over(ctx context.Context, phase string, found bool) bool {
+	switch {
+	case ctx.Err() != nil:
+		return true
+	case !t.fits(t.cost(phase)), found && !t.fits(t.cost(phase)+t.reserve()):
 		t.r.OutOfBudget = true
 		return true
 	}
 	return false
+}
+
+// fits is whether d is left of the budget (any d without one).
+func (t *tuner) fits(d time.Duration) bool {
+	return t.c.Budget <= 0 || t.now().Sub(t.start)+d <= t.c.Budget
+}
+
+// cost is what one trial of phase takes, start-up included: the mean of
+// the trials of that phase so far, else the bisect's phase of that name,
+// else the measured time with a warm-up and a start-up.
+func (t *tuner) cost(phase string) time.Duration {
+	if w := t.walls[phase]; len(w) > 0 {
+		sum := 0.0
+		for _, x := range w {
+			sum += x
+		}
+		return time.Duration(sum / float64(len(w)) * float64(time.Second))
+	}
+	for _, p := range t.r.Bisect.Phases {
+		if p.Name == phase && p.WallSeconds > 0 {
+			return time.Duration(p.WallSeconds * float64(time.Second))
+		}
+	}
+	b := t.c.Bisect
+	return b.PhaseTime + b.WarmupTime + 10*time.Second
+}
+
+// reserve is what confirming one setting against the baseline takes: a
+// full trial of each, Rounds times.
+func (t *tuner) reserve() time.Duration {
+	return time.Duration(2*t.c.Rounds) * t.cost(verdict.PhaseFull)
 }
 
 // trial runs setting s as phase and records it.
@@ -228,7 +334,7 @@ func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool
 		t.r.Trials = append(t.r.Trials, tr)
 		return tr
 	}
-	env, out, err := WritePlan(s.plan(t.r.DataLoader.Site), t.c.Bisect.Dir, label+".plan.json")
+	env, out, err := WritePlan(s.plan(t.r.DataLoader.Site, t.uint8Keys()), t.c.Bisect.Dir, label+".plan.json")
 	if err != nil {
 		tr.Status, tr.Notes = verdict.PhaseFailed, []string{err.Error()}
 		t.r.Trials = append(t.r.Trials, tr)
@@ -238,6 +344,9 @@ func (t *tuner) trial(ctx context.Context, phase string, s Setting, confirm bool
 	fmt.Fprintf(t.c.Log, "pipetop tune: %s, %s trial: %s\n", label, phase, s)
 	p := t.run(ctx, bisect.Trial{Phase: phase, Label: label, Env: env, Guard: memoryGuard(t.c.MemoryLimit)})
 	tr.Status, tr.SamplesPerSec, tr.CPUCores, tr.PeakRSS, tr.Notes = p.Status, p.SamplesPerSec, p.CPUCores, p.PeakRSS, p.Notes
+	if tr.WallSeconds = p.WallSeconds; p.WallSeconds > 0 && ctx.Err() == nil {
+		t.walls[phase] = append(t.walls[phase], p.WallSeconds)
+	}
 	planned(&tr, out)
 	if !p.Measured() || tr.Status == verdict.PhaseFailed {
 		tr.SamplesPerSec = 0

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
@@ -26,7 +25,7 @@ type loaderModel func(s Setting) (rate, cores float64)
 func fakeTuner(t *testing.T, base Setting, cores int, model loaderModel) *tuner {
 	dir := t.TempDir()
 	r := &Report{DataLoader: &verdict.DataLoaderCall{Site: "train.py:42", NumWorkers: base.NumWorkers}, Baseline: base, Tuned: TunedLoader}
-	tu := &tuner{c: Config{Cores: cores, Rounds: 3, Log: io.Discard, Bisect: bisect.Config{Dir: dir}}, r: r, start: time.Now()}
+	tu := newTuner(Config{Cores: cores, Rounds: 3, Log: io.Discard, Bisect: bisect.Config{Dir: dir}}, r, nil)
 	tu.run = func(_ context.Context, tr bisect.Trial) verdict.PhaseResult {
 		s := settingOf(t, tr.Env)
 		applied(t, tr.Env, "train.py:42")

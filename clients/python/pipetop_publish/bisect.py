@@ -8,15 +8,26 @@ the phase out inside the unmodified script:
 - ``loader``: after the first optimizer step, the training DataLoader is
   drained alone (its own dataset, sampler, collate, workers), one step
   published per batch, across epochs, for ``PIPETOP_BISECT_SECONDS``; then
-  the process exits with status 0.
+  the process exits with status 0. Every file a process of the phase
+  opens for reading through Python (``open``, ``io.open``, ``os.open``)
+  is recorded in ``PIPETOP_BISECT_OUT/files-PID.txt``: what a cold phase
+  evicts from the page cache first.
+- ``cold``: as loader; pipetop evicted the files first.
 - ``cached``: after the first optimizer step, up to
   ``PIPETOP_BISECT_CACHE_BATCHES`` batches (at most ``PIPETOP_BISECT_CACHE_MB``,
   and what the loader delivers in ``PIPETOP_BISECT_CACHE_SECONDS``)
-  of the training loader are kept, its workers are shut down, and the same
-  batch objects are served again in order, cyclically, with the loader's
-  epoch length.
+  of the training loader are kept, every page of their tensors brought
+  into this process's memory (so that the cache is whole before the
+  measurement, not faulted in while it runs), its workers are shut down,
+  and the same batch objects are served again in order, cyclically, with
+  the loader's epoch length. The phase file's ``cache.clean_step`` then
+  names the first step that neither filled the cache nor waited on the
+  loader: pipetop's warm-up counts from it.
 - ``forward``: as cached, and the training loop's backward and optimizer
-  steps are skipped.
+  steps are skipped; the outermost forward of a training step runs under
+  ``torch.no_grad`` (the graph a skipped backward leaves would otherwise
+  live until the next step's forward ends: two graphs' activations at
+  once, more memory than the script ever takes).
 
 The recording process writes ``PIPETOP_BISECT_OUT/bisect-PID.json``
 (schema ``pipetop-bisect-phase/1``), naming the training loader's creation
@@ -27,28 +38,38 @@ why in the file's notes.
 
 from __future__ import annotations
 
+import _thread
 import atexit
+import builtins
 import contextlib
+import io
 import json
 import multiprocessing
 import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from . import plan as _plan
 from .stages import BACKWARD, DATA_WAIT, OPTIM
 
-__all__ = ["PHASES", "Phase", "Replay", "active", "from_env", "nbytes", "skipped_backward", "skipped_step"]
+__all__ = ["PHASES", "Opens", "Phase", "Replay", "active", "from_env", "nbytes", "no_grad_forward", "skipped_backward", "skipped_step",
+           "touch"]
 
 # The phase names ("forward" names a phase here, not the stage: spelled
 # out once, from a string, so that the stage-name layout check stays exact).
-PHASES = tuple("loader cached forward full".split())
-LOADER, CACHED, FORWARD_ONLY, FULL = PHASES
+PHASES = tuple("loader cold cached forward full".split())
+LOADER, COLD, CACHED, FORWARD_ONLY, FULL = PHASES
+_DRAINS = (LOADER, COLD)  # the phases that drain the loader alone
 SCHEMA = "pipetop-bisect-phase/1"
 _MB = 1024 * 1024
 _DEPTH = 6  # how deep nbytes walks into a batch
+_PAGE = 4096
+_MAX_FILES = 100000  # files one process records at most
+
+# The functions that open files, as they were before any patch.
+_real_os_open = os.open
 
 _now = time.perf_counter_ns
 
@@ -64,7 +85,7 @@ def from_env(environ: Any) -> Optional["Phase"]:
         return None
     if value not in PHASES:
         if multiprocessing.parent_process() is None:  # said once, not by every worker
-            sys.stderr.write("pipetop: PIPETOP_BISECT_PHASE=%s: want loader, cached, forward or full\n" % (value,))
+            sys.stderr.write("pipetop: PIPETOP_BISECT_PHASE=%s: want loader, cold, cached, forward or full\n" % (value,))
         return None
     return Phase(value, environ)
 
@@ -119,6 +140,122 @@ def nbytes(obj: Any, depth: int = 0) -> int:
     if isinstance(attrs, dict):
         return sum(nbytes(v, depth + 1) for v in attrs.values())
     return 0
+
+
+def touch(obj: Any, depth: int = 0) -> None:
+    """Bring every page of the tensors and arrays in a batch into this
+    process's memory (a strided read, one value a page): a batch from
+    DataLoader workers arrives in shared memory that counts in a process's
+    resident memory only once touched."""
+    if depth > _DEPTH or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
+        return
+    if hasattr(obj, "element_size") and hasattr(obj, "nelement"):  # a torch tensor
+        if obj.nelement() and obj.device.type == "cpu":
+            flat = obj.reshape(-1) if obj.is_contiguous() else obj.contiguous().reshape(-1)
+            flat[::max(1, _PAGE // obj.element_size())].sum()
+        return
+    if hasattr(obj, "nbytes") and hasattr(obj, "reshape") and hasattr(obj, "itemsize"):  # a numpy array
+        if obj.size:
+            obj.reshape(-1)[::max(1, _PAGE // max(1, obj.itemsize))].sum()
+        return
+    if isinstance(obj, (tuple, list)):
+        for v in obj:
+            touch(v, depth + 1)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            touch(v, depth + 1)
+    elif isinstance(getattr(obj, "__dict__", None), dict):
+        for v in obj.__dict__.values():
+            touch(v, depth + 1)
+
+
+class Opens:
+    """The files the processes of a loader phase open for reading through
+    Python, each recorded once per process in ``DIR/files-PID.txt`` (one
+    absolute path a line): the files a cold phase evicts. Files of Python
+    itself, its packages and the system are left out; a forked child
+    records in a file of its own."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.pid = 0
+        self.fd = -1
+        self.seen: Set[str] = set()
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.skip = tuple(p + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, here} if p) + (
+            "/proc/", "/sys/", "/dev/", "/usr/", "/lib/", "/etc/")
+
+    def add(self, file: Any) -> None:
+        """Record file (a path opened for reading), once."""
+        if isinstance(file, int):
+            return
+        pid = os.getpid()
+        if pid != self.pid:  # a forked child: its own record
+            self.pid, self.fd, self.seen = pid, -1, set()
+        path = os.fsdecode(os.fspath(file))
+        if path in self.seen or len(self.seen) >= _MAX_FILES:
+            return
+        self.seen.add(path)
+        path = os.path.abspath(path)
+        if path.startswith(self.skip) or path.endswith((".py", ".pyc", ".so")) or "-packages" + os.sep in path:
+            return
+        if self.fd < 0:
+            self.fd = _real_os_open(os.path.join(self.out, "files-%d.txt" % pid), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.write(self.fd, (path + "\n").encode("utf-8", "surrogateescape"))
+
+    def open_wrapper(self, orig: Callable) -> Callable:
+        """builtins.open / io.open, recording what is opened for reading."""
+
+        def open(file: Any, mode: Any = "r", *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - open's name
+            f = orig(file, mode, *args, **kwargs)
+            if isinstance(mode, str) and "r" in mode and "+" not in mode:
+                try:
+                    self.add(file)
+                except Exception:  # noqa: BLE001 - the record is optional
+                    pass
+            return f
+
+        open.__wrapped__ = orig  # type: ignore[attr-defined]
+        open.__doc__ = getattr(orig, "__doc__", None)
+        return open
+
+    def os_open_wrapper(self, orig: Callable) -> Callable:
+        """os.open, recording what is opened read-only."""
+
+        def os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            fd = orig(path, flags, *args, **kwargs)
+            if flags & os.O_ACCMODE == os.O_RDONLY and kwargs.get("dir_fd") is None:
+                try:
+                    self.add(path)
+                except Exception:  # noqa: BLE001 - the record is optional
+                    pass
+            return fd
+
+        os_open.__wrapped__ = orig  # type: ignore[attr-defined]
+        os_open.__name__ = "open"
+        return os_open
+
+
+def no_grad_forward(orig: Callable, st: Any, torch: Any) -> Callable:
+    """Module.__call__ in the forward phase, inside the stage timer: the
+    outermost call on the training thread with gradients on runs under
+    no_grad (see the module doc); nested calls and evaluation pass as they
+    are."""
+    outer = [False]
+    ident = _thread.get_ident
+
+    def __call__(*args: Any, **kwargs: Any) -> Any:
+        if outer[0] or st.depth != 1 or ident() != st.thread or not torch.is_grad_enabled():
+            return orig(*args, **kwargs)
+        outer[0] = True
+        try:
+            with torch.no_grad():
+                return orig(*args, **kwargs)
+        finally:
+            outer[0] = False
+
+    __call__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __call__
 
 
 def _rank(environ: Any) -> Optional[int]:
@@ -200,7 +337,7 @@ class Phase:
         self.cache: Optional[Dict[str, Any]] = None
         if self.caching:
             self.cache = {"batches": 0, "bytes": 0, "cap_bytes": int(self.cap_mb * _MB),
-                          "max_batches": self.max_batches, "limited_by": None}
+                          "max_batches": self.max_batches, "limited_by": None, "clean_step": None}
         self.drained: Optional[Dict[str, int]] = None
         self.skipped = {BACKWARD: 0, OPTIM: 0} if name == FORWARD_ONLY else None
         self.st: Any = None
@@ -216,6 +353,7 @@ class Phase:
         self.pos = 0
         self.watch_id = 0  # id of the iterator whose batches are watched
         self.watched: List[Any] = []
+        self.is_off = False  # the phase logic switched itself off
 
     # -- set-up -----------------------------------------------------------------
 
@@ -227,6 +365,11 @@ class Phase:
         atexit.register(self.end)
         if self.name == FULL:
             return
+        if self.name == LOADER and self.out:
+            opens = Opens(self.out)
+            patches.set(builtins, "open", opens.open_wrapper)
+            patches.set(io, "open", opens.open_wrapper)
+            patches.set(os, "open", opens.os_open_wrapper)
         st.on_step = self.first_step
         if self.caching:
             st.watch = self.watch
@@ -255,7 +398,7 @@ class Phase:
         try:
             it = st.loader() if st.loader is not None else None
             if it is None:
-                if self.name == LOADER:
+                if self.name in _DRAINS:
                     self.notes.append("no DataLoader batch came before the first optimizer step: nothing to drain")
                     self.write()
                     sys.exit(0)
@@ -265,7 +408,7 @@ class Phase:
                 self.watched = []
             self._identify(it)
             st.divert_it = it
-            st.divert = self.drain if self.name == LOADER else self.takeover
+            st.divert = self.drain if self.name in _DRAINS else self.takeover
         except SystemExit:
             raise
         except Exception as e:  # noqa: BLE001 - never break the user's run
@@ -313,6 +456,12 @@ class Phase:
         try:
             _shutdown(it)
             self.patches.set(type(self.target()), "__iter__", self._iter_wrapper)
+            with self.st.torch.no_grad():
+                for b in self.items:
+                    touch(b)
+            # This step waited on the fill; the next is the first on the
+            # cache alone.
+            self.cache["clean_step"] = st.pub._step_no + 2
             self.write()
         except Exception as e:  # noqa: BLE001 - this epoch ends from the cache, the next ones are real
             self.off(e)
@@ -333,7 +482,7 @@ class Phase:
         while not limit:
             if items and time.monotonic() >= deadline:
                 limit = "time"
-                self.notes.append("the training loader delivered %d batches in %g s of caching: %d cached, fewer than --cache-batches %d"
+                self.notes.append("the training loader delivered %d batches in %g s of caching: %d replayed, fewer than --cache-batches %d"
                                   % (len(items) - kept, self.fill_s, len(items), self.max_batches))
                 break
             try:
@@ -345,7 +494,7 @@ class Phase:
         if not items:
             raise RuntimeError("the training loader had no batch left to cache")
         self.items, self.count = items, len(items)
-        self.cache.update(batches=len(items), bytes=total, limited_by=limit)
+        self.cache.update(batches=len(items), bytes=total, limited_by=limit, clean_step=None)
         if limit == "cap":
             self._cap_note(items, total)
         return kept
@@ -464,6 +613,7 @@ class Phase:
         on as in the full phase (a loader already replaying finishes its
         epoch from the cache; the next epochs are the real ones)."""
         st = self.st
+        self.is_off = True
         self.notes.append("bisect %s phase switched off after an internal error, the run went on as the full phase: %r" % (self.name, err))
         st.on_step = st.watch = None
         st.skip = False
@@ -479,7 +629,7 @@ class Phase:
         return {"schema": SCHEMA, "phase": self.name, "pid": self.pid, "rank": self.rank,
                 "loader": dict(self.loader), "cache": dict(self.cache) if self.cache is not None else None,
                 "drained": self.drained, "skipped": dict(self.skipped) if self.skipped is not None else None,
-                "notes": self._notes()}
+                "off": self.is_off, "notes": self._notes()}
 
     def _notes(self) -> List[str]:
         notes = list(self.notes)

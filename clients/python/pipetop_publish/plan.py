@@ -12,6 +12,15 @@ inside the unmodified script:
   ``worker_init_fn`` so that each worker runs with that many threads.
 - ``threads.main``: ``torch.set_num_threads`` in the main process when
   torch is imported; the script's own later calls are overridden.
+- ``loader.video_threads``: every PyAV video stream a process of the run
+  opens (``av.open``) decodes with that many threads (frame and slice
+  threading, ``thread_type = "AUTO"``).
+- ``loader.uint8``: the float images at those keys of the planned loader's
+  batches (``[{"key": "['image']", "scale": 255, "dtype": "float32"}]``,
+  keys as the batch trip names them) leave its workers as uint8 (rounded
+  from ``x * scale``: values uint8 holds exactly) and are converted back to
+  their dtype (divided by the scale) as the training step takes the batch:
+  the transport costs a quarter, the conversion is the step's.
 
 Every DataLoader also gets its creation site recorded (one frame walk per
 DataLoader made), with or without a plan: pipetop bisect's phase file names
@@ -22,15 +31,18 @@ noted, never raised: ``PIPETOP_PLAN_OUT/plan-PID.json`` (schema
 
 from __future__ import annotations
 
+import ast
 import atexit
 import inspect
 import json
 import multiprocessing
 import os
+import re
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-__all__ = ["Plan", "WorkerThreads", "active", "creation_site", "effective_args", "init_wrapper", "load", "site_fields", "start"]
+__all__ = ["Plan", "Uint8Collate", "WorkerThreads", "active", "creation_site", "effective_args", "init_wrapper", "key_path", "load",
+           "on_av", "site_fields", "start"]
 
 SCHEMA = "pipetop-plan/1"
 REPORT_SCHEMA = "pipetop-plan-report/1"
@@ -38,8 +50,10 @@ REPORT_SCHEMA = "pipetop-plan-report/1"
 # The DataLoader arguments a plan may set, with their JSON types.
 LOADER_ARGS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 _LOADER_FIELDS: Dict[str, type] = {"site": str, "num_workers": int, "prefetch_factor": int,
-                                   "persistent_workers": bool, "pin_memory": bool, "worker_threads": int}
-_MINIMUM = {"num_workers": 0, "prefetch_factor": 1, "worker_threads": 1, "main": 1}
+                                   "persistent_workers": bool, "pin_memory": bool, "worker_threads": int,
+                                   "video_threads": int, "uint8": list}
+_MINIMUM = {"num_workers": 0, "prefetch_factor": 1, "worker_threads": 1, "main": 1, "video_threads": 1}
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 # The variables thread pools loaded after a worker's start read.
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -211,7 +225,36 @@ def load(path: str) -> "Plan":
     site = loader.get("site")
     if site is not None and not _site_ok(site):
         raise ValueError("loader.site %r is not FILE:LINE" % (site,))
+    loader["uint8"] = [_uint8_entry(e) for e in loader.get("uint8", [])]
     return Plan(path, loader, threads)
+
+
+def _uint8_entry(e: Any) -> Tuple[List[Union[str, int]], int, str]:
+    """One loader.uint8 entry checked: (key path, scale, dtype name)."""
+    if not isinstance(e, dict) or set(e) - {"key", "scale", "dtype"} or not isinstance(e.get("key"), str):
+        raise ValueError("loader.uint8 entry %s: want {\"key\": ..., \"scale\": 1 or 255, \"dtype\": ...}" % json.dumps(e))
+    scale, dtype = e.get("scale", 1), e.get("dtype", "float32")
+    if scale not in (1, 255) or isinstance(scale, bool) or dtype not in _FLOATS:
+        raise ValueError("loader.uint8 entry %s: scale 1 or 255, dtype one of %s" % (json.dumps(e), ", ".join(_FLOATS)))
+    return key_path(e["key"]), scale, dtype
+
+
+_KEY_PART = re.compile(r"\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)\]")
+
+
+def key_path(key: str) -> List[Union[str, int]]:
+    """A batch key as the batch trip names it ("['obs'][0]", "" for the
+    whole batch) as the indexes it is made of; ValueError if it is not one."""
+    out: List[Union[str, int]] = []
+    at = 0
+    for m in _KEY_PART.finditer(key):
+        if m.start() != at:
+            break
+        out.append(ast.literal_eval(m.group(1)))
+        at = m.end()
+    if at != len(key):
+        raise ValueError("batch key %r is not a chain of [index]" % (key,))
+    return out
 
 
 def _section(doc: Dict[str, Any], name: str, fields: Dict[str, type]) -> Dict[str, Any]:
@@ -258,6 +301,12 @@ def start(torch: Any, environ: Any, patches: Any, training_site: Callable[[], Op
     plan.out = environ.get("PIPETOP_PLAN_OUT", "") if main else ""
     plan.torch, plan.training_site = torch, training_site
     active = plan
+    if plan.uint8:
+        from torch.utils.data import dataloader as dl
+
+        patches.set(dl._BaseDataLoaderIter, "__next__", _restore_wrapper)
+    if "av" in sys.modules:
+        on_av(sys.modules["av"], patches)
     if plan.main_threads is None and plan.worker_threads is None:
         return
     patches.set(torch, "set_num_threads", threads_wrapper)
@@ -266,6 +315,111 @@ def start(torch: Any, environ: Any, patches: Any, training_site: Callable[[], Op
         _forced = plan.main_threads
         torch.set_num_threads.__wrapped__(plan.main_threads)
     plan.write()
+
+
+def on_av(av: Any, patches: Any) -> None:
+    """PyAV is imported (or was, before the plan): with video_threads,
+    av.open gives each video stream it opens that many decoder threads."""
+    plan = active
+    if plan is None or plan.video_threads is None or getattr(av, "_pipetop_video_threads", False):
+        return
+    n = plan.video_threads
+
+    def wrap(orig: Callable) -> Callable:
+        def open(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - av.open's name
+            container = orig(*args, **kwargs)
+            try:
+                for stream in getattr(container.streams, "video", ()):
+                    stream.codec_context.thread_type = "AUTO"
+                    stream.codec_context.thread_count = n
+            except Exception as e:  # noqa: BLE001 - the stream decodes as it would
+                plan.note("video_threads not applied: %r" % (e,))
+            return container
+
+        open.__wrapped__ = orig  # type: ignore[attr-defined]
+        return open
+
+    patches.set(av, "open", wrap)
+    av._pipetop_video_threads = True
+
+
+class Uint8Collate:
+    """The collate_fn of a planned loader with uint8 keys: the user's own
+    (or torch's default), then the float images at the keys as uint8.
+    ``restore`` turns them back, in the main process. Picklable for spawned
+    workers."""
+
+    def __init__(self, inner: Callable[[Any], Any], keys: List[Tuple[List[Union[str, int]], int, str]]) -> None:
+        self.inner, self.keys = inner, keys
+
+    def __call__(self, items: Any) -> Any:
+        batch = self.inner(items)
+        for path, scale, _ in self.keys:
+            batch = _apply(batch, path, lambda x, s=scale: _to_uint8(x, s))
+        return batch
+
+    def restore(self, batch: Any) -> Any:
+        """batch with the keys back in their dtype."""
+        for path, scale, dtype in self.keys:
+            batch = _apply(batch, path, lambda x, s=scale, d=dtype: _from_uint8(x, s, d))
+        return batch
+
+
+def _apply(obj: Any, path: List[Union[str, int]], f: Callable[[Any], Any]) -> Any:
+    """obj with f applied to what sits at path (dicts and lists copied,
+    tuples rebuilt); obj itself when the path leads nowhere."""
+    if not path:
+        return f(obj)
+    head, rest = path[0], path[1:]
+    try:
+        inner = obj[head]
+    except (KeyError, IndexError, TypeError):
+        return obj
+    new = _apply(inner, rest, f)
+    if new is inner:
+        return obj
+    if isinstance(obj, dict):
+        out = dict(obj)
+        out[head] = new
+        return type(obj)(out) if type(obj) is not dict else out
+    if isinstance(obj, list):
+        return obj[:head] + [new] + obj[head + 1:] if head >= 0 else obj
+    if isinstance(obj, tuple):
+        items = list(obj)
+        items[head] = new
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+    return obj
+
+
+def _to_uint8(x: Any, scale: int) -> Any:
+    """A float tensor of values uint8 holds (after * scale) as uint8."""
+    if not hasattr(x, "is_floating_point") or not x.is_floating_point():
+        return x
+    return (x * scale).round_().to(active.torch.uint8) if scale != 1 else x.round().to(active.torch.uint8)
+
+
+def _from_uint8(x: Any, scale: int, dtype: str) -> Any:
+    """A uint8 tensor back in dtype, divided by scale."""
+    torch = active.torch
+    if getattr(x, "dtype", None) is not torch.uint8:
+        return x
+    y = x.to(getattr(torch, dtype))
+    return y.div_(scale) if scale != 1 else y
+
+
+def _restore_wrapper(orig: Callable) -> Callable:
+    """DataLoader iterator __next__: a batch of a planned loader with uint8
+    keys turned back, outside the time the batch waited for."""
+
+    def __next__(self: Any) -> Any:
+        batch = orig(self)
+        c = getattr(self, "_collate_fn", None)
+        if isinstance(c, Uint8Collate):
+            batch = c.restore(batch)
+        return batch
+
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __next__
 
 
 def _child() -> bool:
@@ -292,6 +446,8 @@ class Plan:
         self.site: Optional[str] = loader.get("site")
         self.args = {k: loader[k] for k in LOADER_ARGS if k in loader}
         self.worker_threads: Optional[int] = loader.get("worker_threads")
+        self.video_threads: Optional[int] = loader.get("video_threads")
+        self.uint8: List[Tuple[List[Union[str, int]], int, str]] = loader.get("uint8") or []
         self.main_threads: Optional[int] = threads.get("main")
         self.torch: Any = None
         self.training_site: Callable[[], Optional[Tuple[str, int]]] = lambda: None
@@ -307,7 +463,7 @@ class Plan:
 
     def wants(self, site: Tuple[str, int]) -> bool:
         """Whether the DataLoader being made at site gets the plan."""
-        if not self.args and self.worker_threads is None:
+        if not self.args and self.worker_threads is None and not self.uint8:
             return False
         target = self.site or self._training()
         if target is None:
@@ -341,9 +497,12 @@ class Plan:
         workers = want.get("num_workers", given.get("num_workers", self._default("num_workers")))
         if workers == 0:
             self._without_workers(want, given, where)
-        elif self.worker_threads is not None:
-            given["worker_init_fn"] = WorkerThreads(self.worker_threads, given.get("worker_init_fn"))
-            self.threaded = True
+        else:
+            if self.worker_threads is not None:
+                given["worker_init_fn"] = WorkerThreads(self.worker_threads, given.get("worker_init_fn"))
+                self.threaded = True
+            if self.uint8:
+                given["collate_fn"] = Uint8Collate(given.get("collate_fn") or self._collate(given), self.uint8)
         given.update(want)
         self._kind_notes(want, given, where)
         return bound.args[1:], bound.kwargs
@@ -362,6 +521,17 @@ class Plan:
                 self.note("num_workers=0 at %s: the script's %s=%s dropped" % (where, name, json.dumps(own)))
         if self.worker_threads is not None:
             self.note("worker_threads needs num_workers > 0: not applied at %s" % (where,))
+        if self.uint8:
+            self.note("the uint8 transport needs num_workers > 0: not applied at %s" % (where,))
+
+    def _collate(self, given: Dict[str, Any]) -> Callable[[Any], Any]:
+        """torch's own collate_fn for a DataLoader made with given: batches
+        collated, or each item converted when it batches nothing."""
+        from torch.utils.data._utils import collate
+
+        if given.get("batch_size", 1) is None and given.get("batch_sampler") is None:
+            return collate.default_convert
+        return collate.default_collate
 
     def _kind_notes(self, want: Dict[str, Any], given: Dict[str, Any], where: str) -> None:
         """Notes on settings applied where they may do nothing."""
@@ -380,6 +550,8 @@ class Plan:
         """A DataLoader was made at a planned site with the plan."""
         args = effective_args(loader)
         args["worker_threads"] = self.worker_threads if args["num_workers"] and self.worker_threads is not None else None
+        if self.uint8:
+            args["uint8"] = len(self.uint8) if args["num_workers"] else None
         key = json.dumps([site_name(site), args], sort_keys=True)
         entry = self.applied.get(key)
         if entry is None:
@@ -400,8 +572,9 @@ class Plan:
         """The report's content (ending: the process exits)."""
         notes: List[str] = list(self.notes)
         target = self.site or self.resolved
-        if ending and (self.args or self.worker_threads is not None) and not self.applied:
+        if ending and (self.args or self.worker_threads is not None or self.uint8) and not self.applied:
             notes.append(self._unmatched(target))
+
         main = None
         try:
             main = int(self.torch.get_num_threads()) if self.torch is not None else None

@@ -14,6 +14,7 @@ number of steps).
            batches held in memory (as the cached phase does)
   forward  forward only on those batches (as the forward phase does)
   full     its own normal loop
+  cold     the loader control, its data files evicted from the page cache first
 
 Cases (each a known bottleneck):
 
@@ -31,6 +32,13 @@ Cases (each a known bottleneck):
               backward and optimizer steps are skipped)
   ddp         2 Gloo ranks (launch.sh), DistributedSampler, DDP; rank 1's data
               is slower per item
+  slow        a loader slower than one batch every 4 s (4 items of ~1.1 s of
+              waiting each, one worker) and a network of ~10-20 ms a step:
+              the network control runs on one fixed batch
+
+--control cold is the loader control with the case's data files (the input
+case's zarr store) evicted from the page cache first (POSIX_FADV_DONTNEED on
+each), as pipetop bisect's cold phase does; cases without files read memory.
 """
 
 from __future__ import annotations
@@ -128,6 +136,21 @@ class Busy(Dataset):
         for _ in range(self.rounds):
             a = np.sin(a) * 1.0001 + 0.01
         return self.x[i] + float(a[0]) * 1e-6, self.y[i]
+
+
+class SlowItems(Dataset):
+    """Items that each wait ~1.1 s (a remote read, the GIL released)."""
+
+    def __init__(self, n: int, dim: int) -> None:
+        self.n, self.dim = n, dim
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        time.sleep(1.1)
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(self.dim, generator=g), torch.randn(1, generator=g)
 
 
 class Stream(IterableDataset):
@@ -232,6 +255,8 @@ class Setup:
     # (the smallest proposed), and what they do before exiting together.
     agree: Optional[Callable[[int], int]] = None
     done: Optional[Callable[[], None]] = None
+    fixed: int = 0  # batches the network/forward controls hold (0: CACHED)
+    files: Optional[str] = None  # the directory of the case's data files, for --control cold
 
 
 def _loader(ds: Any, batch: int, workers: int, **kw: Any) -> DataLoader:
@@ -246,7 +271,8 @@ def _sgd(model: nn.Module) -> torch.optim.Optimizer:
 def case_input(a: Any) -> Setup:
     """The loader (zarr, default chunks) is the bottleneck."""
     model = Frozen()
-    return Setup(_loader(ZarrFrames(zarr_data(a.data)), 8, 2), model, _sgd(model))
+    path = zarr_data(a.data)
+    return Setup(_loader(ZarrFrames(path), 8, 2), model, _sgd(model), files=path)
 
 
 def case_compute(a: Any) -> Setup:
@@ -323,6 +349,12 @@ def case_ddp(a: Any) -> Setup:
         return int(t.item())
 
     return Setup(train, model, _sgd(model), agree=agree, done=dist.barrier)
+
+
+def case_slow(a: Any) -> Setup:
+    """A loader slower than one batch every 4 s, a ~10-20 ms network."""
+    model = mlp(512, 2048, 3)
+    return Setup(_loader(SlowItems(256, 512), 4, 1), model, _sgd(model), fixed=1)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
@@ -417,7 +449,9 @@ def timed_ranks(work: Iterator[int], seconds: float, agree: Callable[[int], int]
 
 def control(s: Setup, mode: str) -> Iterator[int]:
     """The steps a control measures, as a stream of sample counts."""
-    if mode == "loader":
+    if mode in ("loader", "cold"):
+        if mode == "cold" and s.files:
+            evict(s.files)
         for batch in epochs(Setup(s.train, s.model, s.opt)):
             yield batch_len(batch)
     elif mode == "full":
@@ -426,7 +460,7 @@ def control(s: Setup, mode: str) -> Iterator[int]:
             yield batch_len(batch)
     else:
         it = iter(s.train)
-        cached = [next(it) for _ in range(CACHED)]
+        cached = [next(it) for _ in range(s.fixed or CACHED)]
         del it
         while True:
             for batch in cached:
@@ -434,12 +468,24 @@ def control(s: Setup, mode: str) -> Iterator[int]:
                 yield batch_len(batch)
 
 
+def evict(root: str) -> None:
+    """Drop every file under root from the page cache."""
+    for d, _, names in os.walk(root):
+        for n in names:
+            fd = os.open(os.path.join(d, n), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Parse the arguments; train, or run a control."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--case", required=True, choices=sorted(CASES))
     p.add_argument("--steps", type=int, default=0, help="optimizer steps (default: until stopped)")
-    p.add_argument("--control", choices=("loader", "network", "forward", "full"))
+    p.add_argument("--control", choices=("loader", "cold", "network", "forward", "full"))
     p.add_argument("--seconds", type=float, default=5.0, help="how long a control measures")
     p.add_argument("--data", help="directory of the input case's zarr store (default: a temp dir)")
     p.add_argument("--batch-type", choices=("dict", "dataclass"), default="dict", help="the dict case's batches")

@@ -1,0 +1,72 @@
+package bisect
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pipetop/pipetop/metrics/verdict"
+)
+
+// rssSlack is how far a phase's peak RSS (the script's, bisect's cache
+// counted apart) may exceed the full phase's: 10 % and 50 MB.
+func rssSlack(full int64) int64 { return full/10 + 50e6 }
+
+// Every phase leaves the script's memory as the script itself would: each
+// phase's peak RSS, less the cache it kept, is within 10 % + 50 MB of the
+// full phase's, on resnet18 (whose forward phase would hold two graphs'
+// activations if its skipped backward left one alive) and on 24 MiB
+// batches (a 1 GB cache: bisect's own memory, counted apart); and a bisect
+// of a script that does not leak gives no memory-creep verdict — the
+// bigbatch phases measure 11 s, long enough for the creep rule (10 s,
+// CreepMinNs) to judge.
+func TestPhasesLeaveTheScriptsMemory(t *testing.T) {
+	requireTorch(t)
+	if err := exec.Command(python, "-c", "import torchvision").Run(); err != nil {
+		t.Fatalf("%s cannot import torchvision: %v", python, err)
+	}
+	for _, tc := range []struct {
+		name, seconds, phases string
+		cache                 bool // the cached phases keep batches
+	}{
+		{"resnet", "3", "loader,cached,forward,full", false},
+		{"bigbatch", "11", "cached,forward,full", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "--seconds-per-phase", tc.seconds, "--phases", tc.phases, "--", python, script("memory.py"), "--case", tc.name)
+			var table bytes.Buffer
+			r.rep.WriteTable(&table)
+			t.Logf("\n%s", table.String())
+			full := phaseOf(t, r, verdict.PhaseFull)
+			if full.Status != verdict.PhaseOK || full.PeakRSS <= 0 {
+				t.Fatalf("full phase: %s, peak RSS %d", full.Status, full.PeakRSS)
+			}
+			for _, p := range r.rep.Phases {
+				if p.Status != verdict.PhaseOK {
+					t.Errorf("phase %s: %s %q", p.Name, p.Status, p.Notes)
+				}
+				if over := p.ScriptRSS() - full.PeakRSS; over > rssSlack(full.PeakRSS) {
+					t.Errorf("phase %s: peak RSS %d MB less its cache %d MB is %d MB over the full phase's %d MB",
+						p.Name, p.PeakRSS/1e6, p.CacheBytes/1e6, over/1e6, full.PeakRSS/1e6)
+				}
+				if p.Verdict != nil && p.Verdict.Kind == verdict.MemoryCreep {
+					t.Errorf("phase %s: own verdict %s", p.Name, p.Verdict)
+				}
+				if caching := p.Name == verdict.PhaseCached || p.Name == verdict.PhaseForward; tc.cache && caching && p.CacheBytes < 500e6 {
+					t.Errorf("phase %s kept %d MB of batches, want about 1 GB", p.Name, p.CacheBytes/1e6)
+				}
+			}
+			if v := r.rep.Verdict; v.Kind == verdict.MemoryCreep || strings.Contains(v.Headline, "memory creep") {
+				t.Errorf("verdict: %s", v)
+			}
+			if !strings.Contains(table.String(), "peak RSS") {
+				t.Errorf("the table has no peak RSS column:\n%s", table.String())
+			}
+			if tc.cache && !strings.Contains(table.String(), fmt.Sprintf("%s: ", verdict.PhaseCached)) {
+				t.Errorf("the table does not say the cache apart:\n%s", table.String())
+			}
+		})
+	}
+}
