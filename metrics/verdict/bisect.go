@@ -87,6 +87,10 @@ type PhaseResult struct {
 	// DataLoader is the training DataLoader as the script made it, when
 	// the instrumentation saw it.
 	DataLoader *DataLoaderCall `json:"dataloader,omitempty"`
+	// RSSGrowth is how much the resident memory of the process tree grew
+	// over the measured window: the largest reading of its last third
+	// less the largest of its first (bytes; negative: it shrank).
+	RSSGrowth int64 `json:"window_rss_growth_bytes,omitempty"`
 	// CacheBytes and CacheBatches are the cached and forward phases'
 	// cache: bisect's own memory, in PeakRSS but counted apart from the
 	// script's (ScriptRSS).

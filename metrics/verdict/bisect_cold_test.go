@@ -126,8 +126,8 @@ func TestScriptFailures(t *testing.T) {
 	}{
 		{"missing script", []PhaseResult{missing}, ScriptFailed, []string{"every phase would fail: python3: can't open file", "(exit status 2)"}},
 		{"nothing connected", []PhaseResult{{Name: PhaseLoader, Status: PhaseFailed, EveryPhase: true,
-			Cause: NotConnected + ": the command ran no Python process (it ran sleep)"}}, ScriptFailed,
-			[]string{"nothing instrumented connected: the command ran no Python process", "imports torch"}},
+			Cause: NotConnected + " within 4s: the command ran no Python process (it ran sleep)"}}, ScriptFailed,
+			[]string{"nothing instrumented connected within 4s: the command ran no Python process", "imports torch"}},
 		{"fails at its 4th step", []PhaseResult{scriptPhase(PhaseLoader, 400, stage.Summary{}), step4(PhaseCached, false), step4(PhaseForward, true)},
 			ScriptFailed, []string{"the cached and forward phases", "RuntimeError: boom at step 4", "(exit status 1)"}},
 		{"failed phases, not the same way", []PhaseResult{step4(PhaseCached, false), step4(PhaseFull, false)},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -68,7 +69,8 @@ type meter struct {
 	timedOut bool // no first step within StartTimeout
 	guard    func(snapshot.Snapshot) string
 	refused  string  // what the guard answered
-	peakRSS  float64 // the largest RSS of the trainer's tree seen
+	peakRSS  float64   // the largest RSS of the trainer's tree seen
+	rss      []float64 // its RSS at each snapshot of the measurement
 	notes    []string
 	watching sync.WaitGroup // Config.Watch while it runs
 }
@@ -171,8 +173,23 @@ func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
 	}
 	if m.begun {
 		m.disk.read(pids)
+		if rss := TreeRSS(s.Process); rss > 0 {
+			m.rss = append(m.rss, rss)
+		}
 	}
 	return s
+}
+
+// rssGrowth is how much the tree's RSS grew over the measurement: the
+// largest of its last third of readings less the largest of its first
+// third (a step's transient allocations come and go within each third;
+// memory that stays grows the later third); 0 with fewer than 3.
+func rssGrowth(rss []float64) int64 {
+	if len(rss) < 3 {
+		return 0
+	}
+	k := len(rss) / 3
+	return int64(slices.Max(rss[len(rss)-k:]) - slices.Max(rss[:k]))
 }
 
 // treePIDs are the pids of the trainer's process tree in p.
@@ -333,6 +350,7 @@ func (m *meter) result(res *verdict.PhaseResult) {
 		}
 	}
 	res.PeakRSS = int64(m.peakRSS)
+	res.RSSGrowth = rssGrowth(m.rss)
 	if m.begun && res.Seconds > 0 {
 		res.DiskReadPerSec = float64(m.disk.total()) / res.Seconds
 	}

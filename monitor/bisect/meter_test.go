@@ -74,3 +74,21 @@ func TestCachedWarmupWaitsForTheCache(t *testing.T) {
 		t.Fatal("the measurement did not begin two steps and a settle after the first clean step")
 	}
 }
+
+// rssGrowth: memory that stays grows the window's last third; a step's
+// transient allocations, in every third, do not.
+func TestRSSGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		rss  []float64
+		want int64
+	}{
+		{[]float64{100, 300, 100, 300, 100, 300, 100, 300, 100}, 0},
+		{[]float64{100, 150, 200, 250, 300, 350, 400, 450, 500}, 300},
+		{[]float64{500, 400, 300}, -200},
+		{[]float64{100, 900}, 0},
+	} {
+		if got := rssGrowth(tc.rss); got != tc.want {
+			t.Errorf("rssGrowth(%v) = %d, want %d", tc.rss, got, tc.want)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func runTrial(ctx context.Context, c Config, t Trial) (verdict.PhaseResult, *ear
 	res.DataLoader = dataLoaderOf(dir)
 	res.CacheBytes, res.CacheBatches = cacheOf(dir)
 	o := outcome{sent: sent, status: status, timedOut: m.timedOut, stderr: tail.String(), skip: skipNote(dir, name), refused: m.refused,
-		connected: m.connected, why: m.why}
+		connected: m.connected || published(dir), why: m.why}
 	res = settle(ctx, c, res, o)
 	res.WallSeconds = time.Since(start).Seconds()
 	if res.Status != verdict.PhaseFailed || m.begun {
@@ -161,7 +161,7 @@ func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) v
 		res = failed(res, fmt.Sprintf("no training step within %s", c.StartTimeout))
 		res.StderrTail, res.Cause = o.stderr, res.Notes[len(res.Notes)-1]
 		if !o.connected {
-			res.Cause, res.EveryPhase = fmt.Sprintf("%s (in %s)", o.why, c.StartTimeout), true
+			res.Cause, res.EveryPhase = fmt.Sprintf("%s within %s: %s", verdict.NotConnected, c.StartTimeout, o.why), true
 		}
 	case o.sent != nil:
 		res.Status = verdict.PhaseOK
@@ -174,7 +174,8 @@ func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) v
 		}
 	case !o.connected:
 		res = failed(res, "")
-		res.StderrTail, res.Cause, res.EveryPhase = o.stderr, o.why+"; the command exited (status 0)", true
+		res.StderrTail, res.EveryPhase = o.stderr, true
+		res.Cause = fmt.Sprintf("%s before the command exited (status 0): %s", verdict.NotConnected, o.why)
 	case res.Steps == 0:
 		res.Status = verdict.PhaseSkipped
 		res.Notes = append([]string{"the command exited (status 0) before a training step was measured"}, res.Notes...)

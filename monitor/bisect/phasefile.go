@@ -115,6 +115,14 @@ func dataLoaderOf(dir string) *verdict.DataLoaderCall {
 	return nil
 }
 
+// published is whether a process of the phase in dir published: the
+// instrumentation writes its phase file when its publisher starts (a
+// script that ends in moments may be gone before its socket is seen).
+func published(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "bisect-*.json"))
+	return len(files) > 0
+}
+
 // cacheReady says whether a phase's warm-up may count steps, and from
 // which: a cached or forward phase's once its cache is full and its loader
 // shut down (in every process that saw the training loader), from the

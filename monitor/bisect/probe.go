@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // Probing: often at first (a script that fails at once runs for a moment),
@@ -139,7 +138,8 @@ func (pr *probe) first(pid int) *procSeen {
 	return ps
 }
 
-// why says why nothing instrumented connected, from what the probe saw.
+// why says why nothing instrumented connected, from what the probe saw
+// (the reason alone: the caller says when).
 func (pr *probe) why() string {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -150,7 +150,7 @@ func (pr *probe) why() string {
 	var reason string
 	switch {
 	case pr.python == 0:
-		reason = fmt.Sprintf("the command ran no Python process (%s): pipetop measures a Python script that imports torch", ran)
+		reason = fmt.Sprintf("the command ran no Python process (%s); pipetop measures a Python script that imports torch", ran)
 	case pr.withEnv == 0:
 		reason = "its Python processes did not get pipetop's environment (PIPETOP_* and PYTHONPATH): something between (a launcher, sudo, a container's env) stripped it"
 	case pr.autoOff > 0:
@@ -162,7 +162,7 @@ func (pr *probe) why() string {
 	default:
 		reason = "it imported torch but reached no DataLoader batch, forward or backward"
 	}
-	return verdict.NotConnected + ": " + reason
+	return reason
 }
 
 // descendants are root and every process below it, from the parent links

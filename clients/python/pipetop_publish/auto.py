@@ -653,10 +653,6 @@ def _start_bisect(torch: Any) -> None:
     if phase is None:
         return
     _patches.set(_bisect.Replay, "__next__", _next_wrapper)
-    if phase.name == _bisect.FORWARD_ONLY:
-        # The stage timer over the no_grad of the forward phase's steps.
-        _patches.set(torch.nn.Module, "__call__", lambda timed: _timed(_bisect.no_grad_forward(timed.__wrapped__, state, torch), FORWARD,
-                                                                        opens_work=True, cuda_events=True))
     _bisect.active = phase
     phase.attach(state, _patches, _batch_len)
 

@@ -4,12 +4,16 @@ pipetop): the script itself never grows its memory, so no phase may.
     python3 memory.py --case resnet|bigbatch
 
   resnet    torchvision's resnet18 (11.7M parameters) on 32 images of
-            3x112x112 a batch, 2 loader workers: activations of a few
-            hundred MB a step, which a forward phase that kept the graph of
-            its skipped backward would hold twice
+            3x112x112 a batch, made on the training thread (no workers,
+            whose memory would dwarf the rest): activations of a few hundred
+            MB a step, which a forward phase that kept the graph of its
+            skipped backward alive into the next step would hold twice
   bigbatch  batches of 24 MiB (128 images of 3x128x128 float32) from 2
-            workers into a small network: a cache of 42 of them is 1 GB,
-            bisect's own memory, never the script's
+            workers into a network of about half a second a step: a cache of
+            42 of them is 1 GB, bisect's own memory, never the script's; at
+            that pace a replay that brought the cached batches into memory
+            while measured (shared memory from the workers counts once
+            touched) would read as memory creeping by 24 MiB a step
 """
 
 from __future__ import annotations
@@ -37,9 +41,11 @@ class Images(Dataset):
         return torch.rand(self.shape, generator=g), i % 10
 
 
-def small() -> nn.Module:
-    """A network that is cheap beside a 24 MiB batch."""
-    return nn.Sequential(nn.AvgPool2d(8), nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+def convs() -> nn.Module:
+    """A convolution at the images' full size, then small ones: about half
+    a second a step on 2 cores."""
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AvgPool2d(8), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
 
 
 def main() -> None:
@@ -52,11 +58,11 @@ def main() -> None:
         import torchvision
 
         model = torchvision.models.resnet18(num_classes=10)
-        data, batch = Images(4096, (3, 112, 112)), 32
+        data, batch, workers = Images(4096, (3, 112, 112)), 32, 0
     else:
-        model = small()
-        data, batch = Images(8192, (3, 128, 128)), 128
-    loader = DataLoader(data, batch_size=batch, shuffle=True, num_workers=2, persistent_workers=True, drop_last=True)
+        model = convs()
+        data, batch, workers = Images(8192, (3, 128, 128)), 128, 2
+    loader = DataLoader(data, batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=workers > 0, drop_last=True)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     while True:
