@@ -68,7 +68,7 @@ type meter struct {
 	readings int
 	timedOut bool // no first step within StartTimeout
 	guard    func(snapshot.Snapshot) string
-	refused  string  // what the guard answered
+	refused  string    // what the guard answered
 	peakRSS  float64   // the largest RSS of the trainer's tree seen
 	rss      []float64 // its RSS at each snapshot of the measurement
 	notes    []string

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Probing: often at first (a script that fails at once runs for a moment),
