@@ -26,13 +26,20 @@ const fdFile = "files-fd.txt"
 func openFiles(pids []int, seen map[string]bool) map[string]bool {
 	if seen == nil {
 		seen = map[string]bool{}
+		// What pipetop holds open the command inherited (a lock it was
+		// started under): not the script's data.
+		for _, fd := range mustGlob("/proc/self/fd/*") {
+			if path, err := os.Readlink(fd); err == nil {
+				seen[path] = false
+			}
+		}
 	}
 	for _, pid := range pids {
 		dir := filepath.Join("/proc", strconv.Itoa(pid))
 		fds, _ := filepath.Glob(filepath.Join(dir, "fd", "*"))
 		for _, fd := range fds {
 			path, err := os.Readlink(fd)
-			if err != nil || seen[path] || len(seen) >= maxFiles || !dataPath(path) || !readOnly(filepath.Join(dir, "fdinfo", filepath.Base(fd))) {
+			if _, known := seen[path]; err != nil || known || len(seen) >= maxFiles || !dataPath(path) || !readOnly(filepath.Join(dir, "fdinfo", filepath.Base(fd))) {
 				continue
 			}
 			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
@@ -41,6 +48,12 @@ func openFiles(pids []int, seen map[string]bool) map[string]bool {
 		}
 	}
 	return seen
+}
+
+// mustGlob is filepath.Glob without its error (a bad pattern only).
+func mustGlob(pattern string) []string {
+	out, _ := filepath.Glob(pattern)
+	return out
 }
 
 // readOnly is whether the descriptor the fdinfo file at path describes
@@ -92,8 +105,10 @@ func (m *meter) keepFiles() {
 		return
 	}
 	paths := make([]string, 0, len(m.files))
-	for p := range m.files {
-		paths = append(paths, p)
+	for p, data := range m.files {
+		if data {
+			paths = append(paths, p)
+		}
 	}
 	sort.Strings(paths)
 	os.WriteFile(filepath.Join(m.dir, fdFile), []byte(strings.Join(paths, "\n")+"\n"), 0o600)
@@ -101,7 +116,8 @@ func (m *meter) keepFiles() {
 
 // recorded are the data files the phase in dir read: the instrumentation's
 // record of every file its processes opened for reading (files-PID.txt)
-// and pipetop's of those they held open (fdFile), each once.
+// and pipetop's of those they held open (fdFile), each once, those that
+// are regular files still.
 func recorded(dir, own string) []string {
 	lists, _ := filepath.Glob(filepath.Join(dir, "files-*.txt"))
 	seen := map[string]bool{}
@@ -114,8 +130,11 @@ func recorded(dir, own string) []string {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			p := sc.Text()
-			if p != "" && !seen[p] && dataPath(p) && !strings.HasPrefix(p, own+string(os.PathSeparator)) {
-				seen[p] = true
+			if p == "" || seen[p] || !dataPath(p) || strings.HasPrefix(p, own+string(os.PathSeparator)) {
+				continue
+			}
+			seen[p] = true
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 				out = append(out, p)
 			}
 		}

@@ -32,8 +32,10 @@ Cases (each a known bottleneck):
               backward and optimizer steps are skipped)
   ddp         2 Gloo ranks (launch.sh), DistributedSampler, DDP; rank 1's data
               is slower per item
-  slow        a loader slower than one batch every 4 s (4 items of ~1.1 s of
-              waiting each, one worker) and a network of ~10-20 ms a step:
+  slow        a loader slower than one batch every 4 s (2 workers, 8 items of
+              1.5 s of waiting a batch: a batch every 6 s; a worker's batch
+              in flight holds up its shutdown for up to 5 s) and a network of
+              ~20-40 ms a step, compute-bound (three 112-channel convolutions):
               the network control runs on one fixed batch
 
 --control cold is the loader control with the case's data files (the input
@@ -139,7 +141,7 @@ class Busy(Dataset):
 
 
 class SlowItems(Dataset):
-    """Items that each wait ~1.1 s (a remote read, the GIL released)."""
+    """Items that each wait 1.5 s (a remote read, the GIL released)."""
 
     def __init__(self, n: int, dim: int) -> None:
         self.n, self.dim = n, dim
@@ -148,7 +150,7 @@ class SlowItems(Dataset):
         return self.n
 
     def __getitem__(self, i: int) -> Any:
-        time.sleep(1.1)
+        time.sleep(1.5)
         g = torch.Generator().manual_seed(i)
         return torch.randn(self.dim, generator=g), torch.randn(1, generator=g)
 
@@ -351,10 +353,24 @@ def case_ddp(a: Any) -> Setup:
     return Setup(train, model, _sgd(model), agree=agree, done=dist.barrier)
 
 
+class Convs(nn.Module):
+    """Three 112-channel convolutions over each sample seen as 2x16x16:
+    compute-bound (few parameters, an optimizer step of nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(2, 112, 3, padding=1), nn.ReLU(), nn.Conv2d(112, 112, 3, padding=1), nn.ReLU(),
+                                  nn.Conv2d(112, 112, 3, padding=1), nn.ReLU())
+        self.out = nn.Linear(112, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.body(x.view(-1, 2, 16, 16)).mean((2, 3)))
+
+
 def case_slow(a: Any) -> Setup:
-    """A loader slower than one batch every 4 s, a ~10-20 ms network."""
-    model = mlp(512, 2048, 3)
-    return Setup(_loader(SlowItems(256, 512), 4, 1), model, _sgd(model), fixed=1)
+    """A loader slower than one batch every 4 s, a ~20-40 ms network."""
+    model = Convs()
+    return Setup(_loader(SlowItems(256, 512), 8, 2), model, _sgd(model), fixed=1)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
