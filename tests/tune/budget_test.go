@@ -24,7 +24,7 @@ func tuneFrom(t *testing.T, dir, from string, budget time.Duration) tune.Report 
 }
 
 // A planted loader whose items the workers cannot share (an in-process
-// cache): num_workers=0 delivers 5x or more the script's 2 workers in
+// cache): num_workers=0 delivers 5x or more the script's one worker in
 // loader trials. With a budget too small for the whole search, tune
 // confirms it at once and advises it, measured in full runs; with a
 // budget too small to confirm anything, the advice names it unconfirmed,

@@ -49,9 +49,9 @@ Cases, each with a known best setting (on a 2-core machine):
                    network; no setting gains beyond noise).
   inproc_cache     each item costs ~10 ms of numpy the first time it is
                    read, then is kept in the dataset's own dict (an
-                   in-process cache); the user has 2 workers, not
-                   persistent: each epoch's fresh workers start from the
-                   main process's empty cache and pay every item again.
+                   in-process cache); the user has 1 worker, not
+                   persistent: each epoch's fresh worker starts from the
+                   main process's empty cache and pays every item again.
                    Best: num_workers=0 (the cache fills once, on the
                    training thread, and every later epoch is free: >= 5x
                    the user's setting in loader trials and in full runs).
@@ -92,7 +92,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
     "worker_start": {"workers": 2, "persistent": 0},
     "compute": {"workers": 0},
     "memory": {"workers": 2},
-    "inproc_cache": {"workers": 2, "persistent": 0},
+    "inproc_cache": {"workers": 1, "persistent": 0},
 }
 
 BATCH = {"compute": 64, "worker_start": 8}  # batch size per case; else 16
