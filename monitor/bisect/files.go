@@ -181,3 +181,26 @@ func (d *diskReads) total() uint64 {
 	}
 	return sum
 }
+
+// pageSize is the size of a memory page, for statm's counts.
+var pageSize = float64(os.Getpagesize())
+
+// treeRSSNow is the resident memory of the processes pids now (bytes,
+// from /proc/PID/statm), 0 when none could be read.
+func treeRSSNow(pids []int) float64 {
+	var sum float64
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		if pages, err := strconv.ParseFloat(f[1], 64); err == nil {
+			sum += pages * pageSize
+		}
+	}
+	return sum
+}

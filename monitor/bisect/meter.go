@@ -22,6 +22,9 @@ import (
 const (
 	warmPoll    = 200 * time.Millisecond
 	measurePoll = time.Second
+	// rssPoll is how often the tree's RSS is read while measuring: often
+	// enough for each third of the window to hold a step's peak.
+	rssPoll = 200 * time.Millisecond
 	// exitFrames is how long a phase whose command exited waits for the
 	// frames still on their way before its last snapshot.
 	exitFrames = 300 * time.Millisecond
@@ -70,7 +73,8 @@ type meter struct {
 	guard    func(snapshot.Snapshot) string
 	refused  string    // what the guard answered
 	peakRSS  float64   // the largest RSS of the trainer's tree seen
-	rss      []float64 // its RSS at each snapshot of the measurement
+	rss      []float64 // its RSS over the measurement, every rssPoll
+	pids     []int     // the tree's processes at the last snapshot
 	notes    []string
 	watching sync.WaitGroup // Config.Watch while it runs
 }
@@ -125,10 +129,11 @@ func (m *meter) run(ctx context.Context, p *child.Process) {
 // watch takes snapshots until the measurement is over or the command
 // ends; the last one is kept for the result.
 func (m *meter) watch(ctx context.Context, p *child.Process, mon *monitor.Monitor, deadline time.Time) {
+	var next time.Time // the measurement's next snapshot; between two, the RSS is read
 	for {
 		wait := warmPoll
 		if m.begun {
-			wait = min(measurePoll, time.Until(m.at.Add(m.c.PhaseTime)))
+			wait = min(rssPoll, time.Until(m.at.Add(m.c.PhaseTime)), time.Until(next))
 		}
 		select {
 		case <-ctx.Done():
@@ -139,6 +144,11 @@ func (m *meter) watch(ctx context.Context, p *child.Process, mon *monitor.Monito
 			m.take(mon, time.Now())
 			return
 		case now := <-time.After(max(wait, time.Millisecond)):
+			if m.begun && now.Before(next) && now.Before(m.at.Add(m.c.PhaseTime)) {
+				m.sampleRSS()
+				continue
+			}
+			next = now.Add(measurePoll)
 			s := m.take(mon, now)
 			if m.guard != nil {
 				if m.refused = m.guard(s); m.refused != "" {
@@ -168,6 +178,7 @@ func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
 	m.last = &s
 	m.peakRSS = max(m.peakRSS, TreeRSS(s.Process))
 	pids := treePIDs(s.Process)
+	m.pids = pids
 	if m.name == verdict.PhaseLoader {
 		m.files = openFiles(pids, m.files)
 	}
@@ -178,6 +189,14 @@ func (m *meter) take(mon *monitor.Monitor, now time.Time) snapshot.Snapshot {
 		}
 	}
 	return s
+}
+
+// sampleRSS adds a reading of the tree's RSS between two snapshots (the
+// tree as the last one saw it).
+func (m *meter) sampleRSS() {
+	if rss := treeRSSNow(m.pids); rss > 0 {
+		m.rss = append(m.rss, rss)
+	}
 }
 
 // rssGrowth is how much the tree's RSS grew over the measurement: the

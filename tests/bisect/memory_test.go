@@ -48,6 +48,7 @@ func TestPhasesLeaveTheScriptsMemory(t *testing.T) {
 				t.Fatalf("full phase: %s, peak RSS %d", full.Status, full.PeakRSS)
 			}
 			for _, p := range r.rep.Phases {
+				t.Logf("phase %s: peak RSS %d MB, cache %d MB, grew %d MB over the window", p.Name, p.PeakRSS/1e6, p.CacheBytes/1e6, p.RSSGrowth/1e6)
 				if p.Status != verdict.PhaseOK {
 					t.Errorf("phase %s: %s %q", p.Name, p.Status, p.Notes)
 				}
