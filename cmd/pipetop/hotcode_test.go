@@ -72,10 +72,10 @@ func checkAmp(t *testing.T, l *stage.LoaderStats, want float64) {
 // the rechunk commands, which this test then runs; on the copy, read
 // amplification is 1 and the advice no longer says to rechunk.
 func TestRunZarrDefaultChunks(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	requireZarr(t)
-	bins := t.TempDir()
-	testkit.Build(t, bins, "./cmd/pipetrain")
+	bins := testkit.BinDir(t)
 	data := filepath.Join(t.TempDir(), "run.zarr")
 	if out, err := exec.Command(debPython, example("make_zarr.py"), data).CombinedOutput(); err != nil {
 		t.Fatalf("make_zarr.py: %v\n%s", err, out)
@@ -150,6 +150,7 @@ func checkSampledShares(t *testing.T, s *summary.Script) {
 // of their own, in the Dataset and in the loop's untimed rest: the
 // verdict names each.
 func TestRunNamesHotCode(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		script   string
@@ -186,6 +187,7 @@ func TestRunNamesHotCode(t *testing.T) {
 // pipetop flame as speedscope JSON (checked against the format's schema)
 // and as folded stacks, and checks that both add up to the recording's.
 func TestFlameOfARun(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	rec := filepath.Join(t.TempDir(), "run.pipetop")
 	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + rec}, debPython, example("slow_getitem.py"), "--seconds", "3")

@@ -34,8 +34,7 @@ const changeAfter = 4 * time.Second
 // recording and when the change was planted.
 func plantedRunOfRanks(t *testing.T) (string, time.Time) {
 	t.Helper()
-	bin, dir, socks := t.TempDir(), t.TempDir(), t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin, dir, socks := testkit.BinDir(t), t.TempDir(), t.TempDir()
 	t.Setenv(ipc.DirEnv, socks)
 	pub := exec.Command(filepath.Join(bin, "synthetic"), "-name", "planted", "-rate", "100", "-quiet", "-ranks", "2",
 		"-straggler", "1", "-straggle", "6ms", "-change-after", changeAfter.String(), "-change", "20ms")
@@ -206,6 +205,7 @@ func checkScreenshot(t *testing.T, shot []byte) {
 // recorded phases to their own reports beside it, renders a screenshot and
 // makes no request but the page itself.
 func TestBisectReportInABrowser(t *testing.T) {
+	t.Parallel()
 	dir := bisectDir(t)
 	pipetopReport(t, dir)
 	rep, err := bisect.ReadReport(filepath.Join(dir, bisect.ReportFile))

@@ -1,8 +1,8 @@
 // Package testkit holds the helpers the project's tests share: short
-// socket directories, the hostile socket peers the attach tests meet,
-// building the project's binaries and starting the synthetic publisher
-// (examples/synthetic, a SYNTHETIC trainer that trains nothing). It imports
-// nothing of ours, so any package's tests may use it.
+// socket directories, the hostile socket peers the attach tests meet, the
+// project's binaries (built once per make test, bins.go) and starting the
+// synthetic publisher (examples/synthetic, a SYNTHETIC trainer that trains
+// nothing). It imports nothing of ours, so any package's tests may use it.
 package testkit
 
 import (
@@ -132,35 +132,9 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// MainBinary builds the module's package pkg (such as "./cmd/pipetop")
-// into a new temporary directory for a TestMain, and returns the binary
-// and the directory to remove when the tests are done.
-func MainBinary(pkg string) (bin, dir string, err error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", "", err
-	}
-	if dir, err = os.MkdirTemp("", "pipetop-test-bin-"); err != nil {
-		return "", "", err
-	}
-	if err := BuildErr(root, dir, pkg); err != nil {
-		os.RemoveAll(dir)
-		return "", "", err
-	}
-	return filepath.Join(dir, filepath.Base(pkg)), dir, nil
-}
-
-// Build builds the module's packages (paths such as "./cmd/pipetop") into
-// dir, one binary each, named after the package's folder.
-func Build(t testing.TB, dir string, pkgs ...string) {
-	t.Helper()
-	if err := BuildErr(Root(t), dir, pkgs...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// BuildErr is Build for TestMain, where there is no test yet: root is the
-// module's root.
+// BuildErr builds the Go packages pkgs (paths such as "./cmd/pipetop") of
+// the module at root into dir, one binary each, named after the package's
+// folder.
 func BuildErr(root, dir string, pkgs ...string) error {
 	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
@@ -169,15 +143,6 @@ func BuildErr(root, dir string, pkgs ...string) error {
 		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
 	}
 	return nil
-}
-
-// Synthetic builds the synthetic publisher into a temporary directory and
-// returns its path.
-func Synthetic(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	Build(t, dir, "./examples/synthetic")
-	return filepath.Join(dir, "synthetic")
 }
 
 // Start starts bin with args, its trainer socket in sockets (empty: the

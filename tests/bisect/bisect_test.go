@@ -27,15 +27,13 @@ const phaseSeconds = 3
 var pipetop string // the binary under test
 
 func TestMain(m *testing.M) {
-	bin, dir, err := testkit.MainBinary("./cmd/pipetop")
+	dir, err := testkit.BinDirErr()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pipetop = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	pipetop = filepath.Join(dir, "pipetop")
+	os.Exit(m.Run())
 }
 
 // root is the module's root.

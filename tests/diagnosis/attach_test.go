@@ -30,6 +30,7 @@ func slowStepScenarios() []scenario {
 // window holds at least two) and the stack samples of the same time (more
 // than its 1 s collection's), for a viewer of steps and one of agg frames.
 func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
+	t.Parallel() // see doc.go
 	scs := slowStepScenarios()
 	results := observeAll(t, scs)
 	for i, sc := range scs {

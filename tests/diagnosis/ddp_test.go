@@ -320,6 +320,7 @@ func TestDDPStragglerLive(t *testing.T) {
 // TestStoppedPyTorchRankNamed: rank 1 of a 2-rank PyTorch DDP run stopped
 // with SIGSTOP is named, with rank 0 waiting in comm.
 func TestStoppedPyTorchRankNamed(t *testing.T) {
+	t.Parallel() // see doc.go
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}
@@ -334,6 +335,7 @@ func TestStoppedPyTorchRankNamed(t *testing.T) {
 // TestStoppedPipetrainRankNamed: the same for two pipetrain --nproc 2
 // ranks (Gloo over libtorch), with a collective timeout far beyond the test.
 func TestStoppedPipetrainRankNamed(t *testing.T) {
+	t.Parallel() // see doc.go
 	if testing.Short() {
 		t.Skip("starts pipetrain ranks")
 	}

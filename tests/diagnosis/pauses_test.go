@@ -140,12 +140,18 @@ type pauseResult struct {
 
 // TestPeriodicPauses runs the pause plants at once (they mostly sleep)
 // and checks each one's live and end-of-run verdicts.
-func TestPeriodicPauses(t *testing.T) { runPausePlants(t, pausePlants(t)) }
+func TestPeriodicPauses(t *testing.T) {
+	t.Parallel() // see doc.go
+	runPausePlants(t, pausePlants(t))
+}
 
 // TestEpochStart runs the epoch-start and shard plants at once, apart
 // from the other pause plants (their workers add to the load those judge
 // under).
-func TestEpochStart(t *testing.T) { runPausePlants(t, epochStartPlants()) }
+func TestEpochStart(t *testing.T) {
+	t.Parallel() // see doc.go
+	runPausePlants(t, epochStartPlants())
+}
 
 // runPausePlants runs plants at once and checks each one's live and
 // end-of-run verdicts.
