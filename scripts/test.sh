@@ -2,7 +2,7 @@
 # test.sh - every test of make test, in phases, with a table of each
 # phase's wall and CPU time at the end.
 #
-# usage: scripts/test.sh [PHASE...]   (default: every phase)
+# usage: scripts/test.sh [PHASE|STEP...]   (default: every phase)
 #
 # Phases run in steps; the phases of one step run at the same time, each
 # writing its output to build/test-logs/PHASE.log (printed when it fails).
@@ -87,7 +87,7 @@ run_step() {
   local step=$1; shift
   local name pids=() names=()
   for name in "$@"; do
-    [[ $want == "  " || $want == *" $name "* ]] || continue
+    [[ $want == "  " || $want == *" $name "* || $want == *" $step "* ]] || continue
     echo "test: $step: $name (log: $logs/$name.log)"
     (
       t0=$EPOCHREALTIME
@@ -108,7 +108,8 @@ run_step() {
 result() {
   local step=$1 name=$2 rc wall cpu
   read -r rc wall <"$logs/$name.result"
-  cpu=$(awk '{printf "%.0f", $1 + $2}' "$logs/$name.cpu" 2>/dev/null | tail -1)
+  # time(1) writes "Command exited with non-zero status N" first when it did.
+  cpu=$(tail -1 "$logs/$name.cpu" 2>/dev/null | awk '{printf "%.0f", $1 + $2}')
   rows+=("$(printf '%-8s %-10s %6.0f s %6s s  %s' "$step" "$name" "$wall" "${cpu:-?}" "$([[ $rc == 0 ]] && echo ok || echo "FAILED ($rc)")")")
   if [[ $rc != 0 ]]; then
     failed+=("$name")
