@@ -42,7 +42,7 @@ test: build
 # workers' busy shares, samples/s against the script's own) run after the
 # rest, alone and one after the other.
 test-go: build
-	@scripts/test.sh go live
+	@scripts/test.sh go e2e live
 
 ## test-tune: pipetop tune end to end on the planted scripts (tests/tune):
 ## six whole tunes, 15-20 minutes on 2 cores, so make test runs only the

@@ -13,10 +13,11 @@
 #   checks   lint, fuzz (FUZZTIME each target), the shim against libtorch
 #            2.x (when its sources changed), the Python suite: no timing
 #   go       every Go package but the live suites, with the binaries make
-#            build made (PIPETOP_TEST_BIN), beside the GPU check's dry run
-#            on the CPU
-#   live     the planted suites whose scenarios read the CPU, alone:
-#            tests/diagnosis, tests/bisect, the quick tests/tune cases
+#            build made (PIPETOP_TEST_BIN); beside it the live suites' tests
+#            that do not read the CPU (e2e: testkit.Concurrent, in
+#            parallel) and the GPU check's dry run on the CPU
+#   live     the live suites' tests that read the CPU (testkit.Serial),
+#            alone: tests/diagnosis, tests/bisect, the quick tests/tune case
 #
 # A failed phase does not stop the others; the exit status is 1 if any
 # failed. Environment: FUZZTIME (default 1s), GO (default go), PY (default
@@ -32,7 +33,8 @@ FUZZTIME=${FUZZTIME:-1s}
 logs=build/test-logs
 mkdir -p "$logs"
 
-# The live suites: run alone, one after the other (see above).
+# The live suites (their tests say which read the CPU: testkit.OnlyEnv),
+# and the cases of tests/tune that make test runs (make test-tune runs all).
 live_pkgs=(./tests/diagnosis ./tests/bisect)
 tune_quick='TestComputeBoundTriesNothing|TestInterruptedDuringTheBisect'
 
@@ -66,11 +68,18 @@ phase_gpucheck() {
   "$PY" -m unittest discover -s scripts/gpucheck -p 'test_*.py' &&
     PYTHON="$PY" scripts/gpu-check.sh --cpu
 }
+# phase_e2e runs the live suites' tests that do not read the CPU, four at
+# a time in each package (they mostly wait on the scripts they start).
+phase_e2e() {
+  PIPETOP_TEST_ONLY=concurrent $GO test -count=1 -timeout 20m -parallel 4 "${live_pkgs[@]}" &&
+    PIPETOP_TEST_ONLY=concurrent $GO test -count=1 -timeout 10m -run "$tune_quick" ./tests/tune
+}
+
+# phase_live runs the live suites' tests that read the CPU, one package
+# and one test at a time.
 phase_live() {
-  # -parallel 4: the tests that call t.Parallel() mostly wait (see each
-  # package's doc.go); the others run first, one at a time.
-  $GO test -count=1 -timeout 20m -p 1 -parallel 4 "${live_pkgs[@]}" &&
-    $GO test -count=1 -timeout 10m -run "$tune_quick" ./tests/tune
+  PIPETOP_TEST_ONLY=serial $GO test -count=1 -timeout 20m -p 1 "${live_pkgs[@]}" &&
+    PIPETOP_TEST_ONLY=serial $GO test -count=1 -timeout 10m -run "$tune_quick" ./tests/tune
 }
 
 case ${1:-} in
@@ -78,7 +87,7 @@ case ${1:-} in
 --python-module) python_module "$2"; exit ;;
 esac
 
-steps=("checks:lint fuzz libtorch2 python" "go:go gpucheck" "live:live")
+steps=("checks:lint fuzz libtorch2 python" "go:go e2e gpucheck" "live:live")
 want=" $* "
 rows=() failed=()
 

@@ -188,3 +188,33 @@ func FreePort(t testing.TB) int {
 func Within(got, want, frac float64) bool {
 	return math.Abs(got-want) <= frac*want
 }
+
+// OnlyEnv selects which tests of the live suites (tests/diagnosis,
+// tests/bisect, tests/tune) a run runs: "serial", the tests that read the
+// machine's CPU and must run alone, or "concurrent", those that do not and
+// may run beside other packages' tests; unset, both (the serial ones
+// first). make test runs the concurrent ones beside the other packages and
+// the serial ones after everything else.
+const OnlyEnv = "PIPETOP_TEST_ONLY"
+
+// Concurrent marks a test of a live suite that is judged only on what it
+// plants itself (a stop, a hang, processes, files, exit statuses): it
+// runs in parallel with the package's other concurrent tests, and not at
+// all when $PIPETOP_TEST_ONLY is "serial".
+func Concurrent(t *testing.T) {
+	t.Helper()
+	if os.Getenv(OnlyEnv) == "serial" {
+		t.Skip(OnlyEnv + "=serial: a test that does not read the CPU, run beside the other packages")
+	}
+	t.Parallel()
+}
+
+// Serial marks a test of a live suite that reads the machine's CPU (CPU
+// shares, threads waiting for a CPU, samples/s against a script's own):
+// it runs alone, and not at all when $PIPETOP_TEST_ONLY is "concurrent".
+func Serial(t *testing.T) {
+	t.Helper()
+	if os.Getenv(OnlyEnv) == "concurrent" {
+		t.Skip(OnlyEnv + "=concurrent: a test that reads the CPU, run alone after the other packages")
+	}
+}

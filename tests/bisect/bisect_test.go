@@ -173,6 +173,7 @@ const countedCase = "seed"
 // training-thread-bound. A case that misses is run once more, and the
 // second run must pass (both are logged).
 func TestPlantedBottlenecks(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	for _, tc := range []struct {
 		name     string

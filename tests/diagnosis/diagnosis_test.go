@@ -92,6 +92,7 @@ type result struct {
 // t.Parallel would run only GOMAXPROCS of them at a time), then checks
 // each verdict in its own subtest.
 func TestPlantedBottlenecks(t *testing.T) {
+	testkit.Serial(t)
 	scs := append(append(append(goScenarios(), pythonScenarios()...), pipetrainScenarios()...), torchScenarios()...)
 	results := observeAll(t, scs)
 	for i, sc := range scs {
