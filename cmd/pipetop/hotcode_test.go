@@ -183,17 +183,15 @@ func TestRunNamesHotCode(t *testing.T) {
 	}
 }
 
-// TestFlameOfARun records a run (PIPETOP_RECORD), writes its samples with
-// pipetop flame as speedscope JSON (checked against the format's schema)
-// and as folded stacks, and checks that both add up to the recording's.
+// TestFlameOfARun takes a run recorded with its stack samples
+// (recordSlowGetitem: go test ./cmd/pipetop -run TestFlameOfARun -update;
+// the live path of stack samples is TestRunNamesHotCode's), writes its
+// samples with pipetop flame as speedscope JSON (checked against the
+// format's schema) and as folded stacks, and checks that both add up to
+// the recording's.
 func TestFlameOfARun(t *testing.T) {
 	t.Parallel()
-	e := newRunEnv(t)
-	rec := filepath.Join(t.TempDir(), "run.pipetop")
-	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + rec}, debPython, example("slow_getitem.py"), "--seconds", "3")
-	if status != 0 {
-		t.Fatalf("status %d; stderr:\n%s", status, stderr)
-	}
+	rec := recorded(t, "slow-getitem.pipetop", recordSlowGetitem)
 	_, es, err := recording.ReadAll(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +207,8 @@ func TestFlameOfARun(t *testing.T) {
 		t.Fatalf("the recording holds %d stack samples, want a few hundred", n)
 	}
 	out := filepath.Join(t.TempDir(), "run.speedscope.json")
-	if b, err := exec.Command(e.bin, "flame", rec, "-o", out).CombinedOutput(); err != nil {
+	bin := pipetopBin(t)
+	if b, err := exec.Command(bin, "flame", rec, "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("pipetop flame: %v\n%s", err, b)
 	}
 	doc, err := os.ReadFile(out)
@@ -227,7 +226,7 @@ func TestFlameOfARun(t *testing.T) {
 	if int64(weights) != ns {
 		t.Errorf("speedscope weights add up to %.0f ns, the recording's samples to %d ns", weights, ns)
 	}
-	folded, err := exec.Command(e.bin, "flame", rec, "--folded").Output()
+	folded, err := exec.Command(bin, "flame", rec, "--folded").Output()
 	if err != nil {
 		t.Fatalf("pipetop flame --folded: %v", err)
 	}
@@ -248,7 +247,7 @@ func TestFlameOfARun(t *testing.T) {
 	t.Logf("%d samples (%d profiles) in the recording, the speedscope file and the folded stacks", n, len(f.Profiles))
 
 	// Replay and summary read the samples back through the feed.
-	js, err := exec.Command(e.bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
+	js, err := exec.Command(bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
 	if err != nil {
 		t.Fatalf("pipetop replay --json: %v", err)
 	}
@@ -265,11 +264,26 @@ func TestFlameOfARun(t *testing.T) {
 	if snap.Verdict == nil || !strings.Contains(snap.Verdict.Headline, "`augment` at") {
 		t.Errorf("the replayed verdict does not name augment: %+v", snap.Verdict)
 	}
-	text, err := exec.Command(e.bin, "summary", rec).Output()
+	text, err := exec.Command(bin, "summary", rec).Output()
 	if err != nil {
 		t.Fatalf("pipetop summary: %v", err)
 	}
 	if !strings.Contains(string(text), "stack samples: ") || !strings.Contains(string(text), "`augment` at") {
 		t.Errorf("pipetop summary does not name the hot code:\n%s", text)
+	}
+}
+
+// recordSlowGetitem records 3 s of examples/auto/slow_getitem.py under
+// pipetop run (PIPETOP_RECORD) to path: TestFlameOfARun's fixture.
+func recordSlowGetitem(t *testing.T, path string) {
+	t.Helper()
+	e := newRunEnv(t)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + abs}, debPython, example("slow_getitem.py"), "--seconds", "3")
+	if status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", status, stderr)
 	}
 }
