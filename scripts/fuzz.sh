@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the module for a bounded time each.
-# usage: scripts/fuzz.sh [FUZZTIME]   (default 10s)
+# usage: scripts/fuzz.sh [FUZZTIME [WORKERS]]   (default 10s, every core)
 #
-# make test runs each target briefly (its seed corpus already ran in go
-# test); make fuzz runs each for longer. Each package's fuzzing test binary
+# make test runs each target briefly with one worker (its seed corpus
+# already ran in go test, and the other tests want the other core); make
+# fuzz runs each for longer on every core. Each package's fuzzing test binary
 # is built once (go test -c -fuzz, which instruments it for coverage) and
 # run once per target, with the go command's fuzz cache as its corpus
 # cache, as go test -fuzz would: one link per package instead of one per
@@ -16,6 +17,7 @@
 # only error is that deadline is reported as the toolchain race, not a bug.
 set -euo pipefail
 fuzztime=${1:-10s}
+workers=${2:-$(nproc)}
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,8 +44,8 @@ fuzz_package() {
     cat "$log"; status=1; return
   fi
   for target in "$@"; do
-    echo "fuzz ./$dir $target ($fuzztime)"
-    if (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime" \
+    echo "fuzz ./$dir $target ($fuzztime, -parallel $workers)"
+    if (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime" -test.parallel "$workers" \
       -test.fuzzcachedir "$cache/$module/$dir") >"$log" 2>&1; then
       grep 'fuzz: elapsed' "$log" | tail -1
     elif deadline_race "$log"; then

@@ -39,7 +39,7 @@ live_pkgs=(./tests/diagnosis ./tests/bisect)
 tune_quick='TestComputeBoundTriesNothing|TestInterruptedDuringTheBisect'
 
 phase_lint() { make --no-print-directory lint; }
-phase_fuzz() { scripts/fuzz.sh "$FUZZTIME"; }
+phase_fuzz() { scripts/fuzz.sh "$FUZZTIME" 1; }
 phase_libtorch2() { scripts/check-libtorch2.sh; }
 # phase_python runs the Python suite's modules two at a time (they mostly
 # wait on the processes they start), each module's output kept together.
