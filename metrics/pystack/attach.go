@@ -27,7 +27,10 @@ type Process struct {
 	codes map[uint64]*code
 	gen   uint32 // the cache generation: one a second (generation)
 	genAt time.Time
-	seen  map[uint64]struct{}
+	seen  map[uint64]struct{} // the frames of a long chain walked
+	chain []uint64            // the frames of the chain being walked
+	arena []Frame             // the frames of this pass's stacks
+	sizes [2]int              // frames and threads of the last pass
 	tids  tidFinder
 	names map[int]threadName
 	drops Drops
@@ -131,7 +134,11 @@ func findRuntime(pid int, maps []mapping, exe string) (string, *elfFile, error) 
 			return "", nil, fmt.Errorf("pid %d: %s: %w", pid, path, err)
 		}
 	}
-	if len(named) > 0 {
+	switch {
+	case len(named) > 0 && supported(named[0]):
+		return "", nil, fmt.Errorf("pid %d (%s): %w yet: no libpython it mapped nor %s holds _PyRuntime (still starting?)",
+			pid, filepath.Base(exe), ErrNotPython, exe)
+	case len(named) > 0:
 		return "", nil, &UnsupportedError{PID: pid, Version: named[0], Why: "without the _PyRuntime of 3.7 and later"}
 	}
 	return "", nil, fmt.Errorf("pid %d (%s): %w: neither %s nor a libpython it loaded holds CPython's _PyRuntime",

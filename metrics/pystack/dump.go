@@ -83,5 +83,6 @@ func (d *Dump) WriteText(w io.Writer) error {
 func (d *Dump) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(d)
 }

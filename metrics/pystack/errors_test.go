@@ -1,6 +1,7 @@
 package pystack
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,10 +10,15 @@ import (
 	"testing"
 )
 
-// startIdle runs exe with args, killed when t ends; its pid.
+// startIdle runs exe with args, killed when t ends, and waits for the
+// first line it prints; its pid.
 func startIdle(t *testing.T, exe string, args ...string) int {
 	t.Helper()
 	cmd := exec.Command(exe, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -20,6 +26,9 @@ func startIdle(t *testing.T, exe string, args ...string) int {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("%s printed nothing: %v", exe, err)
+	}
 	return cmd.Process.Pid
 }
 
@@ -34,6 +43,7 @@ func TestAttachErrors(t *testing.T) {
 		}
 		return found[0]
 	}
+	idle := []string{"-c", "import time; print('ready'); import sys; sys.stdout.flush(); time.sleep(60)"}
 	cases := []struct {
 		name string
 		exe  string
@@ -42,12 +52,12 @@ func TestAttachErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{name: "sleep", exe: "sleep", args: []string{"60"}, want: "not a Python process: neither", is: ErrNotPython},
+		{name: "sleep", exe: "sh", args: []string{"-c", "echo; exec sleep 60"}, want: "not a Python process: neither", is: ErrNotPython},
 		{name: "no such pid", pid: 99999999, want: "pid 99999999: no such process"},
 		{name: "negative pid", pid: -4, want: "pid -4: no such process"},
-		{name: "CPython 3.9", exe: old("3.9"), args: []string{"-c", "import time; time.sleep(60)"},
+		{name: "CPython 3.9", exe: old("3.9"), args: idle,
 			want: "runs CPython 3.9 which pipetop cannot read (it reads 3.10 to 3.13)"},
-		{name: "CPython 2.7", exe: old("2.7"), args: []string{"-c", "import time; time.sleep(60)"},
+		{name: "CPython 2.7", exe: old("2.7"), args: idle,
 			want: "runs CPython 2.7, without the _PyRuntime of 3.7 and later, which pipetop cannot read"},
 	}
 	for _, c := range cases {

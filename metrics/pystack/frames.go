@@ -1,6 +1,9 @@
 package pystack
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Frame is one Python frame of a thread's stack.
 type Frame struct {
@@ -18,29 +21,63 @@ type Frame struct {
 const MaxDepth = 2048
 
 // stack reads the frame chain from frame (the thread's current frame),
-// innermost first. Frames that have not started yet and C shim frames are
-// left out, as the interpreter's own f_back leaves them out.
+// innermost first, into the pass's frame arena. Frames that have not
+// started yet and C shim frames are left out, as the interpreter's own
+// f_back leaves them out.
 func (p *Process) stack(frame uint64) ([]Frame, error) {
-	clear(p.seen)
-	var frames []Frame
+	p.chain = p.chain[:0]
+	start := len(p.arena)
 	for frame != 0 {
-		if _, ok := p.seen[frame]; ok {
-			return nil, &dropError{DropCycle, fmt.Errorf("frame %#x twice in the chain", frame)}
-		}
-		if len(p.seen) == MaxDepth {
+		if len(p.chain) == MaxDepth {
+			p.arena = p.arena[:start]
 			return nil, &dropError{DropDepth, fmt.Errorf("more than %d frames", MaxDepth)}
 		}
-		p.seen[frame] = struct{}{}
+		if !p.visit(frame) {
+			p.arena = p.arena[:start]
+			return nil, &dropError{DropCycle, fmt.Errorf("frame %#x twice in the chain", frame)}
+		}
 		f, keep, back, err := p.frame(frame)
 		if err != nil {
+			p.arena = p.arena[:start]
 			return nil, err
 		}
 		if keep {
-			frames = append(frames, f)
+			p.arena = append(p.arena, f)
 		}
 		frame = back
 	}
-	return frames, nil
+	if len(p.arena) == start {
+		return nil, nil
+	}
+	return p.arena[start:len(p.arena):len(p.arena)], nil
+}
+
+// linearChain is how long a chain is checked for cycles by scanning it;
+// a longer one is checked through a set.
+const linearChain = 64
+
+// visit adds frame to the chain being walked; false when the chain passed
+// it already.
+func (p *Process) visit(frame uint64) bool {
+	switch n := len(p.chain); {
+	case n < linearChain:
+		if slices.Contains(p.chain, frame) {
+			return false
+		}
+	default:
+		if n == linearChain {
+			clear(p.seen)
+			for _, a := range p.chain {
+				p.seen[a] = struct{}{}
+			}
+		}
+		if _, ok := p.seen[frame]; ok {
+			return false
+		}
+		p.seen[frame] = struct{}{}
+	}
+	p.chain = append(p.chain, frame)
+	return true
 }
 
 // frame reads the frame at addr: what it shows, whether to show it, and

@@ -14,7 +14,7 @@ import (
 
 // headerDirs are the CPython headers installed here, by the version they
 // are: pyenv's builds and Debian's python3.11-dev.
-func headerDirs(t *testing.T) map[string][]string {
+func headerDirs() map[string][]string {
 	dirs := map[string][]string{}
 	home, _ := os.UserHomeDir()
 	root := os.Getenv("PYENV_ROOT")
@@ -46,7 +46,7 @@ func TestLayoutMatchesHeaders(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("no gcc to compile testdata/offsets.c")
 	}
-	dirs := headerDirs(t)
+	dirs := headerDirs()
 	if len(dirs) == 0 {
 		t.Skip("no CPython 3.10-3.13 headers with their internal ones installed")
 	}

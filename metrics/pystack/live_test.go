@@ -147,16 +147,16 @@ func checkThreads(t *testing.T, want parkedDump, got []Thread) {
 }
 
 // checkMain waits for the main thread to idle where the script sends it
-// once its dump is written.
+// once its dump is written (idle, main, <module>).
 func checkMain(t *testing.T, p *Process) {
 	t.Helper()
 	var frames []Frame
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if frames = readThreads(t, p)[0].Frames; len(frames) == 2 && frames[0].Name == "idle" && frames[1].Name == "<module>" {
+		if frames = readThreads(t, p)[0].Frames; len(frames) == 3 && frames[0].Name == "idle" && frames[1].Name == "main" && frames[2].Name == "<module>" {
 			return
 		}
 	}
-	t.Errorf("the main thread is at %v, want idle called from <module>", frames)
+	t.Errorf("the main thread is at %v, want idle called from main, from <module>", frames)
 }
 
 func equalFrames(a, b []Frame) bool {

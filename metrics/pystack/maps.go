@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,20 +60,11 @@ var pythonName = regexp.MustCompile(`^(?:lib)?python(\d)\.(\d+)`)
 func candidates(maps []mapping, exe string) []string {
 	var out []string
 	for _, m := range maps {
-		if libpythonName.MatchString(filepath.Base(m.path)) && !strings.HasSuffix(m.path, " (deleted)") && !contains(out, m.path) {
+		if libpythonName.MatchString(filepath.Base(m.path)) && !strings.HasSuffix(m.path, " (deleted)") && !slices.Contains(out, m.path) {
 			out = append(out, m.path)
 		}
 	}
 	return append(out, exe)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // nameVersion is the version a file's name gives (python3.10,

@@ -35,8 +35,8 @@ func (e *FaultError) Unwrap() error { return e.Err }
 // reuses its vectors).
 type processMemory struct {
 	pid    int
-	local  [1]unix.Iovec
-	remote [1]unix.RemoteIovec
+	local  []unix.Iovec
+	remote []unix.RemoteIovec
 	mem    *os.File // /proc/PID/mem, where process_vm_readv is missing
 }
 
@@ -51,11 +51,7 @@ func (m *processMemory) ReadAt(p []byte, addr uint64) error {
 	if m.mem != nil {
 		return m.pread(p, addr)
 	}
-	m.local[0].Base = &p[0]
-	m.local[0].SetLen(len(p))
-	m.remote[0] = unix.RemoteIovec{Base: uintptr(addr), Len: len(p)}
-	n, err := unix.ProcessVMReadv(m.pid, m.local[:], m.remote[:], 0)
-	m.local[0].Base = nil
+	n, err := m.readv([][]byte{p}, []uint64{addr})
 	switch {
 	case errors.Is(err, unix.ENOSYS):
 		f, oerr := os.Open(fmt.Sprintf("/proc/%d/mem", m.pid))
@@ -70,6 +66,41 @@ func (m *processMemory) ReadAt(p []byte, addr uint64) error {
 		return &FaultError{addr, len(p), fmt.Errorf("read %d bytes: %w", n, errTruncated)}
 	}
 	return nil
+}
+
+// ReadBlocks reads bufs[i] at addrs[i] in one call, in order, and says
+// how many it filled before one failed (every one: len(bufs)).
+func (m *processMemory) ReadBlocks(bufs [][]byte, addrs []uint64) int {
+	if m.mem != nil {
+		for i, b := range bufs {
+			if m.pread(b, addrs[i]) != nil {
+				return i
+			}
+		}
+		return len(bufs)
+	}
+	n, _ := m.readv(bufs, addrs)
+	for i, b := range bufs {
+		if n < len(b) {
+			return i
+		}
+		n -= len(b)
+	}
+	return len(bufs)
+}
+
+// readv is one process_vm_readv of bufs from addrs: the bytes it read.
+func (m *processMemory) readv(bufs [][]byte, addrs []uint64) (int, error) {
+	m.local, m.remote = m.local[:0], m.remote[:0]
+	for i, b := range bufs {
+		v := unix.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		m.local = append(m.local, v)
+		m.remote = append(m.remote, unix.RemoteIovec{Base: uintptr(addrs[i]), Len: len(b)})
+	}
+	n, err := unix.ProcessVMReadv(m.pid, m.local, m.remote, 0)
+	clear(m.local) // keep no pointer into bufs
+	return n, err
 }
 
 // pread reads through /proc/PID/mem.
@@ -104,13 +135,29 @@ var errTruncated = errors.New("truncated read")
 // or not at all.
 const pageSize = 4096
 
+// blockReader is a Memory that reads many blocks in one call.
+type blockReader interface {
+	// ReadBlocks fills bufs[i] from addrs[i], in order, and says how many
+	// it filled before one failed.
+	ReadBlocks(bufs [][]byte, addrs []uint64) int
+}
+
+// maxBlocks is the most pages one vectored read asks for.
+const maxBlocks = 64
+
 // pageCache serves reads of one pass over the stacks from whole pages,
 // so that neighbouring objects cost one system call. reset forgets them
-// before the next pass (the target keeps running).
+// before the next pass (the target keeps running); prefetch then reads
+// again, in one vectored call, the pages the last pass read (the thread
+// states, frames and C frames of threads that mostly stay where they
+// were).
 type pageCache struct {
 	mem   Memory
 	pages map[uint64]*page
 	free  []*page
+	last  []uint64 // the pages the last pass read
+	bufs  [][]byte
+	batch []*page
 }
 
 // page is one block of the target's memory, or why it could not be read.
@@ -123,12 +170,58 @@ func newPageCache(mem Memory) *pageCache {
 	return &pageCache{mem: mem, pages: make(map[uint64]*page)}
 }
 
-// reset empties the cache, keeping the pages for reuse.
+// reset empties the cache, keeping the pages for reuse and the list of
+// those read.
 func (c *pageCache) reset() {
-	for _, pg := range c.pages {
+	c.last = c.last[:0]
+	for base, pg := range c.pages {
+		if pg.err == nil {
+			c.last = append(c.last, base)
+		}
 		c.free = append(c.free, pg)
 	}
 	clear(c.pages)
+}
+
+// prefetch reads the pages the last pass read, with as few calls as the
+// memory allows; a page that fails is left to be read (and fail) alone.
+func (c *pageCache) prefetch() {
+	br, ok := c.mem.(blockReader)
+	if !ok {
+		return
+	}
+	todo := c.last
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), maxBlocks)]
+		c.bufs, c.batch = c.bufs[:0], c.batch[:0]
+		for range batch {
+			pg := c.newPage()
+			c.batch = append(c.batch, pg)
+			c.bufs = append(c.bufs, pg.data[:])
+		}
+		n := br.ReadBlocks(c.bufs, batch)
+		for i, pg := range c.batch {
+			if i < n {
+				pg.err = nil
+				c.pages[batch[i]] = pg
+			} else {
+				c.free = append(c.free, pg)
+			}
+		}
+		todo = todo[min(n+1, len(batch)):]
+	}
+	clear(c.bufs)
+	clear(c.batch)
+}
+
+// newPage is a page from the free list, or a new one.
+func (c *pageCache) newPage() *page {
+	if n := len(c.free); n > 0 {
+		pg := c.free[n-1]
+		c.free = c.free[:n-1]
+		return pg
+	}
+	return new(page)
 }
 
 // ReadAt reads len(p) bytes at addr from cached pages; a read longer than
@@ -158,12 +251,7 @@ func (c *pageCache) page(base uint64) *page {
 	if pg, ok := c.pages[base]; ok {
 		return pg
 	}
-	var pg *page
-	if n := len(c.free); n > 0 {
-		pg, c.free = c.free[n-1], c.free[:n-1]
-	} else {
-		pg = new(page)
-	}
+	pg := c.newPage()
 	pg.err = c.mem.ReadAt(pg.data[:], base)
 	c.pages[base] = pg
 	return pg

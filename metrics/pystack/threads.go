@@ -46,6 +46,8 @@ var ErrExited = errors.New("the process exited")
 // ErrListChanged, a process that exited ErrExited.
 func (p *Process) Threads() ([]Thread, error) {
 	p.cache.reset()
+	p.cache.prefetch()
+	p.arena = make([]Frame, 0, p.sizes[0]+16)
 	if now := time.Now(); now.Sub(p.genAt) >= generation {
 		p.gen++
 		p.genAt = now
@@ -54,7 +56,7 @@ func (p *Process) Threads() ([]Thread, error) {
 	if err != nil {
 		return nil, p.failed(fmt.Errorf("read the interpreter list: %w", err))
 	}
-	var out []Thread
+	out := make([]Thread, 0, p.sizes[1]+2)
 	for n := 0; interp != 0; n++ {
 		if n == maxInterpreters {
 			return nil, p.failed(fmt.Errorf("more than %d interpreters: %w", maxInterpreters, ErrListChanged))
@@ -67,6 +69,7 @@ func (p *Process) Threads() ([]Thread, error) {
 		}
 	}
 	p.name(out)
+	p.sizes = [2]int{len(p.arena), len(out)}
 	return out, nil
 }
 
