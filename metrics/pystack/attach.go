@@ -24,16 +24,17 @@ type Process struct {
 	cache   *pageCache
 	buf     []byte
 
-	codes map[uint64]*code
-	gen   uint32 // the cache generation: one a second (generation)
-	genAt time.Time
-	seen  map[uint64]struct{} // the frames of a long chain walked
-	chain []uint64            // the frames of the chain being walked
-	arena []Frame             // the frames of this pass's stacks
-	sizes [2]int              // frames and threads of the last pass
-	tids  tidFinder
-	names map[int]threadName
-	drops Drops
+	codes  map[uint64]*code
+	gen    uint32 // the cache generation: one a second (generation)
+	genAt  time.Time
+	chain  visited // the frame chain being walked
+	list   visited // the thread list being walked
+	budget int     // frames this pass may still walk
+	arena  []Frame // the frames of this pass's stacks
+	sizes  [2]int  // frames and threads of the last pass
+	tids   tidFinder
+	names  map[int]threadName
+	drops  Drops
 }
 
 // types are the addresses of the type objects the reader checks objects
@@ -113,7 +114,7 @@ func attachRuntime(pid int, mem Memory, file string, syms symbols, bias uint64) 
 func newProcess(mem Memory, lay layout, runtime uint64, t types) *Process {
 	return &Process{
 		mem: mem, lay: lay, runtime: runtime, types: t, cache: newPageCache(mem),
-		codes: make(map[uint64]*code), seen: make(map[uint64]struct{}),
+		codes: make(map[uint64]*code),
 		names: make(map[int]threadName), tids: tidFinder{off: -1},
 	}
 }

@@ -1,6 +1,7 @@
 package pystack
 
 import (
+	"syscall"
 	"testing"
 	"time"
 )
@@ -10,7 +11,9 @@ import (
 // spinning one running), under each CPython installed. "each read
 // rechecks" starts a new generation every read, so every code object is
 // read again and checked (the first read of a second); the other runs
-// are the steady state in between.
+// are the steady state in between. cpu-ns/op is the CPU the reader used
+// a read (the spinning thread keeps a core of the target busy, so wall
+// time depends on the machine's load).
 func BenchmarkThreads(b *testing.B) {
 	for _, py := range pythons() {
 		for _, recheck := range []bool{false, true} {
@@ -31,6 +34,7 @@ func BenchmarkThreads(b *testing.B) {
 				defer p.Close()
 				frames := 0
 				b.ReportAllocs()
+				cpu0 := cpuNs(b)
 				for b.Loop() {
 					if recheck {
 						p.genAt = time.Time{}
@@ -43,9 +47,20 @@ func BenchmarkThreads(b *testing.B) {
 						frames += len(th.Frames)
 					}
 				}
+				b.ReportMetric(float64(cpuNs(b)-cpu0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(frames)/float64(b.N), "frames/op")
 				b.ReportMetric(float64(p.Drops().Total()), "drops")
 			})
 		}
 	}
+}
+
+// cpuNs is the CPU time (user and system) the test binary used so far:
+// what a read costs the reader, whatever else the machine runs.
+func cpuNs(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -1,9 +1,6 @@
 package pystack
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Frame is one Python frame of a thread's stack.
 type Frame struct {
@@ -17,22 +14,28 @@ type Frame struct {
 }
 
 // MaxDepth is the most frames of one stack; a longer chain is dropped
-// (DropDepth).
+// (DropDepth), as are the stacks of a read past maxPassFrames frames
+// (garbage that looks like thousands of deep threads must not cost the
+// reader seconds).
 const MaxDepth = 2048
+
+// maxPassFrames is the most frames one read of every thread walks.
+const maxPassFrames = 1 << 15
 
 // stack reads the frame chain from frame (the thread's current frame),
 // innermost first, into the pass's frame arena. Frames that have not
 // started yet and C shim frames are left out, as the interpreter's own
 // f_back leaves them out.
 func (p *Process) stack(frame uint64) ([]Frame, error) {
-	p.chain = p.chain[:0]
+	p.chain.reset()
 	start := len(p.arena)
 	for frame != 0 {
-		if len(p.chain) == MaxDepth {
+		if p.chain.len() == MaxDepth || p.budget == 0 {
 			p.arena = p.arena[:start]
-			return nil, &dropError{DropDepth, fmt.Errorf("more than %d frames", MaxDepth)}
+			return nil, &dropError{DropDepth, fmt.Errorf("more than %d frames, or past the read's %d", MaxDepth, maxPassFrames)}
 		}
-		if !p.visit(frame) {
+		p.budget--
+		if !p.chain.add(frame) {
 			p.arena = p.arena[:start]
 			return nil, &dropError{DropCycle, fmt.Errorf("frame %#x twice in the chain", frame)}
 		}
@@ -50,34 +53,6 @@ func (p *Process) stack(frame uint64) ([]Frame, error) {
 		return nil, nil
 	}
 	return p.arena[start:len(p.arena):len(p.arena)], nil
-}
-
-// linearChain is how long a chain is checked for cycles by scanning it;
-// a longer one is checked through a set.
-const linearChain = 64
-
-// visit adds frame to the chain being walked; false when the chain passed
-// it already.
-func (p *Process) visit(frame uint64) bool {
-	switch n := len(p.chain); {
-	case n < linearChain:
-		if slices.Contains(p.chain, frame) {
-			return false
-		}
-	default:
-		if n == linearChain {
-			clear(p.seen)
-			for _, a := range p.chain {
-				p.seen[a] = struct{}{}
-			}
-		}
-		if _, ok := p.seen[frame]; ok {
-			return false
-		}
-		p.seen[frame] = struct{}{}
-	}
-	p.chain = append(p.chain, frame)
-	return true
 }
 
 // frame reads the frame at addr: what it shows, whether to show it, and

@@ -11,10 +11,10 @@ import (
 const (
 	imageBase  = 0x7f0000000000 // the image's first address
 	imgRuntime = 0x0            // _PyRuntime's offset in the image
-	imgCode    = 0xf00          // PyCode_Type's
-	imgStr     = 0xf10          // PyUnicode_Type's
-	imgBytes   = 0xf20          // PyBytes_Type's
-	imgHeap    = 0x1000         // where objects start
+	imgCode    = 0x3d0          // PyCode_Type's
+	imgStr     = 0x3e0          // PyUnicode_Type's
+	imgBytes   = 0x3f0          // PyBytes_Type's
+	imgHeap    = 0x400          // where objects start
 )
 
 // imageTypes are an image's type addresses.

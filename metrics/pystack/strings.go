@@ -88,6 +88,11 @@ func (p *Process) bytesObj(addr uint64) ([]byte, error) {
 	if n < 0 || n > maxLineTable {
 		return nil, raced("bytes at %#x: length %d", addr, n)
 	}
+	if n > 0 { // its last byte first: garbage fails here without a large buffer
+		if _, err := p.read(addr+uint64(l.bytesData)+uint64(n-1), 1); err != nil {
+			return nil, err
+		}
+	}
 	b := make([]byte, n)
 	if err := p.cache.ReadAt(b, addr+uint64(l.bytesData)); err != nil {
 		return nil, err

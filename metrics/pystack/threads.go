@@ -48,6 +48,7 @@ func (p *Process) Threads() ([]Thread, error) {
 	p.cache.reset()
 	p.cache.prefetch()
 	p.arena = make([]Frame, 0, p.sizes[0]+16)
+	p.budget = maxPassFrames
 	if now := time.Now(); now.Sub(p.genAt) >= generation {
 		p.gen++
 		p.genAt = now
@@ -129,8 +130,9 @@ func (p *Process) tstates(interp uint64) ([]tstate, error) {
 		return nil, fmt.Errorf("read the thread list: %w", err)
 	}
 	var states []tstate
+	p.list.reset()
 	for addr != 0 {
-		if len(states) == maxThreads || slices.ContainsFunc(states, func(t tstate) bool { return t.addr == addr }) {
+		if len(states) == maxThreads || !p.list.add(addr) {
 			return nil, fmt.Errorf("thread %#x: %w", addr, ErrListChanged)
 		}
 		ts, err := p.tstate(addr)

@@ -48,7 +48,10 @@ func TestImageDrops(t *testing.T) {
 		{"cyclic chain", 4, nil, func(im *image, f []uint64) { im.put64(f[3], im.lay.frameBack, f[1]) }, DropCycle},
 		{"frame past the memory", 4, nil, func(im *image, f []uint64) { im.put64(f[2], im.lay.frameBack, imageBase+1<<30) }, DropFault},
 		{"frame in unmapped memory", 4, nil, func(im *image, f []uint64) { im.put64(f[0], im.lay.frameBack, 0x1000) }, DropFault},
-		{"code that is a str", 3, nil, func(im *image, f []uint64) { im.put64(f[1], im.lay.frameCode, im.str("x")) }, DropRace},
+		{"code that is a str", 3, nil, func(im *image, f []uint64) {
+			im.put64(f[1], im.lay.frameCode, im.str("x"))
+			im.alloc(pageSize) // the str is followed by memory, as on a heap
+		}, DropRace},
 		{"name that is not compact", 3, nil, func(im *image, f []uint64) {
 			code := im.code("g", "scene.py", 1, 4)
 			name := im.str("g")
