@@ -103,7 +103,7 @@ func (p *Process) interpreter(interp uint64, out []Thread) ([]Thread, error) {
 	if err != nil {
 		return out, err
 	}
-	first := len(out)
+	slices.Reverse(states) // oldest first: the main thread is read first
 	for _, ts := range states {
 		t := Thread{ID: ts.id, TID: ts.native, HoldsGIL: ts.addr == holder}
 		if p.lay.threadNativeID < 0 {
@@ -118,7 +118,6 @@ func (p *Process) interpreter(interp uint64, out []Thread) ([]Thread, error) {
 		}
 		out = append(out, t)
 	}
-	slices.Reverse(out[first:])
 	return out, nil
 }
 

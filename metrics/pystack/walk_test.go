@@ -136,3 +136,31 @@ func TestImageWrongVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestImageFrameBudget: a read walks at most maxPassFrames frames; the
+// stacks past them are dropped, the ones before read whole.
+func TestImageFrameBudget(t *testing.T) {
+	const depth, threads = 2000, maxPassFrames/2000 + 1
+	im := newImage(11)
+	code := im.code("deep", "deep.py", 1, 16)
+	head := uint64(0)
+	for i := 0; i < threads; i++ {
+		top := uint64(0)
+		for range depth {
+			top = im.frame(code, 2, top)
+		}
+		head = im.thread(uint64(0x1000+i), 100+i, top, head)
+	}
+	im.interp(head, 0)
+	p := im.process()
+	got, err := p.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, th := range got {
+		read := i < maxPassFrames/depth
+		if read && (th.Dropped != "" || len(th.Frames) != depth) || !read && th.Dropped != DropDepth {
+			t.Errorf("thread %d of %d: %d frames, dropped %q", i, len(got), len(th.Frames), th.Dropped)
+		}
+	}
+}
