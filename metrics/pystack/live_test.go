@@ -197,3 +197,57 @@ func checkGIL(t *testing.T, p *Process, want parkedDump) {
 		t.Errorf("the spinning thread held the GIL in %d reads of 20", held)
 	}
 }
+
+// TestLiveChurn reads a thread that calls and returns all the time, 300
+// times under every CPython installed: reads that race it are dropped and
+// counted, and every frame a read keeps is one the thread can be in.
+func TestLiveChurn(t *testing.T) {
+	for _, py := range pythons() {
+		t.Run(py.name, func(t *testing.T) {
+			py.need(t)
+			want := startParked(t, py.exe, "--churn")
+			tid := 0
+			for _, w := range want.Threads {
+				if w.Name == "churner" {
+					tid = w.NativeID
+				}
+			}
+			p, err := Attach(want.PID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			can := map[string]bool{"churn": true, "churner": true, "descend": true}
+			for _, name := range []string{"run", "_bootstrap_inner", "_bootstrap"} {
+				can[name], can["Thread."+name] = true, true
+			}
+			read, listChanged := 0, 0
+			for range 300 {
+				threads, err := p.Threads()
+				if errors.Is(err, ErrListChanged) {
+					listChanged++
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, th := range threads {
+					if th.TID != tid || th.Dropped != "" {
+						continue
+					}
+					read++
+					for _, f := range th.Frames {
+						if !can[f.Name] || !strings.HasSuffix(f.File, ".py") || f.Line <= 0 {
+							t.Errorf("the churning thread at %+v", f)
+						}
+					}
+				}
+			}
+			d := p.Drops()
+			t.Logf("300 reads: the churning thread's stack read %d times, drops %+v", read, d)
+			if read < 150 || d.List != uint64(listChanged) {
+				t.Errorf("%d reads of 300 kept the churning thread's stack; drops %+v, %d list errors", read, d, listChanged)
+			}
+		})
+	}
+}

@@ -1,12 +1,14 @@
 """Threads parked at known lines and one spinning in pure Python, for the
 stack reader's tests (standard library only, any CPython 3.10 on).
 
-usage: parked.py DUMP [--depth N] [--import MODULE]
+usage: parked.py DUMP [--depth N] [--import MODULE] [--churn]
 
 Once every parked thread waits, it writes its own view of every thread
 (sys._current_frames(): each frame's qualified name, file and line,
 innermost first) to DUMP as JSON, then idles until it is killed. The
-spinning thread keeps the GIL: nothing else runs Python code.
+spinning thread keeps the GIL: nothing else runs Python code, but with
+--churn a thread that calls and returns from churn() all the time, to read
+stacks while they change.
 """
 import importlib
 import json
@@ -45,6 +47,17 @@ def hot_spin():
         n += 1
 
 
+def churn(n):
+    if n > 0:
+        churn(n - 1)
+
+
+def churner():
+    while True:
+        for depth in range(30):
+            churn(depth)
+
+
 def frame_name(frame):
     code = frame.f_code
     return getattr(code, "co_qualname", code.co_name)
@@ -67,9 +80,12 @@ def parked(frames):
 
 def main():
     out = sys.argv[1]
-    depth, module = 0, None
+    depth, module, churning = 0, None, False
     args = sys.argv[2:]
     while args:
+        if args[0] == "--churn":
+            churning, args = True, args[1:]
+            continue
         flag, value, args = args[0], args[1], args[2:]
         if flag == "--depth":
             depth = int(value)
@@ -79,11 +95,13 @@ def main():
         importlib.import_module(module)
     targets = {"parked-holder": Holder().park, "parked-plain": wait_here,
                "sleeper": sleeper, "spinner": hot_spin}
+    if churning:
+        targets["churner"] = churner
     threads = [threading.Thread(target=descend, args=(depth, fn), name=name, daemon=True)
                for name, fn in targets.items()]
     for t in threads:
         t.start()
-    idents = {t.ident: t for t in threads if t.name != "spinner"}
+    idents = {t.ident: t for t in threads if t.name not in ("spinner", "churner")}
     while True:
         frames = sys._current_frames()
         if all(parked(describe(frames.get(i))) for i in idents):
