@@ -2,6 +2,7 @@ package pystack
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -28,11 +29,9 @@ func ReadDump(pid int) (*Dump, error) {
 		return nil, err
 	}
 	defer p.Close()
-	var threads []Thread
-	for try := 0; try < 3; try++ {
-		if threads, err = p.Threads(); err == nil {
-			break
-		}
+	threads, err := p.Threads()
+	for try := 1; try < 3 && errors.Is(err, ErrListChanged); try++ {
+		threads, err = p.Threads()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)

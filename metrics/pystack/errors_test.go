@@ -107,3 +107,33 @@ func TestDebugOffsetsMatchTable(t *testing.T) {
 		t.Errorf("the table differs from CPython %v's own offsets: %s", p.Version(), strings.Join(differ, "; "))
 	}
 }
+
+// TestReadExited: a process that exits after Attach gives ErrExited.
+func TestReadExited(t *testing.T) {
+	py := pythons()[1]
+	py.need(t)
+	cmd := exec.Command(py.exe, "-c", "import sys, time; print('ready'); sys.stdout.flush(); time.sleep(60)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Attach(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Threads(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := p.Threads(); !errors.Is(err, ErrExited) {
+		t.Errorf("a read after the process exited: %v, want ErrExited", err)
+	}
+}
