@@ -68,6 +68,8 @@ func commands() []command {
 			about: "Chrome/Perfetto trace-event JSON of a recording"},
 		{name: "flame", usage: "FILE [-o OUT] [--folded]", nargs: [2]int{1, 1}, flags: flameFlags,
 			about: "the stack samples of a recording (or run summary) as\nspeedscope JSON, or folded stacks for flamegraph.pl"},
+		{name: "stacks", usage: "PID [--json]", nargs: [2]int{1, 1}, flags: stacksFlags,
+			about: "every thread's Python stack of a running CPython\n(3.10-3.13) process, read once from outside it; the\nthread that holds the GIL marked"},
 	}
 }
 
