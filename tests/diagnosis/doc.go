@@ -12,9 +12,11 @@
 // (TestCPUVerdicts, TestCPUVerdictsAtTheEnd, TestGILVerdicts), workers'
 // busy shares against the training step (TestFloatImagesFromWorkers,
 // TestManyTensorsFromWorkers, the scenarios of TestPlantedBottlenecks,
-// which run together), a healthy run that must not drift
-// (TestNoDriftFromTheStart) and the ranks' step times against their noise
-// (the straggler tests). The others (testkit.Concurrent) are judged on
-// what they plant themselves — stops, hangs, processes, periodic pauses, a
-// planted slow-down — and run in parallel, beside the other packages.
+// which run together), a run's speed against its first seconds (drift:
+// TestNoDriftFromTheStart, TestDriftAtTheEnd), pauses against the steps
+// around them (TestPeriodicPauses, TestEpochStart: a loaded machine
+// stretches the steps until a pause no longer stands out) and the ranks'
+// step times against their noise (the straggler tests). The others
+// (testkit.Concurrent) are judged on what they plant themselves — stops,
+// hangs, processes — and run in parallel, beside the other packages.
 package diagnosis

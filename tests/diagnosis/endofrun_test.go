@@ -211,7 +211,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 // are judged against its first minutes from the summary's timeline
 // (before, the whole run's means read input-bound).
 func TestDriftAtTheEnd(t *testing.T) {
-	testkit.Concurrent(t)
+	testkit.Serial(t)
 	run := &endOfRun{}
 	sc := scenario{name: "torch/storage slows down 9 s in: drift, live and at the end", start: underRun(run, 0, nil, "slowing_loader.py"),
 		after: 500 * time.Millisecond, interval: 19 * time.Second, kind: verdict.Drift, stage: "data_wait",

@@ -142,7 +142,7 @@ type pauseResult struct {
 // TestPeriodicPauses runs the pause plants at once (they mostly sleep)
 // and checks each one's live and end-of-run verdicts.
 func TestPeriodicPauses(t *testing.T) {
-	testkit.Concurrent(t)
+	testkit.Serial(t)
 	runPausePlants(t, pausePlants(t))
 }
 
@@ -150,7 +150,7 @@ func TestPeriodicPauses(t *testing.T) {
 // from the other pause plants (their workers add to the load those judge
 // under).
 func TestEpochStart(t *testing.T) {
-	testkit.Concurrent(t)
+	testkit.Serial(t)
 	runPausePlants(t, epochStartPlants())
 }
 
