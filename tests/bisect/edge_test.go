@@ -167,7 +167,7 @@ func TestInterrupt(t *testing.T) {
 	testkit.Concurrent(t)
 	requireTorch(t)
 	tag := t.TempDir() // in every process's environment, to find them
-	cmd := exec.Command(pipetop, "bisect", "--no-tui", "--json", "--seconds-per-phase", "30", "--", python, script("train.py"), "--case", "contention")
+	cmd := exec.Command(pipetop, "bisect", "--no-tui", "--json", "--seconds-per-phase", "4", "--", python, script("train.py"), "--case", "contention")
 	cmd.Env = append(env(t), "PIPETOP_BISECT_TEST_TAG="+tag)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -181,7 +181,7 @@ func TestInterrupt(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() && !strings.Contains(sc.Text(), "phase cached") {
 	}
-	time.Sleep(8 * time.Second) // into the cached phase's measurement
+	time.Sleep(2 * time.Second) // into the cached phase, before its 4 s end
 	cmd.Process.Signal(syscall.SIGINT)
 	go func() {
 		for sc.Scan() {
