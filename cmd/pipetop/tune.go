@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/monitor/tune"
+	"github.com/pipetop/pipetop/monitor/tunefile"
 )
 
 // tuneLong is what pipetop tune -h says it does.
@@ -72,7 +73,7 @@ func (c *tuneConfig) declare(fs *flag.FlagSet) {
 	fs.Float64Var(&c.seconds, "seconds-per-trial", 10, "measured `seconds` of each phase and trial, after its warm-up")
 	fs.IntVar(&c.rounds, "rounds", 3, "full runs of each finalist and of the script's own settings, alternating")
 	fs.StringVar(&c.from, "from", "", "start from this pipetop bisect --json `file` instead of bisecting")
-	fs.StringVar(&c.out, "o", "tune.json", "write the report (and the winner's plan, for pipetop run --apply) to this `file`")
+	fs.StringVar(&c.out, "o", tunefile.Name, "write the report (and the winner's plan, for pipetop run --apply) to this `file`")
 	fs.Float64Var(&c.memoryMB, "memory-limit", 0, "the memory a trial may fill, in `MB` (default: the host's)")
 	fs.DurationVar(&c.startWait, "start-timeout", 2*time.Minute, "how long a trial may take to its first training step")
 	fs.BoolVar(&c.noTUI, "no-tui", false, "do not show the trials live; only print the result")
