@@ -82,15 +82,15 @@ type Monitor struct {
 // the sources. A trainer that is one rank of a run attaches every rank of
 // that run. A spec that names no live trainer is an error.
 func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
-	t, err := target(ctx, spec, o.OneRank)
-	if err != nil {
-		return nil, err
-	}
-	f := feed.New(0)
 	view := ipc.ViewOptions{Batch: o.Batch, Aggregates: o.Aggregates, Backfill: o.Backfill}
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}
+	t, err := target(ctx, spec, o.OneRank, view)
+	if err != nil {
+		return nil, err
+	}
+	f := feed.New(0)
 	f.SetView(view)
 	m := &Monitor{Feed: f, Pick: t.pick}
 	switch {
@@ -98,6 +98,9 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
 		m.Group.brief = o.BriefRanks
 		m.Group.start(ctx, view)
+		m.attached = true
+	case t.conn != nil:
+		f.AttachConn(ctx, t.attach, t.ep, t.conn)
 		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):
 		f.Attach(ctx, t.attach)
@@ -121,18 +124,23 @@ func OpenRemote(r Remote) *Monitor {
 }
 
 // choice is what Open attaches to: a run (run set, its sockets named
-// name), one trainer (attach: a path or name, "" for whichever appears),
+// name), one trainer (attach: a path or name, "" for whichever appears;
+// conn, when set, the connection already made to it at ep, to watch on),
 // or nothing until the user picks (pick).
 type choice struct {
 	attach, run, name string
 	pick              bool
+	conn              *ipc.Conn
+	ep                ipc.Endpoint
 }
 
 // target decides what to attach to: the spec's trainer (which must exist)
 // or the run it is a rank of, the run named by the spec, the only live
 // trainer or run, or none; several live trainers or runs without a spec is
-// a pick.
-func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
+// a pick. The spec's trainer is asked for its hello on the connection the
+// feed then watches on (made with view): one connection, not a probe and
+// a watch.
+func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions) (choice, error) {
 	if spec != "" {
 		ep, err := ipc.ResolveSpec(spec)()
 		if err != nil {
@@ -144,11 +152,16 @@ func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
 		if oneRank {
 			return choice{attach: ep.Path}, nil
 		}
-		h, _ := Hello(ctx, ep.Path)
-		if run := RunOf(h); run != "" {
+		conn, err := ipc.DialView(ctx, ep.Path, view)
+		if err != nil {
+			return choice{attach: ep.Path}, nil // the feed tries again, and shows why it fails
+		}
+		h := conn.Hello()
+		if run := RunOf(&h); run != "" {
+			conn.Close()
 			return choice{run: run, name: ep.Name}, nil
 		}
-		return choice{attach: ep.Path}, nil
+		return choice{attach: ep.Path, conn: conn, ep: ep}, nil
 	}
 	eps, err := ipc.List()
 	if err != nil {

@@ -12,16 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/term"
-
-	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/bisect"
-	"github.com/pipetop/pipetop/monitor/child"
+	"github.com/pipetop/pipetop/monitor/runner"
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources"
 )
@@ -129,7 +124,7 @@ func (c *bisectConfig) phaseList() []string {
 
 // runBisect runs the bisect c describes and prints its result.
 func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) error {
-	env, _, err := runEnv(runConfig{name: c.name})
+	env, err := runner.Env(c.name)
 	if err != nil {
 		return err
 	}
@@ -147,13 +142,16 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 	// phase's group is outside the terminal's and would not hear it.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
 	defer stop()
-	w := newWatcher(c, stderr)
+	w, err := watcher(c.noTUI, c.noGPU, stderr)
+	if err != nil {
+		return err
+	}
+	w.RecordDir = c.record
 	cfg := bisect.Config{Argv: c.argv, Env: env, Phases: c.phaseList(), PhaseTime: time.Duration(c.seconds * float64(time.Second)),
 		WarmupSteps: c.warmup, StartTimeout: c.startLimit, Grace: c.grace, CacheMB: c.cacheMB, Dir: dir,
-		Sources: func() []source.Source { return sources.Registered(c.noGPU) },
-		Stdout:  w.out, Stderr: w.out, Log: w.out, Watch: w.watch}
+		Sources: w.Sources, Stdout: w.Out, Stderr: w.Out, Log: w.Out, Watch: w.Watch}
 	rep, err := bisect.Run(ctx, cfg)
-	w.out.Release()
+	w.Out.Release()
 	if err != nil {
 		return err
 	}
@@ -169,6 +167,22 @@ func runBisect(ctx context.Context, c bisectConfig, stdout, stderr io.Writer) er
 	return nil
 }
 
+// watcher is what pipetop bisect and tune do with each phase or trial:
+// the live view on a terminal (none with --no-tui), the recording.
+func watcher(noTUI, noGPU bool, stderr io.Writer) (*runner.Watcher, error) {
+	var show runner.Show
+	var refresh time.Duration
+	if !noTUI {
+		var err error
+		if show, refresh, err = liveView(noGPU, stderr); err != nil {
+			return nil, err
+		}
+	}
+	w := runner.NewWatcher(show, terminal(), stderr)
+	w.Refresh, w.Sources = refresh, func() []source.Source { return sources.Registered(noGPU) }
+	return w, nil
+}
+
 // writeBisect prints the result (and keeps it in the --record directory).
 func writeBisect(rep bisect.Report, c bisectConfig, stdout io.Writer) error {
 	if c.record != "" {
@@ -182,88 +196,5 @@ func writeBisect(rep bisect.Report, c bisectConfig, stdout io.Writer) error {
 		return enc.Encode(rep)
 	}
 	rep.WriteTable(stdout)
-	return nil
-}
-
-// watcher is what pipetop bisect does with each phase while it runs: the
-// live view on a terminal, the recording with --record. The command's
-// output (and the progress) wait while the screen is up.
-type watcher struct {
-	c      bisectConfig
-	stderr io.Writer
-	out    *child.Held
-	live   atomic.Bool // the live view is wanted (q turns it off)
-}
-
-func newWatcher(c bisectConfig, stderr io.Writer) *watcher {
-	w := &watcher{c: c, stderr: stderr, out: child.NewHeld(stderr)}
-	tty := term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
-	w.live.Store(tty && !c.noTUI)
-	return w
-}
-
-// watch records and shows one phase until ctx ends with it.
-func (w *watcher) watch(ctx context.Context, phase, socket string) {
-	done := make(chan struct{})
-	if w.c.record != "" {
-		go func() {
-			defer close(done)
-			if err := recordPhase(ctx, filepath.Join(w.c.record, phase+".pipetop"), socket, phase, w.c.noGPU); err != nil {
-				fmt.Fprintln(w.out, "pipetop:", err)
-			}
-		}()
-	} else {
-		close(done)
-	}
-	if w.live.Load() {
-		w.show(ctx, socket)
-	}
-	<-done
-}
-
-// show runs the monitor on the phase's trainer until ctx ends or the user
-// closes it (then the later phases run without it; a Ctrl-C stops the
-// bisect).
-func (w *watcher) show(ctx context.Context, socket string) {
-	args := []string{"attach", socket}
-	if w.c.noGPU {
-		args = append(args, "--no-gpu")
-	}
-	mc, err := parse(args, w.stderr)
-	if err == nil {
-		w.out.Hold()
-		err = interactive(ctx, mc)
-		w.out.Release()
-	}
-	if errors.Is(err, tea.ErrInterrupted) {
-		w.live.Store(false)
-		// Caught by the bisect's own handler, as a Ctrl-C without the
-		// monitor is: the running phase's group is stopped.
-		fmt.Fprintln(w.stderr, "pipetop: Ctrl-C: stopping the bisect")
-		_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(w.stderr, "pipetop: monitor:", err)
-	}
-	if ctx.Err() == nil {
-		w.live.Store(false)
-		fmt.Fprintln(w.stderr, "pipetop: monitor closed; the bisect goes on (Ctrl-C stops it)")
-	}
-}
-
-// recordPhase records a phase's trainer (every rank) until ctx ends.
-func recordPhase(ctx context.Context, path, socket, phase string, noGPU bool) error {
-	m, err := monitor.Open(ctx, socket, monitor.Options{Sources: sources.Registered(noGPU)})
-	if err != nil {
-		return fmt.Errorf("record %s: %w", path, err)
-	}
-	rec, err := monitor.StartRecorder(ctx, m, monitor.RecordOptions{Path: path, Source: "pipetop bisect, phase " + phase, Interval: time.Second})
-	if err != nil {
-		return fmt.Errorf("record %s: %w", path, err)
-	}
-	if err := rec.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("record %s: %w", path, err)
-	}
 	return nil
 }

@@ -7,17 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
-	pypublish "github.com/pipetop/pipetop/clients/python"
-	"github.com/pipetop/pipetop/monitor/child"
-	"github.com/pipetop/pipetop/monitor/tune"
+	"github.com/pipetop/pipetop/monitor/runner"
+	"github.com/pipetop/pipetop/monitor/source"
+	"github.com/pipetop/pipetop/monitor/sources"
 )
 
 // runConfig is the command line of pipetop run.
@@ -91,111 +87,30 @@ func (c *runConfig) check(argv []string) error {
 	return nil
 }
 
-// runCommand runs the command c names, instrumented, and prints the
-// summary of its run.
+// runCommand runs the command c names, instrumented, with the monitor on
+// a terminal, and prints the summary of its run.
 func runCommand(ctx context.Context, c runConfig, stdout, stderr io.Writer) error {
-	env, planOut, err := runEnv(c)
+	env, err := runner.Env(c.name)
 	if err != nil {
 		return err
 	}
-	if planOut != "" {
-		defer os.RemoveAll(filepath.Dir(planOut))
-	}
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
-	tty := term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
-	monitor := tty && !c.noTUI
-	out := child.NewHeld(os.Stdout)
-	switch {
-	case monitor:
-		// The monitor owns the screen while it is open: the command's
-		// output waits and is printed when the monitor closes.
-		cmd.Stdout, cmd.Stderr = out, out
-	case c.asJSON:
-		cmd.Stdout = stderr // stdout carries the summary only
-	}
-	start := time.Now()
-	if err := child.Adopt(); err != nil {
-		fmt.Fprintln(stderr, "pipetop:", err, "(what the command leaves running when it exits is not stopped)")
-	}
-	p, err := child.Start(cmd, child.Options{Terminal: tty})
-	if err != nil {
-		return fmt.Errorf("run %s: %w", c.argv[0], err)
-	}
-	defer p.Close()
-	kept := keepLive(ctx, p.Pid())
-	var rec *runRecorder
-	if c.record != "" {
-		rec = startRecorder(ctx, c.record, p.Pid(), c.argv, c.noGPU, stderr)
-	}
-
-	if monitor {
-		monitorChild(ctx, c, p, out, stderr)
-	}
-	status, waitErr := p.Wait()
-	p.Settle(settleGrace, func(format string, args ...any) { fmt.Fprintf(stderr, "pipetop: "+format+"\n", args...) })
-	if rec != nil {
-		if err := rec.stop(); err != nil {
-			fmt.Fprintln(stderr, "pipetop:", err)
+	rc := runner.Config{Argv: c.argv, Env: env, Terminal: terminal(), Record: c.record, Apply: c.apply,
+		Sources: func() []source.Source { return sources.Registered(c.noGPU) },
+		JSON:    c.asJSON, SummaryDir: summaryDir(), Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}
+	if !c.noTUI {
+		if rc.Show, rc.Refresh, err = liveView(c.noGPU, stderr); err != nil {
+			return err
 		}
 	}
-	if waitErr != nil {
-		return fmt.Errorf("run %s: %w", c.argv[0], waitErr)
+	status, err := runner.Run(ctx, rc)
+	if err == nil && status != 0 {
+		err = exitStatus(status)
 	}
-	if err := report(summaryDir(), start, kept.stop(), c.asJSON, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "pipetop:", err)
-	}
-	if planOut != "" {
-		fmt.Fprintf(stderr, "pipetop: --apply %s: %s\n", c.apply, tune.DescribeOutcome(tune.ReadPlanReports(planOut)))
-	}
-	if status != 0 {
-		return exitStatus(status)
-	}
-	return nil
+	return err
 }
 
-// settleGrace is how long what the command left running gets for each of
-// SIGINT and SIGTERM once pipetop was asked to stop.
-const settleGrace = 5 * time.Second
-
-// runEnv unpacks the embedded publisher and returns the child's
-// environment: the publisher on PYTHONPATH behind a sitecustomize
-// bootstrap, the name, the summary left for pipetop to print, and with
-// --apply the plan, in a directory of its own where the script reports
-// what it applied (planOut).
-func runEnv(c runConfig) (env []string, planOut string, err error) {
-	root, err := pypublish.CacheRoot()
-	if err != nil {
-		return nil, "", err
-	}
-	dir, err := pypublish.Unpack(root)
-	if err != nil {
-		return nil, "", err
-	}
-	set := []string{"PIPETOP_SUMMARY=file"}
-	if c.name != "" {
-		set = append(set, "PIPETOP_NAME="+c.name)
-	}
-	if c.apply != "" {
-		plan, err := tune.PlanOf(c.apply)
-		if err != nil {
-			return nil, "", fmt.Errorf("--apply: %w", err)
-		}
-		tmp, err := os.MkdirTemp("", "pipetop-apply-")
-		if err != nil {
-			return nil, "", fmt.Errorf("--apply: %w", err)
-		}
-		penv, out, err := tune.WritePlan(plan, tmp, "plan.json")
-		if err != nil {
-			os.RemoveAll(tmp)
-			return nil, "", fmt.Errorf("--apply: %w", err)
-		}
-		set, planOut = append(set, penv...), out
-	}
-	env, err = pypublish.Env(os.Environ(), dir, set...)
-	return env, planOut, err
-}
+// terminal is whether pipetop's stdin and stdout are a terminal.
+func terminal() bool { return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd()) }
 
 // summaryDir is where the child writes its summary: $PIPETOP_SUMMARY_DIR,
 // else the working directory both share.
@@ -207,41 +122,4 @@ func summaryDir() string {
 		return d
 	}
 	return "."
-}
-
-// monitorChild waits for the child's socket and opens the monitor on it;
-// the monitor closes when the child exits (or on q, and then the run goes
-// on; on Ctrl-C the run is stopped).
-func monitorChild(ctx context.Context, c runConfig, p *child.Process, out *child.Held, stderr io.Writer) {
-	fmt.Fprintf(stderr, "pipetop: the monitor opens when pid %d starts training\n", p.Pid())
-	path, ok := child.AwaitSocket(p.Pid(), p.Exited())
-	if !ok {
-		return // the child ended before it published anything
-	}
-	childCtx, cancel := context.WithCancel(ctx)
-	go func() {
-		<-p.Exited()
-		cancel()
-	}()
-	args := []string{"attach", path}
-	if c.noGPU {
-		args = append(args, "--no-gpu")
-	}
-	mc, err := parse(args, stderr)
-	if err == nil {
-		out.Hold()
-		err = interactive(childCtx, mc)
-		out.Release()
-	}
-	if errors.Is(err, tea.ErrInterrupted) {
-		fmt.Fprintf(stderr, "pipetop: Ctrl-C: stopping pid %d and what it started\n", p.Pid())
-		p.Interrupt()
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "pipetop: monitor:", err)
-	}
-	if childCtx.Err() == nil {
-		fmt.Fprintf(stderr, "pipetop: monitor closed; pid %d runs on (Ctrl-C stops it)\n", p.Pid())
-	}
 }

@@ -498,46 +498,6 @@ func TestRunCtrlCInATerminal(t *testing.T) {
 	t.Logf("screen after the Ctrl-C:\n%s", s)
 }
 
-// TestReportSummaries checks the summary reader: this run's file gets the
-// verdict, an earlier run's is left out, a broken one is named.
-func TestReportSummaries(t *testing.T) {
-	dir := t.TempDir()
-	start := time.Now()
-	doc := func(name string, end time.Time) string {
-		return fmt.Sprintf(`{"schema":"pipetop-summary/1","name":%q,"pid":7,"end_ns":%d,"steps":20,"samples":80,
-			"wall_ns":400000000,"step_mean_ns":20000000,"steps_per_sec":50,"samples_per_sec":200,
-			"stages":[{"name":"data_wait","total_ns":300000000,"mean_ns":15000000,"share":0.75},
-			{"name":"forward","total_ns":100000000,"mean_ns":5000000,"share":0.25}],
-			"loader":{"source":"torch","workers":2,"worker_busy":0.97,"worker_busy_each":[0.96,0.98],"cores":16}}`, name, end.UnixNano())
-	}
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("pipetop-summary-now-7.json", doc("now", start.Add(time.Second)))
-	write("pipetop-summary-old-6.json", doc("old", start.Add(-time.Hour)))
-	write("pipetop-summary-bad-5.json", `{"schema":"pipetop-summary/1",`)
-	var stdout, stderr bytes.Buffer
-	if err := report(dir, start, nil, false, &stdout, &stderr); err != nil {
-		t.Fatal(err)
-	}
-	text := stderr.String()
-	for _, want := range []string{"pipetop-summary-bad-5.json", "pipetop: now (pid 7): 20 steps", "data_wait", "75.0 %",
-		"num_workers=2 busy 97 % (96 %, 98 %)", "verdict: input-bound", "2 workers are busy 97 %: raise num_workers to 6; 13 cores idle"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q:\n%s", want, text)
-		}
-	}
-	if strings.Contains(text, "pipetop: old") {
-		t.Errorf("an earlier run's summary was reported:\n%s", text)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pipetop-summary-now-7.json"))
-	if err != nil || !strings.Contains(string(b), `"kind": "input-bound"`) {
-		t.Errorf("verdict not added to the file: %v\n%s", err, b)
-	}
-}
-
 // pipetop run --apply says where the plan was applied, and says so when
 // it reached no DataLoader (a plan written before the script changed).
 func TestRunApplyReportsTheOutcome(t *testing.T) {

@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/monitor/bisect"
-	"github.com/pipetop/pipetop/monitor/source"
-	"github.com/pipetop/pipetop/monitor/sources"
+	"github.com/pipetop/pipetop/monitor/runner"
 	"github.com/pipetop/pipetop/monitor/tune"
 	"github.com/pipetop/pipetop/monitor/tunefile"
 )
@@ -136,7 +135,11 @@ func runTune(ctx context.Context, c tuneConfig, stdout, stderr io.Writer) error 
 // tuneConfig is what tune.Run needs from the command line, and what to
 // remove once it is done.
 func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
-	env, _, err := runEnv(runConfig{})
+	env, err := runner.Env("")
+	if err != nil {
+		return tune.Config{}, nil, err
+	}
+	w, err := watcher(c.noTUI, c.noGPU, stderr)
 	if err != nil {
 		return tune.Config{}, nil, err
 	}
@@ -145,11 +148,9 @@ func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
 		return tune.Config{}, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	w := newWatcher(bisectConfig{noTUI: c.noTUI, noGPU: c.noGPU}, stderr)
-	cfg := tune.Config{Budget: c.budget, Rounds: c.rounds, Cores: runtime.NumCPU(), MemoryLimit: c.memoryMB * 1e6, Log: w.out,
+	cfg := tune.Config{Budget: c.budget, Rounds: c.rounds, Cores: runtime.NumCPU(), MemoryLimit: c.memoryMB * 1e6, Log: w.Out,
 		Bisect: bisect.Config{Argv: c.argv, Env: env, PhaseTime: time.Duration(c.seconds * float64(time.Second)),
-			StartTimeout: c.startWait, Dir: dir, Sources: func() []source.Source { return sources.Registered(c.noGPU) },
-			Stdout: w.out, Stderr: w.out, Log: w.out, Watch: w.watch}}
+			StartTimeout: c.startWait, Dir: dir, Sources: w.Sources, Stdout: w.Out, Stderr: w.Out, Log: w.Out, Watch: w.Watch}}
 	if c.from != "" {
 		r, err := bisect.ReadReport(c.from)
 		if err != nil {

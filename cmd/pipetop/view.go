@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/remote"
+	"github.com/pipetop/pipetop/monitor/runner"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/sources"
 	"github.com/pipetop/pipetop/tui"
@@ -220,6 +221,11 @@ func interactive(ctx context.Context, c config) error {
 		return err
 	}
 	defer m.Close()
+	return showScreen(ctx, c, m)
+}
+
+// showScreen runs the full-screen monitor on m with c's settings.
+func showScreen(ctx context.Context, c config, m *monitor.Monitor) error {
 	p := colorprofile.Detect(os.Stdout, os.Environ())
 	o := tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
@@ -228,4 +234,27 @@ func interactive(ctx context.Context, c config) error {
 		o.ChooseRank = v.SetRank
 	}
 	return fullScreen(ctx, tui.New(o), p)
+}
+
+// liveView is the full-screen monitor of a command pipetop runs (run,
+// bisect, tune) with the settings file's settings, and its refresh
+// interval.
+func liveView(noGPU bool, stderr io.Writer) (runner.Show, time.Duration, error) {
+	args := []string{"attach", "-"}
+	if noGPU {
+		args = append(args, "--no-gpu")
+	}
+	c, err := parse(args, stderr)
+	if err != nil {
+		return nil, 0, err
+	}
+	show := func(ctx context.Context, m *monitor.Monitor) error {
+		oneThread()
+		if err := showScreen(ctx, c, m); errors.Is(err, tea.ErrInterrupted) {
+			return runner.ErrInterrupted
+		} else {
+			return err
+		}
+	}
+	return show, c.interval, nil
 }

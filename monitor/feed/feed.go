@@ -101,6 +101,23 @@ func (f *Feed) Attach(ctx context.Context, spec string) {
 	f.watch(ctx, describe(spec), socket, func(gen int) ipc.Resolver { return f.resolver(gen, spec) })
 }
 
+// AttachConn is Attach whose first connection is conn, made to the
+// trainer at ep with the feed's view options (ipc.DialView): the feed
+// watches on it, and reconnects to the trainer spec names (ep's name from
+// then on) when it ends.
+func (f *Feed) AttachConn(ctx context.Context, spec string, ep ipc.Endpoint, conn *ipc.Conn) {
+	socket := ""
+	if strings.Contains(spec, "/") {
+		socket = spec
+	}
+	f.start(ctx, describe(spec), socket, func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions) {
+		if ep.Name != "" {
+			spec = ep.Name
+		}
+		ipc.WatchConn(ctx, conn, ep, f.resolver(gen, spec), deliver, view)
+	})
+}
+
 // AttachResolver is Attach for a trainer that resolve finds, asked again
 // before every reconnection (the monitor's rank of a run); what names it
 // in the link's detail until it is found.
@@ -121,6 +138,15 @@ func (f *Feed) AttachResolver(ctx context.Context, what string, resolve ipc.Reso
 }
 
 func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen int) ipc.Resolver) {
+	f.start(ctx, what, socket, func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions) {
+		ipc.Watch(ctx, resolver(gen), deliver, view)
+	})
+}
+
+// start starts a new watch, replacing any previous one: run watches until
+// ctx ends, handing each message to deliver with the view options the
+// feed was set.
+func (f *Feed) start(ctx context.Context, what, socket string, run func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions)) {
 	ctx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	if f.cancel != nil {
@@ -139,7 +165,7 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
 	view := f.view
 	f.mu.Unlock()
-	go ipc.Watch(ctx, resolver(gen), func(m ipc.Message) {
+	go run(ctx, gen, func(m ipc.Message) {
 		f.apply(gen, m, time.Now())
 		ipc.Recycle(m.Frame) // its steps are in the rings now
 	}, view)
@@ -539,13 +565,8 @@ func (f *Feed) View(now time.Time, w snapshot.Window, brief bool) View {
 func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 	h := f.hello
 	v.Trainer = f.trainer(now)
-	v.WatchPID, v.StartNs = h.PID, h.StartNs
-	if h.HostPID > 0 {
-		v.WatchPID = h.HostPID
-	}
-	if h.HostPID <= 0 || h.HostPID == h.PID {
-		v.TrainingTID = h.TID
-	}
+	v.WatchPID, v.TrainingTID = watched(h)
+	v.StartNs = h.StartNs
 	if v.StartNs == 0 {
 		v.StartNs = f.link.Since.UnixNano()
 	}
@@ -565,6 +586,32 @@ func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 		left := n - (v.Summary.LastStep+1)%n
 		v.Trainer.EpochETASec = float64(left) / v.Summary.StepsPerSec
 	}
+}
+
+// Watched is the pid to watch for the trainer's process tree and GPU use
+// and its training thread, as View's WatchPID and TrainingTID, without a
+// view: what a refresh that reads only the host samples (0, 0 before the
+// hello).
+func (f *Feed) Watched() (pid, tid int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hello == nil {
+		return 0, 0
+	}
+	return watched(f.hello)
+}
+
+// watched is the trainer's pid as seen from this host and its training
+// thread's id (0 when it lives in another pid namespace).
+func watched(h *ipc.Hello) (pid, tid int) {
+	pid = h.PID
+	if h.HostPID > 0 {
+		pid = h.HostPID
+	}
+	if h.HostPID <= 0 || h.HostPID == h.PID {
+		tid = h.TID
+	}
+	return pid, tid
 }
 
 // Inputs are what the verdict rules read of this trainer side, judged at
