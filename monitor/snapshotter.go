@@ -12,6 +12,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 )
@@ -77,18 +78,19 @@ type Remote interface {
 }
 
 // RemoteReading is what a Remote read besides the snapshot's parts: the
-// verdict inputs, which the snapshotter judges as it judges a local run.
+// windows of the verdicts, which the snapshotter judges as it judges a
+// local run.
 type RemoteReading struct {
-	// Inputs are the shown rank's verdict inputs; Judged is false when no
-	// rank was read (no verdict then).
-	Inputs verdict.Inputs
+	// Shown is the shown rank's window; Judged is false when no rank was
+	// read (no verdict then).
+	Shown  judge.Window
 	Judged bool
 	// Ranks are the window summaries of the connected ranks, for the
 	// straggler rule.
 	Ranks []verdict.RankSummary
-	// Own are the inputs of the snapshot's ranks judged on their own, by
+	// Own are the windows of the snapshot's ranks judged on their own, by
 	// index in its Ranks; nil for a rank without a verdict.
-	Own []*verdict.Inputs
+	Own []*judge.Window
 	// Steps is the shown trainer's step count (the steps/s history).
 	Steps int64
 }
@@ -219,10 +221,7 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	side := c.read(now, w)
 	t := source.Target{PID: side.shown.WatchPID, TrainingTID: side.shown.TrainingTID}
 	c.sample(&s, now, t)
-	r := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))
-	if r.Shown != nil {
-		r.Shown.Measured = c.measured(&side.shown, now)
-	}
+	r := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID), c.measured(&side.shown, now))
 	side.fill(&s, c.judge(r))
 	c.record(&s, side.shown.Steps)
 	c.publish(&Refresh{Snapshot: &s, Judged: true, shown: side.feed})
@@ -269,11 +268,21 @@ func (c *Snapshotter) judge(r verdict.Run) verdict.Judgement {
 // rank's own.
 func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 	rd := c.Remote.Fill(s)
-	r := verdict.Run{Own: rd.Own}
+	var r verdict.Run
 	if rd.Judged {
-		in := rd.Inputs
-		in.Ranks = rd.Ranks
+		w := rd.Shown
+		w.Ranks = rd.Ranks
+		in := judge.Inputs(w)
 		r.Shown = &in
+	}
+	if rd.Own != nil {
+		r.Own = make([]*verdict.Inputs, len(rd.Own))
+		for i, w := range rd.Own {
+			if w != nil {
+				in := judge.Inputs(*w)
+				r.Own[i] = &in
+			}
+		}
 	}
 	j := c.judge(r)
 	s.Verdict = j.Shown
@@ -324,21 +333,22 @@ func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 	return side
 }
 
-// inputs builds the verdict inputs once per rank, judged at nowNs: the
-// run's (the shown trainer's with the host readings h and, for a run,
-// every rank's summary; nil before a hello) and each rank's own (by index
-// in ranks; nil for a rank before its hello, and for every rank but the
-// lowest in brief).
-func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
+// inputs builds the verdict inputs once per rank, judged at nowNs
+// (judge.Inputs): the run's (the shown trainer's with the host readings h,
+// pipetop tune's measured advice and, for a run, every rank's summary;
+// nil before a hello) and each rank's own (by index in ranks; nil for a
+// rank before its hello, and for every rank but the lowest in brief).
+func (t *trainerSide) inputs(nowNs int64, h *verdict.Host, measured *verdict.Measured) verdict.Run {
 	var r verdict.Run
-	if in, ok := t.shown.Inputs(nowNs); ok {
-		in.Host = h
-		if h != nil && h.CPU != nil && in.Code != nil {
-			h.CPU.IntraOpThreads = in.Code.IntraOpThreads // what torch reports, for naming its pool
-		}
-		r.Shown = &in
+	shown, ok := t.shown.Window(nowNs)
+	if ok {
+		shown.Host, shown.Measured = h, measured
 	}
 	if !t.run {
+		if ok {
+			in := judge.Inputs(shown)
+			r.Shown = &in
+		}
 		return r
 	}
 	var sums []verdict.RankSummary
@@ -351,16 +361,18 @@ func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
 		if t.brief && i > 0 {
 			continue
 		}
-		if in, ok := rv.view.Inputs(nowNs); ok {
+		if w, ok := rv.view.Window(nowNs); ok {
 			if r.Own == nil {
 				r.Own, ins = make([]*verdict.Inputs, len(t.ranks)), make([]verdict.Inputs, len(t.ranks))
 			}
-			ins[i] = in
+			ins[i] = judge.Inputs(w)
 			r.Own[i] = &ins[i]
 		}
 	}
-	if r.Shown != nil {
-		r.Shown.Ranks = append(sums, t.absent...)
+	if ok {
+		shown.Ranks = append(sums, t.absent...)
+		in := judge.Inputs(shown)
+		r.Shown = &in
 	}
 	return r
 }

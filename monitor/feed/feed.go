@@ -20,6 +20,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -439,26 +440,15 @@ func (f *Feed) reset(names []string) {
 	f.base = verdict.NewBaseline(names)
 }
 
-// baseline summarizes the run's first minutes, or at most the first third
-// of the time since the first step, so a short run still has one that does
-// not overlap its recent steps. Nil until it holds enough steps. The end
-// moves in whole seconds and the summary is kept until it moves, so a
-// viewer summarizes the baseline once per three seconds while it grows and
-// never again once it is complete, not on every refresh.
+// baseline is the run's first minutes as a viewer judges drift against
+// them at nowNs (verdict.Baseline.At). The summary is kept until its end,
+// which moves in whole seconds, moves: a viewer summarizes the baseline
+// once per three seconds while it grows and never again once it is
+// complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
-	anchor := f.base.AnchorNs()
-	if anchor == 0 {
-		return nil
-	}
-	whole := int(min((nowNs-anchor)/3, int64(verdict.BaselineNs)) / 1e9)
-	key := baselineKey{base: f.base, whole: whole}
-	if key == f.baseKey {
-		return f.baseSum
-	}
-	f.baseKey, f.baseSum = key, nil
-	b := f.base.Means(whole) // drift compares means
-	if b.Steps >= verdict.MinSteps {
-		f.baseSum = &b
+	key := baselineKey{base: f.base, whole: f.base.WholeAt(nowNs)}
+	if key != f.baseKey {
+		f.baseKey, f.baseSum = key, f.base.At(nowNs)
 	}
 	return f.baseSum
 }
@@ -614,21 +604,21 @@ func watched(h *ipc.Hello) (pid, tid int) {
 	return pid, tid
 }
 
-// Inputs are what the verdict rules read of this trainer side, judged at
+// Window is what the verdict rules read of this trainer side, judged at
 // nowNs: the window, loader, progress, stack samples, link, start time and
 // the run's first minutes. The host readings and the run's ranks are the
 // snapshotter's to add. ok is false without a trainer (before its hello,
 // or in a brief view): there is nothing to judge.
-func (v *View) Inputs(nowNs int64) (in verdict.Inputs, ok bool) {
+func (v *View) Window(nowNs int64) (w judge.Window, ok bool) {
 	if v.Trainer == nil {
-		return verdict.Inputs{}, false
+		return judge.Window{}, false
 	}
-	in = verdict.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
+	w = judge.Window{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
 		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline, BaselineFirst: v.BaselineFirst}
 	if v.Summary != nil {
-		in.Summary = *v.Summary
+		w.Summary = *v.Summary
 	}
-	return in, true
+	return w, true
 }
 
 // summarize summarizes the window d: of the aggregates once the trainer
