@@ -13,6 +13,7 @@ import (
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/replay"
 	"github.com/pipetop/pipetop/tui"
+	"github.com/pipetop/pipetop/tui/settings"
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
@@ -72,9 +73,13 @@ func replayFlags(fs *flag.FlagSet) runFunc {
 			return printText(stdout, &s, config{width: *width})
 		}
 		p.SeekTo(start)
+		sets, err := settings.Load(settings.DefaultPath(), true) // the keys, as the live view's
+		if err != nil {
+			return err
+		}
 		prof := colorprofile.Detect(os.Stdout, os.Environ())
 		root := tui.New(tui.Options{Snapshotter: p.Snapshotter(), Styles: styles.New(prof >= colorprofile.ANSI),
-			Window: wi, Context: ctx, Now: p.Now, Replay: p})
+			Window: wi, Context: ctx, Now: p.Now, Replay: p, Keys: &sets.Keys})
 		return closed(fullScreen(ctx, root, prof))
 	}
 }

@@ -229,7 +229,7 @@ func showScreen(ctx context.Context, c config, m *monitor.Monitor) error {
 	p := colorprofile.Detect(os.Stdout, os.Environ())
 	o := tui.Options{Snapshotter: m.Snapshotter, Styles: styles.NewTheme(p >= colorprofile.ANSI, c.theme),
 		Interval: c.interval, Window: c.window, Pick: m.Pick, Context: ctx, ReadOnly: c.readOnly,
-		Hidden: c.hidden, Sort: c.sort}
+		Hidden: c.hidden, Sort: c.sort, Keys: c.keys}
 	if v, ok := m.Snapshotter.Remote.(*remote.View); ok {
 		o.ChooseRank = v.SetRank
 	}

@@ -12,10 +12,9 @@ import (
 	"strings"
 	"time"
 
-	cfgfile "github.com/pipetop/pipetop/cmd/pipetop/internal/config"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/tui"
-	"github.com/pipetop/pipetop/tui/components/proctable"
+	"github.com/pipetop/pipetop/tui/settings"
 )
 
 // config is the parsed command line of the view and of attach, ls and
@@ -36,10 +35,11 @@ type config struct {
 	// from (--prometheus or the settings file); rank the rank it shows.
 	prometheus string
 	rank       int
-	// From the settings file (internal/config).
+	// From the settings file (tui/settings).
 	hidden []string
 	sort   string
 	theme  string
+	keys   *tui.Keys
 	// The flags read by finish: --window's label and --config's file.
 	windowLabel, cfgPath string
 }
@@ -124,30 +124,22 @@ func (c *config) settings(path string, set map[string]bool) error {
 	}
 	optional := path == ""
 	if optional {
-		path = cfgfile.DefaultPath()
+		path = settings.DefaultPath()
 	}
 	if path == "" {
 		return nil
 	}
-	s, err := cfgfile.Load(path, optional, tui.PaneNames())
+	s, err := settings.Load(path, optional)
 	if err != nil {
 		return err
-	}
-	if s.Sort != "" {
-		if _, ok := proctable.ColumnByName(s.Sort); !ok {
-			return fmt.Errorf("config %s: sort %q: want one of %s", path, s.Sort, proctable.ColumnNames)
-		}
 	}
 	if s.Refresh > 0 && !set["interval"] {
 		c.interval = s.Refresh
 	}
 	if s.Window != "" && !set["window"] {
-		if _, ok := monitor.WindowByLabel(s.Window); !ok {
-			return fmt.Errorf("config %s: window %q: want 5s, 30s, 2m or all", path, s.Window)
-		}
 		c.windowLabel = s.Window
 	}
-	c.hidden, c.sort, c.theme = s.Hidden, s.Sort, s.Theme
+	c.hidden, c.sort, c.theme, c.keys = s.Hidden, s.Sort, s.Theme, &s.Keys
 	if s.Prometheus != "" && !set["prometheus"] && c.cmd == "" {
 		c.prometheus = s.Prometheus
 	}

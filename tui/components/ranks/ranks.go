@@ -32,28 +32,38 @@ const Worst = 8
 type Model struct {
 	pane.Base
 	choose Chooser
+	keys   KeyMap
 }
 
 // Chooser makes the view show another rank's trainer, flame bar and host
 // from the next refresh on (a remote view's).
 type Chooser func(rank int)
 
-// Keys of a view that can show another rank: the next and the previous one.
-var (
-	NextRank = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "show the next rank (remote view)"))
-	PrevRank = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "show the previous rank"))
-)
+// KeyMap is the keys of a view that can show another rank: the next and
+// the previous one.
+type KeyMap struct {
+	Next, Prev key.Binding
+}
 
-// New returns a ranks pane drawn with st; choose, when not nil, lets r and
-// R change the shown rank of a remote view.
-func New(st *styles.Styles, choose Chooser) Model { return Model{Base: pane.New(st), choose: choose} }
+// DefaultKeys are the pane's default keys.
+var DefaultKeys = KeyMap{
+	Next: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "show the next rank (remote view)")),
+	Prev: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "show the previous rank")),
+}
 
-// Keys are r and R in a remote view of several ranks, else none.
+// New returns a ranks pane drawn with st; choose, when not nil, lets its
+// keys (r and R by default) change the shown rank of a remote view.
+func New(st *styles.Styles, choose Chooser, keys KeyMap) Model {
+	return Model{Base: pane.New(st), choose: choose, keys: keys}
+}
+
+// Keys are the next and previous rank's (r and R) in a remote view of
+// several ranks, else none.
 func (m *Model) Keys() []key.Binding {
 	if m.choose == nil || m.Snap == nil || m.Snap.Remote == nil || len(m.Snap.Ranks) < 2 {
 		return nil
 	}
-	return []key.Binding{NextRank, PrevRank}
+	return []key.Binding{m.keys.Next, m.keys.Prev}
 }
 
 // HandleKey shows the next (r) or previous (R) rank, in rank order.
@@ -61,9 +71,9 @@ func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
 	step := 0
 	switch {
 	case m.Keys() == nil:
-	case key.Matches(k, NextRank):
+	case key.Matches(k, m.keys.Next):
 		step = 1
-	case key.Matches(k, PrevRank):
+	case key.Matches(k, m.keys.Prev):
 		step = -1
 	}
 	if step == 0 {
