@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -456,4 +458,27 @@ func List(ctx context.Context, timeout time.Duration) ([]Listed, error) {
 		return *a.Rank < *b.Rank
 	})
 	return out, nil
+}
+
+// WriteList writes the live trainers of List as a table, the ranks of each
+// run together, marking those pipetop cannot attach; dir is the socket
+// directory, named when it holds none.
+func WriteList(w io.Writer, entries []Listed, dir string) error {
+	if len(entries) == 0 {
+		_, err := fmt.Fprintf(w, "no live trainer in %s\n", dir)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPID\tRUN\tRANK\tSOCKET\tSTATUS")
+	for _, e := range entries {
+		status, run, rank := "ok", "-", "-"
+		if !e.OK {
+			status = "✗ cannot attach: " + e.Error
+		}
+		if e.Run != "" {
+			run, rank = e.Run, fmt.Sprintf("%d/%d", *e.Rank, e.WorldSize)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Name, e.PID, run, rank, e.Path, status)
+	}
+	return tw.Flush()
 }

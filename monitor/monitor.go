@@ -8,6 +8,8 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -74,7 +76,8 @@ type Monitor struct {
 	// nothing is attached; the caller lets the user pick, or refuses.
 	Pick bool
 
-	attached bool // the feed is watching for a trainer
+	attached   bool // the feed is watching for a trainer
+	aggregates bool // it asks trainers for agg frames
 }
 
 // Open resolves spec (a socket path, pid, name or run id; empty for the
@@ -92,7 +95,7 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	}
 	f := feed.New(0)
 	f.SetView(view)
-	m := &Monitor{Feed: f, Pick: t.pick}
+	m := &Monitor{Feed: f, Pick: t.pick, aggregates: o.Aggregates}
 	switch {
 	case t.run != "":
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
@@ -293,4 +296,37 @@ func (m *Monitor) StopWatching() {
 func (m *Monitor) Close() {
 	m.StopWatching()
 	m.Snapshotter.Close()
+}
+
+// AwaitEvery is how often OpenAwait looks again for a named trainer that
+// is not there yet.
+const AwaitEvery = 500 * time.Millisecond
+
+// OpenAwait is Open for a daemon (pipetop export), often started before
+// the trainer it serves: while spec names no live trainer it says so once
+// through waiting and looks again every AwaitEvery until ctx ends.
+func OpenAwait(ctx context.Context, spec string, o Options, waiting func(error)) (*Monitor, error) {
+	said := false
+	for {
+		m, err := Open(ctx, spec, o)
+		if err == nil || spec == "" || !errors.Is(err, ipc.ErrNoTrainer) {
+			return m, err
+		}
+		if !said {
+			waiting(err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("export %s: %w", spec, ctx.Err())
+		case <-time.After(AwaitEvery):
+		}
+	}
+}
+
+// PickOne is the error of a command that needs one trainer when several
+// are live: how names the command that takes one (pipetop HOW NAME).
+func PickOne(how string) error {
+	eps, _ := ipc.List()
+	return fmt.Errorf("%d live trainers: choose one with pipetop %s NAME (see pipetop ls)", len(eps), how)
 }

@@ -2,10 +2,13 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/source"
 )
 
 // RecordOptions say where a Recorder writes and what its header says.
@@ -81,4 +84,40 @@ func (r *Recorder) Wait() error {
 func (r *Recorder) Stop() error {
 	r.cancel()
 	return <-r.done
+}
+
+// Record records the trainer spec names (every rank of its run; the only
+// live one for "") into o.Path (RecordingName when empty) until ctx ends
+// or o.Duration passes, sampling sources: pipetop record. started is told
+// the path once the recording is created. Several live trainers and no
+// spec is an error (PickOne).
+func Record(ctx context.Context, spec string, sources []source.Source, o RecordOptions, started func(path string)) error {
+	m, err := Open(ctx, spec, Options{Sources: sources})
+	if err != nil {
+		return err
+	}
+	if m.Pick {
+		m.Close()
+		return PickOne("record")
+	}
+	if o.Path == "" {
+		o.Path = RecordingName(spec, time.Now())
+	}
+	o.Driven = false
+	rec, err := StartRecorder(ctx, m, o)
+	if err != nil {
+		return err
+	}
+	started(o.Path)
+	return rec.Wait()
+}
+
+// RecordingName is a recording's default name: after the trainer spec
+// names and the time.
+func RecordingName(spec string, now time.Time) string {
+	name := "trainer"
+	if spec != "" && !strings.Contains(spec, "/") {
+		name = spec
+	}
+	return fmt.Sprintf("pipetop-%s-%s.pipetop", name, now.Format("20060102-150405"))
 }

@@ -42,8 +42,10 @@ const TallScreen = 36
 type Options struct {
 	Snapshotter *monitor.Snapshotter
 	Styles      *styles.Styles
-	Interval    time.Duration
-	Window      int // index into monitor.Windows
+	// Theme names Run's styles when Styles is nil (styles.NewTheme).
+	Theme    string
+	Interval time.Duration
+	Window   int // index into monitor.Windows
 	// Pick opens the trainer picker at start (several trainers, no spec).
 	Pick bool
 	// Context bounds the feed's watches started from the picker.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
@@ -27,11 +28,12 @@ const debPython = "/usr/bin/python3"
 // parseRun parses the arguments after "run" as run does, without running
 // the command.
 func parseRun(args []string, stderr io.Writer) (runConfig, error) {
-	cmd, args := lookup(append([]string{"run"}, args...))
-	fs := cmd.flagSet(stderr)
+	p := program()
+	cmd, args := p.Lookup(append([]string{"run"}, args...))
+	fs := p.FlagSet(cmd, stderr)
 	var c runConfig
 	c.declare(fs)
-	argv, err := cmd.parse(fs, args)
+	argv, err := p.Parse(cmd, fs, args)
 	if err != nil {
 		return c, err
 	}
@@ -44,11 +46,11 @@ func TestParseRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.name != "exp1" || !c.noTUI || strings.Join(c.argv, " ") != "python3 train.py --lr 1" {
+	if c.name != "exp1" || !c.noTUI || strings.Join(c.Argv, " ") != "python3 train.py --lr 1" {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseRun([]string{"python3", "-u", "train.py"}, io.Discard)
-	if err != nil || strings.Join(c.argv, " ") != "python3 -u train.py" || c.noTUI {
+	if err != nil || strings.Join(c.Argv, " ") != "python3 -u train.py" || c.noTUI {
 		t.Errorf("without --: %+v, %v", c, err)
 	}
 	for _, tc := range []struct {
@@ -61,7 +63,7 @@ func TestParseRun(t *testing.T) {
 		{[]string{"--bogus", "--", "x"}, "bogus"},
 	} {
 		_, err := parseRun(tc.args, io.Discard)
-		var ue usageError
+		var ue cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseRun(%q) = %v, want a usage error with %q", tc.args, err, tc.want)
 		}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -244,3 +245,24 @@ func (t *tracer) emit(e Event) {
 // us converts Unix nanoseconds to trace microseconds since the origin:
 // small numbers keep a float64 exact to the nanosecond.
 func (t *tracer) us(ns int64) float64 { return float64(ns-t.origin) / 1e3 }
+
+// WriteFile writes the trace-event JSON of the recording at path to the
+// file out. A damaged recording is traced up to the damage, said on log.
+func WriteFile(path, out string, log io.Writer) error {
+	_, es, err := recording.ReadAll(path)
+	if es == nil && err != nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(log, "pipetop: %v; tracing up to there\n", err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if err := Write(f, es); err != nil {
+		f.Close()
+		return fmt.Errorf("write trace %s: %w", out, err)
+	}
+	return f.Close()
+}

@@ -32,18 +32,17 @@ const RecordGrace = 300 * time.Millisecond
 
 // openFor opens the one monitor of the trainer at socket, with what its
 // watchers need: a recording takes every frame as it comes (steps, as
-// pipetop record does); otherwise the trainer sends one aggregate a second
-// and the socket is read once a refresh, batched for a screen refreshed
-// every refresh (at most a second). A live view gets the trainer's
-// recent minute at once and the ranks it shows in brief.
+// pipetop record does); otherwise the monitor is a full screen's
+// (monitor.ScreenOptions), refreshed every refresh, which asks for the
+// trainer's recent minute only when a live view shows it.
 func openFor(ctx context.Context, socket string, sources []source.Source, record, live bool, refresh time.Duration) (*monitor.Monitor, error) {
 	o := monitor.Options{Sources: sources, BriefRanks: true}
 	if !record {
-		o.Aggregates, o.Gated, o.Backfill = true, true, live
-		o.Batch = min(max(refresh, 0), time.Second)
 		if refresh <= 0 {
-			o.Batch = time.Second
+			refresh = time.Second
 		}
+		o = monitor.ScreenOptions(sources, refresh)
+		o.Backfill = live
 	}
 	return monitor.Open(ctx, socket, o)
 }

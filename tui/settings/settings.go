@@ -88,9 +88,15 @@ func DefaultPath() string {
 	return filepath.Join(dir, "pipetop", "config.toml")
 }
 
-// Load reads path. When optional (the default path), a missing or
-// unreadable file is no error and yields the defaults.
-func Load(path string, optional bool) (Settings, error) {
+// Load reads path; "" reads DefaultPath when there is one, and there a
+// missing or unreadable file is no error and yields the defaults.
+func Load(path string) (Settings, error) {
+	optional := path == ""
+	if optional {
+		if path = DefaultPath(); path == "" {
+			return Settings{Keys: tui.DefaultBindings()}, nil
+		}
+	}
 	b, err := os.ReadFile(path)
 	if optional && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
 		// No settings, or a home that is not ours (sudo -u, setpriv).

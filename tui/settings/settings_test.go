@@ -98,31 +98,30 @@ func TestSwapKeys(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	if s, err := Load(filepath.Join(dir, "none.toml"), true); err != nil || s.Theme != "" || s.Keys.Root.Quit.Help().Key != "q" {
-		t.Errorf("missing optional file: %+v, %v", s, err)
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	if got := DefaultPath(); got != filepath.Join(dir, "pipetop", "config.toml") {
+		t.Errorf("DefaultPath = %q", got)
 	}
-	if _, err := Load(filepath.Join(dir, "none.toml"), false); err == nil {
+	if s, err := Load(""); err != nil || s.Theme != "" || s.Keys.Root.Quit.Help().Key != "q" {
+		t.Errorf("no default file: %+v, %v", s, err)
+	}
+	if _, err := Load(filepath.Join(dir, "none.toml")); err == nil {
 		t.Error("a missing --config file is no error")
 	}
-	locked := filepath.Join(dir, "locked")
-	if err := os.Mkdir(locked, 0); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "pipetop"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if os.Geteuid() != 0 { // root reads through mode 0
-		if s, err := Load(filepath.Join(locked, "config.toml"), true); err != nil || s.Theme != "" {
-			t.Errorf("unreadable optional file: %+v, %v", s, err)
+		if s, err := Load(""); err != nil || s.Theme != "" {
+			t.Errorf("unreadable default file: %+v, %v", s, err)
 		}
 	}
 	path := filepath.Join(dir, "bad.toml")
 	if err := os.WriteFile(path, []byte("theme = \"neon\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(path, true); err == nil || !strings.Contains(err.Error(), path+": line 1") {
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path+": line 1") {
 		t.Errorf("error %v does not name the file and line", err)
-	}
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	if got := DefaultPath(); got != filepath.Join(dir, "pipetop", "config.toml") {
-		t.Errorf("DefaultPath = %q", got)
 	}
 }
 
