@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/ring"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
@@ -570,9 +571,9 @@ func gpuBusy(s *snapshot.Snapshot) float64 {
 	}
 	best := math.NaN()
 	for _, d := range s.GPU.Devices {
-		v := d.SMActivity
+		v := d.Readings[gpumetric.SMActivity]
 		if !v.OK() {
-			v = d.KernelActive
+			v = d.Readings[gpumetric.KernelActive]
 		}
 		if v.OK() && (math.IsNaN(best) || *v.Value > best) {
 			best = *v.Value

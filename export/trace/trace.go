@@ -22,6 +22,7 @@ import (
 	"strconv"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
@@ -194,7 +195,7 @@ func (t *tracer) counters(e recording.Entry) {
 	_ = monitor.LoadReadings(e.Host, &s, sources.Parts()) // what decoded is still drawn
 	for _, d := range s.GPU.Devices {
 		args := map[string]any{}
-		for name, r := range map[string]*float64{"sm_activity %": d.SMActivity.Value, "kernel_active %": d.KernelActive.Value} {
+		for name, r := range map[string]*float64{"sm_activity %": d.Readings[gpumetric.SMActivity].Value, "kernel_active %": d.Readings[gpumetric.KernelActive].Value} {
 			if r != nil {
 				args[name] = *r
 			}
@@ -202,7 +203,7 @@ func (t *tracer) counters(e recording.Entry) {
 		if len(args) > 0 {
 			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host, Args: args})
 		}
-		if v := d.MemUsed.Value; v != nil {
+		if v := d.Readings[gpumetric.MemUsed].Value; v != nil {
 			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host,
 				Args: map[string]any{"used bytes": *v}})
 		}
