@@ -51,10 +51,11 @@ type Window struct {
 	// time rules off) and StartNs when the trainer started.
 	Live           bool
 	NowNs, StartNs int64
-	// End, for a whole run, summarizes its steps since EndFrom: the
-	// window the drift rule judges against Baseline, and whose drift
-	// outranks the whole run's verdict as it would the live view's at the
-	// run's end (verdict.WithDrift). Nil for any other window.
+	// End, for a window of a recording or a whole run, summarizes its
+	// steps since EndFrom: what the drift rule judges against Baseline
+	// (the window itself may hold the baseline: the whole run, a short
+	// run's windows), and whose drift outranks the window's verdict as it
+	// would the live view's (verdict.WithDrift). Nil for a live window.
 	End *stage.Summary
 }
 
@@ -74,7 +75,7 @@ func Inputs(w Window) verdict.Inputs {
 		Live: w.Live, NowNs: w.NowNs, StartNs: w.StartNs}
 }
 
-// Verdict judges w: a window of a recording, or a whole run whose end's
+// Verdict judges w: a window of a recording, or a whole run, whose end's
 // drift outranks its verdict as Judge ranks a live window's findings.
 func Verdict(w Window) verdict.Verdict {
 	in := Inputs(w)
@@ -89,12 +90,12 @@ func Verdict(w Window) verdict.Verdict {
 
 // EndFrom is when the end of a whole run that ended at lastEndNs begins
 // (Window.End: its steps that started then or later): its last EndWindow,
-// and never before its baseline's last step ended, so that the two do not
-// overlap.
+// and after its baseline's last step ended (a step that began as that one
+// ended would join the two, which the drift rule refuses).
 func EndFrom(lastEndNs int64, base *stage.Summary) int64 {
 	from := lastEndNs - int64(EndWindow)
 	if base != nil {
-		from = max(from, base.LastEndNs)
+		from = max(from, base.LastEndNs+1)
 	}
 	return from
 }

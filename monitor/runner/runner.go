@@ -10,6 +10,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,8 @@ type Config struct {
 	Sources func() []source.Source
 	// JSON prints the end-of-run summary as JSON on Stdout (the command's
 	// stdout then goes to Stderr); SummaryDir is where the command writes
-	// its summaries.
+	// its summaries ("": $PIPETOP_SUMMARY_DIR, else the working directory
+	// both share).
 	JSON       bool
 	SummaryDir string
 	Stdin      io.Reader
@@ -120,13 +122,25 @@ func Run(ctx context.Context, c Config) (status int, err error) {
 	if waitErr != nil {
 		return 0, fmt.Errorf("run %s: %w", c.Argv[0], waitErr)
 	}
-	if err := summary.EndOfRun(c.SummaryDir, start, kept, c.JSON, c.Stdout, c.Stderr); err != nil {
+	if err := summary.EndOfRun(summaryDir(c.SummaryDir), start, kept, c.JSON, c.Stdout, c.Stderr); err != nil {
 		say("%v", err)
 	}
 	if planOut != "" {
 		say("--apply %s: %s", c.Apply, tune.DescribeOutcome(tune.ReadPlanReports(planOut)))
 	}
 	return status, nil
+}
+
+// summaryDir is where the command writes its summaries: dir, else
+// $PIPETOP_SUMMARY_DIR, else the working directory both share.
+func summaryDir(dir string) string {
+	if dir == "" {
+		dir = os.Getenv("PIPETOP_SUMMARY_DIR")
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	return cmp.Or(dir, ".")
 }
 
 // Env is the environment of a command run with pipetop's automatic

@@ -354,7 +354,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := judge.Verdict(b.window(b.main.ring.Summarize(VerdictWindow), b.edge, b.windowCPU()))
+		v := judge.Verdict(b.withEnd(b.window(b.main.ring.Summarize(VerdictWindow), b.edge, b.windowCPU()), b.edge))
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -415,8 +415,16 @@ func (b *builder) wholeWindow() judge.Window {
 	last, _ := b.main.ring.Last()
 	w := b.window(b.run.Whole, last.EndNs, host)
 	w.Code = b.run.Code
+	return b.withEnd(w, last.EndNs)
+}
+
+// withEnd gives w, a window of the main track's steps up to atNs, its end
+// (judge.EndFrom) judged for drift against the run's first minutes: a
+// window that holds them (the whole run, or one of the first windows over
+// time) drifts as its newest steps do.
+func (b *builder) withEnd(w judge.Window, atNs int64) judge.Window {
 	if w.Baseline != nil {
-		end := b.main.ring.SummarizeSince(judge.EndFrom(last.EndNs, w.Baseline))
+		end := b.main.ring.SummarizeSince(judge.EndFrom(atNs, w.Baseline))
 		w.End = &end
 	}
 	return w
