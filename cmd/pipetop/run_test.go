@@ -475,6 +475,48 @@ func TestRunMonitorTmux(t *testing.T) {
 	}
 }
 
+// TestRunRecordOneViewerTmux: pipetop run --record with its monitor on a
+// terminal (tmux) watches the script on one connection: the screen, the
+// recording and the end-of-run keeper share one monitor, and the script's
+// publisher, counting its viewers (PIPETOP_STATS_FILE), accepted one. The
+// recording holds the steps and the end-of-run summary is judged with the
+// CPU readings kept on the way.
+func TestRunRecordOneViewerTmux(t *testing.T) {
+	e := newRunEnv(t)
+	script, err := filepath.Abs(example("loop.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stats, rec := filepath.Join(dir, "stats.jsonl"), filepath.Join(dir, "run.pipetop")
+	ts := newTmuxScreen(t, "onevw", "cd "+dir+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" PIPETOP_STATS_FILE="+stats+
+		" TERM=xterm-256color "+e.bin+" run --no-gpu --record "+rec+" -- "+debPython+" "+script+" --steps 300; echo EXIT=$?; sleep 60", "")
+	ts.wait("the monitor on the script", 60*time.Second, func(s string) bool { return strings.Contains(s, "● live") && strings.Contains(s, "data_wait") })
+	s := ts.wait("the summary after the script ended", 90*time.Second, func(s string) bool { return strings.Contains(s, "EXIT=") })
+	if !strings.Contains(s, "EXIT=0") || !strings.Contains(s, "cpu:") {
+		t.Errorf("screen after the run lacks EXIT=0 or the kept cpu line:\n%s", s)
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatalf("the script's publisher wrote no counters: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c struct {
+			PID, Accepted int
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("counters %q: %v", line, err)
+		}
+		if c.Accepted != 1 {
+			t.Errorf("the publisher of pid %d accepted %d viewers, want 1 (the screen, the recording and the keeper on one connection)", c.PID, c.Accepted)
+		}
+	}
+	r, err := summary.FromFile(rec)
+	if err != nil || r.Whole.Steps < 200 {
+		t.Errorf("the recording holds %d steps of 300 (%v)", r.Whole.Steps, err)
+	}
+}
+
 // A Ctrl-C typed in the terminal of pipetop run's monitor (a key to the
 // monitor in raw mode, not a signal) stops the run: pipetop returns, and
 // the script and its DataLoader workers are gone.

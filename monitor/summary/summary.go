@@ -354,7 +354,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := judge.Verdict(b.withEnd(b.window(b.main.ring.Summarize(VerdictWindow), b.edge, b.windowCPU()), b.edge))
+		v := judge.Verdict(b.overTime())
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -401,6 +401,18 @@ func (b *builder) finish() Run {
 		b.run.Verdicts = []Period{}
 	}
 	return b.run
+}
+
+// overTime is what the verdict over time closing at the current bucket's
+// edge is given on: the main track's last VerdictWindow of steps, with the
+// CPU readings and the code of the stack samples of that span, as the
+// live view's window at that moment.
+func (b *builder) overTime() judge.Window {
+	w := b.window(b.main.ring.Summarize(VerdictWindow), b.edge, b.windowCPU())
+	if b.code != nil {
+		w.Code = b.code.PauseProfile(b.edge-int64(VerdictWindow), b.edge, &w.Summary)
+	}
+	return b.withEnd(w, b.edge)
 }
 
 // wholeWindow is what the whole run's verdict is given on: every step of

@@ -22,10 +22,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipetop/pipetop/internal/testkit"
+	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
+	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/replay"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
@@ -80,6 +83,7 @@ func TestSameVerdict(t *testing.T) {
 			}
 			got["end of pipetop run"] = s.Judge()
 			for path, v := range got {
+				t.Logf("%s: %s", path, v.Headline)
 				if v.Kind != p.want || v.Stage != p.stage {
 					t.Errorf("%s: %s (%s), want %s (%s)", path, v.Kind, v.Headline, p.want, p.stage)
 				}
@@ -91,20 +95,31 @@ func TestSameVerdict(t *testing.T) {
 	}
 }
 
-// live is the verdict of the recording's end as the live view judged it:
-// played back through the feed and the snapshotter, over the window the
-// end of a whole run is judged on (judge.EndWindow, 30 s).
+// live is the verdict the live view showed at the end of the recorded
+// run: the recording played back through the feed and the snapshotter to
+// its last steps (the host readings of the last refresh while the trainer
+// trained), over the view's default window.
 func live(t *testing.T, path string) verdict.Verdict {
 	t.Helper()
+	_, es, err := recording.ReadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, e := range es {
+		if e.Frame != nil && e.Frame.Type == ipc.TypeSteps {
+			last = e.T
+		}
+	}
 	p, err := replay.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SetPaused(true)
-	p.SeekEnd()
-	s := p.Snapshot(monitor.Windows[1])
+	p.SeekTo(last)
+	s := p.Snapshot(monitor.Windows[0])
 	if s.Verdict == nil {
-		t.Fatalf("%s: no live verdict at the end", path)
+		t.Fatalf("%s: no live verdict at %v", path, last)
 	}
 	return *s.Verdict
 }
