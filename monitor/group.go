@@ -349,11 +349,12 @@ func (g *Group) capacity() int {
 // the one a view shows in full; one that comes later than a higher one
 // is attached in full too).
 func (g *Group) attach(r int) {
-	f := feed.New(g.capacity())
+	f, view := feed.New(g.capacity()), g.view
 	if g.brief && len(g.feeds) > 0 && r > slices.Min(slices.Collect(maps.Keys(g.feeds))) {
-		f = feed.NewBrief(g.capacity())
+		// A rank shown in brief: its aggregates are asked for in brief too.
+		f, view.BriefAggregates = feed.NewBrief(g.capacity()), true
 	}
-	f.SetView(g.view)
+	f.SetView(view)
 	if g.tap != nil {
 		tapFeed(f, r, g.tap)
 	}
