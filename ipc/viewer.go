@@ -184,7 +184,7 @@ func (v *viewer) readLoop() error {
 		}
 		v.progress.Store(f.Hello.Accepting(TypeProgress))
 		v.backfill.Store(f.Hello.Accepting(TypeBackfill)) // before aggs: see Server.aggsOn
-		v.brief.Store(f.Hello.Accepting(AcceptAggBrief)) // before aggs: read with it
+		v.brief.Store(f.Hello.Accepting(AcceptAggBrief))  // before aggs: read with it
 		v.aggs.Store(f.Hello.Accepting(TypeAgg))
 		v.batch.Store(int64(batchOf(f.Hello)))
 	}
