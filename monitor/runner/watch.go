@@ -134,17 +134,28 @@ func watchChild(ctx context.Context, p *child.Process, c Config, live bool) *wat
 	return w
 }
 
-// subscribeKeeper keeps the CPU readings and the pauses' code of the
-// monitor's refreshes, at most one a KeepEvery, for the end-of-run
+// PauseEvery is how often pipetop run looks for the pauses' code over
+// PauseWindow: a view of its own, of up to 30,000 steps a second from a
+// fast trainer that sends each step (a recording's).
+const PauseEvery = 5 * time.Second
+
+// subscribeKeeper keeps the CPU readings of the monitor's refreshes, at
+// most one a KeepEvery, and the pauses' code, at most once a PauseEvery
+// and only of a trainer that sends stack samples, for the end-of-run
 // verdict.
 func (w *watch) subscribeKeeper() {
-	var last time.Time
+	var last, lastPauses time.Time
 	w.m.Snapshotter.Subscribe(func(r *monitor.Refresh) {
-		if !r.Judged || (!last.IsZero() && r.Snapshot.Time.Sub(last) < KeepEvery*9/10) {
+		s := r.Snapshot
+		if !r.Judged || (!last.IsZero() && s.Time.Sub(last) < KeepEvery*9/10) {
 			return
 		}
-		last = r.Snapshot.Time
-		w.keep.AddSnapshot(r.Snapshot)
+		last = s.Time
+		w.keep.AddSnapshot(s)
+		if s.Code == nil || (!lastPauses.IsZero() && s.Time.Sub(lastPauses) < PauseEvery*9/10) {
+			return
+		}
+		lastPauses = s.Time
 		if v, ok := r.View(PauseWindow); ok {
 			w.keep.AddPauses(v.PID, v.Summary, v.Code)
 		}
