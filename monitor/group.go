@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -157,7 +158,7 @@ func (g *Group) Feeds() []RankFeed {
 	for r, f := range g.feeds {
 		out = append(out, RankFeed{r, f})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	slices.SortFunc(out, func(a, b RankFeed) int { return cmp.Compare(a.Rank, b.Rank) })
 	return out
 }
 
