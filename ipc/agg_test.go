@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,13 +172,16 @@ func BenchmarkDecodeAgg(b *testing.B) {
 
 // A viewer that asks for brief aggregates (a rank shown in brief) gets
 // each aggregate as the one a viewer in full gets, made brief: the same
-// counts, sums and wall bins, no other bins and no waits.
+// counts, sums and wall bins, no other bins and no waits; and no loader
+// frame (it keeps no loader statistics).
 func TestBriefAggregates(t *testing.T) {
 	s := newServer(t, ServerOptions{Flush: 10 * time.Millisecond})
 	full := dialView(t, s.Path(), ViewOptions{Aggregates: true})
 	brief := dialView(t, s.Path(), ViewOptions{Aggregates: true, BriefAggregates: true})
 	waitViewers(t, s, 2)
 	const steps = 1500
+	loaders := map[*Conn]int{}
+	var mu sync.Mutex
 	aggs := func(c *Conn, out chan<- []stage.Aggregate) {
 		var got []stage.Aggregate
 		c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -193,6 +197,10 @@ func TestBriefAggregates(t *testing.T) {
 			case TypeAgg:
 				n += f.Agg.Steps
 				got = append(got, *f.Agg)
+			case TypeLoader:
+				mu.Lock()
+				loaders[c]++
+				mu.Unlock()
 			}
 		}
 		out <- got
@@ -206,9 +214,15 @@ func TestBriefAggregates(t *testing.T) {
 		if i%10 == 9 {
 			time.Sleep(10 * time.Millisecond)
 		}
+		if i%500 == 250 { // well after the hellos were read
+			s.PublishLoader(stage.LoaderStats{Workers: 2, Batch: 64})
+		}
 	}
 	s.Close()
 	fs, bs := <-fc, <-bc
+	if loaders[full] == 0 || loaders[brief] > 0 {
+		t.Errorf("loader frames: %d to the viewer in full (want some), %d to the one in brief (want none)", loaders[full], loaders[brief])
+	}
 	byFirst := map[int64]stage.Aggregate{}
 	for _, g := range fs {
 		if len(g.CPU[0].Bins) == 0 {

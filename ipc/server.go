@@ -313,7 +313,7 @@ func (s *Server) flush(batch *[]stage.Record) {
 	s.sendSteps(*batch)
 	s.aggregate(*batch, names)
 	if fresh {
-		s.broadcast(loader)
+		s.broadcastTo(loader, func(v *viewer) bool { return !v.brief.Load() })
 	}
 }
 
@@ -440,10 +440,14 @@ func (s *Server) backfill() {
 	}
 }
 
-func (s *Server) broadcast(frame []byte) {
+// broadcast offers frame to every viewer.
+func (s *Server) broadcast(frame []byte) { s.broadcastTo(frame, nil) }
+
+// broadcastTo offers frame to the viewers that wants takes (all when nil).
+func (s *Server) broadcastTo(frame []byte, wants func(*viewer) bool) {
 	s.vmu.Lock()
 	for v := range s.viewers {
-		if !v.offer(frame) {
+		if (wants == nil || wants(v)) && !v.offer(frame) {
 			s.dropped.Add(1)
 		}
 	}

@@ -394,7 +394,8 @@ class Server:
             if item[0] == "loader":
                 self._broadcast_steps(batch)
                 self._loader = dumps({"type": "loader", "loader": item[1]})
-                self._broadcast(self._loader)
+                # A rank shown in brief keeps no loader statistics.
+                self._broadcast(self._loader, lambda v: not v.agg_brief)
                 continue
             if item[0] == "stacks":
                 self._broadcast_steps(batch)
