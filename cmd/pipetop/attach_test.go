@@ -16,6 +16,7 @@ import (
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -154,7 +155,7 @@ func TestAttachFailuresThroughRealSockets(t *testing.T) {
 			}
 		}
 		out, _, _ = runBin(t, env, []string{bin}, "ls", "--json")
-		var entries []lsEntry
+		var entries []monitor.Listed
 		if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != len(hostileTrainers)+1 {
 			t.Fatalf("ls --json: %v\n%s", err, out)
 		}

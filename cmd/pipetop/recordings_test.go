@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -205,7 +206,7 @@ func traceOf(t *testing.T, rec string) []traceEvent {
 func TestRecordingsUsage(t *testing.T) {
 	for _, args := range [][]string{{"replay"}, {"compare", "x"}, {"trace", "x"}, {"replay", "x", "--speed", "3"}, {"summary", "a", "b"}} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
-		if _, ok := err.(usageError); !ok {
+		if _, ok := err.(cli.UsageError); !ok {
 			t.Errorf("pipetop %v: %v, want a usage error", args, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/metrics/pystack"
 )
 
@@ -17,7 +18,7 @@ func stacksFlags(fs *flag.FlagSet) runFunc {
 	return func(_ context.Context, pos []string, stdout, _ io.Writer) error {
 		pid, err := strconv.Atoi(pos[0])
 		if err != nil {
-			return usageError{fmt.Errorf("stacks: %q is not a process id", pos[0])}
+			return cli.Usage(fmt.Errorf("stacks: %q is not a process id", pos[0]))
 		}
 		d, err := pystack.ReadDump(pid)
 		if err != nil {

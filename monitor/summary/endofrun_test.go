@@ -1,4 +1,4 @@
-package main
+package summary
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pipetop/pipetop/monitor/summary"
 )
 
 // rankDocJSON is a summary file of rank r of run "job1" with 40 steps of
@@ -54,7 +52,7 @@ func TestJobSummary(t *testing.T) {
 	write("pipetop-summary-train-10.json", rankDocJSON(0, 10, 10, 30, end))
 	write("pipetop-summary-train-11.json", rankDocJSON(1, 11, 40, 2, end))
 	var stdout, stderr bytes.Buffer
-	if err := report(dir, start, nil, false, &stdout, &stderr); err != nil {
+	if err := EndOfRun(dir, start, nil, false, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	text := stderr.String()
@@ -68,12 +66,12 @@ func TestJobSummary(t *testing.T) {
 	if n := strings.Count(text, "pipetop: "); n != 1 {
 		t.Errorf("%d summaries printed, want the one job summary:\n%s", n, text)
 	}
-	var j summary.Job
+	var j Job
 	b, err := os.ReadFile(filepath.Join(dir, "pipetop-job-slurm_77.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &j)
 	}
-	if err != nil || j.Schema != summary.JobSchema || len(j.Ranks) != 2 || j.Straggler == nil || *j.Straggler.Rank != 1 || len(j.OverTime) != 2 {
+	if err != nil || j.Schema != JobSchema || len(j.Ranks) != 2 || j.Straggler == nil || *j.Straggler.Rank != 1 || len(j.OverTime) != 2 {
 		t.Fatalf("job file: %v %+v", err, j)
 	}
 	if j.Ranks[1].Summary != filepath.Join(dir, "pipetop-summary-train-11.json") || j.Ranks[1].Verdict == nil {
@@ -88,10 +86,10 @@ func TestJobSummary(t *testing.T) {
 		}
 	}
 	stdout.Reset()
-	if err := report(dir2, start, nil, true, &stdout, &stderr); err != nil {
+	if err := EndOfRun(dir2, start, nil, true, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	var docs []summary.Job
+	var docs []Job
 	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil || len(docs) != 1 {
 		t.Fatalf("--json: %v, %d documents\n%s", err, len(docs), stdout.String())
 	}
@@ -114,22 +112,62 @@ func FuzzJobSummary(f *testing.F) {
 	f.Add([]byte(`{"timeline":[{"t":1,"steps":5,"wall_ns":5,"stages":{"x":9}},{"t":2,"steps":1,"wall_ns":1,"stages":{}}]}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var docs []summary.ScriptFile
+		var docs []ScriptFile
 		for r := range 2 {
-			var s summary.Script
+			var s Script
 			if json.Unmarshal(b, &s) != nil {
 				return
 			}
-			s.RankOf = &summary.RankOf{Rank: r, WorldSize: 2, Run: "f"}
-			docs = append(docs, summary.ScriptFile{Script: &s, Path: fmt.Sprint(r)})
+			s.RankOf = &RankOf{Rank: r, WorldSize: 2, Run: "f"}
+			docs = append(docs, ScriptFile{Script: &s, Path: fmt.Sprint(r)})
 		}
-		j, err := summary.BuildJob(dir, "f", docs)
+		j, err := BuildJob(dir, "f", docs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(j.Ranks) != 2 {
 			t.Fatalf("%d ranks", len(j.Ranks))
 		}
-		summary.WriteJobText(&bytes.Buffer{}, j)
+		WriteJobText(&bytes.Buffer{}, j)
 	})
+}
+
+// TestReportSummaries checks the summary reader: this run's file gets the
+// verdict, an earlier run's is left out, a broken one is named.
+func TestReportSummaries(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	doc := func(name string, end time.Time) string {
+		return fmt.Sprintf(`{"schema":"pipetop-summary/1","name":%q,"pid":7,"end_ns":%d,"steps":20,"samples":80,
+			"wall_ns":400000000,"step_mean_ns":20000000,"steps_per_sec":50,"samples_per_sec":200,
+			"stages":[{"name":"data_wait","total_ns":300000000,"mean_ns":15000000,"share":0.75},
+			{"name":"forward","total_ns":100000000,"mean_ns":5000000,"share":0.25}],
+			"loader":{"source":"torch","workers":2,"worker_busy":0.97,"worker_busy_each":[0.96,0.98],"cores":16}}`, name, end.UnixNano())
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pipetop-summary-now-7.json", doc("now", start.Add(time.Second)))
+	write("pipetop-summary-old-6.json", doc("old", start.Add(-time.Hour)))
+	write("pipetop-summary-bad-5.json", `{"schema":"pipetop-summary/1",`)
+	var stdout, stderr bytes.Buffer
+	if err := EndOfRun(dir, start, nil, false, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	text := stderr.String()
+	for _, want := range []string{"pipetop-summary-bad-5.json", "pipetop: now (pid 7): 20 steps", "data_wait", "75.0 %",
+		"num_workers=2 busy 97 % (96 %, 98 %)", "verdict: input-bound", "2 workers are busy 97 %: raise num_workers to 6; 13 cores idle"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "pipetop: old") {
+		t.Errorf("an earlier run's summary was reported:\n%s", text)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pipetop-summary-now-7.json"))
+	if err != nil || !strings.Contains(string(b), `"kind": "input-bound"`) {
+		t.Errorf("verdict not added to the file: %v\n%s", err, b)
+	}
 }

@@ -1,49 +1,47 @@
-package main
+package summary
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/pipetop/pipetop/monitor/summary"
 )
 
-// report finds the run summaries written since start in dir, adds the
-// verdict to each (and to its file, with what pipetop run kept of its
-// process, kept by pid), and prints them: a table on stderr,
-// or a JSON array on stdout. The ranks of one run get one job summary
-// instead (a pipetop-job/1 document in the array), written beside their
-// own files.
-func report(dir string, start time.Time, kept map[int]summary.Kept, asJSON bool, stdout, stderr io.Writer) error {
-	files, errs, err := summary.ReadScripts(dir, start, kept)
+// EndOfRun finds the run summaries written since start in dir, judges
+// each (adding its verdict to its file, with what pipetop run kept of its
+// process, kept by pid: ReadScripts) and prints them, as pipetop run does
+// when its command ends: a table on stderr, or a JSON array on stdout. The
+// ranks of one run get one job summary instead (a pipetop-job/1 document
+// in the array), written beside their own files.
+func EndOfRun(dir string, start time.Time, kept map[int]Kept, asJSON bool, stdout, stderr io.Writer) error {
+	files, errs, err := ReadScripts(dir, start, kept)
 	if err != nil {
 		return err
 	}
 	for _, err := range errs {
 		fmt.Fprintln(stderr, "pipetop:", err)
 	}
-	jobs := summary.Jobs(files)
+	jobs := Jobs(files)
 	out := []any{}
 	for _, f := range files {
 		if r := f.RankOf; r != nil && len(jobs[r.Run]) > 0 && r.WorldSize > 1 {
 			if jobs[r.Run][0].Path != f.Path {
 				continue // the job is reported once, at its first rank
 			}
-			j, err := summary.BuildJob(dir, r.Run, jobs[r.Run])
+			j, err := BuildJob(dir, r.Run, jobs[r.Run])
 			if err != nil {
 				fmt.Fprintln(stderr, "pipetop:", err)
 				continue
 			}
 			out = append(out, j)
 			if !asJSON {
-				summary.WriteJobText(stderr, j)
+				WriteJobText(stderr, j)
 			}
 			continue
 		}
 		out = append(out, f.Script)
 		if !asJSON {
-			summary.WriteScriptText(stderr, f.Script, f.Path)
+			WriteScriptText(stderr, f.Script, f.Path)
 		}
 	}
 	if asJSON {
