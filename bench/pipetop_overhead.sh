@@ -15,6 +15,10 @@
 #              trainer (the mean copy)
 #   threads-200 one trainer whose process tree holds 200 threads (the thread
 #              sampler's case)
+#   run-1000   pipetop run -- the synthetic publisher at 1,000 steps/s, with
+#              the monitor on the terminal (pipetop's own CPU: the command it
+#              runs is another process; btop runs beside the same publisher)
+#   run-record-1000  the same with --record (the recording in $WORK)
 #
 # usage: bench/pipetop_overhead.sh [DURATION_SECONDS]   (per measurement, default 30)
 # env:   ROUNDS (3), CASES, RANKS (64), RANKS_RATE (100), INTERVAL (refresh,
@@ -25,7 +29,7 @@ set -euo pipefail
 
 DURATION=${1:-30}
 ROUNDS=${ROUNDS:-3}
-CASES=${CASES:-"rate-1000 rate-10 ranks-64 viewers-8 threads-200"}
+CASES=${CASES:-"rate-1000 rate-10 ranks-64 viewers-8 threads-200 run-1000 run-record-1000"}
 RANKS=${RANKS:-64}
 RANKS_RATE=${RANKS_RATE:-100}
 INTERVAL=${INTERVAL:-1s}
@@ -69,6 +73,9 @@ start_case() {
 		TARGET="sim-$RANKS"
 		;;
 	threads-200) "$WORK/synthetic" -name bench -rate 1000 -threads 200 -quiet & ;;
+	run-*) # pipetop run starts its own publisher; btop's turn gets this one
+		"$WORK/synthetic" -name other -rate 1000 -quiet &
+		;;
 	*)
 		echo "unknown case $1" >&2
 		exit 2
@@ -91,6 +98,10 @@ summary=()
 for c in $CASES; do
 	start_case "$c"
 	pipetop="env TERM=xterm-256color $WORK/pipetop attach $TARGET --no-gpu --interval $INTERVAL"
+	case $c in
+	run-1000) pipetop="env TERM=xterm-256color $WORK/pipetop run --no-gpu -- $WORK/synthetic -name bench -rate 1000 -quiet" ;;
+	run-record-1000) pipetop="env TERM=xterm-256color $WORK/pipetop run --no-gpu --record $WORK/run.pipetop -- $WORK/synthetic -name bench -rate 1000 -quiet" ;;
+	esac
 	pc=() pb=() bc=() bb=()
 	for r in $(seq 1 "$ROUNDS"); do
 		order="pipetop btop"

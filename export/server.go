@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,22 @@ import (
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
+
+// Defaults of pipetop export, which samples for scrapes rather than eyes.
+const (
+	DefaultListen   = "127.0.0.1:9464"
+	DefaultInterval = 5 * time.Second
+	DefaultWindow   = "30s"
+)
+
+// CheckListen is why addr cannot be an address to serve /metrics at;
+// nil when it is one (host:port).
+func CheckListen(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--listen %q: want host:port, e.g. %s (or :9464 for every interface): %v", addr, DefaultListen, err)
+	}
+	return nil
+}
 
 // Options configure an Exporter.
 type Options struct {
@@ -118,4 +136,38 @@ func (e *Exporter) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("stop http on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// ListenAndServe is pipetop export: it binds addr first (a bad address is
+// told at once, not once the trainer appears), opens the monitor with
+// open (which may wait for the trainer: an exporter is often started
+// before it), says where it serves on w and serves until ctx ends; ctx
+// ending while open waits is no error. Host defaults to this machine's
+// name, ErrorLog to w.
+func ListenAndServe(ctx context.Context, addr string, open func() (*monitor.Monitor, error), opts Options, w io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	defer ln.Close()
+	m, err := open()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting, as a serving exporter stops
+		}
+		return err
+	}
+	defer m.Close()
+	if m.Pick {
+		return monitor.PickOne("export")
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
+	if opts.ErrorLog == nil {
+		opts.ErrorLog = log.New(w, "pipetop export: ", log.LstdFlags)
+	}
+	e := New(m.Snapshotter, opts)
+	fmt.Fprintf(w, "pipetop: serving http://%s/metrics\n", ln.Addr())
+	return e.Serve(ctx, ln)
 }

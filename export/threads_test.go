@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -13,7 +14,7 @@ import (
 // and its throttling counters, the host's pressure in seconds.
 func TestThreadMetrics(t *testing.T) {
 	s := snapshot.Snapshot{Threads: &snapshot.Threads{UsableCores: 0.5,
-		Threads:  []snapshot.Thread{{Role: "intra-op", CPU: 30, Wait: 70}, {Role: "intra-op", CPU: 20, Wait: 80}, {Role: "training", CPU: 50}},
+		Threads:  []host.ThreadInfo{{Role: "intra-op", CPU: 30, Wait: 70}, {Role: "intra-op", CPU: 20, Wait: 80}, {Role: "training", CPU: 50}},
 		Quota:    snapshot.Quota{Version: 2, CPUs: 0.5, Periods: 100, Throttled: 90, ThrottledSeconds: 4.5},
 		Pressure: &snapshot.Pressure{SomeTotalUs: 2_500_000}}}
 	ch := make(chan prometheus.Metric, 100)

@@ -3,6 +3,8 @@ package ipc
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,5 +167,79 @@ func BenchmarkDecodeAgg(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A viewer that asks for brief aggregates (a rank shown in brief) gets
+// each aggregate as the one a viewer in full gets, made brief: the same
+// counts, sums and wall bins, no other bins and no waits; and no loader
+// frame (it keeps no loader statistics).
+func TestBriefAggregates(t *testing.T) {
+	s := newServer(t, ServerOptions{Flush: 10 * time.Millisecond})
+	full := dialView(t, s.Path(), ViewOptions{Aggregates: true})
+	brief := dialView(t, s.Path(), ViewOptions{Aggregates: true, BriefAggregates: true})
+	waitViewers(t, s, 2)
+	const steps = 1500
+	loaders := map[*Conn]int{}
+	var mu sync.Mutex
+	aggs := func(c *Conn, out chan<- []stage.Aggregate) {
+		var got []stage.Aggregate
+		c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for n := int64(0); n < steps; {
+			f, err := c.Next()
+			if err != nil {
+				t.Errorf("after %d steps: %v", n, err)
+				break
+			}
+			switch f.Type {
+			case TypeSteps:
+				n += int64(len(f.Steps))
+			case TypeAgg:
+				n += f.Agg.Steps
+				got = append(got, *f.Agg)
+			case TypeLoader:
+				mu.Lock()
+				loaders[c]++
+				mu.Unlock()
+			}
+		}
+		out <- got
+	}
+	fc, bc := make(chan []stage.Aggregate, 1), make(chan []stage.Aggregate, 1)
+	go aggs(full, fc)
+	go aggs(brief, bc)
+	for i := range int64(steps) {
+		r := record(i)
+		s.Publish(&r)
+		if i%10 == 9 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if i%500 == 250 { // well after the hellos were read
+			s.PublishLoader(stage.LoaderStats{Workers: 2, Batch: 64})
+		}
+	}
+	s.Close()
+	fs, bs := <-fc, <-bc
+	if loaders[full] == 0 || loaders[brief] > 0 {
+		t.Errorf("loader frames: %d to the viewer in full (want some), %d to the one in brief (want none)", loaders[full], loaders[brief])
+	}
+	byFirst := map[int64]stage.Aggregate{}
+	for _, g := range fs {
+		if len(g.CPU[0].Bins) == 0 {
+			t.Errorf("full aggregate from step %d has no stage bins", g.FirstStep)
+		}
+		byFirst[g.FirstStep] = g
+	}
+	same := 0
+	for _, g := range bs { // the viewers' first aggregates may differ: each began at the next after its hello
+		if f, ok := byFirst[g.FirstStep]; ok {
+			same++
+			if want := f.Brief(); !reflect.DeepEqual(g, want) {
+				t.Errorf("brief aggregate from step %d:\n%+v\nwant\n%+v", g.FirstStep, g, want)
+			}
+		}
+	}
+	if same == 0 {
+		t.Fatalf("no aggregate in both: %d full, %d brief", len(fs), len(bs))
 	}
 }

@@ -79,6 +79,7 @@ type attempt struct {
 	peerPID int
 	batchMs int  // what our hello asks (Hello.BatchMs)
 	aggs    bool // our hello accepts agg frames
+	brief   bool // ... brief ones
 	fill    bool // our hello accepts a backfill frame
 }
 
@@ -114,11 +115,15 @@ type ViewOptions struct {
 	// before the attach (a backfill frame after its hello), so that a
 	// one-shot or a fresh view judges a run of slow steps at once.
 	Backfill bool
+	// BriefAggregates asks for brief agg frames (AcceptAggBrief), for a
+	// rank a view shows in brief.
+	BriefAggregates bool
 }
 
 // DialView is Dial with the viewer's wishes in its hello.
 func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
-	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates, fill: o.Backfill}
+	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates,
+		brief: o.Aggregates && o.BriefAggregates, fill: o.Backfill}
 	conn, err := a.dial(ctx, HelloTimeout())
 	if err != nil || o.Gate == nil {
 		return conn, err
@@ -186,6 +191,9 @@ func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
 	accepts := []string{TypeProgress, TypeStacks}
 	if a.aggs {
 		accepts = append(accepts, TypeAgg)
+	}
+	if a.brief {
+		accepts = append(accepts, AcceptAggBrief)
 	}
 	if a.fill {
 		accepts = append(accepts, TypeBackfill)

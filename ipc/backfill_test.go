@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -186,4 +187,19 @@ func TestBackfillBeforeAggregates(t *testing.T) {
 	if int64(len(seen))+aggSteps != 1020 {
 		t.Errorf("%d steps as records + %d aggregated, want 1,020 in all", len(seen), aggSteps)
 	}
+}
+
+// A backfill frame is the steps frame's compact form under another type:
+// the fast path reads it, as encoding/json does.
+func TestBackfillDecodesFast(t *testing.T) {
+	recs := []stage.Record{record(1), record(2)}
+	line := bytes.TrimSuffix(appendStepFrame(nil, TypeBackfill, recs), []byte("\n"))
+	if !Compact(line) {
+		t.Fatalf("a backfill frame is not read by the fast path: %s", line)
+	}
+	f, err := DecodeFrame(line)
+	if err != nil || f.Type != TypeBackfill || len(f.Steps) != 2 || f.Steps[1].Step != recs[1].Step {
+		t.Fatalf("decoded %+v, %v", f, err)
+	}
+	agreeWithJSON(t, line, decodeStepsFast)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -95,6 +96,9 @@ type Resolver func() (Endpoint, error)
 // trainer; a pid does not.
 func ResolveSpec(spec string) Resolver {
 	return func() (Endpoint, error) {
+		if strings.Contains(spec, "/") {
+			return Find(nil, spec) // a path needs no list (which connects to every socket)
+		}
 		eps, err := List()
 		if err != nil {
 			return Endpoint{}, err
@@ -149,6 +153,25 @@ func Watch(ctx context.Context, resolve Resolver, deliver func(Message), o ViewO
 	}
 }
 
+// WatchConn is Watch whose first connection is conn, already made to the
+// trainer at ep with o (DialView): a viewer that dialed to read the hello
+// first (is it a rank of a run?) watches on that connection instead of
+// making another.
+func WatchConn(ctx context.Context, conn *Conn, ep Endpoint, resolve Resolver, deliver func(Message), o ViewOptions) {
+	lookup := backoff{lo: lookupMin, hi: lookupMax}
+	failed := backoff{lo: RetryMin, hi: RetryMax}
+	wait, ok := follow(ctx, conn, ep, deliver, &lookup, &failed)
+	if !ok {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(wait):
+	}
+	Watch(ctx, resolve, deliver, o)
+}
+
 // attach makes one attempt and says how long to wait before the next; ok
 // is false when ctx ended.
 func attach(ctx context.Context, resolve Resolver, deliver func(Message), o ViewOptions, lookup, failed *backoff) (wait time.Duration, ok bool) {
@@ -173,11 +196,19 @@ func attach(ctx context.Context, resolve Resolver, deliver func(Message), o View
 	}
 	lookup.reset()
 	failed.reset()
-	err = pump(ctx, conn, ep, deliver)
+	return follow(ctx, conn, ep, deliver, lookup, failed)
+}
+
+// follow hands the frames of conn, made to ep, to deliver until it ends,
+// and says how long to wait before the next attempt; ok is false when ctx
+// ended.
+func follow(ctx context.Context, conn *Conn, ep Endpoint, deliver func(Message), lookup, failed *backoff) (wait time.Duration, ok bool) {
+	err := pump(ctx, conn, ep, deliver)
 	if ctx.Err() != nil {
 		return 0, false
 	}
 	wait = lookup.take()
+	var ae *AttachError
 	if errors.As(err, &ae) {
 		wait = failed.take()
 	}

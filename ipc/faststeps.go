@@ -15,7 +15,10 @@ import (
 // a trainer running at thousands of steps a second.
 var errNotFast = errors.New("not a compact steps frame")
 
-const stepsPrefix = `{"type":"steps","steps":[`
+const (
+	stepsPrefix    = `{"type":"steps","steps":[`
+	backfillPrefix = `{"type":"backfill","steps":[`
+)
 
 // maxPresize is the most steps decodeStepsFast allocates room for before
 // parsing them.
@@ -24,14 +27,20 @@ const maxPresize = 1024
 // stepKey starts every step of a compact steps frame.
 var stepKey = []byte(`{"step":`)
 
-// decodeStepsFast parses a steps frame written in exactly the compact form
-// of appendSteps (keys in that order, no spaces).
+// decodeStepsFast parses a steps frame, or a backfill frame (the same
+// steps, sent once: a viewer of 64 ranks reads 64 of up to 2,048 steps as
+// it attaches), written in exactly the compact form of appendSteps (keys
+// in that order, no spaces).
 func decodeStepsFast(line []byte) (*Frame, error) {
 	p := fastParser{b: line}
-	if !p.lit(stepsPrefix) {
+	f := &Frame{Type: TypeSteps}
+	switch {
+	case p.lit(stepsPrefix):
+	case p.lit(backfillPrefix):
+		f.Type = TypeBackfill
+	default:
 		return nil, errNotFast
 	}
-	f := &Frame{Type: TypeSteps}
 	if p.lit("]}") {
 		return f, p.end()
 	}

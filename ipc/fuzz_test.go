@@ -108,6 +108,7 @@ func FuzzFastSteps(f *testing.F) {
 	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"loss":0.5,"cpu":[1,2],"gpu":[-1,4]}]}`))
 	f.Add([]byte(`{"type":"steps","steps":[]}`))
 	f.Add([]byte(`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"cpu":[]},{"step":2,"t0":1,"t1":2,"n":3,"cpu":[9]}]}`))
+	f.Add([]byte(`{"type":"backfill","steps":[{"step":1,"t0":1,"t1":2,"n":3,"cpu":[7]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { agreeWithJSON(t, data, decodeStepsFast) })
 }
 

@@ -48,6 +48,12 @@ const (
 	// of one record each; sent only to viewers whose hello lists it in
 	// Accepts, and to those instead of steps frames.
 	TypeAgg = "agg"
+
+	// AcceptAggBrief in a viewer's Accepts, beside TypeAgg, asks for
+	// brief aggregates (stage.Aggregate.Brief: the wall time's bins, every
+	// other column's count and sum, no waits): a run's view takes them of
+	// the ranks it shows in brief, a tenth of the bytes to read and parse.
+	AcceptAggBrief = "agg-brief"
 )
 
 // Hello introduces a trainer to a viewer (or a viewer to a trainer, where

@@ -313,7 +313,7 @@ func (s *Server) flush(batch *[]stage.Record) {
 	s.sendSteps(*batch)
 	s.aggregate(*batch, names)
 	if fresh {
-		s.broadcast(loader)
+		s.broadcastTo(loader, func(v *viewer) bool { return !v.brief.Load() })
 	}
 }
 
@@ -375,31 +375,45 @@ func (s *Server) sendAggregate() {
 	}
 	s.aggStart = time.Now()
 	if s.agg.Steps() == 0 {
-		s.aggsOn(nil)
+		s.aggsOn(aggFrames{})
 		return
 	}
 	g := s.agg.Take()
 	s.vmu.Lock()
-	on := false
+	var full, brief bool
 	for v := range s.viewers {
-		on = on || v.aggOn
+		full = full || (v.aggOn && !v.brief.Load())
+		brief = brief || (v.aggOn && v.brief.Load())
 	}
 	s.vmu.Unlock()
-	var f []byte
-	if on { // encoded only for a viewer that takes it
-		f = appendJSON(nil, Frame{Type: TypeAgg, Agg: &g})
+	var f aggFrames // each form encoded only for a viewer that takes it
+	if full {
+		f.full = appendJSON(nil, Frame{Type: TypeAgg, Agg: &g})
+	}
+	if brief {
+		b := g.Brief()
+		f.brief = appendJSON(nil, Frame{Type: TypeAgg, Agg: &b})
 	}
 	s.aggsOn(f)
 }
 
-// aggsOn offers f (when not nil) to the viewers that take agg frames, then
-// turns agg frames on for the viewers whose hello accepted them (once
-// their backfill, when they asked for one, went out: it comes first).
-func (s *Server) aggsOn(f []byte) {
+// aggFrames are one aggregate's agg frame, in full and brief; nil when no
+// viewer takes that form.
+type aggFrames struct{ full, brief []byte }
+
+// aggsOn offers f to the viewers that take agg frames (the brief frame to
+// those that asked for it), then turns agg frames on for the viewers whose
+// hello accepted them (once their backfill, when they asked for one, went
+// out: it comes first).
+func (s *Server) aggsOn(f aggFrames) {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
 	for v := range s.viewers {
-		if v.aggOn && f != nil && !v.offer(f) {
+		b := f.full
+		if v.brief.Load() {
+			b = f.brief
+		}
+		if v.aggOn && b != nil && !v.offer(b) {
 			s.dropped.Add(1)
 		}
 		if v.aggs.Load() && (v.filled || !v.backfill.Load()) {
@@ -426,10 +440,14 @@ func (s *Server) backfill() {
 	}
 }
 
-func (s *Server) broadcast(frame []byte) {
+// broadcast offers frame to every viewer.
+func (s *Server) broadcast(frame []byte) { s.broadcastTo(frame, nil) }
+
+// broadcastTo offers frame to the viewers that wants takes (all when nil).
+func (s *Server) broadcastTo(frame []byte, wants func(*viewer) bool) {
 	s.vmu.Lock()
 	for v := range s.viewers {
-		if !v.offer(frame) {
+		if (wants == nil || wants(v)) && !v.offer(frame) {
 			s.dropped.Add(1)
 		}
 	}

@@ -99,6 +99,33 @@ func List() ([]Endpoint, error) { return ListDir(Dir()) }
 // ListDir is List for a given directory. A missing directory holds no
 // trainers.
 func ListDir(dir string) ([]Endpoint, error) {
+	files, err := socketFiles(dir)
+	var out []Endpoint
+	for _, ep := range files {
+		switch probe(ep.Path, ep.PID) {
+		case ownerGone:
+			os.Remove(ep.Path)
+			continue
+		case notListening:
+			if reused(ep.Path, ep.PID) {
+				os.Remove(ep.Path)
+			}
+			continue
+		}
+		out = append(out, ep)
+	}
+	return out, err
+}
+
+// Sockets returns the trainer socket files in Dir, sorted as List, without
+// connecting to any (List does, to tell a live one): for a caller that
+// dials the one it wants at once, and handles one that nobody listens on,
+// so that the trainer counts that caller's connection alone.
+func Sockets() ([]Endpoint, error) { return socketFiles(Dir()) }
+
+// socketFiles are the trainer socket files in dir, by name then pid. A
+// missing directory holds none.
+func socketFiles(dir string) ([]Endpoint, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -108,22 +135,9 @@ func ListDir(dir string) ([]Endpoint, error) {
 	}
 	var out []Endpoint
 	for _, e := range entries {
-		name, pid, ok := ParseSocketName(e.Name())
-		if !ok {
-			continue
+		if name, pid, ok := ParseSocketName(e.Name()); ok {
+			out = append(out, Endpoint{Path: filepath.Join(dir, e.Name()), Name: name, PID: pid})
 		}
-		path := filepath.Join(dir, e.Name())
-		switch probe(path, pid) {
-		case ownerGone:
-			os.Remove(path)
-			continue
-		case notListening:
-			if reused(path, pid) {
-				os.Remove(path)
-			}
-			continue
-		}
-		out = append(out, Endpoint{Path: path, Name: name, PID: pid})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

@@ -18,6 +18,7 @@ type viewer struct {
 	dropped  atomic.Int64
 	progress atomic.Bool // its hello accepts progress frames
 	aggs     atomic.Bool // its hello accepts agg frames
+	brief    atomic.Bool // ... brief ones (AcceptAggBrief)
 	// aggOn: it is sent agg frames instead of steps (guarded by the
 	// server's vmu). It turns on where an aggregate begins, after its
 	// hello accepted them, so that every step reaches it once.
@@ -183,6 +184,7 @@ func (v *viewer) readLoop() error {
 		}
 		v.progress.Store(f.Hello.Accepting(TypeProgress))
 		v.backfill.Store(f.Hello.Accepting(TypeBackfill)) // before aggs: see Server.aggsOn
+		v.brief.Store(f.Hello.Accepting(AcceptAggBrief))  // before aggs: read with it
 		v.aggs.Store(f.Hello.Accepting(TypeAgg))
 		v.batch.Store(int64(batchOf(f.Hello)))
 	}

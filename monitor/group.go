@@ -1,8 +1,10 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
@@ -155,7 +158,7 @@ func (g *Group) Feeds() []RankFeed {
 	for r, f := range g.feeds {
 		out = append(out, RankFeed{r, f})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	slices.SortFunc(out, func(a, b RankFeed) int { return cmp.Compare(a.Rank, b.Rank) })
 	return out
 }
 
@@ -347,11 +350,12 @@ func (g *Group) capacity() int {
 // the one a view shows in full; one that comes later than a higher one
 // is attached in full too).
 func (g *Group) attach(r int) {
-	f := feed.New(g.capacity())
+	f, view := feed.New(g.capacity()), g.view
 	if g.brief && len(g.feeds) > 0 && r > slices.Min(slices.Collect(maps.Keys(g.feeds))) {
-		f = feed.NewBrief(g.capacity())
+		// A rank shown in brief: its aggregates are asked for in brief too.
+		f, view.BriefAggregates = feed.NewBrief(g.capacity()), true
 	}
-	f.SetView(g.view)
+	f.SetView(view)
 	if g.tap != nil {
 		tapFeed(f, r, g.tap)
 	}
@@ -456,4 +460,27 @@ func List(ctx context.Context, timeout time.Duration) ([]Listed, error) {
 		return *a.Rank < *b.Rank
 	})
 	return out, nil
+}
+
+// WriteList writes the live trainers of List as a table, the ranks of each
+// run together, marking those pipetop cannot attach; dir is the socket
+// directory, named when it holds none.
+func WriteList(w io.Writer, entries []Listed, dir string) error {
+	if len(entries) == 0 {
+		_, err := fmt.Fprintf(w, "no live trainer in %s\n", dir)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPID\tRUN\tRANK\tSOCKET\tSTATUS")
+	for _, e := range entries {
+		status, run, rank := "ok", "-", "-"
+		if !e.OK {
+			status = "✗ cannot attach: " + e.Error
+		}
+		if e.Run != "" {
+			run, rank = e.Run, fmt.Sprintf("%d/%d", *e.Rank, e.WorldSize)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Name, e.PID, run, rank, e.Path, status)
+	}
+	return tw.Flush()
 }

@@ -8,6 +8,8 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -74,7 +76,8 @@ type Monitor struct {
 	// nothing is attached; the caller lets the user pick, or refuses.
 	Pick bool
 
-	attached bool // the feed is watching for a trainer
+	attached   bool // the feed is watching for a trainer
+	aggregates bool // it asks trainers for agg frames
 }
 
 // Open resolves spec (a socket path, pid, name or run id; empty for the
@@ -82,22 +85,25 @@ type Monitor struct {
 // the sources. A trainer that is one rank of a run attaches every rank of
 // that run. A spec that names no live trainer is an error.
 func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
-	t, err := target(ctx, spec, o.OneRank)
-	if err != nil {
-		return nil, err
-	}
-	f := feed.New(0)
 	view := ipc.ViewOptions{Batch: o.Batch, Aggregates: o.Aggregates, Backfill: o.Backfill}
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}
+	t, err := target(ctx, spec, o.OneRank, view)
+	if err != nil {
+		return nil, err
+	}
+	f := feed.New(0)
 	f.SetView(view)
-	m := &Monitor{Feed: f, Pick: t.pick}
+	m := &Monitor{Feed: f, Pick: t.pick, aggregates: o.Aggregates}
 	switch {
 	case t.run != "":
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
 		m.Group.brief = o.BriefRanks
 		m.Group.start(ctx, view)
+		m.attached = true
+	case t.conn != nil:
+		f.AttachConn(ctx, t.attach, t.ep, t.conn)
 		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):
 		f.Attach(ctx, t.attach)
@@ -121,18 +127,23 @@ func OpenRemote(r Remote) *Monitor {
 }
 
 // choice is what Open attaches to: a run (run set, its sockets named
-// name), one trainer (attach: a path or name, "" for whichever appears),
+// name), one trainer (attach: a path or name, "" for whichever appears;
+// conn, when set, the connection already made to it at ep, to watch on),
 // or nothing until the user picks (pick).
 type choice struct {
 	attach, run, name string
 	pick              bool
+	conn              *ipc.Conn
+	ep                ipc.Endpoint
 }
 
 // target decides what to attach to: the spec's trainer (which must exist)
 // or the run it is a rank of, the run named by the spec, the only live
 // trainer or run, or none; several live trainers or runs without a spec is
-// a pick.
-func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
+// a pick. The spec's trainer is asked for its hello on the connection the
+// feed then watches on (made with view): one connection, not a probe and
+// a watch.
+func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions) (choice, error) {
 	if spec != "" {
 		ep, err := ipc.ResolveSpec(spec)()
 		if err != nil {
@@ -144,11 +155,16 @@ func target(ctx context.Context, spec string, oneRank bool) (choice, error) {
 		if oneRank {
 			return choice{attach: ep.Path}, nil
 		}
-		h, _ := Hello(ctx, ep.Path)
-		if run := RunOf(h); run != "" {
+		conn, err := ipc.DialView(ctx, ep.Path, view)
+		if err != nil {
+			return choice{attach: ep.Path}, nil // the feed tries again, and shows why it fails
+		}
+		h := conn.Hello()
+		if run := RunOf(&h); run != "" {
+			conn.Close()
 			return choice{run: run, name: ep.Name}, nil
 		}
-		return choice{attach: ep.Path}, nil
+		return choice{attach: ep.Path, conn: conn, ep: ep}, nil
 	}
 	eps, err := ipc.List()
 	if err != nil {
@@ -280,4 +296,37 @@ func (m *Monitor) StopWatching() {
 func (m *Monitor) Close() {
 	m.StopWatching()
 	m.Snapshotter.Close()
+}
+
+// AwaitEvery is how often OpenAwait looks again for a named trainer that
+// is not there yet.
+const AwaitEvery = 500 * time.Millisecond
+
+// OpenAwait is Open for a daemon (pipetop export), often started before
+// the trainer it serves: while spec names no live trainer it says so once
+// through waiting and looks again every AwaitEvery until ctx ends.
+func OpenAwait(ctx context.Context, spec string, o Options, waiting func(error)) (*Monitor, error) {
+	said := false
+	for {
+		m, err := Open(ctx, spec, o)
+		if err == nil || spec == "" || !errors.Is(err, ipc.ErrNoTrainer) {
+			return m, err
+		}
+		if !said {
+			waiting(err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("export %s: %w", spec, ctx.Err())
+		case <-time.After(AwaitEvery):
+		}
+	}
+}
+
+// PickOne is the error of a command that needs one trainer when several
+// are live: how names the command that takes one (pipetop HOW NAME).
+func PickOne(how string) error {
+	eps, _ := ipc.List()
+	return fmt.Errorf("%d live trainers: choose one with pipetop %s NAME (see pipetop ls)", len(eps), how)
 }

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/ring"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 )
@@ -54,6 +56,9 @@ type Snapshotter struct {
 	Judge func(verdict.Run) verdict.Judgement
 
 	mu        sync.Mutex
+	subMu     sync.Mutex
+	subs      map[int]func(*Refresh) // by subscription
+	nextSub   int
 	lastSteps int64
 	lastTime  time.Time
 	rate      *ring.Ring
@@ -74,20 +79,122 @@ type Remote interface {
 }
 
 // RemoteReading is what a Remote read besides the snapshot's parts: the
-// verdict inputs, which the snapshotter judges as it judges a local run.
+// windows of the verdicts, which the snapshotter judges as it judges a
+// local run.
 type RemoteReading struct {
-	// Inputs are the shown rank's verdict inputs; Judged is false when no
-	// rank was read (no verdict then).
-	Inputs verdict.Inputs
+	// Shown is the shown rank's window; Judged is false when no rank was
+	// read (no verdict then).
+	Shown  judge.Window
 	Judged bool
 	// Ranks are the window summaries of the connected ranks, for the
 	// straggler rule.
 	Ranks []verdict.RankSummary
-	// Own are the inputs of the snapshot's ranks judged on their own, by
+	// Own are the windows of the snapshot's ranks judged on their own, by
 	// index in its Ranks; nil for a rank without a verdict.
-	Own []*verdict.Inputs
+	Own []*judge.Window
 	// Steps is the shown trainer's step count (the steps/s history).
 	Steps int64
+}
+
+// Refresh is one refresh as the Snapshotter's subscribers see it
+// (Subscribe): the snapshot it made and the feed of the trainer it shows.
+type Refresh struct {
+	// Snapshot is the refresh's snapshot; a host reading (SampleHost) has
+	// only the sources' parts: no trainer parts and no verdict.
+	Snapshot *snapshot.Snapshot
+	// Judged is set for a full refresh (Snapshot), unset for a host
+	// reading.
+	Judged bool
+	shown  *feed.Feed // the shown trainer's feed; nil for a remote view
+}
+
+// View is the shown trainer's view at the refresh's time over another
+// window than the snapshot's (pipetop run's keeper finds the pauses over
+// a longer one); ok is false for a host reading or a remote view.
+func (r *Refresh) View(w snapshot.Window) (v feed.View, ok bool) {
+	if !r.Judged || r.shown == nil {
+		return feed.View{}, false
+	}
+	return r.shown.View(r.Snapshot.Time, w, false), true
+}
+
+// Subscribe makes fn see every refresh from now on, after its snapshot is
+// made, on the goroutine that refreshed (one at a time); fn must not
+// refresh. The screen, --once, the exporter or a keeper refresh the
+// monitor; a recorder subscribes to save what they sampled. It returns
+// the call that ends the subscription.
+func (c *Snapshotter) Subscribe(fn func(*Refresh)) (cancel func()) {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	if c.subs == nil {
+		c.subs = map[int]func(*Refresh){}
+	}
+	id := c.nextSub
+	c.nextSub++
+	c.subs[id] = fn
+	return func() {
+		c.subMu.Lock()
+		delete(c.subs, id)
+		c.subMu.Unlock()
+	}
+}
+
+// publish hands r to every subscriber, in the order they subscribed.
+func (c *Snapshotter) publish(r *Refresh) {
+	c.subMu.Lock()
+	ids := make([]int, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fns := make([]func(*Refresh), len(ids))
+	for i, id := range ids {
+		fns[i] = c.subs[id]
+	}
+	c.subMu.Unlock()
+	for _, fn := range fns {
+		fn(r)
+	}
+}
+
+// SampleHost samples every source for the shown trainer, as Snapshot
+// does, and hands the snapshot of their parts alone to the subscribers:
+// no feed view, no verdict. It is the refresh of a monitor that only
+// records (pipetop record, pipetrain --record, a bisect phase's recording
+// with no screen); a remote view samples nothing.
+func (c *Snapshotter) SampleHost(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Remote != nil {
+		return
+	}
+	s := emptySnapshot(now, snapshot.Window{})
+	c.sample(&s, now, c.watched())
+	c.publish(&Refresh{Snapshot: &s, shown: c.shownFeed()})
+}
+
+// watched is the shown trainer's target without a view: the feed's, or
+// the lowest rank's of a group.
+func (c *Snapshotter) watched() source.Target {
+	pid, tid := c.shownFeed().Watched()
+	return source.Target{PID: pid, TrainingTID: tid}
+}
+
+// shownFeed is the feed of the trainer the snapshots show: the feed, or
+// the lowest rank's of a group that has one.
+func (c *Snapshotter) shownFeed() *feed.Feed {
+	if c.Group != nil {
+		if feeds := c.Group.Feeds(); len(feeds) > 0 {
+			return feeds[0].Feed
+		}
+	}
+	return c.Feed
+}
+
+// emptySnapshot is a snapshot at now over w before anything fills it.
+func emptySnapshot(now time.Time, w snapshot.Window) snapshot.Snapshot {
+	return snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
+		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
 }
 
 // NewSnapshotter returns a Snapshotter over the feed and the sources, sampled
@@ -106,21 +213,19 @@ func (c *Snapshotter) Snapshot(now time.Time, w snapshot.Window) snapshot.Snapsh
 	if c.Gate != nil {
 		c.Gate.Open(GateWait)
 	}
-	s := snapshot.Snapshot{Version: snapshot.SchemaVersion, Time: now, Window: w,
-		GPU: snapshot.GPU{Status: "GPU monitoring off", Devices: []snapshot.Device{}}, GPUProcesses: []snapshot.GPUProcess{}}
+	s := emptySnapshot(now, w)
 	if c.Remote != nil {
 		c.remote(&s)
+		c.publish(&Refresh{Snapshot: &s, Judged: true})
 		return s
 	}
 	side := c.read(now, w)
 	t := source.Target{PID: side.shown.WatchPID, TrainingTID: side.shown.TrainingTID}
 	c.sample(&s, now, t)
-	r := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID))
-	if r.Shown != nil {
-		r.Shown.Measured = c.measured(&side.shown, now)
-	}
+	r := side.inputs(now.UnixNano(), c.hostReadings(&s, t.PID), c.measured(&side.shown, now))
 	side.fill(&s, c.judge(r))
 	c.record(&s, side.shown.Steps)
+	c.publish(&Refresh{Snapshot: &s, Judged: true, shown: side.feed})
 	return s
 }
 
@@ -164,11 +269,21 @@ func (c *Snapshotter) judge(r verdict.Run) verdict.Judgement {
 // rank's own.
 func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 	rd := c.Remote.Fill(s)
-	r := verdict.Run{Own: rd.Own}
+	var r verdict.Run
 	if rd.Judged {
-		in := rd.Inputs
-		in.Ranks = rd.Ranks
+		w := rd.Shown
+		w.Ranks = rd.Ranks
+		in := judge.Inputs(w)
 		r.Shown = &in
+	}
+	if rd.Own != nil {
+		r.Own = make([]*verdict.Inputs, len(rd.Own))
+		for i, w := range rd.Own {
+			if w != nil {
+				in := judge.Inputs(*w)
+				r.Own[i] = &in
+			}
+		}
 	}
 	j := c.judge(r)
 	s.Verdict = j.Shown
@@ -182,6 +297,7 @@ func (c *Snapshotter) remote(s *snapshot.Snapshot) {
 // view and, for a run, every rank's.
 type trainerSide struct {
 	shown  feed.View
+	feed   *feed.Feed // whose view shown is
 	run    bool       // a run of ranks: shown is ranks[0]'s view
 	brief  bool       // ranks but the lowest in brief, not judged on their own
 	ranks  []rankView // every rank with a feed, by rank
@@ -200,11 +316,11 @@ type rankView struct {
 // brief for all but the lowest with BriefRanks).
 func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 	if c.Group == nil {
-		return trainerSide{shown: c.Feed.View(now, w, false)}
+		return trainerSide{shown: c.Feed.View(now, w, false), feed: c.Feed}
 	}
 	feeds := c.Group.Feeds()
 	if len(feeds) == 0 {
-		return trainerSide{shown: c.Feed.View(now, w, false), detail: "looking for the ranks of run " + c.Group.Run()}
+		return trainerSide{shown: c.Feed.View(now, w, false), feed: c.Feed, detail: "looking for the ranks of run " + c.Group.Run()}
 	}
 	if c.host == "" {
 		c.host, _ = os.Hostname()
@@ -214,28 +330,29 @@ func (c *Snapshotter) read(now time.Time, w snapshot.Window) trainerSide {
 	for i, rf := range feeds {
 		side.ranks[i] = rankView{rank: rf.Rank, host: c.host, view: rf.Feed.View(now, w, i > 0 && c.BriefRanks)}
 	}
-	side.shown = side.ranks[0].view
+	side.shown, side.feed = side.ranks[0].view, feeds[0].Feed
 	return side
 }
 
-// inputs builds the verdict inputs once per rank, judged at nowNs: the
-// run's (the shown trainer's with the host readings h and, for a run,
-// every rank's summary; nil before a hello) and each rank's own (by index
-// in ranks; nil for a rank before its hello, and for every rank but the
-// lowest in brief).
-func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
+// inputs builds the verdict inputs once per rank, judged at nowNs
+// (judge.Inputs): the run's (the shown trainer's with the host readings h,
+// pipetop tune's measured advice and, for a run, every rank's summary;
+// nil before a hello) and each rank's own (by index in ranks; nil for a
+// rank before its hello, and for every rank but the lowest in brief).
+func (t *trainerSide) inputs(nowNs int64, h *verdict.Host, measured *verdict.Measured) verdict.Run {
 	var r verdict.Run
-	if in, ok := t.shown.Inputs(nowNs); ok {
-		in.Host = h
-		if h != nil && h.CPU != nil && in.Code != nil {
-			h.CPU.IntraOpThreads = in.Code.IntraOpThreads // what torch reports, for naming its pool
-		}
-		r.Shown = &in
+	shown, ok := t.shown.Window(nowNs)
+	if ok {
+		shown.Host, shown.Measured = h, measured
 	}
 	if !t.run {
+		if ok {
+			in := judge.Inputs(shown)
+			r.Shown = &in
+		}
 		return r
 	}
-	var sums []verdict.RankSummary
+	sums := make([]verdict.RankSummary, 0, len(t.ranks)+len(t.absent))
 	var ins []verdict.Inputs
 	for i := range t.ranks {
 		rv := &t.ranks[i]
@@ -245,16 +362,18 @@ func (t *trainerSide) inputs(nowNs int64, h *verdict.Host) verdict.Run {
 		if t.brief && i > 0 {
 			continue
 		}
-		if in, ok := rv.view.Inputs(nowNs); ok {
+		if w, ok := rv.view.Window(nowNs); ok {
 			if r.Own == nil {
 				r.Own, ins = make([]*verdict.Inputs, len(t.ranks)), make([]verdict.Inputs, len(t.ranks))
 			}
-			ins[i] = in
+			ins[i] = judge.Inputs(w)
 			r.Own[i] = &ins[i]
 		}
 	}
-	if r.Shown != nil {
-		r.Shown.Ranks = append(sums, t.absent...)
+	if ok {
+		shown.Ranks = append(sums, t.absent...)
+		in := judge.Inputs(shown)
+		r.Shown = &in
 	}
 	return r
 }
@@ -461,9 +580,9 @@ func gpuBusy(s *snapshot.Snapshot) float64 {
 	}
 	best := math.NaN()
 	for _, d := range s.GPU.Devices {
-		v := d.SMActivity
+		v := d.Readings[gpumetric.SMActivity]
 		if !v.OK() {
-			v = d.KernelActive
+			v = d.Readings[gpumetric.KernelActive]
 		}
 		if v.OK() && (math.IsNaN(best) || *v.Value > best) {
 			best = *v.Value

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/feed"
@@ -74,8 +75,10 @@ func TestMemHistoryHost(t *testing.T) {
 		s := &snapshot.Snapshot{Time: t0.Add(time.Duration(i) * time.Second)}
 		s.CPU.MemUsed, s.CPU.MemTotal, s.CPU.SwapUsed = reading(90), reading(100), reading(5)
 		s.GPU.Devices = []snapshot.Device{
-			{Index: 0, MemUsed: reading(1), MemTotal: reading(10), KernelActive: reading(99), TrainerMem: snapshot.Reading{State: "missing"}},
-			{Index: 1, MemUsed: reading(7), MemTotal: reading(8), KernelActive: reading(30), TrainerMem: reading(6)},
+			{Index: 0, Readings: [gpumetric.N]snapshot.Reading{gpumetric.MemUsed: reading(1), gpumetric.MemTotal: reading(10), gpumetric.KernelActive: reading(99)},
+				TrainerMem: snapshot.Reading{State: "missing"}},
+			{Index: 1, Readings: [gpumetric.N]snapshot.Reading{gpumetric.MemUsed: reading(7), gpumetric.MemTotal: reading(8), gpumetric.KernelActive: reading(30)},
+				TrainerMem: reading(6)},
 		}
 		s.Process = &snapshot.Process{Alive: true, Self: snapshot.Proc{RSS: reading(float64(100 + i))}}
 		return s

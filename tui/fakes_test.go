@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics"
 	"github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/source"
 	cpusrc "github.com/pipetop/pipetop/monitor/sources/cpu"
@@ -96,8 +97,9 @@ func (f *fakeGPU) Snapshot() gpu.Snapshot {
 			for j := range 2 {
 				s.Devices = append(s.Devices, gpu.Device{Index: 3, MIG: true, MIGIndex: j, GPUInstance: j + 1, ComputeInstance: 0,
 					Name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", UUID: fmt.Sprintf("MIG-fake-%d", j),
-					MemUsed: metrics.Of(float64(5+10*j)*(1<<30), gpu.SourceNVML), MemTotal: metrics.Of(40*(1<<30), gpu.SourceNVML),
-					KernelActive: metrics.Unsupported(gpu.SourceKernelActive), SMActivity: metrics.Unsupported(gpu.SourceGPM)})
+					Readings: [gpumetric.N]metrics.Value{gpumetric.MemUsed: metrics.Of(float64(5+10*j)*(1<<30), gpu.SourceNVML),
+						gpumetric.MemTotal:     metrics.Of(40*(1<<30), gpu.SourceNVML),
+						gpumetric.KernelActive: metrics.Unsupported(gpu.SourceKernelActive), gpumetric.SMActivity: metrics.Unsupported(gpu.SourceGPM)}})
 			}
 		}
 	}
@@ -108,13 +110,14 @@ func (f *fakeGPU) Snapshot() gpu.Snapshot {
 func (f *fakeGPU) device(i int) gpu.Device {
 	load := float64((i*29 + 63) % 100)
 	d := gpu.Device{Index: i, MIGIndex: -1, GPUInstance: -1, ComputeInstance: -1, Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-fake-%d", i),
-		KernelActive: metrics.Of(100, gpu.SourceKernelActive), MemActive: metrics.Of(31, gpu.SourceMemActive),
-		SMActivity: metrics.Of(load, gpu.SourceGPM), SMOccupancy: metrics.Of(41, gpu.SourceGPM),
-		TensorActive: metrics.Of(22, gpu.SourceGPM), DRAMActive: metrics.Of(18, gpu.SourceGPM),
-		MemUsed: metrics.Of((41.2+float64(i))*(1<<30), gpu.SourceNVML), MemTotal: metrics.Of(80*(1<<30), gpu.SourceNVML),
-		Power: metrics.Of(312+float64(10*i), gpu.SourceNVML), PowerLimit: metrics.Of(700, gpu.SourceNVML),
-		Temperature: metrics.Of(62+float64(i), gpu.SourceNVML), SMClock: metrics.Of(1980, gpu.SourceNVML), MemClock: metrics.Of(2619, gpu.SourceNVML),
-		PCIeRx: metrics.Of(1.2e9, gpu.SourceNVML), PCIeTx: metrics.Of(3e8, gpu.SourceNVML),
+		Readings: [gpumetric.N]metrics.Value{
+			gpumetric.KernelActive: metrics.Of(100, gpu.SourceKernelActive), gpumetric.MemActive: metrics.Of(31, gpu.SourceMemActive),
+			gpumetric.SMActivity: metrics.Of(load, gpu.SourceGPM), gpumetric.SMOccupancy: metrics.Of(41, gpu.SourceGPM),
+			gpumetric.TensorActive: metrics.Of(22, gpu.SourceGPM), gpumetric.DRAMActive: metrics.Of(18, gpu.SourceGPM),
+			gpumetric.MemUsed: metrics.Of((41.2+float64(i))*(1<<30), gpu.SourceNVML), gpumetric.MemTotal: metrics.Of(80*(1<<30), gpu.SourceNVML),
+			gpumetric.Power: metrics.Of(312+float64(10*i), gpu.SourceNVML), gpumetric.PowerLimit: metrics.Of(700, gpu.SourceNVML),
+			gpumetric.Temperature: metrics.Of(62+float64(i), gpu.SourceNVML), gpumetric.SMClock: metrics.Of(1980, gpu.SourceNVML),
+			gpumetric.MemClock: metrics.Of(2619, gpu.SourceNVML), gpumetric.PCIeRx: metrics.Of(1.2e9, gpu.SourceNVML), gpumetric.PCIeTx: metrics.Of(3e8, gpu.SourceNVML)},
 		Throttle: gpu.Throttle{Reasons: 0x4, Source: gpu.SourceNVML, State: metrics.OK},
 		ProcList: metrics.OK, ProcUtil: metrics.OK}
 	run := func(pid, mig int, gib, sm float64) gpu.RunningProcess {

@@ -27,3 +27,39 @@ func TestHelpShowsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestReboundKeys: the keys the settings file binds drive the screen and
+// its panes, and the help shows them in place of the defaults.
+func TestReboundKeys(t *testing.T) {
+	keys := DefaultBindings()
+	for name, k := range map[string][]string{"quit": {"ctrl+q"}, "process-kill": {"f8"}, "help": {"h", "?"}} {
+		if err := keys.Bind(name, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := New(Options{Styles: styles.New(false), Keys: &keys})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 60})
+	m.SetSnapshot(&snapshot.Snapshot{})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}); cmd != nil {
+		if _, quit := cmd().(tea.QuitMsg); quit {
+			t.Error("q still quits once quit is ctrl+q")
+		}
+	}
+	m.Update(tea.KeyPressMsg{Code: 'h', Text: "h"})
+	screen := m.Render(120, 60)
+	for _, want := range []string{"ctrl+q", "quit", "f8", "SIGTERM the selected", "h/?"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("help lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "F9") {
+		t.Errorf("help still shows the default F9:\n%s", screen)
+	}
+	_, cmd := m.Update(tea.KeyPressMsg{Code: 'q', Mod: tea.ModCtrl})
+	if cmd == nil {
+		t.Fatal("ctrl+q does nothing")
+	}
+	if _, quit := cmd().(tea.QuitMsg); !quit {
+		t.Errorf("ctrl+q gives %T, want quit", cmd())
+	}
+}

@@ -42,8 +42,10 @@ const TallScreen = 36
 type Options struct {
 	Snapshotter *monitor.Snapshotter
 	Styles      *styles.Styles
-	Interval    time.Duration
-	Window      int // index into monitor.Windows
+	// Theme names Run's styles when Styles is nil (styles.NewTheme).
+	Theme    string
+	Interval time.Duration
+	Window   int // index into monitor.Windows
 	// Pick opens the trainer picker at start (several trainers, no spec).
 	Pick bool
 	// Context bounds the feed's watches started from the picker.
@@ -66,6 +68,9 @@ type Options struct {
 	// Sort is the process table's first sort column
 	// (proctable.ColumnByName); "" is GPU memory.
 	Sort string
+	// Keys are the screen's keys (the settings file's bindings); nil:
+	// DefaultBindings.
+	Keys *Keys
 }
 
 // Model is the root model.
@@ -120,6 +125,10 @@ func New(o Options) *Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
+	if o.Keys == nil {
+		k := DefaultBindings()
+		o.Keys = &k
+	}
 	switch {
 	case o.Replay != nil: // recorded pids are not this machine's processes now
 		o.Signaler = noSignals{"a replay shows recorded processes: no signals are sent"}
@@ -131,7 +140,7 @@ func New(o Options) *Model {
 	if !st.Color {
 		h.Styles = help.Styles{}
 	}
-	m := &Model{opts: o, st: st, keys: DefaultKeys, help: h,
+	m := &Model{opts: o, st: st, keys: o.Keys.Root, help: h,
 		header: header.New(st), panes: makePanes(&o), verdict: verdict.New(st), picker: picker.New(st),
 		interval: o.Interval, window: max(0, min(o.Window, len(monitor.Windows)-1)), picking: o.Pick, focus: -1}
 	m.header.SetInterval(m.interval)
@@ -380,7 +389,7 @@ func (m *Model) fullHelp() [][]key.Binding {
 		}
 	}
 	if m.opts.Replay != nil {
-		cols = append(cols, DefaultReplayKeys.bindings())
+		cols = append(cols, m.opts.Keys.Replay.bindings())
 	}
 	return cols
 }

@@ -75,12 +75,13 @@ var paneRows = []paneRow{
 	{"gpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := gpu.New(st); return &p }},
 	{"cpu", bandDevices, func(st *styles.Styles, _ *Options) panel { p := cpu.New(st); return &p }},
 	{"flame", bandFlame, func(st *styles.Styles, _ *Options) panel { p := flame.New(st); return &p }},
-	{"ranks", bandRanks, func(st *styles.Styles, o *Options) panel { p := ranks.New(st, o.ChooseRank); return &p }},
+	{"ranks", bandRanks, func(st *styles.Styles, o *Options) panel { p := ranks.New(st, o.ChooseRank, o.Keys.Ranks); return &p }},
 	{"stages", bandTable, func(st *styles.Styles, _ *Options) panel { p := stages.New(st); return &p }},
-	{"hotcode", bandCode, func(st *styles.Styles, _ *Options) panel { p := hotcode.New(st); return &p }},
+	{"hotcode", bandCode, func(st *styles.Styles, o *Options) panel { p := hotcode.New(st, o.Keys.HotCode); return &p }},
 	{"processes", bandProcs, func(st *styles.Styles, o *Options) panel {
 		p := proctable.New(st, o.Signaler, o.Now)
 		p.SortBy(o.Sort)
+		p.SetKeys(o.Keys.Processes)
 		return &p
 	}},
 	{"history", bandBottom, func(st *styles.Styles, _ *Options) panel { p := history.New(st); return &p }},

@@ -41,7 +41,7 @@ func (k ReplayKeys) bindings() []key.Binding {
 
 // replayKey applies a replay key; it reports whether k was one.
 func (m *Model) replayKey(k tea.KeyPressMsg) bool {
-	r, keys := m.opts.Replay, DefaultReplayKeys
+	r, keys := m.opts.Replay, m.opts.Keys.Replay
 	switch {
 	case key.Matches(k, keys.Back):
 		r.Seek(-SeekStep)

@@ -45,7 +45,8 @@ func aggRecords() []stage.Record {
 }
 
 // The Python aggregator and the Go one make the same aggregate of the
-// same steps: the same counts, sums, bins and waits.
+// same steps: the same counts, sums, bins and waits; and the same brief
+// one (stage.Aggregate.Brief), for a viewer that asks for it.
 func TestPythonAggregateMatchesGo(t *testing.T) {
 	names := []string{stage.DataWait, stage.Forward, stage.Backward, stage.Comm, stage.Other}
 	recs := aggRecords()
@@ -77,7 +78,8 @@ names, recs = json.load(sys.stdin)
 a = Aggregator(tuple(names))
 for r in recs:
     a.add((r["Step"], r["T0"], r["T1"], r["N"], r["Loss"], tuple(r["CPU"]), tuple(r["GPU"]) if r["GPU"] else None, tuple(names)))
-sys.stdout.buffer.write(a.take())
+full, brief = a.take_forms(True, True)
+sys.stdout.buffer.write(full + brief)
 `
 	body, _ := json.Marshal([]any{names, in})
 	cmd := exec.Command(python, "-c", script)
@@ -87,23 +89,29 @@ sys.stdout.buffer.write(a.take())
 	if err != nil {
 		t.Fatalf("python aggregator: %v", err)
 	}
-	line := []byte(strings.TrimSpace(string(out)))
-	f, err := ipc.DecodeFrame(line)
-	if err != nil {
-		t.Fatalf("the Python agg frame: %v\n%s", err, out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("python printed %d frames, want the full and the brief one:\n%s", len(lines), out)
 	}
-	if !ipc.Compact(line) {
-		t.Errorf("the Python agg frame is not in the compact form Go writes:\n%s", line)
-	}
-	got := *f.Agg
-	if got.Loss == nil || want.Loss == nil || math.Abs(float64(got.Loss.Value-want.Loss.Value)) > 1e-6 {
-		t.Errorf("loss %+v, Go says %+v", got.Loss, want.Loss)
-	}
-	got.Loss, want.Loss = nil, nil
-	if !reflect.DeepEqual(got, want) {
-		g, _ := json.Marshal(got)
-		w, _ := json.Marshal(want)
-		t.Errorf("Python aggregate\n%s\nGo aggregate\n%s", g, w)
+	for i, w := range []stage.Aggregate{want, want.Brief()} {
+		line := []byte(lines[i])
+		f, err := ipc.DecodeFrame(line)
+		if err != nil {
+			t.Fatalf("the Python agg frame: %v\n%s", err, line)
+		}
+		if !ipc.Compact(line) {
+			t.Errorf("the Python agg frame is not in the compact form Go writes:\n%s", line)
+		}
+		got := *f.Agg
+		if got.Loss == nil || w.Loss == nil || math.Abs(float64(got.Loss.Value-w.Loss.Value)) > 1e-6 {
+			t.Errorf("loss %+v, Go says %+v", got.Loss, w.Loss)
+		}
+		got.Loss, w.Loss = nil, nil
+		if !reflect.DeepEqual(got, w) {
+			g, _ := json.Marshal(got)
+			ww, _ := json.Marshal(w)
+			t.Errorf("Python aggregate (brief: %v)\n%s\nGo aggregate\n%s", i == 1, g, ww)
+		}
 	}
 }
 

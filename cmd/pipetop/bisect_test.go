@@ -11,11 +11,12 @@ import (
 // parseBisect parses the arguments after "bisect" as bisect does, without
 // running the command.
 func parseBisect(args []string) (bisectConfig, error) {
-	cmd, args := lookup(append([]string{"bisect"}, args...))
-	fs := cmd.flagSet(io.Discard)
+	p := program()
+	cmd, args := p.Lookup(append([]string{"bisect"}, args...))
+	fs := p.FlagSet(cmd, io.Discard)
 	var c bisectConfig
 	c.declare(fs)
-	argv, err := cmd.parse(fs, args)
+	argv, err := p.Parse(cmd, fs, args)
 	if err != nil {
 		return c, err
 	}
@@ -27,7 +28,7 @@ func TestParseBisect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.seconds != 5 || strings.Join(c.phaseList(), ",") != "cached,full" || strings.Join(c.argv, " ") != "python3 train.py --lr 1" {
+	if c.seconds != 5 || strings.Join(c.Phases, ",") != "cached,full" || strings.Join(c.Argv, " ") != "python3 train.py --lr 1" {
 		t.Errorf("parsed %+v", c)
 	}
 	for _, tc := range []struct {
@@ -50,6 +51,7 @@ func TestParseBisect(t *testing.T) {
 // The live view in a terminal: the monitor attached to each phase in turn,
 // the phase in its header, then the table and verdict once it is over.
 func TestBisectLiveTmux(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "bisect", "train.py"))
 	if err != nil {

@@ -28,15 +28,15 @@ func TestConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.interval != 500*time.Millisecond || c.window != 2 || !slices.Equal(c.hidden, []string{"history"}) || c.sort != "cpu" || c.theme != "light" {
+	if c.Interval != 500*time.Millisecond || c.Window != 2 || !slices.Equal(c.Hidden, []string{"history"}) || c.Sort != "cpu" || c.Theme != "light" {
 		t.Errorf("config = %+v", c)
 	}
 	c, err = parse([]string{"--config", path, "--interval", "2s", "--window", "5s"}, io.Discard)
-	if err != nil || c.interval != 2*time.Second || c.window != 0 {
-		t.Errorf("flags did not win: interval %v window %d (%v)", c.interval, c.window, err)
+	if err != nil || c.Interval != 2*time.Second || c.Window != 0 {
+		t.Errorf("flags did not win: interval %v window %d (%v)", c.Interval, c.Window, err)
 	}
 	t.Setenv("XDG_CONFIG_HOME", filepath.Dir(filepath.Dir(path))) // no pipetop/config.toml there
-	if c, err := parse(nil, io.Discard); err != nil || c.theme != "" {
+	if c, err := parse(nil, io.Discard); err != nil || c.Theme != "" {
 		t.Errorf("without a settings file: %+v, %v", c, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/export/scrapetest"
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -39,8 +40,8 @@ func TestParseExport(t *testing.T) {
 			t.Errorf("parse(%q): %v", tt.args, err)
 			continue
 		}
-		if c.cmd != "export" || c.spec != tt.spec || c.listen != tt.listen || c.interval != tt.interval ||
-			monitor.Windows[c.window].Label != tt.window {
+		if c.cmd != "export" || c.Spec != tt.spec || c.listen != tt.listen || c.Interval != tt.interval ||
+			monitor.Windows[c.Window].Label != tt.window {
 			t.Errorf("parse(%q) = %+v, want spec %q listen %q interval %v window %s", tt.args, c, tt.spec, tt.listen, tt.interval, tt.window)
 		}
 	}
@@ -61,7 +62,7 @@ func TestParseExportErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := parse(tt.args, io.Discard)
-		var ue usageError
+		var ue cli.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parse(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
 		}
@@ -93,8 +94,7 @@ func TestExportBadListen(t *testing.T) {
 // against the synthetic publisher in its own process, scrapes /metrics
 // over HTTP, then kills the publisher and starts it again.
 func TestExportSynthetic(t *testing.T) {
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 	pub := startSynthetic(t, bin, sockets)
@@ -183,8 +183,7 @@ func with(labels map[string]string, kv ...string) map[string]string {
 // says it is waiting and goes on looking; once the run appears it serves
 // the run's metrics, and a stop while waiting is a clean exit.
 func TestExportWaitsForNamedRun(t *testing.T) {
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 
@@ -201,7 +200,7 @@ func TestExportWaitsForNamedRun(t *testing.T) {
 	if err != nil || !strings.Contains(waiting, `pipetop export: waiting: no live trainer named or with pid "r" in `+sockets) {
 		t.Fatalf("first stderr line %q (%v), want the waiting line naming r and %s", waiting, err, sockets)
 	}
-	time.Sleep(3 * awaitEvery) // still waiting, not exited
+	time.Sleep(3 * monitor.AwaitEvery) // still waiting, not exited
 	select {
 	case err := <-done:
 		t.Fatalf("export returned while waiting: %v", err)
@@ -222,7 +221,7 @@ func TestExportWaitsForNamedRun(t *testing.T) {
 		t.Errorf("export after cancel: %v", err)
 	}
 
-	ctx, cancel = context.WithTimeout(context.Background(), 2*awaitEvery)
+	ctx, cancel = context.WithTimeout(context.Background(), 2*monitor.AwaitEvery)
 	defer cancel()
 	if err := run(ctx, []string{"export", "--no-gpu", "--listen", "127.0.0.1:0", "nosuch"}, io.Discard, io.Discard); err != nil {
 		t.Errorf("export stopped while waiting: %v, want a clean exit", err)

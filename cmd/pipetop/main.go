@@ -4,7 +4,7 @@
 // verdict on the bottleneck. Without a trainer it is a GPU/CPU monitor.
 //
 // Its subcommands (attach, ls, export, record, replay, summary, compare,
-// report, trace, flame, run) are the rows of one command table
+// report, trace, flame, stacks, run) are the rows of one command table
 // (commands.go), each in a file of its own; pipetop -h lists them.
 // docs/pipetop.md describes the panes, keys, the --json schema and the
 // exported metrics.
@@ -12,41 +12,40 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/tui/view"
 )
 
-// usageError is a bad command line; it exits with status 2.
-type usageError struct{ error }
-
-// exitNotAttached is the exit status when the trainer the command line
-// asked for could not be attached: none matches it, or every attempt
-// failed (the --once/--json snapshot is still printed).
-const exitNotAttached = 3
-
-// notAttached is the error of a run that could not attach its trainer.
-type notAttached struct{ error }
-
-// exitRegression is the exit status of pipetop compare --fail-if-slower
-// when B regressed.
-const exitRegression = 4
+// Exit statuses besides 0, 1 (an error) and 2 (a bad command line).
+const (
+	// exitNotAttached: the trainer the command line asked for could not
+	// be attached: none matches it, or every attempt failed (the
+	// --once/--json snapshot is still printed).
+	exitNotAttached = 3
+	// exitRegression: pipetop compare --fail-if-slower found B regressed.
+	exitRegression = 4
+)
 
 // regression is the error of a comparison that failed its gate; the line
 // saying what regressed is already printed.
-type regression struct{ error }
+func regression(line string) error {
+	return cli.Status{Code: exitRegression, Err: errors.New(line), Quiet: true}
+}
 
-// exitStatus is the exit status of the command pipetop run started; main
-// exits with it.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", int(e)) }
+// exitStatus is the exit status of the command pipetop run (bisect, tune)
+// started or decided; main exits with it.
+func exitStatus(code int) error {
+	return cli.Status{Code: code, Err: fmt.Errorf("command exited with status %d", code), Quiet: true}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,27 +56,19 @@ func main() {
 	}
 }
 
-// exitCode is the exit status for the error a command returned; it prints
-// the error to stderr when the status alone does not say it.
+// exitCode is the exit status for the error a command returned
+// (cli.Program.ExitCode; a trainer not attached is exitNotAttached).
 func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	var na notAttached
-	var es exitStatus
-	var re regression
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &es):
-		return int(es)
-	case errors.As(err, &re):
-		return exitRegression
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "pipetop:", err)
-		return 2
-	case errors.As(err, &na), errors.Is(err, ipc.ErrNoTrainer):
-		fmt.Fprintln(stderr, "pipetop:", err)
-		return exitNotAttached
+	var na view.NotAttached
+	if errors.As(err, &na) || errors.Is(err, ipc.ErrNoTrainer) {
+		err = cli.Status{Code: exitNotAttached, Err: err}
 	}
-	fmt.Fprintln(stderr, "pipetop:", err)
-	return 1
+	return program().ExitCode(err, stderr)
+}
+
+// writeJSON writes v to w as indented JSON (the --json of every command).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

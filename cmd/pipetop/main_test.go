@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
@@ -36,7 +37,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := parse(tt.args, io.Discard)
-		var ue usageError
+		var ue cli.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parse(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
 		}
@@ -48,7 +49,7 @@ func TestParseFlagsAfterSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.spec != "demo" || !c.once || c.interval != 200*time.Millisecond || c.window != 2 {
+	if c.Spec != "demo" || !c.Once || c.Interval != 200*time.Millisecond || c.Window != 2 {
 		t.Errorf("parsed %+v", c)
 	}
 }
@@ -155,7 +156,7 @@ func TestAttachOnceAndList(t *testing.T) {
 // prometheus key for plain pipetop only (a flag wins; attach stays local).
 func TestParsePrometheus(t *testing.T) {
 	c, err := parse([]string{"--prometheus", "http://p:9090", "run7", "--rank", "2", "--config", writeConfig(t, "")}, io.Discard)
-	if err != nil || c.prometheus != "http://p:9090" || c.spec != "run7" || c.rank != 2 {
+	if err != nil || c.Prometheus != "http://p:9090" || c.Spec != "run7" || c.Rank != 2 {
 		t.Fatalf("parse = %+v, %v; want prometheus http://p:9090, run run7, rank 2", c, err)
 	}
 	cfg := writeConfig(t, `prometheus = "http://from-settings:9090"`)
@@ -168,8 +169,8 @@ func TestParsePrometheus(t *testing.T) {
 		{[]string{"attach", "x", "--config", cfg}, ""},
 	} {
 		c, err := parse(tc.args, io.Discard)
-		if err != nil || c.prometheus != tc.want || c.rank != -1 {
-			t.Errorf("parse(%q) = prometheus %q rank %d, %v; want %q, -1", tc.args, c.prometheus, c.rank, err, tc.want)
+		if err != nil || c.Prometheus != tc.want || c.Rank != -1 {
+			t.Errorf("parse(%q) = prometheus %q rank %d, %v; want %q, -1", tc.args, c.Prometheus, c.Rank, err, tc.want)
 		}
 	}
 	_, stderr, code := runBin(t, nil, []string{pipetopBin(t)}, "--prometheus", "prometheus:9090", "--json")

@@ -15,41 +15,18 @@ import (
 // recordFlags is pipetop record: attach like pipetop attach and write
 // everything to a recording until interrupted (or --duration).
 func recordFlags(fs *flag.FlagSet) runFunc {
-	out := fs.String("o", "", "the recording `file` (default pipetop-NAME-TIME.pipetop)")
-	interval := fs.Duration("interval", time.Second, "how often host and GPU readings are recorded")
-	duration := fs.Duration("duration", 0, "stop after this long (default: until interrupted)")
+	var o monitor.RecordOptions
+	fs.StringVar(&o.Path, "o", "", "the recording `file` (default pipetop-NAME-TIME.pipetop)")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "how often host and GPU readings are recorded")
+	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	noGPU := fs.Bool("no-gpu", false, "do not load NVML")
 	return func(ctx context.Context, pos []string, _, stderr io.Writer) error {
-		if *interval < 50*time.Millisecond {
-			return usageError{fmt.Errorf("--interval %v: want at least 50ms", *interval)}
+		if o.Interval < 50*time.Millisecond {
+			return usageError(fmt.Errorf("--interval %v: want at least 50ms", o.Interval))
 		}
-		spec := strings.Join(pos, "")
-		m, err := monitor.Open(ctx, spec, monitor.Options{Sources: sources.Registered(*noGPU)})
-		if err != nil {
-			return err
-		}
-		if m.Pick {
-			m.Close()
-			return severalTrainers("record")
-		}
-		path := *out
-		if path == "" {
-			path = defaultRecording(spec, time.Now())
-		}
-		rec, err := monitor.StartRecorder(ctx, m, monitor.RecordOptions{Path: path, Source: spec, Interval: *interval, Duration: *duration})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "pipetop: recording to %s (Ctrl-C to stop)\n", path)
-		return rec.Wait()
+		o.Source = strings.Join(pos, "")
+		return monitor.Record(ctx, o.Source, sources.Registered(*noGPU), o, func(path string) {
+			fmt.Fprintf(stderr, "pipetop: recording to %s (Ctrl-C to stop)\n", path)
+		})
 	}
-}
-
-// defaultRecording names a recording after the trainer and the time.
-func defaultRecording(spec string, now time.Time) string {
-	name := "trainer"
-	if spec != "" && !strings.Contains(spec, "/") {
-		name = spec
-	}
-	return fmt.Sprintf("pipetop-%s-%s.pipetop", name, now.Format("20060102-150405"))
 }

@@ -2,22 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/charmbracelet/colorprofile"
-
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/replay"
 	"github.com/pipetop/pipetop/tui"
-	"github.com/pipetop/pipetop/tui/styles"
+	"github.com/pipetop/pipetop/tui/settings"
 )
-
-// wholeRun is what replay --once/--json show without --at.
-const wholeRun = "the whole run (its end, all steps; --at D: one instant)"
 
 // replayFlags is pipetop replay. Without --at, --once and --json show the
 // whole run (its end, over window all unless --window says otherwise);
@@ -31,19 +26,18 @@ func replayFlags(fs *flag.FlagSet) runFunc {
 	window := fs.String("window", "5s", "summary window: 5s, 30s, 2m or all (--once/--json without --at: all)")
 	width := fs.Int("width", 0, "width of the --once text (default: the terminal's, else 100)")
 	return func(ctx context.Context, pos []string, stdout, stderr io.Writer) error {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		set := cli.Set(fs)
 		whole := (*once || *asJSON) && !set["at"]
 		if whole && !set["window"] {
 			*window = "all"
 		}
 		wi, ok := monitor.WindowByLabel(*window)
 		if !ok {
-			return usageError{fmt.Errorf("--window %q: want 5s, 30s, 2m or all", *window)}
+			return usageError(fmt.Errorf("--window %q: want 5s, 30s, 2m or all", *window))
 		}
-		si, err := speedIndex(*speed)
-		if err != nil {
-			return err
+		si, ok := replay.SpeedIndex(*speed)
+		if !ok {
+			return usageError(fmt.Errorf("--speed %d: want one of %v", *speed, replay.Speeds))
 		}
 		p, err := replay.Load(pos[0])
 		if err != nil {
@@ -53,38 +47,23 @@ func replayFlags(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(stderr, "pipetop: %v; replaying up to there\n", p.Damage)
 		}
 		p.SetSpeed(si)
-		start := p.Start().Add(*at)
-		if *at < 0 || whole {
-			start = p.End().Add(*at)
-		}
-		if whole {
-			p.SetView(wholeRun)
-		}
+		p.SetPaused(*once || *asJSON)
+		p.Place(*at, whole)
 		if *once || *asJSON {
-			p.SetPaused(true)
-			p.SeekTo(start)
 			s := p.Snapshot(monitor.Windows[wi])
 			if *asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(s)
+				return writeJSON(stdout, s)
 			}
-			return printText(stdout, &s, config{width: *width})
+			return tui.Print(stdout, &s, tui.PrintOptions{Width: *width})
 		}
-		p.SeekTo(start)
-		prof := colorprofile.Detect(os.Stdout, os.Environ())
-		root := tui.New(tui.Options{Snapshotter: p.Snapshotter(), Styles: styles.New(prof >= colorprofile.ANSI),
-			Window: wi, Context: ctx, Now: p.Now, Replay: p})
-		return closed(fullScreen(ctx, root, prof))
-	}
-}
-
-// speedIndex is the index of speed in replay.Speeds.
-func speedIndex(speed int) (int, error) {
-	for i, s := range replay.Speeds {
-		if float64(speed) == s {
-			return i, nil
+		keys, err := settings.Load("") // as the live view's
+		if err != nil {
+			return err
 		}
+		err = tui.Run(ctx, tui.Options{Snapshotter: p.Snapshotter(), Window: wi, Context: ctx, Now: p.Now, Replay: p, Keys: &keys.Keys})
+		if errors.Is(err, tui.ErrInterrupted) { // a Ctrl-C closes it, as q does
+			return nil
+		}
+		return err
 	}
-	return 0, usageError{fmt.Errorf("--speed %d: want one of %v", speed, replay.Speeds)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording/rectest"
+	"github.com/pipetop/pipetop/monitor/replay"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -36,8 +37,8 @@ func TestReplayShowsTheWholeRun(t *testing.T) {
 	rec := inputBoundRecording(t)
 	var s snapshot.Snapshot
 	runJSON(t, &s, "replay", "--json", rec)
-	if s.Replay == nil || s.Replay.View != wholeRun || s.Replay.AtSec < s.Replay.LengthSec-0.01 {
-		t.Fatalf("replay state %+v, want the end of the run and the view %q", s.Replay, wholeRun)
+	if s.Replay == nil || s.Replay.View != replay.WholeRun || s.Replay.AtSec < s.Replay.LengthSec-0.01 {
+		t.Fatalf("replay state %+v, want the end of the run and the view %q", s.Replay, replay.WholeRun)
 	}
 	if s.Window.Label != "all" || s.Summary == nil || s.Summary.Steps != 1000 {
 		t.Fatalf("window %q, summary %+v: want all 1000 steps", s.Window.Label, s.Summary)

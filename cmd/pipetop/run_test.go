@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
@@ -27,11 +28,12 @@ const debPython = "/usr/bin/python3"
 // parseRun parses the arguments after "run" as run does, without running
 // the command.
 func parseRun(args []string, stderr io.Writer) (runConfig, error) {
-	cmd, args := lookup(append([]string{"run"}, args...))
-	fs := cmd.flagSet(stderr)
+	p := program()
+	cmd, args := p.Lookup(append([]string{"run"}, args...))
+	fs := p.FlagSet(cmd, stderr)
 	var c runConfig
 	c.declare(fs)
-	argv, err := cmd.parse(fs, args)
+	argv, err := p.Parse(cmd, fs, args)
 	if err != nil {
 		return c, err
 	}
@@ -44,11 +46,11 @@ func TestParseRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.name != "exp1" || !c.noTUI || strings.Join(c.argv, " ") != "python3 train.py --lr 1" {
+	if c.name != "exp1" || !c.noTUI || strings.Join(c.Argv, " ") != "python3 train.py --lr 1" {
 		t.Errorf("parsed %+v", c)
 	}
 	c, err = parseRun([]string{"python3", "-u", "train.py"}, io.Discard)
-	if err != nil || strings.Join(c.argv, " ") != "python3 -u train.py" || c.noTUI {
+	if err != nil || strings.Join(c.Argv, " ") != "python3 -u train.py" || c.noTUI {
 		t.Errorf("without --: %+v, %v", c, err)
 	}
 	for _, tc := range []struct {
@@ -61,7 +63,7 @@ func TestParseRun(t *testing.T) {
 		{[]string{"--bogus", "--", "x"}, "bogus"},
 	} {
 		_, err := parseRun(tc.args, io.Discard)
-		var ue usageError
+		var ue cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseRun(%q) = %v, want a usage error with %q", tc.args, err, tc.want)
 		}
@@ -140,6 +142,7 @@ func example(name string) string { return filepath.Join("..", "..", "examples", 
 // shares (after the first step, which carries the start-up) against the
 // costs the script plants.
 func TestRunExamples(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		script string
@@ -240,6 +243,7 @@ func steadyShare(t *testing.T, s *summary.Script, name string) float64 {
 // does: a crash keeps its status and its summary, a fork, a loop without a
 // DataLoader, PIPETOP_AUTO=0 and a Python without torch.
 func TestRunInert(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script := func(name string) string { return filepath.Join("testdata", "run", name) }
 	other, err := exec.LookPath("python3")
@@ -285,6 +289,7 @@ func TestRunInert(t *testing.T) {
 // TestRunForwardsSignals sends SIGTERM to pipetop run; the command gets it
 // and pipetop exits with the command's status (128+15).
 func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	cmd := e.command(t, nil, "--no-tui", "--", debPython, "-c",
 		"import sys,time; print('ready', flush=True); time.sleep(30)")
@@ -317,6 +322,7 @@ func TestRunForwardsSignals(t *testing.T) {
 // pipetop run: the automatic stages and the DataLoader's statistics reach
 // the viewer over the socket.
 func TestRunLiveViewer(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	cmd := e.command(t, nil, "--no-tui", "--name", "live", "--", debPython, example("loop.py"), "--steps", "100")
 	var stderr bytes.Buffer
@@ -456,6 +462,7 @@ func runInTmux(t *testing.T, e *runEnvFor, name string, steps int) *tmuxScreen {
 }
 
 func TestRunMonitorTmux(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	ts := runInTmux(t, e, "tty", 100)
 	wait := func(what string, ok func(string) bool) string {
@@ -473,10 +480,53 @@ func TestRunMonitorTmux(t *testing.T) {
 	}
 }
 
+// TestRunRecordOneViewerTmux: pipetop run --record with its monitor on a
+// terminal (tmux) watches the script on one connection: the screen, the
+// recording and the end-of-run keeper share one monitor, and the script's
+// publisher, counting its viewers (PIPETOP_STATS_FILE), accepted one. The
+// recording holds the steps and the end-of-run summary is judged with the
+// CPU readings kept on the way.
+func TestRunRecordOneViewerTmux(t *testing.T) {
+	e := newRunEnv(t)
+	script, err := filepath.Abs(example("loop.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stats, rec := filepath.Join(dir, "stats.jsonl"), filepath.Join(dir, "run.pipetop")
+	ts := newTmuxScreen(t, "onevw", "cd "+dir+" && env PIPETOP_SOCKET_DIR="+e.sockets+" PIPETOP_CACHE_DIR="+e.cache+" PIPETOP_STATS_FILE="+stats+
+		" TERM=xterm-256color "+e.bin+" run --no-gpu --record "+rec+" -- "+debPython+" "+script+" --steps 300; echo EXIT=$?; sleep 60", "")
+	ts.wait("the monitor on the script", 60*time.Second, func(s string) bool { return strings.Contains(s, "● live") && strings.Contains(s, "data_wait") })
+	s := ts.wait("the summary after the script ended", 90*time.Second, func(s string) bool { return strings.Contains(s, "EXIT=") })
+	if !strings.Contains(s, "EXIT=0") || !strings.Contains(s, "cpu:") {
+		t.Errorf("screen after the run lacks EXIT=0 or the kept cpu line:\n%s", s)
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatalf("the script's publisher wrote no counters: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c struct {
+			PID, Accepted int
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("counters %q: %v", line, err)
+		}
+		if c.Accepted != 1 {
+			t.Errorf("the publisher of pid %d accepted %d viewers, want 1 (the screen, the recording and the keeper on one connection)", c.PID, c.Accepted)
+		}
+	}
+	r, err := summary.FromFile(rec)
+	if err != nil || r.Whole.Steps < 200 {
+		t.Errorf("the recording holds %d steps of 300 (%v)", r.Whole.Steps, err)
+	}
+}
+
 // A Ctrl-C typed in the terminal of pipetop run's monitor (a key to the
 // monitor in raw mode, not a signal) stops the run: pipetop returns, and
 // the script and its DataLoader workers are gone.
 func TestRunCtrlCInATerminal(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	ts := runInTmux(t, e, "ctrlc", 100000)
 	t.Cleanup(func() {
@@ -498,49 +548,10 @@ func TestRunCtrlCInATerminal(t *testing.T) {
 	t.Logf("screen after the Ctrl-C:\n%s", s)
 }
 
-// TestReportSummaries checks the summary reader: this run's file gets the
-// verdict, an earlier run's is left out, a broken one is named.
-func TestReportSummaries(t *testing.T) {
-	dir := t.TempDir()
-	start := time.Now()
-	doc := func(name string, end time.Time) string {
-		return fmt.Sprintf(`{"schema":"pipetop-summary/1","name":%q,"pid":7,"end_ns":%d,"steps":20,"samples":80,
-			"wall_ns":400000000,"step_mean_ns":20000000,"steps_per_sec":50,"samples_per_sec":200,
-			"stages":[{"name":"data_wait","total_ns":300000000,"mean_ns":15000000,"share":0.75},
-			{"name":"forward","total_ns":100000000,"mean_ns":5000000,"share":0.25}],
-			"loader":{"source":"torch","workers":2,"worker_busy":0.97,"worker_busy_each":[0.96,0.98],"cores":16}}`, name, end.UnixNano())
-	}
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("pipetop-summary-now-7.json", doc("now", start.Add(time.Second)))
-	write("pipetop-summary-old-6.json", doc("old", start.Add(-time.Hour)))
-	write("pipetop-summary-bad-5.json", `{"schema":"pipetop-summary/1",`)
-	var stdout, stderr bytes.Buffer
-	if err := report(dir, start, nil, false, &stdout, &stderr); err != nil {
-		t.Fatal(err)
-	}
-	text := stderr.String()
-	for _, want := range []string{"pipetop-summary-bad-5.json", "pipetop: now (pid 7): 20 steps", "data_wait", "75.0 %",
-		"num_workers=2 busy 97 % (96 %, 98 %)", "verdict: input-bound", "2 workers are busy 97 %: raise num_workers to 6; 13 cores idle"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q:\n%s", want, text)
-		}
-	}
-	if strings.Contains(text, "pipetop: old") {
-		t.Errorf("an earlier run's summary was reported:\n%s", text)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pipetop-summary-now-7.json"))
-	if err != nil || !strings.Contains(string(b), `"kind": "input-bound"`) {
-		t.Errorf("verdict not added to the file: %v\n%s", err, b)
-	}
-}
-
 // pipetop run --apply says where the plan was applied, and says so when
 // it reached no DataLoader (a plan written before the script changed).
 func TestRunApplyReportsTheOutcome(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "tune", "train.py"))
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
 
@@ -18,9 +17,7 @@ func summaryFlags(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return writeJSON(stdout, r)
 		}
 		return summary.WriteText(stdout, r)
 	}

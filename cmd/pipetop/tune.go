@@ -2,68 +2,38 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/pipetop/pipetop/monitor/bisect"
-	"github.com/pipetop/pipetop/monitor/source"
-	"github.com/pipetop/pipetop/monitor/sources"
+	"github.com/pipetop/pipetop/monitor/runner"
 	"github.com/pipetop/pipetop/monitor/tune"
+	"github.com/pipetop/pipetop/monitor/tunefile"
 )
-
-// tuneLong is what pipetop tune -h says it does.
-const tuneLong = `Tunes an unmodified PyTorch script's input pipeline by measuring: a bisect
-first (its loader alone, its loop on cached batches, the script as it is;
-or --from a bisect's JSON), then only what the bisect says matters:
-  input-bound  the training DataLoader's num_workers (doubling while the
-               loader delivers more), torch threads in each worker,
-               prefetch_factor and persistent_workers, in loader trials
-  contention   the main process's intra-op threads with the workers, in
-               full trials
-  otherwise    nothing in the pipeline helps: it says so and stops
-When the loader is tuned, the loader alone from a cold page cache says
-whether storage holds it back (only then do the workers go beyond the
-cores). The best settings are confirmed in full runs that alternate with
-the script's own (--rounds of each); the search stops early enough for
-the best find to be confirmed within --budget, and a loader trial 2x the
-script's own is confirmed at once. The winner is the cheapest setting
-within the noise of the fastest; a find the budget left unconfirmed is
-named as such, with the command that confirms it (--from the report). Settings are applied by the instrumentation,
-without editing the script; the report (-o, default tune.json) keeps the
-winner's plan: pipetop run --apply tune.json -- CMD trains with it. A
-trial that would leave less than 10 % of the memory is stopped (refused).
-The script's side effects happen once per trial. A script that fails
-whatever is tried gets no advice and no report file: the exit status is
-the bisect's (the script's own, or 3).`
 
 // tuneConfig is the command line of pipetop tune.
 type tuneConfig struct {
-	budget    time.Duration
-	seconds   float64
-	rounds    int
-	from      string
-	out       string
-	memoryMB  float64
-	noTUI     bool
-	asJSON    bool
-	noGPU     bool
-	startWait time.Duration
-	argv      []string
+	tune.Config
+	seconds, memoryMB    float64
+	from, out            string
+	noTUI, asJSON, noGPU bool
 }
 
 // tuneFlags is pipetop tune.
 func tuneFlags(fs *flag.FlagSet) runFunc {
 	var c tuneConfig
-	c.declare(fs)
+	fs.DurationVar(&c.Budget, "budget", 10*time.Minute, "the most the whole tune may take; the best so far is advised when it runs out")
+	fs.Float64Var(&c.seconds, "seconds-per-trial", 10, "measured `seconds` of each phase and trial, after its warm-up")
+	fs.IntVar(&c.Rounds, "rounds", 3, "full runs of each finalist and of the script's own settings, alternating")
+	fs.StringVar(&c.from, "from", "", "start from this pipetop bisect --json `file` (or a tune report: its bisect and its search trials) instead of bisecting")
+	fs.StringVar(&c.out, "o", tunefile.Name, "write the report (and the winner's plan, for pipetop run --apply) to this `file`")
+	fs.Float64Var(&c.memoryMB, "memory-limit", 0, "the memory a trial may fill, in `MB` (default: the host's)")
+	fs.DurationVar(&c.Bisect.StartTimeout, "start-timeout", 2*time.Minute, "how long a trial may take to its first training step")
+	fs.BoolVar(&c.noTUI, "no-tui", false, "do not show the trials live; only print the result")
+	fs.BoolVar(&c.asJSON, "json", false, "print the report as JSON (docs/tune.md) instead of the table")
+	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
 	return func(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
 		if err := c.check(argv); err != nil {
 			return err
@@ -72,113 +42,39 @@ func tuneFlags(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// declare declares the flags of pipetop tune on fs.
-func (c *tuneConfig) declare(fs *flag.FlagSet) {
-	fs.DurationVar(&c.budget, "budget", 10*time.Minute, "the most the whole tune may take; the best so far is advised when it runs out")
-	fs.Float64Var(&c.seconds, "seconds-per-trial", 10, "measured `seconds` of each phase and trial, after its warm-up")
-	fs.IntVar(&c.rounds, "rounds", 3, "full runs of each finalist and of the script's own settings, alternating")
-	fs.StringVar(&c.from, "from", "", "start from this pipetop bisect --json `file` (or a tune report: its bisect and its search trials) instead of bisecting")
-	fs.StringVar(&c.out, "o", "tune.json", "write the report (and the winner's plan, for pipetop run --apply) to this `file`")
-	fs.Float64Var(&c.memoryMB, "memory-limit", 0, "the memory a trial may fill, in `MB` (default: the host's)")
-	fs.DurationVar(&c.startWait, "start-timeout", 2*time.Minute, "how long a trial may take to its first training step")
-	fs.BoolVar(&c.noTUI, "no-tui", false, "do not show the trials live; only print the result")
-	fs.BoolVar(&c.asJSON, "json", false, "print the report as JSON (docs/tune.md) instead of the table")
-	fs.BoolVar(&c.noGPU, "no-gpu", false, "do not load NVML")
-}
-
 // check takes the command, argv, and checks the command line.
 func (c *tuneConfig) check(argv []string) error {
-	c.argv = argv
+	c.Bisect.Argv, c.Bisect.PhaseTime = argv, time.Duration(c.seconds*float64(time.Second))
+	c.Cores, c.MemoryLimit, c.Out = runtime.NumCPU(), c.memoryMB*1e6, c.out
 	switch {
 	case len(argv) == 0:
-		return usageError{errors.New("tune needs a command: pipetop tune -- python3 train.py")}
+		return needsCommand("tune", argv)
 	case c.seconds <= 0:
-		return usageError{fmt.Errorf("--seconds-per-trial %g: want a positive number", c.seconds)}
-	case c.rounds < 1:
-		return usageError{fmt.Errorf("--rounds %d: want at least 1", c.rounds)}
-	case c.budget <= 0:
-		return usageError{fmt.Errorf("--budget %s: want a positive duration", c.budget)}
+		return usageError(fmt.Errorf("--seconds-per-trial %g: want a positive number", c.seconds))
+	case c.Rounds < 1:
+		return usageError(fmt.Errorf("--rounds %d: want at least 1", c.Rounds))
+	case c.Budget <= 0:
+		return usageError(fmt.Errorf("--budget %s: want a positive duration", c.Budget))
 	case c.memoryMB < 0:
-		return usageError{fmt.Errorf("--memory-limit %g: want a positive number of MB", c.memoryMB)}
+		return usageError(fmt.Errorf("--memory-limit %g: want a positive number of MB", c.memoryMB))
 	}
 	return nil
 }
 
 // runTune runs the tune c describes and prints its result.
 func runTune(ctx context.Context, c tuneConfig, stdout, stderr io.Writer) error {
-	cfg, cleanup, err := c.tuneConfig(stderr)
+	w, err := watcher(c.noTUI, c.noGPU, stderr)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
-	defer stop()
-	rep, err := tune.Run(ctx, cfg)
-	if err != nil {
+	rep, err := runner.Tune(ctx, c.Config, c.from, w, c.out)
+	switch {
+	case err != nil:
 		return err
-	}
-	if !rep.Failed {
-		if err := writeJSON(c.out, rep); err != nil {
-			return err
-		}
-	}
-	if c.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
+	case c.asJSON:
+		err = writeJSON(stdout, rep)
+	default:
 		rep.WriteTable(stdout)
 	}
-	switch {
-	case rep.Interrupted:
-		return exitStatus(exitInterrupted)
-	case rep.Bisect.Failed():
-		return exitStatus(rep.Bisect.FailureStatus())
-	}
-	return nil
-}
-
-// tuneConfig is what tune.Run needs from the command line, and what to
-// remove once it is done.
-func (c tuneConfig) tuneConfig(stderr io.Writer) (tune.Config, func(), error) {
-	env, _, err := runEnv(runConfig{})
-	if err != nil {
-		return tune.Config{}, nil, err
-	}
-	dir, err := os.MkdirTemp("", "pipetop-tune-")
-	if err != nil {
-		return tune.Config{}, nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	w := newWatcher(bisectConfig{noTUI: c.noTUI, noGPU: c.noGPU}, stderr)
-	cfg := tune.Config{Budget: c.budget, Rounds: c.rounds, Cores: runtime.NumCPU(), MemoryLimit: c.memoryMB * 1e6, Log: w.out, Out: c.out,
-		Bisect: bisect.Config{Argv: c.argv, Env: env, PhaseTime: time.Duration(c.seconds * float64(time.Second)),
-			StartTimeout: c.startWait, Dir: dir, Sources: func() []source.Source { return sources.Registered(c.noGPU) },
-			Stdout: w.out, Stderr: w.out, Log: w.out, Watch: w.watch}}
-	if c.from != "" {
-		r, prior, err := tune.ReadFrom(c.from)
-		if err != nil {
-			cleanup()
-			return tune.Config{}, nil, fmt.Errorf("--from: %w", err)
-		}
-		if strings.Join(r.Command, " ") != strings.Join(c.argv, " ") {
-			fmt.Fprintf(stderr, "pipetop: --from %s bisected %q, not this command\n", c.from, strings.Join(r.Command, " "))
-		}
-		cfg.From, cfg.Prior = &r, prior
-	}
-	return cfg, cleanup, nil
-}
-
-// writeJSON writes v to path, indented.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err == nil {
-		err = os.WriteFile(path, append(b, '\n'), 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return experimentStatus(err, rep.Interrupted, rep.Bisect.FailureStatus())
 }

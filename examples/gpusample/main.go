@@ -26,6 +26,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics"
 	"github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 func main() {
@@ -107,13 +108,13 @@ func print(w io.Writer, i int, snap gpu.Snapshot) {
 			v    metrics.Value
 			unit string
 		}{
-			{"kernel-active", d.KernelActive, "%"}, {"memory-active", d.MemActive, "%"},
-			{"SM activity", d.SMActivity, "%"}, {"SM occupancy", d.SMOccupancy, "%"},
-			{"tensor active", d.TensorActive, "%"}, {"DRAM bandwidth", d.DRAMActive, "%"},
-			{"memory used", scale(d.MemUsed, 1<<20), "MiB"}, {"memory total", scale(d.MemTotal, 1<<20), "MiB"},
-			{"power", d.Power, "W"}, {"power limit", d.PowerLimit, "W"},
-			{"temperature", d.Temperature, "C"}, {"SM clock", d.SMClock, "MHz"}, {"memory clock", d.MemClock, "MHz"},
-			{"PCIe rx", scale(d.PCIeRx, 1<<20), "MiB/s"}, {"PCIe tx", scale(d.PCIeTx, 1<<20), "MiB/s"},
+			{"kernel-active", d.Readings[gpumetric.KernelActive], "%"}, {"memory-active", d.Readings[gpumetric.MemActive], "%"},
+			{"SM activity", d.Readings[gpumetric.SMActivity], "%"}, {"SM occupancy", d.Readings[gpumetric.SMOccupancy], "%"},
+			{"tensor active", d.Readings[gpumetric.TensorActive], "%"}, {"DRAM bandwidth", d.Readings[gpumetric.DRAMActive], "%"},
+			{"memory used", scale(d.Readings[gpumetric.MemUsed], 1<<20), "MiB"}, {"memory total", scale(d.Readings[gpumetric.MemTotal], 1<<20), "MiB"},
+			{"power", d.Readings[gpumetric.Power], "W"}, {"power limit", d.Readings[gpumetric.PowerLimit], "W"},
+			{"temperature", d.Readings[gpumetric.Temperature], "C"}, {"SM clock", d.Readings[gpumetric.SMClock], "MHz"}, {"memory clock", d.Readings[gpumetric.MemClock], "MHz"},
+			{"PCIe rx", scale(d.Readings[gpumetric.PCIeRx], 1<<20), "MiB/s"}, {"PCIe tx", scale(d.Readings[gpumetric.PCIeTx], 1<<20), "MiB/s"},
 		}
 		for _, r := range rows {
 			fmt.Fprintf(w, "  %-15s %s\n", r.name, format(r.v, r.unit))

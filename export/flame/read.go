@@ -2,7 +2,9 @@ package flame
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
@@ -61,4 +63,43 @@ func recordedSamples(es []recording.Entry) []Samples {
 		out[i].Frames = append(out[i].Frames, e.Frame.Stacks)
 	}
 	return out
+}
+
+// WriteFile writes the stack samples of path (a recording or a run
+// summary file) to out (stdout when "") as speedscope JSON, or as folded
+// stacks with folded. A damaged recording gives its samples up to the
+// damage, said on log; a file without samples is an error.
+func WriteFile(path, out string, folded bool, stdout, log io.Writer) error {
+	samples, damage, err := Read(path)
+	if err != nil {
+		return err
+	}
+	if damage != nil {
+		fmt.Fprintf(log, "pipetop: %v; using the samples up to there\n", damage)
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("flame: %s holds no stack samples (they come from Python runs under pipetop run, with PIPETOP_STACKS_HZ above 0)", path)
+	}
+	w := stdout
+	var f *os.File
+	if out != "" {
+		if f, err = os.Create(out); err != nil {
+			return fmt.Errorf("flame: %w", err)
+		}
+		w = f
+	}
+	if folded {
+		err = WriteFolded(w, samples)
+	} else {
+		err = WriteSpeedscope(w, filepath.Base(path), samples)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("flame %s: %w", path, err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
@@ -209,16 +210,16 @@ func hostPoint(h recording.Host) (HostPoint, bool) {
 	var gpu, mem float64
 	var ng, nm int
 	for _, d := range s.GPU.Devices {
-		v := d.SMActivity.Value
+		v := d.Readings[gpumetric.SMActivity].Value
 		if v == nil {
-			v = d.KernelActive.Value
+			v = d.Readings[gpumetric.KernelActive].Value
 		}
 		if v != nil {
 			gpu += *v
 			ng++
 		}
-		if d.MemUsed.Value != nil {
-			mem += *d.MemUsed.Value / (1 << 30)
+		if d.Readings[gpumetric.MemUsed].Value != nil {
+			mem += *d.Readings[gpumetric.MemUsed].Value / (1 << 30)
 			nm++
 		}
 	}

@@ -18,9 +18,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
@@ -193,7 +195,7 @@ func (t *tracer) counters(e recording.Entry) {
 	_ = monitor.LoadReadings(e.Host, &s, sources.Parts()) // what decoded is still drawn
 	for _, d := range s.GPU.Devices {
 		args := map[string]any{}
-		for name, r := range map[string]*float64{"sm_activity %": d.SMActivity.Value, "kernel_active %": d.KernelActive.Value} {
+		for name, r := range map[string]*float64{"sm_activity %": d.Readings[gpumetric.SMActivity].Value, "kernel_active %": d.Readings[gpumetric.KernelActive].Value} {
 			if r != nil {
 				args[name] = *r
 			}
@@ -201,7 +203,7 @@ func (t *tracer) counters(e recording.Entry) {
 		if len(args) > 0 {
 			t.emit(Event{Name: fmt.Sprintf("GPU %d activity", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host, Args: args})
 		}
-		if v := d.MemUsed.Value; v != nil {
+		if v := d.Readings[gpumetric.MemUsed].Value; v != nil {
 			t.emit(Event{Name: fmt.Sprintf("GPU %d memory", d.Index), Ph: "C", Ts: t.us(e.T.UnixNano()), PID: t.host,
 				Args: map[string]any{"used bytes": *v}})
 		}
@@ -244,3 +246,24 @@ func (t *tracer) emit(e Event) {
 // us converts Unix nanoseconds to trace microseconds since the origin:
 // small numbers keep a float64 exact to the nanosecond.
 func (t *tracer) us(ns int64) float64 { return float64(ns-t.origin) / 1e3 }
+
+// WriteFile writes the trace-event JSON of the recording at path to the
+// file out. A damaged recording is traced up to the damage, said on log.
+func WriteFile(path, out string, log io.Writer) error {
+	_, es, err := recording.ReadAll(path)
+	if es == nil && err != nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(log, "pipetop: %v; tracing up to there\n", err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if err := Write(f, es); err != nil {
+		f.Close()
+		return fmt.Errorf("write trace %s: %w", out, err)
+	}
+	return f.Close()
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 // devState is what the sampler keeps per device between samples.
@@ -127,21 +128,21 @@ func (s *Sampler) readDevice(d *devState, now time.Time, pids []int) Device {
 	s.readUtil(rd)
 	s.readMemory(rd)
 	h := d.h
-	out.Power = rd.u32("nvmlDeviceGetPowerUsage", SourceNVML, 1e-3, h.GetPowerUsage)
-	out.PowerLimit = rd.u32("nvmlDeviceGetEnforcedPowerLimit", SourceNVML, 1e-3, h.GetEnforcedPowerLimit)
-	out.Temperature = rd.u32("nvmlDeviceGetTemperature", SourceNVML, 1, func() (uint32, nvml.Return) {
+	out.Readings[gpumetric.Power] = rd.u32("nvmlDeviceGetPowerUsage", SourceNVML, 1e-3, h.GetPowerUsage)
+	out.Readings[gpumetric.PowerLimit] = rd.u32("nvmlDeviceGetEnforcedPowerLimit", SourceNVML, 1e-3, h.GetEnforcedPowerLimit)
+	out.Readings[gpumetric.Temperature] = rd.u32("nvmlDeviceGetTemperature", SourceNVML, 1, func() (uint32, nvml.Return) {
 		return h.GetTemperature(nvml.TEMPERATURE_GPU)
 	})
-	out.SMClock = rd.u32("nvmlDeviceGetClockInfo", SourceNVML, 1, func() (uint32, nvml.Return) {
+	out.Readings[gpumetric.SMClock] = rd.u32("nvmlDeviceGetClockInfo", SourceNVML, 1, func() (uint32, nvml.Return) {
 		return h.GetClockInfo(nvml.CLOCK_SM)
 	})
-	out.MemClock = rd.u32("nvmlDeviceGetClockInfo", SourceNVML, 1, func() (uint32, nvml.Return) {
+	out.Readings[gpumetric.MemClock] = rd.u32("nvmlDeviceGetClockInfo", SourceNVML, 1, func() (uint32, nvml.Return) {
 		return h.GetClockInfo(nvml.CLOCK_MEM)
 	})
-	out.PCIeRx = rd.u32("nvmlDeviceGetPcieThroughput", SourceNVML, 1024, func() (uint32, nvml.Return) {
+	out.Readings[gpumetric.PCIeRx] = rd.u32("nvmlDeviceGetPcieThroughput", SourceNVML, 1024, func() (uint32, nvml.Return) {
 		return h.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES)
 	})
-	out.PCIeTx = rd.u32("nvmlDeviceGetPcieThroughput", SourceNVML, 1024, func() (uint32, nvml.Return) {
+	out.Readings[gpumetric.PCIeTx] = rd.u32("nvmlDeviceGetPcieThroughput", SourceNVML, 1024, func() (uint32, nvml.Return) {
 		return h.GetPcieThroughput(nvml.PCIE_UTIL_TX_BYTES)
 	})
 	s.readThrottle(rd)
@@ -157,20 +158,20 @@ func (s *Sampler) readUtil(rd *reader) {
 	s.enter("nvmlDeviceGetUtilizationRates", rd.d.index)
 	u, r := rd.d.h.GetUtilizationRates()
 	st := rd.check("nvmlDeviceGetUtilizationRates", r)
-	rd.out.KernelActive = metrics.Value{V: float64(u.Gpu), Source: SourceKernelActive, State: st}
-	rd.out.MemActive = metrics.Value{V: float64(u.Memory), Source: SourceMemActive, State: st}
+	rd.out.Readings[gpumetric.KernelActive] = metrics.Value{V: float64(u.Gpu), Source: SourceKernelActive, State: st}
+	rd.out.Readings[gpumetric.MemActive] = metrics.Value{V: float64(u.Memory), Source: SourceMemActive, State: st}
 }
 
 func (s *Sampler) readMemory(rd *reader) {
 	if rd.dead {
-		rd.out.MemUsed, rd.out.MemTotal = metrics.Failure(SourceNVML), metrics.Failure(SourceNVML)
+		rd.out.Readings[gpumetric.MemUsed], rd.out.Readings[gpumetric.MemTotal] = metrics.Failure(SourceNVML), metrics.Failure(SourceNVML)
 		return
 	}
 	s.enter("nvmlDeviceGetMemoryInfo", rd.d.index)
 	m, r := rd.d.h.GetMemoryInfo()
 	st := rd.check("nvmlDeviceGetMemoryInfo", r)
-	rd.out.MemUsed = metrics.Value{V: float64(m.Used), Source: SourceNVML, State: st}
-	rd.out.MemTotal = metrics.Value{V: float64(m.Total), Source: SourceNVML, State: st}
+	rd.out.Readings[gpumetric.MemUsed] = metrics.Value{V: float64(m.Used), Source: SourceNVML, State: st}
+	rd.out.Readings[gpumetric.MemTotal] = metrics.Value{V: float64(m.Total), Source: SourceNVML, State: st}
 }
 
 func (s *Sampler) readThrottle(rd *reader) {

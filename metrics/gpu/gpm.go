@@ -4,6 +4,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 // gpmMetrics are the GPM metric ids read each sample, in the order of the
@@ -54,7 +55,7 @@ func (g *gpmState) free() {
 func (s *Sampler) readGPM(rd *reader) {
 	g := &rd.d.gpm
 	out := rd.out
-	fields := [...]*metrics.Value{&out.SMActivity, &out.SMOccupancy, &out.TensorActive, &out.DRAMActive}
+	fields := [...]*metrics.Value{&out.Readings[gpumetric.SMActivity], &out.Readings[gpumetric.SMOccupancy], &out.Readings[gpumetric.TensorActive], &out.Readings[gpumetric.DRAMActive]}
 	if !g.ok {
 		for _, f := range fields {
 			*f = metrics.Unsupported(SourceGPM)

@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -46,21 +47,21 @@ func TestAmpereWithoutGPM(t *testing.T) {
 	if d.Name != "NVIDIA RTX A4500" || d.UUID != "GPU-a4500" || d.Index != 0 || d.MIG || d.MIGIndex != -1 {
 		t.Fatalf("identity = %+v", d)
 	}
-	want(t, "kernel-active", d.KernelActive, metrics.Of(100, SourceKernelActive))
-	want(t, "mem-active", d.MemActive, metrics.Of(12, SourceMemActive))
-	for name, v := range map[string]metrics.Value{"SM": d.SMActivity, "occupancy": d.SMOccupancy,
-		"tensor": d.TensorActive, "dram": d.DRAMActive} {
+	want(t, "kernel-active", d.Readings[gpumetric.KernelActive], metrics.Of(100, SourceKernelActive))
+	want(t, "mem-active", d.Readings[gpumetric.MemActive], metrics.Of(12, SourceMemActive))
+	for name, v := range map[string]metrics.Value{"SM": d.Readings[gpumetric.SMActivity], "occupancy": d.Readings[gpumetric.SMOccupancy],
+		"tensor": d.Readings[gpumetric.TensorActive], "dram": d.Readings[gpumetric.DRAMActive]} {
 		want(t, name, v, metrics.Unsupported(SourceGPM))
 	}
-	want(t, "power", d.Power, metrics.Of(123.456, SourceNVML))
-	want(t, "power limit", d.PowerLimit, metrics.Of(700, SourceNVML))
-	want(t, "temperature", d.Temperature, metrics.Of(51, SourceNVML))
-	want(t, "sm clock", d.SMClock, metrics.Of(1980, SourceNVML))
-	want(t, "mem clock", d.MemClock, metrics.Of(2619, SourceNVML))
-	want(t, "pcie rx", d.PCIeRx, metrics.Of(1000*1024, SourceNVML))
-	want(t, "pcie tx", d.PCIeTx, metrics.Of(2000*1024, SourceNVML))
-	want(t, "mem used", d.MemUsed, metrics.Of(10<<30, SourceNVML))
-	want(t, "mem total", d.MemTotal, metrics.Of(80<<30, SourceNVML))
+	want(t, "power", d.Readings[gpumetric.Power], metrics.Of(123.456, SourceNVML))
+	want(t, "power limit", d.Readings[gpumetric.PowerLimit], metrics.Of(700, SourceNVML))
+	want(t, "temperature", d.Readings[gpumetric.Temperature], metrics.Of(51, SourceNVML))
+	want(t, "sm clock", d.Readings[gpumetric.SMClock], metrics.Of(1980, SourceNVML))
+	want(t, "mem clock", d.Readings[gpumetric.MemClock], metrics.Of(2619, SourceNVML))
+	want(t, "pcie rx", d.Readings[gpumetric.PCIeRx], metrics.Of(1000*1024, SourceNVML))
+	want(t, "pcie tx", d.Readings[gpumetric.PCIeTx], metrics.Of(2000*1024, SourceNVML))
+	want(t, "mem used", d.Readings[gpumetric.MemUsed], metrics.Of(10<<30, SourceNVML))
+	want(t, "mem total", d.Readings[gpumetric.MemTotal], metrics.Of(80<<30, SourceNVML))
 	if d.Throttle.State != metrics.OK || d.Throttle.Reasons.String() != "power cap, SW thermal" {
 		t.Errorf("throttle = %+v (%s)", d.Throttle, d.Throttle.Reasons)
 	}
@@ -73,16 +74,16 @@ func TestHopperGPMNeedsTwoSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.Snapshot().Devices[0]
-	want(t, "first SM activity", d.SMActivity, metrics.Pending(SourceGPM))
+	want(t, "first SM activity", d.Readings[gpumetric.SMActivity], metrics.Pending(SourceGPM))
 	if err := s.Sample(t0.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	d = s.Snapshot().Devices[0]
-	want(t, "SM activity", d.SMActivity, metrics.Of(63, SourceGPM))
-	want(t, "SM occupancy", d.SMOccupancy, metrics.Of(21, SourceGPM))
-	want(t, "tensor", d.TensorActive, metrics.Of(7.5, SourceGPM))
-	want(t, "dram", d.DRAMActive, metrics.Of(30, SourceGPM))
-	want(t, "kernel-active beside GPM", d.KernelActive, metrics.Of(100, SourceKernelActive))
+	want(t, "SM activity", d.Readings[gpumetric.SMActivity], metrics.Of(63, SourceGPM))
+	want(t, "SM occupancy", d.Readings[gpumetric.SMOccupancy], metrics.Of(21, SourceGPM))
+	want(t, "tensor", d.Readings[gpumetric.TensorActive], metrics.Of(7.5, SourceGPM))
+	want(t, "dram", d.Readings[gpumetric.DRAMActive], metrics.Of(30, SourceGPM))
+	want(t, "kernel-active beside GPM", d.Readings[gpumetric.KernelActive], metrics.Of(100, SourceKernelActive))
 	// A metric the device's GPM lacks reads not supported, not zero.
 	lib.gpus[0].mu.Lock()
 	delete(lib.gpus[0].gpmVals, nvml.GPM_METRIC_ANY_TENSOR_UTIL)
@@ -90,7 +91,7 @@ func TestHopperGPMNeedsTwoSamples(t *testing.T) {
 	if err := s.Sample(t0.Add(2 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "tensor after removal", s.Snapshot().Devices[0].TensorActive, metrics.Unsupported(SourceGPM))
+	want(t, "tensor after removal", s.Snapshot().Devices[0].Readings[gpumetric.TensorActive], metrics.Unsupported(SourceGPM))
 	if lib.gets != 3 || lib.metrics != 2 {
 		t.Errorf("GPM sample gets %d metric gets %d, want 3 and 2", lib.gets, lib.metrics)
 	}
@@ -122,10 +123,10 @@ func TestMixedAndMIG(t *testing.T) {
 	if !m.MIG || m.GPUInstance != 5 || m.ComputeInstance != 0 || !strings.Contains(m.Name, "MIG 1g.10gb") {
 		t.Fatalf("MIG device = %+v", m)
 	}
-	want(t, "MIG kernel-active", m.KernelActive, metrics.Unsupported(SourceKernelActive))
-	want(t, "MIG power", m.Power, metrics.Unsupported(SourceNVML))
-	want(t, "MIG memory", m.MemTotal, metrics.Of(10<<30, SourceNVML))
-	want(t, "MIG SM activity", m.SMActivity, metrics.Of(63, SourceGPM))
+	want(t, "MIG kernel-active", m.Readings[gpumetric.KernelActive], metrics.Unsupported(SourceKernelActive))
+	want(t, "MIG power", m.Readings[gpumetric.Power], metrics.Unsupported(SourceNVML))
+	want(t, "MIG memory", m.Readings[gpumetric.MemTotal], metrics.Of(10<<30, SourceNVML))
+	want(t, "MIG SM activity", m.Readings[gpumetric.SMActivity], metrics.Of(63, SourceGPM))
 	if m.Throttle.State != metrics.NotSupported {
 		t.Errorf("MIG throttle state = %v", m.Throttle.State)
 	}
@@ -207,10 +208,10 @@ func TestDeviceErrorsMidRun(t *testing.T) {
 				t.Fatalf("status %q err %v, want %q", snap.Status, err, tt.status)
 			}
 			d := snap.Devices[1]
-			if d.Power.State != tt.power || d.Temperature.State != tt.temp || d.KernelActive.State != tt.kernelAct {
-				t.Errorf("power %v temp %v kernel-active %v", d.Power.State, d.Temperature.State, d.KernelActive.State)
+			if d.Readings[gpumetric.Power].State != tt.power || d.Readings[gpumetric.Temperature].State != tt.temp || d.Readings[gpumetric.KernelActive].State != tt.kernelAct {
+				t.Errorf("power %v temp %v kernel-active %v", d.Readings[gpumetric.Power].State, d.Readings[gpumetric.Temperature].State, d.Readings[gpumetric.KernelActive].State)
 			}
-			if snap.Devices[0].Err != "" || !snap.Devices[0].Power.Valid() {
+			if snap.Devices[0].Err != "" || !snap.Devices[0].Readings[gpumetric.Power].Valid() {
 				t.Errorf("healthy GPU 0 affected: %+v", snap.Devices[0])
 			}
 			bad.setFail(tt.op, nvml.SUCCESS)
@@ -344,7 +345,7 @@ func TestRealLibrary(t *testing.T) {
 	case err != nil:
 		t.Fatalf("sample with a driver: %v", err)
 	default:
-		if len(snap.Devices) == 0 || snap.Devices[0].Name == "" || !snap.Devices[0].MemTotal.Valid() {
+		if len(snap.Devices) == 0 || snap.Devices[0].Name == "" || !snap.Devices[0].Readings[gpumetric.MemTotal].Valid() {
 			t.Fatalf("driver present but snapshot = %+v", snap)
 		}
 	}

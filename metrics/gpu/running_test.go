@@ -7,6 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 // eightGPUs is a mocked 8-GPU box: GPU 3 is in MIG mode with two
@@ -98,8 +99,8 @@ func TestRunningListRefused(t *testing.T) {
 		t.Fatalf("a refused process list failed the sample: %v", err)
 	}
 	d := s.Snapshot().Devices[0]
-	if d.ProcList != metrics.Failed || d.Err != "" || !d.Power.Valid() {
-		t.Errorf("ProcList = %v, Err = %q, power %+v", d.ProcList, d.Err, d.Power)
+	if d.ProcList != metrics.Failed || d.Err != "" || !d.Readings[gpumetric.Power].Valid() {
+		t.Errorf("ProcList = %v, Err = %q, power %+v", d.ProcList, d.Err, d.Readings[gpumetric.Power])
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 )
 
 // Source labels of the GPU sampler's values. Each says which NVML facility
@@ -58,27 +59,19 @@ type Device struct {
 	// when none.
 	Err string
 
-	// KernelActive is utilization.gpu in %, see SourceKernelActive.
-	KernelActive metrics.Value
-	// MemActive is utilization.memory in %, see SourceMemActive.
-	MemActive metrics.Value
-	// SMActivity, SMOccupancy, TensorActive and DRAMActive are GPM metrics
-	// in % (SM_UTIL, SM_OCCUPANCY, ANY_TENSOR_UTIL, DRAM_BW_UTIL); they are
-	// NotSupported where GPM is absent (before Hopper) and Missing on the
-	// first sample (GPM needs two).
-	SMActivity, SMOccupancy, TensorActive, DRAMActive metrics.Value
+	// Readings are the device's readings by gpumetric.ID, in the unit of
+	// their row: KernelActive and MemActive are utilization.gpu and
+	// utilization.memory in % (SourceKernelActive, SourceMemActive);
+	// SMActivity, SMOccupancy, TensorActive and DRAMActive GPM metrics in %
+	// (SM_UTIL, SM_OCCUPANCY, ANY_TENSOR_UTIL, DRAM_BW_UTIL), NotSupported
+	// where GPM is absent (before Hopper) and Missing on the first sample
+	// (GPM needs two); MemUsed and MemTotal bytes of device memory; Power
+	// and PowerLimit watts (draw and enforced limit); Temperature the die's
+	// °C; SMClock and MemClock current clocks in MHz; PCIeRx and PCIeTx
+	// PCIe throughput in bytes/s (NVML samples 20 ms windows and reports
+	// KiB/s).
+	Readings [gpumetric.N]metrics.Value
 
-	// MemUsed and MemTotal are bytes of device memory.
-	MemUsed, MemTotal metrics.Value
-	// Power and PowerLimit are watts (draw and enforced limit).
-	Power, PowerLimit metrics.Value
-	// Temperature is the GPU die temperature in °C.
-	Temperature metrics.Value
-	// SMClock and MemClock are current clocks in MHz.
-	SMClock, MemClock metrics.Value
-	// PCIeRx and PCIeTx are PCIe throughput in bytes/s (NVML samples 20 ms
-	// windows and reports KiB/s).
-	PCIeRx, PCIeTx metrics.Value
 	// Throttle holds why clocks are held down right now.
 	Throttle Throttle
 

@@ -77,11 +77,14 @@ func hasAnyPrefix(b []byte, prefixes ...string) bool {
 	return false
 }
 
-// ThreadInfo is one thread of the watched tree over the last interval.
+// ThreadInfo is one thread of the watched tree over the last interval,
+// as the sampler reads it and the snapshot shows it (snapshot.Threads).
 type ThreadInfo struct {
 	PID  int    `json:"pid"`
 	TID  int    `json:"tid"`
 	Name string `json:"name"`
+	// Role is training, main, worker, intra-op, pin-memory, comm, other
+	// or pipetop (RoleOf).
 	Role string `json:"role"`
 	// CPU is the share of the interval the thread ran on a CPU, in % of
 	// one core; Wait the share it was runnable but waited for a CPU (the

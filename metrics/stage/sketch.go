@@ -54,7 +54,9 @@ func (s *Sketch) Mean() float64 {
 	return float64(s.Sum) / float64(s.N)
 }
 
-// Validate checks the rules of Bins and that the counts add up to N.
+// Validate checks the rules of Bins and that the counts add up to N; a
+// sketch without bins is a count and a sum alone (a brief column,
+// Aggregate.Brief).
 func (s *Sketch) Validate() error {
 	if s.N < 0 || s.Sum < 0 {
 		return errors.New("negative count or sum")
@@ -74,7 +76,7 @@ func (s *Sketch) Validate() error {
 		}
 		prev, n = i, n+c
 	}
-	if n != s.N {
+	if len(s.Bins) > 0 && n != s.N {
 		return fmt.Errorf("bins count %d times, n says %d", n, s.N)
 	}
 	return nil

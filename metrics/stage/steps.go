@@ -322,6 +322,16 @@ func (w *StepRing) SummarizeBetween(skip int, fromNs, toNs int64) Summary {
 	return w.summarize(first, end)
 }
 
+// SummarizeSince aggregates the records that started at or after fromNs
+// (Unix nanoseconds): a window that holds no step begun earlier.
+func (w *StepRing) SummarizeSince(fromNs int64) Summary {
+	first := 0
+	for first < w.Len() && w.fields(first).startNs < fromNs {
+		first++
+	}
+	return w.summarize(first, w.Len())
+}
+
 // head is the part of a summary of records first..end-1 (first < end)
 // that needs no column: counts, last step, span and rates.
 func (w *StepRing) head(first, end int, samples int64) Summary {

@@ -117,6 +117,22 @@ func (b *Baseline) AddAggregate(g *stage.Aggregate) {
 	}
 }
 
+// AddSpan counts a span of steps known only by its totals (a run
+// summary's timeline between two of its points) as AddAggregate counts an
+// aggregate: steps steps from firstStep, begun at startNs and ended by
+// endNs, wallNs of wall time in all and cpuNs of each stage of the list.
+func (b *Baseline) AddSpan(firstStep, steps, startNs, endNs, wallNs int64, cpuNs []int64) {
+	if steps <= 0 {
+		return
+	}
+	g := stage.Aggregate{Steps: steps, FirstStep: firstStep, LastStep: firstStep + steps - 1, StartNs: startNs, EndNs: endNs,
+		Wall: stage.Sketch{N: steps, Sum: wallNs}, CPU: make([]stage.Sketch, len(cpuNs))}
+	for k, ns := range cpuNs {
+		g.CPU[k] = stage.Sketch{N: steps, Sum: ns}
+	}
+	b.AddAggregate(&g)
+}
+
 // second is the bucket of a step that ended at endNs (not before the
 // anchor).
 func (b *Baseline) second(endNs int64) int {
@@ -133,6 +149,32 @@ func (b *Baseline) First() int64 { return b.first }
 
 // AnchorNs is when the first step offered ended (Unix ns), 0 before any.
 func (b *Baseline) AnchorNs() int64 { return b.anchorNs }
+
+// WholeAt is how many whole seconds of the run's first minutes a viewer
+// judges drift against at atNs: at most BaselineNs, and the first third of
+// the time since the first step ended, so that a short run's baseline does
+// not overlap its recent steps. It moves in whole seconds: a viewer keeps
+// its baseline's summary until it moves.
+func (b *Baseline) WholeAt(atNs int64) int {
+	if b == nil || b.anchorNs == 0 {
+		return 0
+	}
+	return int(min((atNs-b.anchorNs)/3, int64(BaselineNs)) / 1e9)
+}
+
+// At is the baseline a viewer judges drift against at atNs: the means of
+// the first WholeAt(atNs) seconds (drift compares means); nil until they
+// hold MinSteps steps. It is the one baseline rule: the live feed, a
+// recording's summary and a run summary's timeline all take it.
+func (b *Baseline) At(atNs int64) *stage.Summary {
+	if b == nil || b.anchorNs == 0 {
+		return nil
+	}
+	if m := b.Means(b.WholeAt(atNs)); m.Steps >= MinSteps {
+		return &m
+	}
+	return nil
+}
 
 // Means summarizes the kept steps that ended at most whole seconds after
 // the anchor, as stage.StepRing.SummarizeBetween would: counts, span,

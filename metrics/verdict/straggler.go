@@ -1,8 +1,9 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
@@ -40,8 +41,8 @@ type RankSummary struct {
 
 // rankTime is one rank's step split into comm and the rest.
 type rankTime struct {
-	RankSummary
-	comm, work float64 // mean ns per step in comm-class stages, and outside them
+	*RankSummary         // a pointer: the ranks sort by work, and a summary is large
+	comm, work   float64 // mean ns per step in comm-class stages, and outside them
 }
 
 // DiagnoseRanks applies the straggler rule to the ranks of one run: when
@@ -53,7 +54,8 @@ type rankTime struct {
 // cannot be told from work then).
 func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 	var rs []rankTime
-	for _, r := range ranks {
+	for i := range ranks {
+		r := &ranks[i]
 		s := r.Summary
 		if s.Steps < MinSteps || s.WallMean <= 0 {
 			continue
@@ -66,7 +68,7 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 	if len(rs) < 2 {
 		return Verdict{}, false
 	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].work < rs[j].work })
+	slices.SortStableFunc(rs, func(a, b rankTime) int { return cmp.Compare(a.work, b.work) })
 	med, worst := rs[(len(rs)-1)/2], rs[len(rs)-1]
 	excess := worst.work - med.work
 	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess {

@@ -28,9 +28,11 @@ func AwaitSocket(pid int, stop <-chan struct{}) (path string, ok bool) {
 	}
 }
 
-// socketOf is the socket of pid or one of its descendants, if one is live.
+// socketOf is the socket of pid or one of its descendants, if one is
+// there. It does not connect to it (the caller does): the trainer counts
+// the caller's viewers alone.
 func socketOf(pid int) (string, bool) {
-	eps, err := ipc.List()
+	eps, err := ipc.Sockets()
 	if err != nil {
 		return "", false
 	}

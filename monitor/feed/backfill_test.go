@@ -8,6 +8,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -49,11 +50,11 @@ func TestBackfillJudgesAtOnce(t *testing.T) {
 		}
 		f.Apply(ipc.Message{Frame: progress}, now)
 		v := f.View(now, snapshot.Window{Label: "30s", Seconds: 30}, false)
-		in, ok := v.Inputs(now.UnixNano())
+		w, ok := v.Window(now.UnixNano())
 		if !ok {
 			t.Fatal("no inputs")
 		}
-		got := verdict.Judge(in)
+		got := judge.Verdict(w)
 		switch {
 		case fill && (got.Kind != verdict.InputBound || v.Summary.Steps != 15):
 			t.Errorf("with the backfill: %s (%s) over %d steps, want input-bound over the 30 s window's 15", got.Kind, got.Headline, v.Summary.Steps)

@@ -4,20 +4,22 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 )
 
-// codeWindow keeps a trainer's stacks frames and the profile of the last
-// window asked for, made again only when a frame came or the window
-// changed (frames come once a second; refreshes may be more frequent).
+// codeWindow keeps a trainer's stacks frames and the profiles of the last
+// two windows asked for (the screen's and the end-of-run keeper's), each
+// made again only when a frame came or another window was asked for
+// (frames come once a second; refreshes may be more frequent).
 type codeWindow struct {
 	ring   *stage.CodeRing
 	frames int64 // frames added
-	key    codeKey
-	cached *stage.CodeProfile
+	cached [2]cachedProfile
+	next   int // the entry of cached the next new window replaces
 }
 
-// codeKey is what a cached profile was made of.
-type codeKey struct {
-	frames int64
-	window float64
+// cachedProfile is a profile and what it was made of.
+type cachedProfile struct {
+	frames  int64
+	window  float64
+	profile *stage.CodeProfile
 }
 
 func (c *codeWindow) add(s *stage.StackSamples) {
@@ -36,9 +38,10 @@ func (c *codeWindow) profile(seconds float64, s *stage.Summary) *stage.CodeProfi
 	if c.ring == nil {
 		return nil
 	}
-	k := codeKey{c.frames, seconds}
-	if k == c.key && c.cached != nil {
-		return c.cached
+	for i := range c.cached {
+		if e := &c.cached[i]; e.profile != nil && e.frames == c.frames && e.window == seconds {
+			return e.profile
+		}
 	}
 	newest, ok := c.ring.Newest()
 	if !ok {
@@ -48,6 +51,15 @@ func (c *codeWindow) profile(seconds float64, s *stage.Summary) *stage.CodeProfi
 	if seconds > 0 {
 		from = newest - int64(seconds*1e9)
 	}
-	c.key, c.cached = k, c.ring.PauseProfile(from, newest, s)
-	return c.cached
+	i := c.next
+	for j := range c.cached { // the entry of the same window, when there is one
+		if c.cached[j].window == seconds && c.cached[j].profile != nil {
+			i = j
+		}
+	}
+	if i == c.next {
+		c.next = (c.next + 1) % len(c.cached)
+	}
+	c.cached[i] = cachedProfile{frames: c.frames, window: seconds, profile: c.ring.PauseProfile(from, newest, s)}
+	return c.cached[i].profile
 }

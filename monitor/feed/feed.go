@@ -20,6 +20,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -101,6 +102,23 @@ func (f *Feed) Attach(ctx context.Context, spec string) {
 	f.watch(ctx, describe(spec), socket, func(gen int) ipc.Resolver { return f.resolver(gen, spec) })
 }
 
+// AttachConn is Attach whose first connection is conn, made to the
+// trainer at ep with the feed's view options (ipc.DialView): the feed
+// watches on it, and reconnects to the trainer spec names (ep's name from
+// then on) when it ends.
+func (f *Feed) AttachConn(ctx context.Context, spec string, ep ipc.Endpoint, conn *ipc.Conn) {
+	socket := ""
+	if strings.Contains(spec, "/") {
+		socket = spec
+	}
+	f.start(ctx, describe(spec), socket, func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions) {
+		if ep.Name != "" {
+			spec = ep.Name
+		}
+		ipc.WatchConn(ctx, conn, ep, f.resolver(gen, spec), deliver, view)
+	})
+}
+
 // AttachResolver is Attach for a trainer that resolve finds, asked again
 // before every reconnection (the monitor's rank of a run); what names it
 // in the link's detail until it is found.
@@ -121,6 +139,15 @@ func (f *Feed) AttachResolver(ctx context.Context, what string, resolve ipc.Reso
 }
 
 func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen int) ipc.Resolver) {
+	f.start(ctx, what, socket, func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions) {
+		ipc.Watch(ctx, resolver(gen), deliver, view)
+	})
+}
+
+// start starts a new watch, replacing any previous one: run watches until
+// ctx ends, handing each message to deliver with the view options the
+// feed was set.
+func (f *Feed) start(ctx context.Context, what, socket string, run func(ctx context.Context, gen int, deliver func(ipc.Message), view ipc.ViewOptions)) {
 	ctx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	if f.cancel != nil {
@@ -139,7 +166,7 @@ func (f *Feed) watch(ctx context.Context, what, socket string, resolver func(gen
 	f.setLink(snapshot.LinkNone, "looking for "+what, "", time.Now())
 	view := f.view
 	f.mu.Unlock()
-	go ipc.Watch(ctx, resolver(gen), func(m ipc.Message) {
+	go run(ctx, gen, func(m ipc.Message) {
 		f.apply(gen, m, time.Now())
 		ipc.Recycle(m.Frame) // its steps are in the rings now
 	}, view)
@@ -399,9 +426,10 @@ func (f *Feed) aggregate(g *stage.Aggregate) {
 	f.total += g.Steps
 }
 
-// keep adds g to the window, as a brief copy in a brief feed.
+// keep adds g to the window, as a brief copy in a brief feed (g as it
+// is when it came brief: no frame shares it).
 func (f *Feed) keep(g stage.Aggregate) {
-	if f.brief {
+	if f.brief && !g.IsBrief() {
 		g = g.Brief()
 	}
 	f.aggs.Add(g)
@@ -413,26 +441,15 @@ func (f *Feed) reset(names []string) {
 	f.base = verdict.NewBaseline(names)
 }
 
-// baseline summarizes the run's first minutes, or at most the first third
-// of the time since the first step, so a short run still has one that does
-// not overlap its recent steps. Nil until it holds enough steps. The end
-// moves in whole seconds and the summary is kept until it moves, so a
-// viewer summarizes the baseline once per three seconds while it grows and
-// never again once it is complete, not on every refresh.
+// baseline is the run's first minutes as a viewer judges drift against
+// them at nowNs (verdict.Baseline.At). The summary is kept until its end,
+// which moves in whole seconds, moves: a viewer summarizes the baseline
+// once per three seconds while it grows and never again once it is
+// complete, not on every refresh.
 func (f *Feed) baseline(nowNs int64) *stage.Summary {
-	anchor := f.base.AnchorNs()
-	if anchor == 0 {
-		return nil
-	}
-	whole := int(min((nowNs-anchor)/3, int64(verdict.BaselineNs)) / 1e9)
-	key := baselineKey{base: f.base, whole: whole}
-	if key == f.baseKey {
-		return f.baseSum
-	}
-	f.baseKey, f.baseSum = key, nil
-	b := f.base.Means(whole) // drift compares means
-	if b.Steps >= verdict.MinSteps {
-		f.baseSum = &b
+	key := baselineKey{base: f.base, whole: f.base.WholeAt(nowNs)}
+	if key != f.baseKey {
+		f.baseKey, f.baseSum = key, f.base.At(nowNs)
 	}
 	return f.baseSum
 }
@@ -539,13 +556,8 @@ func (f *Feed) View(now time.Time, w snapshot.Window, brief bool) View {
 func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 	h := f.hello
 	v.Trainer = f.trainer(now)
-	v.WatchPID, v.StartNs = h.PID, h.StartNs
-	if h.HostPID > 0 {
-		v.WatchPID = h.HostPID
-	}
-	if h.HostPID <= 0 || h.HostPID == h.PID {
-		v.TrainingTID = h.TID
-	}
+	v.WatchPID, v.TrainingTID = watched(h)
+	v.StartNs = h.StartNs
 	if v.StartNs == 0 {
 		v.StartNs = f.link.Since.UnixNano()
 	}
@@ -567,21 +579,47 @@ func (f *Feed) full(v *View, now time.Time, w snapshot.Window) {
 	}
 }
 
-// Inputs are what the verdict rules read of this trainer side, judged at
+// Watched is the pid to watch for the trainer's process tree and GPU use
+// and its training thread, as View's WatchPID and TrainingTID, without a
+// view: what a refresh that reads only the host samples (0, 0 before the
+// hello).
+func (f *Feed) Watched() (pid, tid int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hello == nil {
+		return 0, 0
+	}
+	return watched(f.hello)
+}
+
+// watched is the trainer's pid as seen from this host and its training
+// thread's id (0 when it lives in another pid namespace).
+func watched(h *ipc.Hello) (pid, tid int) {
+	pid = h.PID
+	if h.HostPID > 0 {
+		pid = h.HostPID
+	}
+	if h.HostPID <= 0 || h.HostPID == h.PID {
+		tid = h.TID
+	}
+	return pid, tid
+}
+
+// Window is what the verdict rules read of this trainer side, judged at
 // nowNs: the window, loader, progress, stack samples, link, start time and
 // the run's first minutes. The host readings and the run's ranks are the
 // snapshotter's to add. ok is false without a trainer (before its hello,
 // or in a brief view): there is nothing to judge.
-func (v *View) Inputs(nowNs int64) (in verdict.Inputs, ok bool) {
+func (v *View) Window(nowNs int64) (w judge.Window, ok bool) {
 	if v.Trainer == nil {
-		return verdict.Inputs{}, false
+		return judge.Window{}, false
 	}
-	in = verdict.Inputs{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
+	w = judge.Window{Loader: v.Loader, Progress: v.Progress, NowNs: nowNs, Live: v.Link.State == snapshot.LinkConnected,
 		StartNs: v.StartNs, Code: v.Code, Baseline: v.Baseline, BaselineFirst: v.BaselineFirst}
 	if v.Summary != nil {
-		in.Summary = *v.Summary
+		w.Summary = *v.Summary
 	}
-	return in, true
+	return w, true
 }
 
 // summarize summarizes the window d: of the aggregates once the trainer

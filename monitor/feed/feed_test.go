@@ -12,6 +12,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -32,8 +33,8 @@ func fill(f *Feed, now time.Time) snapshot.Snapshot {
 	s := snapshot.Snapshot{Time: now, Window: snapshot.Window{Label: "all"}}
 	v := f.View(now, s.Window, false)
 	s.Link, s.Trainer, s.Summary, s.Loader, s.Totals, s.Progress, s.Code = v.Link, v.Trainer, v.Summary, v.Loader, v.Totals, v.Progress, v.Code
-	if in, ok := v.Inputs(now.UnixNano()); ok {
-		v := verdict.Judge(in)
+	if w, ok := v.Window(now.UnixNano()); ok {
+		v := judge.Verdict(w)
 		s.Verdict = &v
 	}
 	return s

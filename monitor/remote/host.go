@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -76,32 +77,11 @@ func cpuOf(vec []Sample) snapshot.CPU {
 	return c
 }
 
-// gpuMetrics maps the exporter's per-device metrics to device readings and
-// their scale (ratios to percent).
-var gpuMetrics = map[string]struct {
-	get   func(*snapshot.Device) *snapshot.Reading
-	scale float64
-}{
-	"pipetop_gpu_kernel_active_ratio":   {func(d *snapshot.Device) *snapshot.Reading { return &d.KernelActive }, 100},
-	"pipetop_gpu_memory_active_ratio":   {func(d *snapshot.Device) *snapshot.Reading { return &d.MemActive }, 100},
-	"pipetop_gpu_sm_activity_ratio":     {func(d *snapshot.Device) *snapshot.Reading { return &d.SMActivity }, 100},
-	"pipetop_gpu_sm_occupancy_ratio":    {func(d *snapshot.Device) *snapshot.Reading { return &d.SMOccupancy }, 100},
-	"pipetop_gpu_tensor_activity_ratio": {func(d *snapshot.Device) *snapshot.Reading { return &d.TensorActive }, 100},
-	"pipetop_gpu_dram_activity_ratio":   {func(d *snapshot.Device) *snapshot.Reading { return &d.DRAMActive }, 100},
-	"pipetop_gpu_memory_used_bytes":     {func(d *snapshot.Device) *snapshot.Reading { return &d.MemUsed }, 1},
-	"pipetop_gpu_memory_total_bytes":    {func(d *snapshot.Device) *snapshot.Reading { return &d.MemTotal }, 1},
-	"pipetop_gpu_power_watts":           {func(d *snapshot.Device) *snapshot.Reading { return &d.Power }, 1},
-	"pipetop_gpu_power_limit_watts":     {func(d *snapshot.Device) *snapshot.Reading { return &d.PowerLimit }, 1},
-	"pipetop_gpu_temperature_celsius":   {func(d *snapshot.Device) *snapshot.Reading { return &d.Temperature }, 1},
-	"pipetop_gpu_sm_clock_hertz":        {func(d *snapshot.Device) *snapshot.Reading { return &d.SMClock }, 1e-6},
-	"pipetop_gpu_memory_clock_hertz":    {func(d *snapshot.Device) *snapshot.Reading { return &d.MemClock }, 1e-6},
-}
-
 // gpuOf reads the host's devices, by UUID, in index order.
 func gpuOf(vec []Sample) snapshot.GPU {
 	devs := map[string]*snapshot.Device{}
 	for _, s := range vec {
-		m, ok := gpuMetrics[s.Labels["__name__"]]
+		id, ok := gpumetric.ByProm(s.Labels["__name__"])
 		uuid := s.Labels["uuid"]
 		if !ok || uuid == "" {
 			continue
@@ -111,7 +91,7 @@ func gpuOf(vec []Sample) snapshot.GPU {
 			d = newDevice(s.Labels)
 			devs[uuid] = d
 		}
-		*m.get(d) = reading(s.V*m.scale, s.Labels["source"])
+		d.Readings[id] = reading(gpumetric.Table[id].Unit.Import(s.V), s.Labels["source"])
 	}
 	g := snapshot.GPU{Devices: make([]snapshot.Device, 0, len(devs))}
 	for _, d := range devs {
@@ -134,8 +114,8 @@ func newDevice(l map[string]string) *snapshot.Device {
 	if mig, err := strconv.Atoi(l["mig"]); err == nil {
 		d.MIG, d.MIGIndex = true, mig
 	}
-	for _, m := range gpuMetrics {
-		*m.get(d) = missing
+	for id := range d.Readings {
+		d.Readings[id] = missing
 	}
 	d.TrainerMem = missing
 	return d

@@ -1,6 +1,10 @@
 package remote
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pipetop/pipetop/metrics/gpumetric"
+)
 
 // TestHostReadings: the exporter's host series, as Prometheus returns them,
 // become the CPU and GPU parts in snapshot units (ratios to percent, Hz to
@@ -35,10 +39,10 @@ func TestHostReadings(t *testing.T) {
 		t.Fatalf("devices %+v, want GPU-a then GPU-b (H200)", g.Devices)
 	}
 	b := g.Devices[1]
-	if b.KernelActive.Or(-1) != 25 || b.SMClock.Or(-1) != 1980 || b.MemUsed.OK() || b.MIG {
+	if b.Readings[gpumetric.KernelActive].Or(-1) != 25 || b.Readings[gpumetric.SMClock].Or(-1) != 1980 || b.Readings[gpumetric.MemUsed].OK() || b.MIG {
 		t.Errorf("GPU-b %+v", b)
 	}
-	if g.Devices[0].MemUsed.Or(-1) != 42 || g.Devices[0].Power.OK() {
+	if g.Devices[0].Readings[gpumetric.MemUsed].Or(-1) != 42 || g.Devices[0].Readings[gpumetric.Power].OK() {
 		t.Errorf("GPU-a %+v", g.Devices[0])
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
-	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -81,17 +81,18 @@ func (r *rankData) snapshotRank() snapshot.Rank {
 	return out
 }
 
-// inputs are the rank's verdict inputs. Now is when its exporter was last
-// scraped, so that a step's age is not the scrape interval's.
-func (r *rankData) inputs(now time.Time) verdict.Inputs {
-	in := verdict.Inputs{Live: r.connected, NowNs: now.UnixNano(), StartNs: int64(r.start * 1e9)}
+// window is what the rank's verdict is given on (judge.Inputs makes its
+// inputs). Now is when its exporter was last scraped, so that a step's
+// age is not the scrape interval's.
+func (r *rankData) window(now time.Time) judge.Window {
+	w := judge.Window{Live: r.connected, NowNs: now.UnixNano(), StartNs: int64(r.start * 1e9)}
 	if !r.scraped.IsZero() && r.scraped.Before(now) {
-		in.NowNs = r.scraped.UnixNano()
+		w.NowNs = r.scraped.UnixNano()
 	}
 	if r.summary != nil {
-		in.Summary = *r.summary
+		w.Summary = *r.summary
 	}
-	return in
+	return w
 }
 
 // trainer is the snapshot's trainer part for this rank.

@@ -14,6 +14,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor"
 
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
@@ -141,7 +142,7 @@ func (v *View) Fill(s *snapshot.Snapshot) monitor.RemoteReading {
 	if err := v.readHost(ctx, s, chosen); err != nil {
 		s.GPU.Status = "host readings: " + err.Error()
 	}
-	rd := monitor.RemoteReading{Inputs: chosen.inputs(s.Time), Judged: true, Steps: int64(chosen.stepsTotal), Own: own(s, rs)}
+	rd := monitor.RemoteReading{Shown: chosen.window(s.Time), Judged: true, Steps: int64(chosen.stepsTotal), Own: own(s, rs)}
 	for _, r := range rs {
 		if r.connected && r.summary != nil {
 			pid, _ := strconv.Atoi(r.pid)
@@ -180,18 +181,18 @@ func (v *View) fillRanks(s *snapshot.Snapshot, rs []*rankData) *rankData {
 	return chosen
 }
 
-// own are the inputs of each of s's ranks judged on its own, by index in
+// own are the windows of each of s's ranks judged on its own, by index in
 // s.Ranks: those read now with steps in the range or connected.
-func own(s *snapshot.Snapshot, rs []*rankData) []*verdict.Inputs {
+func own(s *snapshot.Snapshot, rs []*rankData) []*judge.Window {
 	byRank := map[int]*rankData{}
 	for _, r := range rs {
 		byRank[r.rank] = r
 	}
-	out := make([]*verdict.Inputs, len(s.Ranks))
+	out := make([]*judge.Window, len(s.Ranks))
 	for i := range s.Ranks {
 		if r, ok := byRank[s.Ranks[i].Rank]; ok && (r.summary != nil || r.connected) {
-			in := r.inputs(s.Time)
-			out[i] = &in
+			w := r.window(s.Time)
+			out[i] = &w
 		}
 	}
 	return out

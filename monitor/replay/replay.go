@@ -191,6 +191,33 @@ func (p *Player) SetPaused(paused bool) {
 	p.wall = time.Now()
 }
 
+// SpeedIndex is the step of SetSpeed from the slowest speed to speed
+// (1, 2, 4, ... 64); ok is false for a speed not in Speeds.
+func SpeedIndex(speed int) (step int, ok bool) {
+	for i, s := range Speeds {
+		if float64(speed) == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// WholeRun is the view of a snapshot of the whole run (Place).
+const WholeRun = "the whole run (its end, all steps; --at D: one instant)"
+
+// Place seeks to at: from the start, from the end when negative or for
+// the whole run (whole: at the end, the view named WholeRun).
+func (p *Player) Place(at time.Duration, whole bool) {
+	start := p.Start().Add(at)
+	if at < 0 || whole {
+		start = p.End().Add(at)
+	}
+	if whole {
+		p.SetView(WholeRun)
+	}
+	p.SeekTo(start)
+}
+
 // SetView names what the snapshots show (snapshot.Replay.View).
 func (p *Player) SetView(view string) {
 	p.mu.Lock()

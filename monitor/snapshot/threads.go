@@ -1,11 +1,13 @@
 package snapshot
 
+import "github.com/pipetop/pipetop/metrics/host"
+
 // Threads is the trainer tree's threads over the last refresh and the CPU
 // the run may use.
 type Threads struct {
 	// Threads are by pid then tid.
-	Threads   []Thread `json:"threads"`
-	Truncated bool     `json:"truncated,omitempty"`
+	Threads   []host.ThreadInfo `json:"threads"`
+	Truncated bool              `json:"truncated,omitempty"`
 	// AffinityCPUs is the trainer's affinity mask's CPU count (0:
 	// unknown); UsableCores that capped by the quota: the cores every
 	// verdict counts.
@@ -15,25 +17,6 @@ type Threads struct {
 	// Pressure is the host's /proc/pressure/cpu; null where the kernel
 	// has none.
 	Pressure *Pressure `json:"pressure"`
-}
-
-// Thread is one thread of the trainer's tree.
-type Thread struct {
-	PID  int    `json:"pid"`
-	TID  int    `json:"tid"`
-	Name string `json:"name"`
-	// Role is training, main, worker, intra-op, pin-memory, comm, other
-	// or pipetop (host.RoleOf).
-	Role string `json:"role"`
-	// CPU is % of one core on a CPU, Wait % of the refresh runnable but
-	// waiting for a CPU, Preempted involuntary context switches per
-	// second, Switches all switches onto a CPU per second (absent from
-	// older recordings); all 0 on a thread's first refresh (Fresh).
-	CPU       float64 `json:"cpu"`
-	Wait      float64 `json:"wait"`
-	Preempted float64 `json:"preempted"`
-	Switches  float64 `json:"switches,omitempty"`
-	Fresh     bool    `json:"fresh,omitempty"`
 }
 
 // Quota is the trainer's cgroup CPU limit.

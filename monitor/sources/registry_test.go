@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -88,8 +89,9 @@ func TestEverySourceHasAPart(t *testing.T) {
 func TestReadingsRoundTrip(t *testing.T) {
 	v := func(x float64) snapshot.Reading { return snapshot.Reading{Value: &x, Source: "test", State: "ok"} }
 	in := snapshot.Snapshot{
-		CPU:             snapshot.CPU{Total: v(42), Cores: []snapshot.Reading{v(40), v(44)}},
-		GPU:             snapshot.GPU{Driver: "1.2", Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "gpu", SMActivity: v(63), Throttle: []string{}}}},
+		CPU: snapshot.CPU{Total: v(42), Cores: []snapshot.Reading{v(40), v(44)}},
+		GPU: snapshot.GPU{Driver: "1.2", Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "gpu",
+			Readings: [gpumetric.N]snapshot.Reading{gpumetric.SMActivity: v(63)}, Throttle: []string{}}}},
 		Process:         &snapshot.Process{Alive: true, Self: snapshot.Proc{PID: 7, Comm: "train", CPU: v(99)}, Children: []snapshot.Proc{}},
 		GPUProcesses:    []snapshot.GPUProcess{{GPU: 0, MIGIndex: -1, PID: 7, HostPID: 7, Command: "python train.py", GPUMem: v(1 << 30), Trainer: true}},
 		GPUProcessNotes: []string{"the driver hides the GPU memory of 1 process(es)"},

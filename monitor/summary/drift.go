@@ -1,62 +1,53 @@
 package summary
 
 import (
-	"slices"
-
-	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 )
 
-// endInputs are in (the whole run's inputs) made to judge the run's end
-// against its first minutes, as the live view judges its window against
-// the run's start: the newest VerdictWindow of the recent steps that
-// started after the baseline, against the baseline the timeline gives;
-// ok is false when the file lacks either.
-func (s *Script) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
-	base := s.baseline()
-	if base == nil || s.Recent == nil || len(s.Recent.Steps) == 0 {
-		return in, false
+// withEnd gives w (the whole run's window) the run's first minutes and
+// its end (judge.EndFrom) of the recent steps, which the drift rule judges
+// against them as the live view judges its window at the run's end; w is
+// left as it is when the file lacks either.
+func (s *Script) withEnd(w *judge.Window) {
+	r := s.Recent
+	if r == nil || len(r.Steps) == 0 || len(r.Steps[len(r.Steps)-1]) < 3 {
+		return
 	}
-	last := s.Recent.Steps[len(s.Recent.Steps)-1]
-	if len(last) < 3 {
-		return in, false
+	lastEnd := r.Steps[len(r.Steps)-1][2]
+	base := s.baseline().At(lastEnd)
+	if base == nil {
+		return
 	}
-	end, ok := s.Recent.summarize(max(base.LastEndNs, last[2]-int64(VerdictWindow)))
+	end, ok := r.summarize(judge.EndFrom(lastEnd, base))
 	if !ok {
-		return in, false
+		return
 	}
-	in.Summary, in.Baseline = end, base
-	return in, true
+	w.Baseline, w.BaselineFirst, w.End = base, 0, &end
 }
 
-// baseline is the means of the run's first minutes from its timeline, as
-// the live view's baseline: from the first point past the warm-up
-// (verdict.BaselineSkip steps) to the last point within
-// verdict.BaselineNs of it and within the first third of the run; nil
-// when the timeline holds no such span.
-func (s *Script) baseline() *stage.Summary {
+// baseline is the run's first minutes from its timeline: each interval
+// between two of its points counted as a span of steps
+// (verdict.Baseline.AddSpan), so that the one baseline rule
+// (verdict.Baseline.At) takes them as the live view takes its steps; nil
+// without a timeline.
+func (s *Script) baseline() *verdict.Baseline {
 	tl := s.Timeline
-	i := slices.IndexFunc(tl, func(p TimePoint) bool { return p.Steps >= verdict.BaselineSkip })
-	if i < 0 {
+	if len(tl) < 2 {
 		return nil
 	}
-	from := tl[i]
-	limit := min(int64(verdict.BaselineNs), (s.EndNs-from.T)/3)
-	to := from
-	for _, p := range tl[i+1:] {
-		if p.T-from.T > limit {
-			break
+	names := make([]string, len(s.Stages))
+	for k, st := range s.Stages {
+		names[k] = st.Name
+	}
+	b := verdict.NewBaseline(names)
+	cpu := make([]int64, len(names))
+	for i := 1; i < len(tl); i++ {
+		from, to := tl[i-1], tl[i]
+		for k, name := range names {
+			cpu[k] = to.Stages[name] - from.Stages[name]
 		}
-		to = p
-	}
-	n, wall := to.Steps-from.Steps, to.WallNs-from.WallNs
-	if n <= 0 || wall <= 0 {
-		return nil
-	}
-	b := &stage.Summary{Steps: int(n), SpanNs: to.T - from.T, WallMean: float64(wall) / float64(n), LastEndNs: to.T, LastStep: to.Steps - 1}
-	for _, st := range s.Stages {
-		d := float64(to.Stages[st.Name] - from.Stages[st.Name])
-		b.Stages = append(b.Stages, stage.StageStat{Name: st.Name, Mean: d / float64(n), Share: d / float64(wall)})
+		b.AddSpan(from.Steps, to.Steps-from.Steps, from.T, to.T, to.WallNs-from.WallNs, cpu)
 	}
 	return b
 }

@@ -44,9 +44,10 @@ func slowingScript(wait func(sec float64) float64) Script {
 }
 
 // TestScriptDrift: a run whose data_wait grows from 0.4 ms to 12 ms a
-// step 25 s in drifted (its first 19 s past the warm-up against its
-// newest 30 s); one that waited 12 ms from the start is input-bound, not
-// drift; a file without a timeline (older) is judged as before.
+// step 25 s in drifted (its first 20 s against its newest 30 s: the
+// baseline rule of the live view, verdict.Baseline.At, over the timeline's
+// one-second spans); one that waited 12 ms from the start is input-bound,
+// not drift; a file without a timeline (older) is judged as before.
 func TestScriptDrift(t *testing.T) {
 	slowing := slowingScript(func(sec float64) float64 {
 		if sec >= 25 {
@@ -58,7 +59,7 @@ func TestScriptDrift(t *testing.T) {
 	if v.Kind != verdict.Drift || v.Stage != stage.DataWait {
 		t.Fatalf("slowing storage: %s, want drift in data_wait", v)
 	}
-	for _, want := range []string{"slower than in the run's first 19 s", "data_wait grew from 5 % to 60 %"} {
+	for _, want := range []string{"slower than in the run's first 20 s", "data_wait grew from 5 % to 60 %"} {
 		if !strings.Contains(v.Headline, want) {
 			t.Errorf("headline %q lacks %q", v.Headline, want)
 		}

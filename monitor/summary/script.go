@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 )
 
 // ScriptSchema tags the end-of-run summary the Python publisher writes at
@@ -268,17 +269,15 @@ func (s *Script) Judge() verdict.Verdict {
 	if s.code != nil {
 		s.code.Pauses = s.PauseCode
 	}
-	in := verdict.Inputs{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()}
+	w := judge.Window{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()}
 	if c := s.HostCPU.HostCPU(); c != nil {
-		if in.Host == nil {
-			in.Host = &verdict.Host{}
+		if w.Host == nil {
+			w.Host = &verdict.Host{}
 		}
-		in.Host.CPU = c
+		w.Host.CPU = c
 	}
-	v := verdict.Judge(in)
-	if end, ok := s.endInputs(in); ok {
-		v = verdict.WithDrift(v, end)
-	}
+	s.withEnd(&w)
+	v := judge.Verdict(w)
 	s.Verdict = &v
 	return v
 }

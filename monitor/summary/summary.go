@@ -19,6 +19,7 @@ import (
 	"github.com/pipetop/pipetop/ipc"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
+	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -30,8 +31,9 @@ import (
 const Version = 1
 
 // VerdictWindow is the span of steps each verdict over time covers, as
-// pipetop export's default window does.
-const VerdictWindow = 30 * time.Second
+// pipetop export's default window does, and the end of a whole run judged
+// for drift.
+const VerdictWindow = judge.EndWindow
 
 // Run is the summary of one recorded run.
 type Run struct {
@@ -315,19 +317,6 @@ func (b *builder) step(r *stage.Record) {
 	b.inBkt = append(b.inBkt, *r)
 }
 
-// endInputs are in (the whole run's inputs) made to judge the run's last
-// VerdictWindow against its first minutes, as the live view would at its
-// end; ok is false before the baseline holds enough steps.
-func (b *builder) endInputs(in verdict.Inputs) (verdict.Inputs, bool) {
-	end := b.main.ring.Summarize(VerdictWindow)
-	base := b.baseline(end.LastEndNs)
-	if base == nil {
-		return in, false
-	}
-	in.Summary, in.Baseline, in.BaselineFirst = end, base, b.baseFirst()
-	return in, true
-}
-
 // baseFirst is the number of the first step the baseline saw (0 without
 // one).
 func (b *builder) baseFirst() int64 {
@@ -337,18 +326,11 @@ func (b *builder) baseFirst() int64 {
 	return b.base.First()
 }
 
-// baseline is the means of the main track's first minutes as the live
-// view holds them at atNs: at most verdict.BaselineNs and the first third
-// of the time since the first step; nil until they hold verdict.MinSteps.
-func (b *builder) baseline(atNs int64) *stage.Summary {
-	if b.base == nil || b.base.AnchorNs() == 0 {
-		return nil
-	}
-	whole := int(min((atNs-b.base.AnchorNs())/3, int64(verdict.BaselineNs)) / 1e9)
-	if m := b.base.Means(whole); m.Steps >= verdict.MinSteps {
-		return &m
-	}
-	return nil
+// window is what the verdict of the main track's steps summarized in sum
+// is given on, at atNs: with the loader, the CPU readings host and the
+// run's first minutes, as the live view holds them then.
+func (b *builder) window(sum stage.Summary, atNs int64, host *verdict.Host) judge.Window {
+	return judge.Window{Summary: sum, Loader: b.loader, Host: host, Baseline: b.base.At(atNs), BaselineFirst: b.baseFirst()}
 }
 
 // closeBucket ends the current bucket: its throughput point and the
@@ -372,7 +354,7 @@ func (b *builder) closeBucket() {
 		for _, st := range sum.Stages {
 			p.Shares[st.Name] = st.Share
 		}
-		v := verdict.Judge(verdict.Inputs{Summary: b.main.ring.Summarize(VerdictWindow), Loader: b.loader, Host: b.windowCPU(), Baseline: b.baseline(b.edge), BaselineFirst: b.baseFirst()})
+		v := judge.Verdict(b.overTime())
 		if sv, ok := b.straggler(VerdictWindow); ok {
 			v = sv
 		}
@@ -407,14 +389,7 @@ func (b *builder) finish() Run {
 	if b.code != nil {
 		b.run.Code = b.code.PauseProfile(0, math.MaxInt64, &b.run.Whole)
 	}
-	in := verdict.Inputs{Summary: b.run.Whole, Loader: b.loader, Code: b.run.Code}
-	if c := b.host.Run().HostCPU(); c != nil {
-		in.Host = &verdict.Host{CPU: c}
-	}
-	b.run.Verdict = verdict.Judge(in)
-	if end, ok := b.endInputs(in); ok {
-		b.run.Verdict = verdict.WithDrift(b.run.Verdict, end)
-	}
+	b.run.Verdict = judge.Verdict(b.wholeWindow())
 	b.finishRanks()
 	b.run.DurationSec = float64(b.run.Whole.SpanNs) / 1e9
 	b.run.Verdicts = b.periods
@@ -426,6 +401,45 @@ func (b *builder) finish() Run {
 		b.run.Verdicts = []Period{}
 	}
 	return b.run
+}
+
+// overTime is what the verdict over time closing at the current bucket's
+// edge is given on: the main track's last VerdictWindow of steps, with the
+// CPU readings and the code of the stack samples of that span, as the
+// live view's window at that moment.
+func (b *builder) overTime() judge.Window {
+	w := b.window(b.main.ring.Summarize(VerdictWindow), b.edge, b.windowCPU())
+	if b.code != nil {
+		w.Code = b.code.PauseProfile(b.edge-int64(VerdictWindow), b.edge, &w.Summary)
+	}
+	return b.withEnd(w, b.edge)
+}
+
+// wholeWindow is what the whole run's verdict is given on: every step of
+// the main track, with the loader, the code of its stack samples, the
+// means of the CPU readings while it trained, and its end (judge.EndFrom)
+// judged against its first minutes for drift.
+func (b *builder) wholeWindow() judge.Window {
+	var host *verdict.Host
+	if c := b.host.Run().HostCPU(); c != nil {
+		host = &verdict.Host{CPU: c}
+	}
+	last, _ := b.main.ring.Last()
+	w := b.window(b.run.Whole, last.EndNs, host)
+	w.Code = b.run.Code
+	return b.withEnd(w, last.EndNs)
+}
+
+// withEnd gives w, a window of the main track's steps up to atNs, its end
+// (judge.EndFrom) judged for drift against the run's first minutes: a
+// window that holds them (the whole run, or one of the first windows over
+// time) drifts as its newest steps do.
+func (b *builder) withEnd(w judge.Window, atNs int64) judge.Window {
+	if w.Baseline != nil {
+		end := b.main.ring.SummarizeSince(judge.EndFrom(atNs, w.Baseline))
+		w.End = &end
+	}
+	return w
 }
 
 // finishRanks fills the table of ranks and, when one rank holds the others

@@ -16,15 +16,17 @@ import (
 
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
+	"github.com/pipetop/pipetop/monitor/tunefile"
 )
 
-// Schema tags a tune report (pipetop tune --json, docs/tune.md).
-const Schema = "pipetop-tune/1"
+// Schema tags a tune report (pipetop tune --json, docs/tune.md); its home
+// is tunefile, which the monitor reads the measured advice with.
+const Schema = tunefile.Schema
 
 // What tune tunes, from the bisect's verdict.
 const (
-	TunedLoader  = "loader"  // the training DataLoader's settings, in loader trials
-	TunedThreads = "threads" // intra-op threads and workers, in full trials
+	TunedLoader  = tunefile.TunedLoader // the training DataLoader's settings, in loader trials
+	TunedThreads = "threads"            // intra-op threads and workers, in full trials
 )
 
 // Config is what Run tunes and how.

@@ -122,8 +122,16 @@ class Aggregator:
     def take(self) -> Optional[bytes]:
         """The agg frame of the steps added since the last take (None when
         there were none), and a fresh start."""
+        return self.take_forms(True, False)[0]
+
+    def take_forms(self, full: bool, brief: bool) -> Tuple[Optional[bytes], Optional[bytes]]:
+        """take, in the forms asked for: the agg frame in full, and the brief
+        one (Go's stage.Aggregate.Brief: the wall time's bins, every other
+        column's count and sum, no waits or pauses) that a viewer showing
+        this rank in brief asked for ("agg-brief"); None for a form not
+        asked for, and both when there were no steps."""
         if self.steps == 0:
-            return None
+            return None, None
         # The keys in the order Go writes them, which viewers decode fastest.
         agg: Dict[str, Any] = {
             "steps": self.steps, "first": self._first, "last": self._last, "t0": self._t0, "t1": self._t1,
@@ -136,9 +144,20 @@ class Aggregator:
         agg["cpu"] = [c.wire() for c in self._cpu]
         if any(c.n for c in self._gpu):
             agg["gpu"] = [c.wire() for c in self._gpu]
+        short = None
+        if brief:
+            short = dict(agg, busy=_counts(agg["busy"]), cpu=[_counts(c) for c in agg["cpu"]])
+            if "gpu" in agg:
+                short["gpu"] = [_counts(c) for c in agg["gpu"]]
         if self._waits:
             agg["waits"] = self._waits
         if self._pauses:
             agg["pauses"] = self._pauses
         self._reset()
-        return dumps({"type": "agg", "agg": agg})
+        return (dumps({"type": "agg", "agg": agg}) if full else None,
+                dumps({"type": "agg", "agg": short}) if short is not None else None)
+
+
+def _counts(col: Dict[str, Any]) -> Dict[str, Any]:
+    """A column's wire form without its bins."""
+    return {"n": col["n"], "sum": col["sum"]}

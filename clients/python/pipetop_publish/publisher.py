@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import json
 import os
 import threading
 import time
@@ -378,6 +379,21 @@ class Publisher:
                 self._push(r)
         self._closed = True
         self._server.close(timeout)
+        self._write_stats()
+
+    def _write_stats(self) -> None:
+        """With PIPETOP_STATS_FILE set, append one JSON line of this
+        publisher's counters (stats(): viewers accepted over its life, ...)
+        to that file: how many viewers attached, for tests and debugging."""
+        path = os.environ.get("PIPETOP_STATS_FILE")
+        if not path:
+            return
+        line = json.dumps(dict(self.stats(), pid=self._pid, name=self.name))
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass  # a debugging aid never fails the run
 
     def __enter__(self) -> "Publisher":
         return self

@@ -34,7 +34,7 @@ class Viewer:
 
     __slots__ = (
         "sock", "queue", "limit", "out", "sent", "inbuf", "dropped", "reported", "blocked", "want_write", "progress",
-        "stacks", "aggs", "agg_on", "batch", "next_write", "mark",
+        "stacks", "aggs", "agg_brief", "agg_on", "batch", "next_write", "mark",
     )
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
@@ -51,6 +51,7 @@ class Viewer:
         self.progress = False  # its hello accepts progress frames
         self.stacks = False  # its hello accepts stacks frames
         self.aggs = False  # its hello accepts agg frames
+        self.agg_brief = False  # ... brief ones ("agg-brief")
         # It is sent agg frames instead of steps: turned on where an
         # aggregate begins, after its hello, so every step reaches it once.
         self.agg_on = False
@@ -291,6 +292,7 @@ class Server:
             v.progress = isinstance(accepts, list) and "progress" in accepts
             v.stacks = isinstance(accepts, list) and "stacks" in accepts
             v.aggs = isinstance(accepts, list) and "agg" in accepts
+            v.agg_brief = isinstance(accepts, list) and "agg-brief" in accepts
             v.batch = batch_seconds(hello.get("batch_ms"))
             if isinstance(accepts, list) and "backfill" in accepts:
                 self._backfill(v)
@@ -392,7 +394,8 @@ class Server:
             if item[0] == "loader":
                 self._broadcast_steps(batch)
                 self._loader = dumps({"type": "loader", "loader": item[1]})
-                self._broadcast(self._loader)
+                # A rank shown in brief keeps no loader statistics.
+                self._broadcast(self._loader, lambda v: not v.agg_brief)
                 continue
             if item[0] == "stacks":
                 self._broadcast_steps(batch)
@@ -444,10 +447,12 @@ class Server:
         agg = self._agg
         if agg is None:
             return
-        frame = agg.take()
+        on = [v for v in self._viewers.values() if v.agg_on]
+        full, brief = agg.take_forms(any(not v.agg_brief for v in on), any(v.agg_brief for v in on))
         now = self._agg_start = time.monotonic()
         dropped = 0
         for v in self._viewers.values():
+            frame = brief if v.agg_brief else full
             if v.agg_on and frame is not None:
                 if not v.offer(frame):
                     dropped += 1

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -86,8 +87,9 @@ func host(t time.Time) recording.Host {
 	}
 	busy := float64(t.Unix()%50) + 25
 	cpu := snapshot.CPU{Total: v(busy), Cores: []snapshot.Reading{v(busy)}}
-	gpu := snapshot.GPU{Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "test GPU", SMActivity: v(busy / 2),
-		KernelActive: v(busy), MemUsed: v(8 << 30), Throttle: []string{}}}}
+	gpu := snapshot.GPU{Devices: []snapshot.Device{{Index: 0, MIGIndex: -1, Name: "test GPU",
+		Readings: [gpumetric.N]snapshot.Reading{gpumetric.SMActivity: v(busy / 2), gpumetric.KernelActive: v(busy), gpumetric.MemUsed: v(8 << 30)},
+		Throttle: []string{}}}}
 	return recording.Host{"cpu": marshal(cpu), "gpu": marshal(gpu)}
 }
 

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -17,14 +18,11 @@ func fromSampler(s mgpu.Snapshot) snapshot.GPU {
 
 func fromDevice(d mgpu.Device) snapshot.Device {
 	out := snapshot.Device{Index: d.Index, MIG: d.MIG, MIGIndex: d.MIGIndex, Name: d.Name, UUID: d.UUID, Err: d.Err,
-		KernelActive: snapshot.Read(d.KernelActive), MemActive: snapshot.Read(d.MemActive),
-		SMActivity: snapshot.Read(d.SMActivity), SMOccupancy: snapshot.Read(d.SMOccupancy),
-		TensorActive: snapshot.Read(d.TensorActive), DRAMActive: snapshot.Read(d.DRAMActive),
-		MemUsed: snapshot.Read(d.MemUsed), MemTotal: snapshot.Read(d.MemTotal),
-		Power: snapshot.Read(d.Power), PowerLimit: snapshot.Read(d.PowerLimit), Temperature: snapshot.Read(d.Temperature),
-		SMClock: snapshot.Read(d.SMClock), MemClock: snapshot.Read(d.MemClock), PCIeRx: snapshot.Read(d.PCIeRx), PCIeTx: snapshot.Read(d.PCIeTx),
 		Throttle:   d.Throttle.Reasons.Names(),
 		TrainerMem: snapshot.Reading{Source: mgpu.SourceProcessList, State: "missing"},
+	}
+	for id, v := range d.Readings {
+		out.Readings[id] = snapshot.Read(v)
 	}
 	if out.Throttle == nil {
 		out.Throttle = []string{}
@@ -52,15 +50,16 @@ func (part) FillHost(s *snapshot.Snapshot, h *verdict.Host) {
 	if d == nil {
 		return
 	}
-	h.GPUMemUsed, h.GPUMemTotal = d.MemUsed.Or(0), d.MemTotal.Or(0)
+	r := &d.Readings
+	h.GPUMemUsed, h.GPUMemTotal = r[gpumetric.MemUsed].Or(0), r[gpumetric.MemTotal].Or(0)
 	switch {
-	case d.SMActivity.OK():
-		h.GPUActivity, h.GPUActivitySource = d.SMActivity.Or(0)/100, "GPM"
-	case d.KernelActive.OK():
-		h.GPUActivity, h.GPUActivitySource = d.KernelActive.Or(0)/100, "kernel-active"
+	case r[gpumetric.SMActivity].OK():
+		h.GPUActivity, h.GPUActivitySource = r[gpumetric.SMActivity].Or(0)/100, "GPM"
+	case r[gpumetric.KernelActive].OK():
+		h.GPUActivity, h.GPUActivitySource = r[gpumetric.KernelActive].Or(0)/100, "kernel-active"
 	}
-	if d.MemUsed.OK() {
-		h.GPUMem.Add(s.Time.UnixNano(), d.MemUsed.Or(0))
+	if r[gpumetric.MemUsed].OK() {
+		h.GPUMem.Add(s.Time.UnixNano(), r[gpumetric.MemUsed].Or(0))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics"
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -117,9 +118,9 @@ func notes(snap mgpu.Snapshot, procs []snapshot.GPUProcess, root bool) []string 
 			out = append(out, fmt.Sprintf("GPU %d: the driver refused the process list", d.Index))
 		case d.ProcList == metrics.NotSupported:
 			out = append(out, fmt.Sprintf("GPU %d: no process list on this device", d.Index))
-		case !root && listed[d.Index] == 0 && d.MemUsed.Valid() && d.MemUsed.V >= hiddenUse:
+		case !root && listed[d.Index] == 0 && d.Readings[gpumetric.MemUsed].Valid() && d.Readings[gpumetric.MemUsed].V >= hiddenUse:
 			out = append(out, fmt.Sprintf("GPU %d: %.1f GiB in use but no process listed: without root the driver may hide other users' processes",
-				d.Index, d.MemUsed.V/(1<<30)))
+				d.Index, d.Readings[gpumetric.MemUsed].V/(1<<30)))
 		}
 	}
 	hidden, unseen := 0, 0

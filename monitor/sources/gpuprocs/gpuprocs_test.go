@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipetop/pipetop/metrics"
 	mgpu "github.com/pipetop/pipetop/metrics/gpu"
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -25,7 +26,7 @@ func (fakeGPUs) Snapshot() mgpu.Snapshot {
 	var s mgpu.Snapshot
 	for i := range 8 {
 		d := mgpu.Device{Index: i, MIGIndex: -1, Name: "NVIDIA H100", ProcList: metrics.OK, ProcUtil: metrics.OK,
-			MemUsed: metrics.Of(40<<30, mgpu.SourceNVML)}
+			Readings: [gpumetric.N]metrics.Value{gpumetric.MemUsed: metrics.Of(40<<30, mgpu.SourceNVML)}}
 		if i == 5 {
 			d.ProcUtil = metrics.NotSupported
 		}
@@ -144,7 +145,8 @@ func TestJoinEightGPUsThirtyProcesses(t *testing.T) {
 // TestHiddenByDriverNote: a GPU with memory in use and an empty list is
 // labelled as hidden for a non-root viewer, and not for root.
 func TestHiddenByDriverNote(t *testing.T) {
-	snap := mgpu.Snapshot{Devices: []mgpu.Device{{Index: 0, MIGIndex: -1, ProcList: metrics.OK, MemUsed: metrics.Of(30<<30, mgpu.SourceNVML)},
+	snap := mgpu.Snapshot{Devices: []mgpu.Device{{Index: 0, MIGIndex: -1, ProcList: metrics.OK,
+		Readings: [gpumetric.N]metrics.Value{gpumetric.MemUsed: metrics.Of(30<<30, mgpu.SourceNVML)}},
 		{Index: 1, MIGIndex: -1, ProcList: metrics.Failed}}}
 	for _, root := range []bool{false, true} {
 		n := strings.Join(notes(snap, nil, root), "\n")

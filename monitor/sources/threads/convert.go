@@ -68,7 +68,7 @@ func runThreads(t *snapshot.Threads) *snapshot.Threads {
 	return &run
 }
 
-func isPipetop(th snapshot.Thread) bool { return th.Role == host.RolePipetop }
+func isPipetop(th host.ThreadInfo) bool { return th.Role == host.RolePipetop }
 
 // workerCores is the cores used by the loader's worker processes: every
 // thread of a process whose first thread is a worker (the trainer's

@@ -16,7 +16,7 @@ import (
 // 4 points of it pipetop's stack sampler, which kept training-thread-bound
 // (at most 15 % of the training thread's CPU) from firing.
 func TestPipetopThreadsAreNotTheRuns(t *testing.T) {
-	th := &snapshot.Threads{UsableCores: 2, Threads: []snapshot.Thread{
+	th := &snapshot.Threads{UsableCores: 2, Threads: []host.ThreadInfo{
 		{PID: 10, TID: 10, Name: "python3", Role: host.RoleTraining, CPU: 100, Wait: 0, Switches: 30, Preempted: 12},
 		{PID: 10, TID: 11, Name: "python3", Role: host.RoleIntraOp, CPU: 11.2, Wait: 1},
 		{PID: 10, TID: 12, Name: "pipetop-stacks", Role: host.RolePipetop, CPU: 4, Wait: 30},
@@ -41,7 +41,7 @@ func TestPipetopThreadsAreNotTheRuns(t *testing.T) {
 		}
 	}
 	// Only pipetop's threads read so far: nothing to judge.
-	only := &snapshot.Threads{Threads: []snapshot.Thread{{TID: 12, Name: "pipetop-stacks", Role: host.RolePipetop, CPU: 4}}}
+	only := &snapshot.Threads{Threads: []host.ThreadInfo{{TID: 12, Name: "pipetop-stacks", Role: host.RolePipetop, CPU: 4}}}
 	if c := hostCPU(only, &snapshot.CPU{}); c != nil {
 		t.Errorf("readings of pipetop's threads alone = %+v, want none", c)
 	}
@@ -51,7 +51,7 @@ func TestPipetopThreadsAreNotTheRuns(t *testing.T) {
 // (their first thread is a worker, the decoder's threads intra-op); the
 // trainer's own threads and a fresh thread do not.
 func TestWorkerCores(t *testing.T) {
-	th := &snapshot.Threads{UsableCores: 2, Threads: []snapshot.Thread{
+	th := &snapshot.Threads{UsableCores: 2, Threads: []host.ThreadInfo{
 		{PID: 10, TID: 10, Role: "training", CPU: 60, Wait: 30},
 		{PID: 10, TID: 11, Role: "intra-op", CPU: 40, Wait: 10},
 		{PID: 20, TID: 20, Role: "worker", CPU: 30, Wait: 20},

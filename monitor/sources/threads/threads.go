@@ -70,14 +70,10 @@ func (p *Source) Fill(s *snapshot.Snapshot) {
 	if !r.Alive {
 		return
 	}
-	t := &snapshot.Threads{Threads: make([]snapshot.Thread, len(r.Threads)), Truncated: r.Truncated,
+	t := &snapshot.Threads{Threads: r.Threads, Truncated: r.Truncated,
 		AffinityCPUs: r.AffinityCPUs, UsableCores: r.UsableCores,
 		Quota: snapshot.Quota{Version: r.Quota.Version, Dir: r.Quota.Dir, CPUs: r.Quota.CPUs, Periods: r.Quota.Periods,
 			Throttled: r.Quota.Throttled, ThrottledSeconds: r.Quota.ThrottledSeconds, ThrottledShare: p.share}}
-	for i, th := range r.Threads {
-		t.Threads[i] = snapshot.Thread{PID: th.PID, TID: th.TID, Name: th.Name, Role: th.Role,
-			CPU: th.CPU, Wait: th.Wait, Preempted: th.Preempted, Switches: th.Switches, Fresh: th.Fresh}
-	}
 	if r.PressureOK {
 		t.Pressure = &snapshot.Pressure{SomeAvg10: r.PressureSome.Avg10, FullAvg10: r.PressureFull.Avg10,
 			SomeTotalUs: r.PressureSome.Total, FullTotalUs: r.PressureFull.Total}

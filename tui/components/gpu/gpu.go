@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/components/pane"
@@ -166,27 +167,27 @@ func (m Model) row(d snapshot.Device, w int) string {
 func (m Model) readings(d snapshot.Device, bar bool) []string {
 	st := m.St
 	var out []string
-	if d.SMActivity.OK() {
-		out = append(out, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%3.0f%%", *d.SMActivity.Value)))
-	} else if d.KernelActive.OK() {
-		out = append(out, st.Label.Render("busy ")+st.Load(*d.KernelActive.Value).Render(fmt.Sprintf("%3.0f%%", *d.KernelActive.Value)))
+	if d.Readings[gpumetric.SMActivity].OK() {
+		out = append(out, st.Label.Render("SM ")+st.Load(*d.Readings[gpumetric.SMActivity].Value).Render(fmt.Sprintf("%3.0f%%", *d.Readings[gpumetric.SMActivity].Value)))
+	} else if d.Readings[gpumetric.KernelActive].OK() {
+		out = append(out, st.Label.Render("busy ")+st.Load(*d.Readings[gpumetric.KernelActive].Value).Render(fmt.Sprintf("%3.0f%%", *d.Readings[gpumetric.KernelActive].Value)))
 	}
-	if d.MemUsed.OK() && d.MemTotal.OK() && *d.MemTotal.Value > 0 {
-		used, total := *d.MemUsed.Value, *d.MemTotal.Value
+	if d.Readings[gpumetric.MemUsed].OK() && d.Readings[gpumetric.MemTotal].OK() && *d.Readings[gpumetric.MemTotal].Value > 0 {
+		used, total := *d.Readings[gpumetric.MemUsed].Value, *d.Readings[gpumetric.MemTotal].Value
 		mem := st.Label.Render("mem ")
 		if bar {
 			mem += draw.Bar(6, used/total, st.Load(100*used/total), st.BarEmpty) + " "
 		}
 		out = append(out, mem+st.Value.Render(strings.ReplaceAll(units.Bytes(used), " ", "")+"/"+strings.ReplaceAll(units.Bytes(total), " ", "")))
 	}
-	if d.Power.OK() {
-		out = append(out, st.Value.Render(fmt.Sprintf("%.0f W", *d.Power.Value)))
+	if d.Readings[gpumetric.Power].OK() {
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f W", *d.Readings[gpumetric.Power].Value)))
 	}
-	if d.Temperature.OK() {
-		out = append(out, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
+	if d.Readings[gpumetric.Temperature].OK() {
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Readings[gpumetric.Temperature].Value)))
 	}
-	if d.SMClock.OK() {
-		out = append(out, st.Value.Render(fmt.Sprintf("%.0f MHz", *d.SMClock.Value)))
+	if d.Readings[gpumetric.SMClock].OK() {
+		out = append(out, st.Value.Render(fmt.Sprintf("%.0f MHz", *d.Readings[gpumetric.SMClock].Value)))
 	}
 	return out
 }
@@ -213,25 +214,25 @@ func (m Model) device(d snapshot.Device, w int) []string {
 	lines := draw.Flow(append([]string{head}, m.activity(d)...), "  ", w)
 	lines = append(lines, m.memory(d, w))
 	var info []string
-	if d.Temperature.OK() {
-		info = append(info, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Temperature.Value)))
+	if d.Readings[gpumetric.Temperature].OK() {
+		info = append(info, st.Value.Render(fmt.Sprintf("%.0f °C", *d.Readings[gpumetric.Temperature].Value)))
 	}
-	if d.Power.OK() {
-		p := fmt.Sprintf("%.0f", *d.Power.Value)
-		if d.PowerLimit.OK() {
-			p += fmt.Sprintf("/%.0f", *d.PowerLimit.Value)
+	if d.Readings[gpumetric.Power].OK() {
+		p := fmt.Sprintf("%.0f", *d.Readings[gpumetric.Power].Value)
+		if d.Readings[gpumetric.PowerLimit].OK() {
+			p += fmt.Sprintf("/%.0f", *d.Readings[gpumetric.PowerLimit].Value)
 		}
 		info = append(info, st.Value.Render(p+" W"))
 	}
-	if d.SMClock.OK() {
-		c := fmt.Sprintf("%.0f", *d.SMClock.Value)
-		if d.MemClock.OK() {
-			c += fmt.Sprintf("/%.0f", *d.MemClock.Value)
+	if d.Readings[gpumetric.SMClock].OK() {
+		c := fmt.Sprintf("%.0f", *d.Readings[gpumetric.SMClock].Value)
+		if d.Readings[gpumetric.MemClock].OK() {
+			c += fmt.Sprintf("/%.0f", *d.Readings[gpumetric.MemClock].Value)
 		}
 		info = append(info, st.Label.Render("clk ")+st.Value.Render(c+" MHz"))
 	}
-	if d.PCIeRx.OK() && d.PCIeTx.OK() {
-		info = append(info, st.Label.Render("PCIe ")+st.Value.Render("↓"+units.Bytes(*d.PCIeRx.Value)+"/s ↑"+units.Bytes(*d.PCIeTx.Value)+"/s"))
+	if d.Readings[gpumetric.PCIeRx].OK() && d.Readings[gpumetric.PCIeTx].OK() {
+		info = append(info, st.Label.Render("PCIe ")+st.Value.Render("↓"+units.Bytes(*d.Readings[gpumetric.PCIeRx].Value)+"/s ↑"+units.Bytes(*d.Readings[gpumetric.PCIeTx].Value)+"/s"))
 	}
 	if t := throttle(d.Throttle); t != "" {
 		info = append(info, st.Warn.Render("throttle: "+t))
@@ -244,24 +245,24 @@ func (m Model) device(d snapshot.Device, w int) []string {
 func (m Model) activity(d snapshot.Device) []string {
 	st := m.St
 	var parts []string
-	if d.SMActivity.OK() {
-		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.SMActivity.Value).Render(fmt.Sprintf("%.0f %%", *d.SMActivity.Value))+st.Dim.Render(" (GPM)"))
-		if d.SMOccupancy.OK() {
-			parts = append(parts, st.Label.Render("occ ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.SMOccupancy.Value)))
+	if d.Readings[gpumetric.SMActivity].OK() {
+		parts = append(parts, st.Label.Render("SM ")+st.Load(*d.Readings[gpumetric.SMActivity].Value).Render(fmt.Sprintf("%.0f %%", *d.Readings[gpumetric.SMActivity].Value))+st.Dim.Render(" (GPM)"))
+		if d.Readings[gpumetric.SMOccupancy].OK() {
+			parts = append(parts, st.Label.Render("occ ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.Readings[gpumetric.SMOccupancy].Value)))
 		}
 	}
-	if d.KernelActive.OK() {
-		parts = append(parts, st.Label.Render("busy ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.KernelActive.Value))+st.Dim.Render(" (kernel-active)"))
+	if d.Readings[gpumetric.KernelActive].OK() {
+		parts = append(parts, st.Label.Render("busy ")+st.Value.Render(fmt.Sprintf("%.0f %%", *d.Readings[gpumetric.KernelActive].Value))+st.Dim.Render(" (kernel-active)"))
 	}
 	return parts
 }
 
 func (m Model) memory(d snapshot.Device, w int) string {
 	st := m.St
-	if !d.MemUsed.OK() || !d.MemTotal.OK() || *d.MemTotal.Value <= 0 {
+	if !d.Readings[gpumetric.MemUsed].OK() || !d.Readings[gpumetric.MemTotal].OK() || *d.Readings[gpumetric.MemTotal].Value <= 0 {
 		return st.Label.Render("mem ") + st.Dim.Render("n/a")
 	}
-	used, total := *d.MemUsed.Value, *d.MemTotal.Value
+	used, total := *d.Readings[gpumetric.MemUsed].Value, *d.Readings[gpumetric.MemTotal].Value
 	text := " " + units.Bytes(used) + "/" + units.Bytes(total)
 	if d.TrainerMem.OK() {
 		text += " · trainer " + units.Bytes(*d.TrainerMem.Value)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipetop/pipetop/metrics/gpumetric"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/styles"
 )
@@ -14,7 +15,8 @@ func devices(n int) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{}
 	for i := range n {
 		s.GPU.Devices = append(s.GPU.Devices, snapshot.Device{Index: i, MIGIndex: -1, Name: "NVIDIA A100-SXM4-80GB",
-			KernelActive: reading(float64(10 * i)), MemUsed: reading(1 << 30), MemTotal: reading(80 << 30)})
+			Readings: [gpumetric.N]snapshot.Reading{gpumetric.KernelActive: reading(float64(10 * i)), gpumetric.MemUsed: reading(1 << 30),
+				gpumetric.MemTotal: reading(80 << 30)}})
 	}
 	return s
 }
@@ -82,7 +84,7 @@ func TestCompactRowKeepsReadingsWhenNarrow(t *testing.T) {
 	s := devices(2)
 	for i := range s.GPU.Devices {
 		d := &s.GPU.Devices[i]
-		d.Power, d.Temperature, d.SMClock = reading(312), reading(62), reading(1980)
+		d.Readings[gpumetric.Power], d.Readings[gpumetric.Temperature], d.Readings[gpumetric.SMClock] = reading(312), reading(62), reading(1980)
 	}
 	m := New(styles.New(false))
 	m.SetSnapshot(s)

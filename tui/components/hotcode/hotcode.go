@@ -24,8 +24,14 @@ import (
 	"github.com/pipetop/pipetop/tui/styles"
 )
 
-// Next is the pane's key: show the next group of samples.
-var Next = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "hot code: next stage / workers"))
+// KeyMap is the pane's keys.
+type KeyMap struct {
+	// Next shows the next group of samples.
+	Next key.Binding
+}
+
+// DefaultKeys are the pane's default keys.
+var DefaultKeys = KeyMap{Next: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "hot code: next stage / workers"))}
 
 // Model is the hot code pane.
 type Model struct {
@@ -33,10 +39,13 @@ type Model struct {
 	// pick is the group shown: 0 follows the verdict, i > 0 the (i-1)th
 	// group of the profile.
 	pick int
+	keys KeyMap
 }
 
-// New returns a hot code pane drawn with st.
-func New(st *styles.Styles) Model { return Model{Base: pane.Base{Box: pane.Box{St: st}}} }
+// New returns a hot code pane drawn with st, with keys.
+func New(st *styles.Styles, keys KeyMap) Model {
+	return Model{Base: pane.Base{Box: pane.Box{St: st}}, keys: keys}
+}
 
 // Hidden reports whether s has nothing for the pane: no stack samples.
 func Hidden(s *snapshot.Snapshot) bool { return s == nil || s.Code == nil || len(s.Code.Groups) == 0 }
@@ -55,11 +64,11 @@ func (m Model) Title() string {
 }
 
 // Keys lists the pane's key for the help.
-func (m *Model) Keys() []key.Binding { return []key.Binding{Next} }
+func (m *Model) Keys() []key.Binding { return []key.Binding{m.keys.Next} }
 
-// HandleKey shows the next group on c.
+// HandleKey shows the next group on its key.
 func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
-	if !key.Matches(k, Next) || Hidden(m.Snap) {
+	if !key.Matches(k, m.keys.Next) || Hidden(m.Snap) {
 		return false, nil
 	}
 	m.pick = (m.pick + 1) % (len(m.Snap.Code.Groups) + 1)

@@ -33,7 +33,7 @@ func profile() *stage.CodeProfile {
 }
 
 func TestHotCodePane(t *testing.T) {
-	m := New(styles.New(false))
+	m := New(styles.New(false), DefaultKeys)
 	if !Hidden(nil) || !Hidden(&snapshot.Snapshot{}) {
 		t.Fatal("the pane shows without stack samples")
 	}
@@ -103,7 +103,7 @@ func TestFollowTheGILThread(t *testing.T) {
 			Path: []stage.PathStep{{CodeFrame: stage.CodeFrame{Name: "Thread.run", File: "threading.py", Line: 975, Lib: "threading"}, Share: 1},
 				{CodeFrame: logger, Share: 0.97}}},
 	}
-	m := New(styles.New(false))
+	m := New(styles.New(false), DefaultKeys)
 	m.SetSnapshot(&snapshot.Snapshot{Code: code, Verdict: &verdict.Verdict{Kind: verdict.GILBound}})
 	m.SetSize(120, 8)
 	if title := m.Title(); !strings.Contains(title, `thread "metrics-logger" (tid 14), holds the GIL 85 % of a core · 100 samples`) {

@@ -14,7 +14,7 @@ type KeyMap struct {
 	Threads key.Binding
 }
 
-// DefaultKeys are the process table's keys.
+// DefaultKeys are the process table's default keys.
 var DefaultKeys = KeyMap{
 	Sort:    key.NewBinding(key.WithKeys("f6", ">"), key.WithHelp("F6/>", "sort processes by the next column")),
 	Filter:  key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes")),
@@ -24,7 +24,7 @@ var DefaultKeys = KeyMap{
 
 // Keys lists the table's keys for the help.
 func (m *Model) Keys() []key.Binding {
-	return []key.Binding{DefaultKeys.Sort, DefaultKeys.Filter, DefaultKeys.Kill, DefaultKeys.Threads}
+	return []key.Binding{m.keys.Sort, m.keys.Filter, m.keys.Kill, m.keys.Threads}
 }
 
 // HandleKey acts on k: every key while Capturing (the filter text, the
@@ -34,13 +34,13 @@ func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
 	switch {
 	case m.Capturing():
 		m.Key(k)
-	case key.Matches(k, DefaultKeys.Sort):
+	case key.Matches(k, m.keys.Sort):
 		m.SortNext()
-	case key.Matches(k, DefaultKeys.Filter):
+	case key.Matches(k, m.keys.Filter):
 		m.StartFilter()
-	case key.Matches(k, DefaultKeys.Kill):
+	case key.Matches(k, m.keys.Kill):
 		m.Kill()
-	case key.Matches(k, DefaultKeys.Threads):
+	case key.Matches(k, m.keys.Threads):
 		m.threads = !m.threads
 		m.refresh()
 	default:

@@ -56,6 +56,7 @@ type Model struct {
 	selected string
 	focused  bool
 	threads  bool // the trainer's threads under their processes (H)
+	keys     KeyMap
 
 	confirm  *pending
 	termSent map[int]time.Time // SIGTERM times, for the SIGKILL window
@@ -73,11 +74,15 @@ type pending struct {
 
 // New returns the table drawn with st, signalling through sig (nil:
 // refuse every signal until SetSignaler); now is the clock (nil: time.Now).
+// Its keys are DefaultKeys until SetKeys.
 func New(st *styles.Styles, sig Signaler, now func() time.Time) Model {
-	m := Model{Scrolling: pane.NewScrolling(st), sortCol: 3, termSent: map[int]time.Time{}}
+	m := Model{Scrolling: pane.NewScrolling(st), sortCol: 3, termSent: map[int]time.Time{}, keys: DefaultKeys}
 	m.SetSignaler(sig, now)
 	return m
 }
+
+// SetKeys sets the table's keys (the settings file's bindings).
+func (m *Model) SetKeys(k KeyMap) { m.keys = k }
 
 // SetSignaler sets what sends the signals (nil: none may be sent) and
 // the clock (nil: time.Now).

@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/tui/draw"
 	"github.com/pipetop/pipetop/tui/styles"
@@ -201,7 +202,7 @@ func TestThreadsToggle(t *testing.T) {
 	s := snap()
 	s.Threads = &snapshot.Threads{UsableCores: 2, Quota: snapshot.Quota{Version: 1, CPUs: 0.5, ThrottledShare: 0.8},
 		Pressure: &snapshot.Pressure{SomeAvg10: 41},
-		Threads: []snapshot.Thread{{PID: 100, TID: 100, Name: "python", Role: "training", CPU: 60, Wait: 30},
+		Threads: []host.ThreadInfo{{PID: 100, TID: 100, Name: "python", Role: "training", CPU: 60, Wait: 30},
 			{PID: 100, TID: 102, Name: "python", Role: "intra-op", CPU: 70, Wait: 29},
 			{PID: 101, TID: 101, Name: "loader-0", Role: "worker", CPU: 50, Wait: 41}}}
 	m.SetSnapshot(s)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/host"
 	"github.com/pipetop/pipetop/metrics/units"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
@@ -45,7 +46,7 @@ func withThreads(rows []row, t *snapshot.Threads) []row {
 	if t == nil {
 		return rows
 	}
-	byPID := map[int][]snapshot.Thread{}
+	byPID := map[int][]host.ThreadInfo{}
 	for _, th := range t.Threads {
 		byPID[th.PID] = append(byPID[th.PID], th)
 	}
@@ -57,7 +58,7 @@ func withThreads(rows []row, t *snapshot.Threads) []row {
 			continue
 		}
 		delete(byPID, r.pid)
-		slices.SortStableFunc(ths, func(a, b snapshot.Thread) int { return cmp.Compare(b.CPU+b.Wait, a.CPU+a.Wait) })
+		slices.SortStableFunc(ths, func(a, b host.ThreadInfo) int { return cmp.Compare(b.CPU+b.Wait, a.CPU+a.Wait) })
 		for i, th := range ths {
 			branch := "├ "
 			if i == len(ths)-1 {

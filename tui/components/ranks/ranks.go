@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -32,28 +33,38 @@ const Worst = 8
 type Model struct {
 	pane.Base
 	choose Chooser
+	keys   KeyMap
 }
 
 // Chooser makes the view show another rank's trainer, flame bar and host
 // from the next refresh on (a remote view's).
 type Chooser func(rank int)
 
-// Keys of a view that can show another rank: the next and the previous one.
-var (
-	NextRank = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "show the next rank (remote view)"))
-	PrevRank = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "show the previous rank"))
-)
+// KeyMap is the keys of a view that can show another rank: the next and
+// the previous one.
+type KeyMap struct {
+	Next, Prev key.Binding
+}
 
-// New returns a ranks pane drawn with st; choose, when not nil, lets r and
-// R change the shown rank of a remote view.
-func New(st *styles.Styles, choose Chooser) Model { return Model{Base: pane.New(st), choose: choose} }
+// DefaultKeys are the pane's default keys.
+var DefaultKeys = KeyMap{
+	Next: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "show the next rank (remote view)")),
+	Prev: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "show the previous rank")),
+}
 
-// Keys are r and R in a remote view of several ranks, else none.
+// New returns a ranks pane drawn with st; choose, when not nil, lets its
+// keys (r and R by default) change the shown rank of a remote view.
+func New(st *styles.Styles, choose Chooser, keys KeyMap) Model {
+	return Model{Base: pane.New(st), choose: choose, keys: keys}
+}
+
+// Keys are the next and previous rank's (r and R) in a remote view of
+// several ranks, else none.
 func (m *Model) Keys() []key.Binding {
 	if m.choose == nil || m.Snap == nil || m.Snap.Remote == nil || len(m.Snap.Ranks) < 2 {
 		return nil
 	}
-	return []key.Binding{NextRank, PrevRank}
+	return []key.Binding{m.keys.Next, m.keys.Prev}
 }
 
 // HandleKey shows the next (r) or previous (R) rank, in rank order.
@@ -61,9 +72,9 @@ func (m *Model) HandleKey(k tea.KeyPressMsg) (bool, tea.Cmd) {
 	step := 0
 	switch {
 	case m.Keys() == nil:
-	case key.Matches(k, NextRank):
+	case key.Matches(k, m.keys.Next):
 		step = 1
-	case key.Matches(k, PrevRank):
+	case key.Matches(k, m.keys.Prev):
 		step = -1
 	}
 	if step == 0 {
@@ -176,9 +187,10 @@ func (m Model) lines(w, h int) []string {
 		return []string{m.St.Dim.Render("waiting for steps from the ranks")}
 	}
 	out := []string{m.compare(byWork, w)}
+	labelW, hostW := digits(all), hostWidth(all)
 	if !aggregated(len(all), h) {
 		for _, x := range all {
-			out = append(out, m.row(x, w, digits(all), hostWidth(all)))
+			out = append(out, m.row(x, w, labelW, hostW))
 		}
 		return out
 	}
@@ -186,7 +198,7 @@ func (m Model) lines(w, h int) []string {
 	out = append(out, m.St.Dim.Render(fmt.Sprintf("slowest ranks (step w/o comm: %s fastest, %s median)",
 		units.Dur(byWork[0].work), units.Dur(median(byWork).work))))
 	for i := len(byWork) - 1; i >= 0 && len(out) < max(h, 1+stripLines(len(all), w)+1+min(Worst, len(all))); i-- {
-		out = append(out, m.row(byWork[i], w, digits(all), hostWidth(all)))
+		out = append(out, m.row(byWork[i], w, labelW, hostW))
 	}
 	return out
 }
@@ -290,22 +302,40 @@ func (m Model) strip(all, byWork []rank, w int) []string {
 	per := max(1, w-len(stripPrefix))
 	var out []string
 	for start := 0; start < len(all); start += per {
+		// Cells of one style are rendered together: a style's Render is
+		// dear, and a strip of 64 ranks is a few runs.
 		var b strings.Builder
-		for _, x := range all[start:min(len(all), start+per)] {
-			if !x.ok {
-				b.WriteRune(' ')
-				continue
+		run, runStyle := []rune{}, -1 // the cells not yet rendered and their style (0 good, 1 bad, 2 none)
+		flush := func() {
+			switch runStyle {
+			case 0:
+				b.WriteString(m.St.Good.Render(string(run)))
+			case 1:
+				b.WriteString(m.St.Bad.Render(string(run)))
+			case 2:
+				b.WriteString(string(run))
 			}
-			level := 0
-			if hi > lo {
-				level = int(math.Round((x.work - lo) / (hi - lo) * float64(len(heat)-1)))
-			}
-			style := m.St.Good
-			if level >= len(heat)-2 {
-				style = m.St.Bad
-			}
-			b.WriteString(style.Render(string(heat[level])))
+			run = run[:0]
 		}
+		for _, x := range all[start:min(len(all), start+per)] {
+			cell, style := ' ', 2
+			if x.ok {
+				level := 0
+				if hi > lo {
+					level = int(math.Round((x.work - lo) / (hi - lo) * float64(len(heat)-1)))
+				}
+				cell, style = heat[level], 0
+				if level >= len(heat)-2 {
+					style = 1
+				}
+			}
+			if style != runStyle {
+				flush()
+				runStyle = style
+			}
+			run = append(run, cell)
+		}
+		flush()
 		prefix := strings.Repeat(" ", len(stripPrefix))
 		if start == 0 {
 			prefix = m.St.Label.Render(stripPrefix)
@@ -334,9 +364,9 @@ func hostWidth(all []rank) int {
 
 // digits is the width of the largest rank number.
 func digits(all []rank) int {
-	n := 1
+	most := 0
 	for _, x := range all {
-		n = max(n, len(fmt.Sprint(x.r.Rank)))
+		most = max(most, x.r.Rank)
 	}
-	return n
+	return len(strconv.Itoa(most))
 }
