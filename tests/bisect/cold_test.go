@@ -32,6 +32,7 @@ const (
 // imports into the page cache, where the throttled run reads it without a
 // limit.
 func TestColdPhaseTellsStorageFromDecode(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	dir := coldData(t)
 	cg := testkit.BlkioReadCgroup(t, dir, coldBPS)

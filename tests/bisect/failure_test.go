@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
 	"github.com/pipetop/pipetop/monitor/tune"
@@ -42,6 +43,7 @@ func runTagged(t *testing.T, cmd string, args ...string) (stdout []byte, stderr 
 // status the script's; nothing of it is left running. The cases run in
 // parallel: they read no CPU shares.
 func TestScriptThatCannotRun(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	for _, tc := range []struct {
 		name   string
@@ -55,6 +57,8 @@ func TestScriptThatCannotRun(t *testing.T) {
 			[]string{verdict.PhaseLoader}, "every phase would fail: " + python + ": can't open file"},
 		{"exits at import", []string{python, script("fails.py"), "--how", "import"}, nil, 1,
 			[]string{verdict.PhaseLoader}, "every phase would fail: ModuleNotFoundError: No module named 'pipetop_planted_module_that_is_not_there'"},
+		{"sleeps, never trains", []string{python, script("fails.py"), "--how", "sleep"}, []string{"--start-timeout", "4s"}, bisect.ExitFailed,
+			[]string{verdict.PhaseLoader}, "nothing instrumented connected within 4s: it imported torch but reached no DataLoader batch, forward or backward"},
 		{"not Python", []string{"sleep", "30"}, []string{"--start-timeout", "4s"}, bisect.ExitFailed,
 			[]string{verdict.PhaseLoader}, "nothing instrumented connected within 4s: the command ran no Python process (it ran sleep)"},
 		{"raises at its 4th step", []string{python, script("fails.py"), "--how", "step4"}, nil, 1,
@@ -123,8 +127,8 @@ func printed(stderr, prefix string) int {
 // pipetop tune on a script that cannot run: the same message, a non-zero
 // exit status (the script's), no advice and no report file.
 func TestTuneOnAScriptThatCannotRun(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
-	t.Parallel()
 	out, stderr, status, tag := runTagged(t, "tune", "--seconds-per-trial", "2", "--", python, "/nonexistent/pipetop-missing.py")
 	var r tune.Report
 	if err := json.Unmarshal(out, &r); err != nil {

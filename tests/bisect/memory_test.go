@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
@@ -27,6 +28,7 @@ func rssSlack(full int64) int64 { return full/10 + 50e6 }
 // window by the creep rule's 64 MB (CreepMinBytes) more than the full
 // phase's does.
 func TestPhasesLeaveTheScriptsMemory(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	if err := exec.Command(python, "-c", "import torchvision").Run(); err != nil {
 		t.Fatalf("%s cannot import torchvision: %v", python, err)

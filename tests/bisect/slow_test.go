@@ -17,6 +17,7 @@ import (
 // fixed batch (the script's own control, the median of one before and two
 // after), with data_wait under 5 % of its step.
 func TestCachedPhaseOfASlowLoader(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	args := []string{"--case", "slow"}
 	before := control(t, args, "network")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/bisect"
 	"github.com/pipetop/pipetop/monitor/tune"
@@ -30,6 +31,7 @@ func tuneFrom(t *testing.T, dir, from string, budget time.Duration) tune.Report 
 // budget too small to confirm anything, the advice names it unconfirmed,
 // with its trial's figure and the command that confirms it.
 func TestBudgetNeverHidesAFind(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	dir := t.TempDir()
 	from := filepath.Join(dir, "bisect.json")

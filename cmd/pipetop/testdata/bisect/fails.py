@@ -1,8 +1,9 @@
 """A planted script that fails (plain PyTorch; never imports pipetop).
 
-    python3 fails.py --how import|step4
+    python3 fails.py --how import|sleep|step4
 
   import  exits at import, before any training: a module that is not there
+  sleep   imports torch, then sleeps for a minute and never trains
   step4   trains a tiny network on a DataLoader and raises at its 4th step
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 
 
 def train_until_step4() -> None:
@@ -34,10 +36,16 @@ def train_until_step4() -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--how", required=True, choices=("import", "step4"))
+    p.add_argument("--how", required=True, choices=("import", "sleep", "step4"))
     a = p.parse_args()
     if a.how == "import":
         importlib.import_module("pipetop_planted_module_that_is_not_there")
+    if a.how == "sleep":
+        import torch
+
+        torch.set_num_threads(1)
+        time.sleep(60)
+        return
     train_until_step4()
 
 
