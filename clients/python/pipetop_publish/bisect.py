@@ -458,7 +458,7 @@ class Phase:
         while not limit:
             if items and time.monotonic() >= deadline:
                 limit = "time"
-                self.notes.append("the training loader delivered %d batches in %g s of caching: %d replayed, fewer than --cache-batches %d"
+                self.notes.append("the training loader delivered %d batches in %g s of caching: %d replayed, fewer than the %d a cache may hold"
                                   % (len(items) - kept, self.fill_s, len(items), self.max_batches))
                 break
             try:
@@ -494,7 +494,7 @@ class Phase:
         if len(items) == 1:
             self.notes.append("the training loader's batches (%.1f MB each) exceed --cache-mb %g: 1 batch cached" % (each, self.cap_mb))
         else:
-            self.notes.append("--cache-mb %g reached: %d batches cached (%.1f MB each), fewer than --cache-batches %d"
+            self.notes.append("--cache-mb %g reached: %d batches cached (%.1f MB each), fewer than the %d a cache may hold"
                               % (self.cap_mb, len(items), each, self.max_batches))
 
     def _iter_wrapper(self, orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
