@@ -3,10 +3,10 @@ package tune
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +21,7 @@ import (
 // with budget and 3 s trials, and returns its report.
 func tuneFrom(t *testing.T, dir, from string, budget time.Duration) tune.Report {
 	t.Helper()
-	return runTune(t, dir, []string{"--from", from, "--budget", fmt.Sprintf("%ds", int(budget.Seconds()))}, "--case", "inproc_cache")
+	return runTune(t, dir, []string{"--from", from, "--budget", budget.Round(100 * time.Millisecond).String()}, "--case", "inproc_cache")
 }
 
 // A planted loader whose items the workers cannot share (an in-process
@@ -58,10 +58,12 @@ func TestBudgetNeverHidesAFind(t *testing.T) {
 	one := time.Duration(trial * float64(time.Second))
 	t.Logf("bisect verdict: %s; a trial takes about %s", b.Verdict, one)
 
+	var first tune.Report
 	t.Run("too small for the whole search", func(t *testing.T) {
 		// Two search trials and three rounds of two full runs, and two
 		// trials' margin: the whole search takes ten trials more.
 		r := tuneFrom(t, t.TempDir(), from, 10*one)
+		first = r
 		if r.Winner == nil || r.Winner.Setting.NumWorkers != 0 || r.Advice != "num_workers=0" || r.Winner.Runs < 1 {
 			t.Fatalf("winner %+v, advice %q, unconfirmed %+v", r.Winner, r.Advice, r.Unconfirmed)
 		}
@@ -74,7 +76,12 @@ func TestBudgetNeverHidesAFind(t *testing.T) {
 	})
 	t.Run("too small to confirm", func(t *testing.T) {
 		dir := t.TempDir()
-		r := tuneFrom(t, dir, from, 2*one+one/2)
+		budget := searchAndOneRun(first)
+		if budget <= 0 {
+			budget = 3 * one
+		}
+		t.Logf("budget %s: the two search trials and one full run, as long as they took in the tune before", budget)
+		r := tuneFrom(t, dir, from, budget)
 		u := r.Unconfirmed
 		if u == nil || u.Setting.NumWorkers != 0 || r.Advice != "" || r.Plan != nil || !bigFind(r) {
 			t.Fatalf("unconfirmed %+v, advice %q, trials %+v", u, r.Advice, r.Trials)
@@ -95,6 +102,29 @@ func TestBudgetNeverHidesAFind(t *testing.T) {
 			t.Errorf("tune.json does not keep the unconfirmed find: %v", err)
 		}
 	})
+}
+
+// searchAndOneRun is the time the loader trials of r's search took and
+// one of its full runs (the median of the baseline's): the two search
+// trials fit in it even when each takes half again as long, and their
+// confirmation (a full run of each, costed at the bisect's full phase)
+// does not unless they run in half the time. 0 when r has no such trials.
+func searchAndOneRun(r tune.Report) time.Duration {
+	var search float64
+	var full []float64
+	for _, tr := range r.Trials {
+		switch {
+		case !tr.Confirm && tr.Phase == verdict.PhaseLoader:
+			search += tr.WallSeconds
+		case tr.Confirm && tr.Setting == r.Baseline:
+			full = append(full, tr.WallSeconds)
+		}
+	}
+	if search == 0 || len(full) == 0 {
+		return 0
+	}
+	sort.Float64s(full)
+	return time.Duration((search + full[len(full)/2]) * float64(time.Second))
 }
 
 // bigFind is whether num_workers=0 delivered 5x or more the baseline's
