@@ -3,6 +3,7 @@ package tune
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,25 @@ func TestBigFindIsConfirmedFirst(t *testing.T) {
 	}
 	if search != 2 {
 		t.Errorf("%d search trials, want the baseline's and the find's: %+v", search, r.Trials)
+	}
+}
+
+// The find is confirmed first: its full runs come right after its loader
+// trial, before the search goes on (here with no budget to stop it), so
+// that no later budget can leave it unconfirmed.
+func TestBigFindIsConfirmedBeforeTheSearchGoesOn(t *testing.T) {
+	tu := clockedTuner(t, Setting{NumWorkers: 2}, 0, 10*time.Second, inProcessCache)
+	tu.tune(context.Background())
+	trials := tu.r.Trials
+	find := slices.IndexFunc(trials, func(tr Trial) bool { return !tr.Confirm && tr.Setting.NumWorkers == 0 })
+	if find < 0 || find+1 >= len(trials) {
+		t.Fatalf("no trial of num_workers=0 with one after it: %+v", trials)
+	}
+	if next := trials[find+1]; !next.Confirm || next.Phase != verdict.PhaseFull {
+		t.Errorf("after the find's loader trial: %+v, want a full run confirming it", next)
+	}
+	if !slices.ContainsFunc(trials[find+1:], func(tr Trial) bool { return !tr.Confirm }) {
+		t.Errorf("the search stopped at the find: %+v", trials)
 	}
 }
 
