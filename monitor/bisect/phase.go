@@ -146,6 +146,20 @@ func errorLine(stderr string) string {
 	return ""
 }
 
+// withoutOurStop is stderr less the KeyboardInterrupt traceback at its
+// end that pipetop's own SIGINT left (a phase stopped for want of a first
+// step): what the script printed before it.
+func withoutOurStop(stderr string) string {
+	s := strings.TrimRight(stderr, " \n")
+	if !strings.HasSuffix(s, "KeyboardInterrupt") {
+		return stderr
+	}
+	if i := strings.LastIndex(s, "Traceback (most recent call last):"); i >= 0 {
+		return strings.TrimRight(s[:i], " \n")
+	}
+	return stderr
+}
+
 // settle gives the phase its status from how its command ended.
 func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) verdict.PhaseResult {
 	switch {
@@ -159,7 +173,7 @@ func settle(ctx context.Context, c Config, res verdict.PhaseResult, o outcome) v
 		res.Notes = append([]string{o.skip}, res.Notes...)
 	case o.timedOut:
 		res = failed(res, fmt.Sprintf("no training step within %s", c.StartTimeout))
-		res.StderrTail, res.Cause = o.stderr, res.Notes[len(res.Notes)-1]
+		res.StderrTail, res.Cause = withoutOurStop(o.stderr), res.Notes[len(res.Notes)-1]
 		if !o.connected {
 			res.Cause, res.EveryPhase = fmt.Sprintf("%s within %s: %s", verdict.NotConnected, c.StartTimeout, o.why), true
 		}
