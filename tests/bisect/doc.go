@@ -6,7 +6,11 @@
 // Ctrl-C). TestPlantedBottlenecks reads the machine's CPU (each phase's
 // samples/s against the script's own measurement; the contention case is
 // judged on threads waiting for a CPU), so it runs alone, after every other
-// package's tests (testkit.Serial). The edge cases check what a bisect does
-// (statuses, phases run, files written, processes left), not how fast: they
-// run in parallel, beside the other packages (testkit.Concurrent).
+// package's tests (testkit.Serial), as do the slow loader's cached phase
+// against the network alone, each phase's memory against the full
+// phase's, and the cold phase through a throttled disk (blkio). The edge
+// cases and the scripts that cannot run check what a bisect does
+// (statuses, phases run, messages, files written, processes left), not how
+// fast: they run in parallel, beside the other packages
+// (testkit.Concurrent).
 package bisect
