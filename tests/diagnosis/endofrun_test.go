@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -204,25 +203,3 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 	}
 }
 
-// TestDriftAtTheEnd plants storage that slows down 9 s into a 26 s run
-// (data_wait from 0.4 ms to 12 ms a step, examples/auto/slowing_loader.py):
-// drift in data_wait live (a viewer attached from the start: its baseline
-// counts from the attach) and at the end, where the run's newest steps
-// are judged against its first minutes from the summary's timeline
-// (before, the whole run's means read input-bound).
-func TestDriftAtTheEnd(t *testing.T) {
-	testkit.Serial(t)
-	run := &endOfRun{}
-	sc := scenario{name: "torch/storage slows down 9 s in: drift, live and at the end", start: underRun(run, 0, nil, "slowing_loader.py"),
-		after: 500 * time.Millisecond, interval: 19 * time.Second, kind: verdict.Drift, stage: "data_wait",
-		headline: []string{"slower than in the run's first", "data_wait grew from"}, next: []string{"the loader slowed down since the start"}}
-	logs := startAndCheck(t, sc)
-	v, err := run.endVerdict(90 * time.Second)
-	if err != nil {
-		t.Fatalf("%v\nstderr:\n%s", err, logs)
-	}
-	t.Logf("end of run: %s", v)
-	if v.Kind != verdict.Drift || v.Stage != "data_wait" || !strings.Contains(v.Headline, "data_wait grew from") {
-		t.Errorf("end-of-run verdict %s/%s, want drift in data_wait", v.Kind, v.Stage)
-	}
-}
