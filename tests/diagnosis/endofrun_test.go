@@ -92,7 +92,8 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // scripts run under pipetop run, and checks the live verdict and the
 // end-of-run summary's alike: the summary judges the whole run with the
 // host and thread readings pipetop run kept while it trained. A throttled
-// run (a 0.3-CPU quota under 4 threads), a pure-Python step
+// run (a 0.3-CPU quota under 4 threads: TestThrottledAtTheEnd runs it
+// beside the other tests), a pure-Python step
 // (training-thread-bound), 2 intra-op threads beside 2 busy single-thread
 // workers on this box's 2 cores (oversubscribed: the issue's
 // diffusion_policy setting; the BLAS library's own threads in each
@@ -108,6 +109,31 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // whose workers start and read 4 files a sample on a loaded box).
 func TestCPUVerdictsAtTheEnd(t *testing.T) {
 	testkit.Serial(t)
+	runEndScenarios(t, func(sc endScenario) bool { return !sc.quota })
+}
+
+// TestThrottledAtTheEnd is TestCPUVerdictsAtTheEnd's plant under a CPU
+// quota: the cgroup's own throttled periods are what it reads, which the
+// box's load does not change (throttled ranks before oversubscribed), so
+// it runs beside the other tests.
+func TestThrottledAtTheEnd(t *testing.T) {
+	testkit.Concurrent(t)
+	runEndScenarios(t, func(sc endScenario) bool { return sc.quota })
+}
+
+// endScenario is a plant judged live and at the end of its pipetop run.
+type endScenario struct {
+	scenario
+	run     *endOfRun
+	end     verdict.Kind   // the end-of-run summary's kind
+	endAlso []verdict.Kind // other acceptable kinds at the end
+	endOnly bool           // a control judged at the end only: its live kind moves with the box's load
+	quota   bool           // run under a CPU quota
+}
+
+// runEndScenarios runs the end-of-run plants that keep selects, one at a
+// time.
+func runEndScenarios(t *testing.T, keep func(endScenario) bool) {
 	zarr := func(t *testing.T, chunk int) string {
 		data := filepath.Join(t.TempDir(), "frames-"+strconv.Itoa(chunk)+".zarr")
 		make := exec.Command(python, "../../examples/auto/make_zarr.py", data, "--frames", "2000", "--side", "96", "--chunk-frames", strconv.Itoa(chunk))
@@ -115,13 +141,6 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 			t.Fatalf("make_zarr.py: %v\n%s", err, out)
 		}
 		return data
-	}
-	type endScenario struct {
-		scenario
-		run     *endOfRun
-		end     verdict.Kind   // the end-of-run summary's kind
-		endAlso []verdict.Kind // other acceptable kinds at the end
-		endOnly bool           // a control judged at the end only: its live kind moves with the box's load
 	}
 	plant := func(sc scenario, end verdict.Kind, start func(*endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error), endAlso ...verdict.Kind) endScenario {
 		e := endScenario{scenario: sc, run: &endOfRun{}, end: end, endAlso: endAlso}
@@ -179,8 +198,12 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 				}
 			}, verdict.ModerateInput),
 	}
+	scs[0].quota = true
 	scs[4].endOnly = true // 1 thread + 1 worker: compute-bound or waiting on its worker, never oversubscribed
 	for _, sc := range scs {
+		if !keep(sc) {
+			continue
+		}
 		t.Run(sc.name, func(t *testing.T) {
 			cmd, logs, err := sc.start(t, sc.name)
 			if err != nil {
@@ -202,4 +225,3 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 		})
 	}
 }
-
