@@ -5,37 +5,24 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
 // update re-records the recorded fixtures of testdata/ from live runs.
 var update = flag.Bool("update", false, "re-record testdata's recorded fixtures from live runs (go test ./tests/diagnosis -run TestX -update, where TestX names the fixture)")
 
-// recorded is testdata/name, a recording that record makes from a live
-// run of a plant (it writes the file at the path it is given). With
-// -update it is made afresh; a missing fixture fails the test, naming how
-// to make it. A plant whose point is a verdict over the run's own timeline
-// (not the CPU it shares) is judged from a run recorded once.
+// recorded is testkit.Recorded of this package: a plant whose point is a
+// verdict over the run's own timeline (not the CPU it shares) is judged
+// from a run recorded once.
 func recorded(t *testing.T, name string, record func(t *testing.T, path string)) string {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		record(t, path)
-		t.Logf("re-recorded %s", path)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("fixture %s: %v (go test ./tests/diagnosis -run '^%s$' -update records it)", path, err, t.Name())
-	}
-	return path
+	return testkit.Recorded(t, *update, "./tests/diagnosis", name, record)
 }
 
 // recordPlant starts a plant and records it with pipetop record for d,
