@@ -7,10 +7,10 @@
 // samples/s against the script's own measurement; the contention case is
 // judged on threads waiting for a CPU), so it runs alone, after every other
 // package's tests (testkit.Serial), as do the slow loader's cached phase
-// against the network alone, each phase's memory against the full
-// phase's, and the cold phase through a throttled disk (blkio). The edge
-// cases and the scripts that cannot run check what a bisect does
-// (statuses, phases run, messages, files written, processes left), not how
-// fast: they run in parallel, beside the other packages
+// against the network alone and the cold phase through a throttled disk
+// (blkio). The edge cases, the scripts that cannot run and each phase's
+// memory against the full phase's check what a bisect does (statuses,
+// phases run, messages, files written, processes left, resident memory),
+// not how fast: they run in parallel, beside the other packages
 // (testkit.Concurrent).
 package bisect
