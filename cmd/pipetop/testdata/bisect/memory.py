@@ -9,7 +9,9 @@ pipetop): the script itself never grows its memory, so no phase may.
             MB a step, which a forward phase that kept the graph of its
             skipped backward alive into the next step would hold twice
   bigbatch  batches of 24 MiB (128 images of 3x128x128 float32) from 2
-            workers into a network of about half a second a step: a cache of
+            workers into a network of about half a second a step (most of
+            it a sleep standing for a device's work: the pace, not the
+            CPU, is what this case needs): a cache of
             42 of them is 1 GB, bisect's own memory, never the script's; at
             that pace a replay that brought the cached batches into memory
             while measured (shared memory from the workers counts once
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any, Tuple
 
 import torch
@@ -41,11 +44,19 @@ class Images(Dataset):
         return torch.rand(self.shape, generator=g), i % 10
 
 
+class Device(nn.Module):
+    """Half a second of a device's work a forward, slept."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.45)
+        return x
+
+
 def convs() -> nn.Module:
-    """A convolution at the images' full size, then small ones: about half
-    a second a step on 2 cores."""
-    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AvgPool2d(8), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+    """The images pooled, then small convolutions, and the device's half a
+    second a step."""
+    return nn.Sequential(nn.AvgPool2d(8), nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), Device(), nn.Linear(32, 10))
 
 
 def main() -> None:
