@@ -8,7 +8,9 @@ export PATH := /usr/local/go/bin:$(PATH)
 export CGO_CFLAGS := -Wno-deprecated-declarations
 GO ?= go
 PY := /usr/bin/python3
-FUZZTIME ?= 4s
+# FUZZTIME: how long make fuzz runs each fuzz target (make test: 1 s each,
+# after go test ran every target's seed corpus).
+FUZZTIME ?= 30s
 DEMO_DATA ?= data/demo.zarr
 
 .PHONY: all deps build shim test test-go test-tune test-python check-libtorch2 gpu-check-cpu gpu-check-prep fuzz lint bench demo screenshots clean
@@ -27,39 +29,33 @@ build: deps
 shim:
 	@scripts/build-shim.sh
 
-## test: every test: lint, Go unit/integration/libtorch/e2e, bounded fuzzing, Python,
-## the shim's C++ against libtorch 2.x and CUDA, and the GPU check's dry run on the CPU
+## test: every test: lint, bounded fuzzing, the shim's C++ against libtorch 2.x
+## and CUDA (when its sources changed), Python, Go unit/integration/libtorch/e2e
+## with the binaries built here once, the GPU check's dry run on the CPU, then
+## the live planted suites alone; a table of the phases' times at the end
+## (scripts/test.sh)
 test: build
-	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory test-go
-	@$(MAKE) --no-print-directory fuzz
-	@$(MAKE) --no-print-directory test-python
-	@$(MAKE) --no-print-directory check-libtorch2
-	@$(MAKE) --no-print-directory gpu-check-cpu
+	@scripts/test.sh
 
-# tests/diagnosis and tests/bisect run after the rest, alone and one after
-# the other (tests/tune too, in make test-tune): their planted scenarios read the machine's CPU (threads
-# waiting, idle cores, workers' busy shares, samples/s against the script's
-# own), which the other packages' tests would be using at the same time.
-ALONE := /tests/diagnosis$$|/tests/bisect$$|/tests/tune$$
-test-go:
-	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -Ev '$(ALONE)')
-	$(GO) test -count=1 -timeout 20m -p 1 ./tests/diagnosis ./tests/bisect
-	$(GO) test -count=1 -timeout 10m -run 'TestComputeBoundTriesNothing|TestInterruptedDuringTheBisect' ./tests/tune
+# test-go: the Go tests alone, in make test's order: the packages whose
+# planted scenarios read the machine's CPU (threads waiting, idle cores,
+# workers' busy shares, samples/s against the script's own) run after the
+# rest, alone and one after the other.
+test-go: build
+	@scripts/test.sh go e2e live
 
 ## test-tune: pipetop tune end to end on the planted scripts (tests/tune):
 ## six whole tunes, 15-20 minutes on 2 cores, so make test runs only the
 ## quick one (a compute-bound script: nothing is tried)
 test-tune: build
-	$(GO) test -count=1 -timeout 40m -v ./tests/tune
+	PIPETOP_TEST_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m -v ./tests/tune
 
-## fuzz: run every fuzz target for FUZZTIME each
+## fuzz: run every fuzz target for FUZZTIME each (default 30 s)
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
 test-python:
-	$(PY) -m py_compile $$(git ls-files '*.py')
-	$(PY) -m unittest discover -s clients/python -v
+	@scripts/test.sh python
 
 ## check-libtorch2: type-check trainer/torch/csrc against libtorch 2.x (Debian trixie's
 ## headers, fetched once into build/) and 1.13, with and without the CUDA paths

@@ -59,8 +59,7 @@ func TestRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Skip("prometheus not installed (Debian package prometheus, see scripts/install-deps.sh): skipping the test with a real Prometheus server")
 	}
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	t.Setenv(ipc.DirEnv, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -45,10 +45,12 @@ func TestBatchedViewerGetsEveryStepInFewWrites(t *testing.T) {
 	for _, c := range []*Conn{batched, plain} {
 		go func() {
 			var got []int64
+			// Sent however readSteps ends: its t.Fatalf ends this
+			// goroutine, and the test must not wait for it forever.
+			defer func() { done <- got }()
 			for _, r := range readSteps(t, c, steps-1) {
 				got = append(got, r.Step)
 			}
-			done <- got
 		}()
 	}
 	for i := range int64(steps) {

@@ -135,6 +135,7 @@ type gatedReader struct {
 	// drained: the last read left the socket empty, so the next one
 	// parks first instead of asking the socket again (only Read uses it).
 	drained bool
+	hold    *time.Timer // wait's HoldMax, made once (only Read uses it)
 }
 
 // newGatedReader registers c with g: it copies c's descriptor, and then
@@ -220,11 +221,15 @@ func rawRead(fd uintptr, p []byte) (int, error) {
 // wait parks until the gate opens, HoldMax passes or the reader closes.
 func (r *gatedReader) wait() error {
 	open := r.g.park(r)
-	t := time.NewTimer(HoldMax)
-	defer t.Stop()
+	if r.hold == nil {
+		r.hold = time.NewTimer(HoldMax)
+	} else {
+		r.hold.Reset(HoldMax) // a stopped timer's channel holds nothing since Go 1.23
+	}
+	defer r.hold.Stop()
 	select {
 	case <-open:
-	case <-t.C:
+	case <-r.hold.C:
 		r.g.unpark(r)
 	case <-r.closed:
 		return net.ErrClosed

@@ -63,7 +63,7 @@ func dial(t *testing.T, path string) *Conn {
 func readSteps(t *testing.T, c *Conn, want int64) []stage.Record {
 	t.Helper()
 	var got []stage.Record
-	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a loaded machine is slow, a lost step is lost for good
 	for {
 		f, err := c.Next()
 		if err != nil {
@@ -201,7 +201,7 @@ func TestDropsAreReportedToTheViewer(t *testing.T) {
 		s.PublishEvent("warning", fmt.Sprint(i)) // queue of 1: most are dropped
 	}
 	s.PublishEvent("last", "")
-	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a loaded machine is slow, a lost step is lost for good
 	for {
 		f, err := c.Next()
 		if err != nil {

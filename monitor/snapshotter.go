@@ -352,7 +352,7 @@ func (t *trainerSide) inputs(nowNs int64, h *verdict.Host, measured *verdict.Mea
 		}
 		return r
 	}
-	var sums []verdict.RankSummary
+	sums := make([]verdict.RankSummary, 0, len(t.ranks)+len(t.absent))
 	var ins []verdict.Inputs
 	for i := range t.ranks {
 		rv := &t.ranks[i]

@@ -36,7 +36,7 @@ func TestRecord(t *testing.T) {
 	if !*record {
 		t.Skip("run with -record to re-record testdata/*.jsonl")
 	}
-	bin := testkit.Synthetic(t)
+	bin := testkit.Bin(t, "synthetic")
 	for _, r := range recordings {
 		recordOne(t, bin, r)
 	}

@@ -353,9 +353,7 @@ func dialStuck(t *testing.T, path string) *net.UnixConn {
 // `pipetop ls` lists it and `pipetop --json` reports its steps and stages.
 func TestPipetopSeesPythonLoop(t *testing.T) {
 	requireTorch(t)
-	binDir := t.TempDir()
-	testkit.Build(t, binDir, "./cmd/pipetop")
-	bin := filepath.Join(binDir, "pipetop")
+	bin := testkit.Bin(t, "pipetop")
 	dir := testkit.SocketDir(t)
 	l := startLoop(t, dir, "--steps", "1000000", "--name", "py-cli", "--wait-viewers", "1")
 	l.endpoint(t, dir, "py-cli")

@@ -20,38 +20,33 @@ import (
 	"github.com/pipetop/pipetop/monitor/snapshot"
 )
 
-// binDir holds the pipetop binary built once for the tests that run it;
-// it is readable by every user (the uid test runs it as nobody).
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// pipetopBin builds ./cmd/pipetop once per test run.
+// pipetopBin is the pipetop binary under test (testkit.Bin).
 func pipetopBin(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "pipetop-bin"); binErr != nil {
-			return
-		}
-		if binErr = os.Chmod(binDir, 0o755); binErr != nil {
-			return
-		}
-		binErr = testkit.BuildErr("../..", binDir, "./cmd/pipetop")
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	return testkit.Bin(t, "pipetop")
+}
+
+// worldBin is a copy of the pipetop binary in a directory every user can
+// reach, for the test that runs it as nobody (the checkout may be under a
+// directory only its owner can enter).
+func worldBin(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pipetop-bin")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(binDir, "pipetop")
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data, err := os.ReadFile(pipetopBin(t))
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "pipetop"), data, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "pipetop")
 }
 
 // hostileTrainers are the hostile peers (testkit.Hostiles) a user may meet
@@ -183,7 +178,7 @@ func TestAttachRefusedForAnotherUID(t *testing.T) {
 	if err != nil {
 		t.Skip("setpriv not installed")
 	}
-	bin := pipetopBin(t)
+	bin := worldBin(t)
 	dir := testkit.SocketDir(t)
 	var mu sync.Mutex
 	var logged []string

@@ -51,6 +51,7 @@ func TestParseBisect(t *testing.T) {
 // The live view in a terminal: the monitor attached to each phase in turn,
 // the phase in its header, then the table and verdict once it is over.
 func TestBisectLiveTmux(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "bisect", "train.py"))
 	if err != nil {

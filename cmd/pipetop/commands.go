@@ -48,6 +48,8 @@ func commands() []cli.Command {
 			About: "Chrome/Perfetto trace-event JSON of a recording"},
 		{Name: "flame", Usage: "FILE [-o OUT] [--folded]", NArgs: [2]int{1, 1}, Flags: flameFlags,
 			About: "the stack samples of a recording (or run summary) as\nspeedscope JSON, or folded stacks for flamegraph.pl"},
+		{Name: "stacks", Usage: "PID [--json]", NArgs: [2]int{1, 1}, Flags: stacksFlags,
+			About: "every thread's Python stack of a running CPython\n(3.10-3.13) process, read once from outside it; the\nthread that holds the GIL marked"},
 	}
 }
 

@@ -20,15 +20,14 @@ import (
 // with capture-pane, resizes the window, kills the publisher and starts it
 // again under the same name.
 func TestTmuxEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./cmd/pipetop")
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	e := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-e2e-%d", os.Getpid()), sockets: sockets, bin: bin}
 	defer e.kill()
@@ -145,6 +144,7 @@ func widest(lines []string) int {
 // "monitor only"; a silent peer is "connecting" until the hello timeout. A
 // plain pipetop without trainers still says "monitor only".
 func TestTmuxHeaderNamesFailedTrainer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}

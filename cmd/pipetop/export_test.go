@@ -94,8 +94,7 @@ func TestExportBadListen(t *testing.T) {
 // against the synthetic publisher in its own process, scrapes /metrics
 // over HTTP, then kills the publisher and starts it again.
 func TestExportSynthetic(t *testing.T) {
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 	pub := startSynthetic(t, bin, sockets)
@@ -184,8 +183,7 @@ func with(labels map[string]string, kv ...string) map[string]string {
 // says it is waiting and goes on looking; once the run appears it serves
 // the run's metrics, and a stop while waiting is a clean exit.
 func TestExportWaitsForNamedRun(t *testing.T) {
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 

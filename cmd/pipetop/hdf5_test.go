@@ -99,6 +99,7 @@ func between(s, prefix string) string {
 // command, which this test runs as printed; on the copy (1-frame chunks)
 // the same loop reads 1x, runs faster, and the advice is gone.
 func TestRunHDF5TrajectoryChunks(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	data := makeHDF5(t, "robomimic.hdf5", "--compression", "gzip")
 	docs, stderr, status := e.run(t, nil, debPython, example("hdf5_loop.py"), data, "--seconds", "4")
@@ -149,6 +150,7 @@ func TestRunHDF5TrajectoryChunks(t *testing.T) {
 // flagged, with both pieces of advice; lzf 1-frame chunks opened in each
 // worker are healthy: neither.
 func TestRunHDF5OpenedBeforeFork(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		name   string
@@ -193,6 +195,7 @@ func TestRunHDF5OpenedBeforeFork(t *testing.T) {
 // exception it raises without pipetop, word for word (its traceback has
 // the counting wrapper's frame too).
 func TestRunHDF5BadInput(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	good := makeHDF5(t, "good.hdf5", "--compression", "gzip", "--chunk-frames", "10")
 	dir := t.TempDir()

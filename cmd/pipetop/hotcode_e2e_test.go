@@ -14,6 +14,7 @@ import (
 // workers' function from the live stack samples, and c walks the pane
 // through the training thread's stages and back to following the verdict.
 func TestTmuxHotCode(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	tm := &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-hotcode-%d", os.Getpid()), sockets: e.sockets}
 	defer tm.kill()

@@ -72,10 +72,10 @@ func checkAmp(t *testing.T, l *stage.LoaderStats, want float64) {
 // the rechunk commands, which this test then runs; on the copy, read
 // amplification is 1 and the advice no longer says to rechunk.
 func TestRunZarrDefaultChunks(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	requireZarr(t)
-	bins := t.TempDir()
-	testkit.Build(t, bins, "./cmd/pipetrain")
+	bins := testkit.BinDir(t)
 	data := filepath.Join(t.TempDir(), "run.zarr")
 	if out, err := exec.Command(debPython, example("make_zarr.py"), data).CombinedOutput(); err != nil {
 		t.Fatalf("make_zarr.py: %v\n%s", err, out)
@@ -150,6 +150,7 @@ func checkSampledShares(t *testing.T, s *summary.Script) {
 // of their own, in the Dataset and in the loop's untimed rest: the
 // verdict names each.
 func TestRunNamesHotCode(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		script   string
@@ -182,16 +183,15 @@ func TestRunNamesHotCode(t *testing.T) {
 	}
 }
 
-// TestFlameOfARun records a run (PIPETOP_RECORD), writes its samples with
-// pipetop flame as speedscope JSON (checked against the format's schema)
-// and as folded stacks, and checks that both add up to the recording's.
+// TestFlameOfARun takes a run recorded with its stack samples
+// (recordSlowGetitem: go test ./cmd/pipetop -run TestFlameOfARun -update;
+// the live path of stack samples is TestRunNamesHotCode's), writes its
+// samples with pipetop flame as speedscope JSON (checked against the
+// format's schema) and as folded stacks, and checks that both add up to
+// the recording's.
 func TestFlameOfARun(t *testing.T) {
-	e := newRunEnv(t)
-	rec := filepath.Join(t.TempDir(), "run.pipetop")
-	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + rec}, debPython, example("slow_getitem.py"), "--seconds", "3")
-	if status != 0 {
-		t.Fatalf("status %d; stderr:\n%s", status, stderr)
-	}
+	t.Parallel()
+	rec := recorded(t, "slow-getitem.pipetop", recordSlowGetitem)
 	_, es, err := recording.ReadAll(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,8 @@ func TestFlameOfARun(t *testing.T) {
 		t.Fatalf("the recording holds %d stack samples, want a few hundred", n)
 	}
 	out := filepath.Join(t.TempDir(), "run.speedscope.json")
-	if b, err := exec.Command(e.bin, "flame", rec, "-o", out).CombinedOutput(); err != nil {
+	bin := pipetopBin(t)
+	if b, err := exec.Command(bin, "flame", rec, "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("pipetop flame: %v\n%s", err, b)
 	}
 	doc, err := os.ReadFile(out)
@@ -225,7 +226,7 @@ func TestFlameOfARun(t *testing.T) {
 	if int64(weights) != ns {
 		t.Errorf("speedscope weights add up to %.0f ns, the recording's samples to %d ns", weights, ns)
 	}
-	folded, err := exec.Command(e.bin, "flame", rec, "--folded").Output()
+	folded, err := exec.Command(bin, "flame", rec, "--folded").Output()
 	if err != nil {
 		t.Fatalf("pipetop flame --folded: %v", err)
 	}
@@ -246,7 +247,7 @@ func TestFlameOfARun(t *testing.T) {
 	t.Logf("%d samples (%d profiles) in the recording, the speedscope file and the folded stacks", n, len(f.Profiles))
 
 	// Replay and summary read the samples back through the feed.
-	js, err := exec.Command(e.bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
+	js, err := exec.Command(bin, "replay", rec, "--json", "--at", "1h", "--window", "all").Output()
 	if err != nil {
 		t.Fatalf("pipetop replay --json: %v", err)
 	}
@@ -263,11 +264,26 @@ func TestFlameOfARun(t *testing.T) {
 	if snap.Verdict == nil || !strings.Contains(snap.Verdict.Headline, "`augment` at") {
 		t.Errorf("the replayed verdict does not name augment: %+v", snap.Verdict)
 	}
-	text, err := exec.Command(e.bin, "summary", rec).Output()
+	text, err := exec.Command(bin, "summary", rec).Output()
 	if err != nil {
 		t.Fatalf("pipetop summary: %v", err)
 	}
 	if !strings.Contains(string(text), "stack samples: ") || !strings.Contains(string(text), "`augment` at") {
 		t.Errorf("pipetop summary does not name the hot code:\n%s", text)
+	}
+}
+
+// recordSlowGetitem records 3 s of examples/auto/slow_getitem.py under
+// pipetop run (PIPETOP_RECORD) to path: TestFlameOfARun's fixture.
+func recordSlowGetitem(t *testing.T, path string) {
+	t.Helper()
+	e := newRunEnv(t)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + abs}, debPython, example("slow_getitem.py"), "--seconds", "3")
+	if status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", status, stderr)
 	}
 }

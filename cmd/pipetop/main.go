@@ -4,7 +4,7 @@
 // verdict on the bottleneck. Without a trainer it is a GPU/CPU monitor.
 //
 // Its subcommands (attach, ls, export, record, replay, summary, compare,
-// report, trace, flame, run) are the rows of one command table
+// report, trace, flame, stacks, run) are the rows of one command table
 // (commands.go), each in a file of its own; pipetop -h lists them.
 // docs/pipetop.md describes the panes, keys, the --json schema and the
 // exported metrics.

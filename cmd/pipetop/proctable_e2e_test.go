@@ -23,9 +23,7 @@ func newProcsEnv(t *testing.T, name string) *tmuxEnv {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux)")
 	}
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./cmd/pipetop")
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	return &tmuxEnv{t: t, server: fmt.Sprintf("pipetop-%s-%d", name, os.Getpid()), sockets: t.TempDir(), bin: bin}
 }
 
@@ -34,6 +32,7 @@ func newProcsEnv(t *testing.T, name string) *tmuxEnv {
 // shows as the trainer's row; F6 and > sort, / filters, F9 y terminates
 // it, and under --readonly F9 is refused and the process lives on.
 func TestTmuxProcessTable(t *testing.T) {
+	t.Parallel()
 	e := newProcsEnv(t, "procs")
 	defer e.kill()
 
@@ -114,6 +113,7 @@ func (e *tmuxEnv) startView(flags ...string) {
 // threads appear under its row with their roles and run-queue waits, the
 // status line gives the usable cores, and H again hides them.
 func TestTmuxProcessThreads(t *testing.T) {
+	t.Parallel()
 	e := newProcsEnv(t, "threads")
 	defer e.kill()
 	pid := e.startPublisher()

@@ -134,10 +134,10 @@ func awaitStraggler(t *testing.T, d time.Duration, want int, get func() snapshot
 // and names rank 1 and data_wait. Then the errors: no such run, a server
 // that is not there, a URL that is not Prometheus' API.
 func TestPrometheusView(t *testing.T) {
+	t.Parallel()
 	promBin := requirePrometheus(t)
 	bin := pipetopBin(t)
-	syn := filepath.Join(t.TempDir(), "synthetic")
-	testkit.Build(t, filepath.Dir(syn), "./examples/synthetic")
+	syn := testkit.Bin(t, "synthetic")
 	sockets := testkit.SocketDir(t)
 	env := []string{ipc.DirEnv + "=" + sockets}
 	exporter := freeAddr(t)

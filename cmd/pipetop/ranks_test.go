@@ -26,8 +26,7 @@ import (
 // straggler, and checks that pipetop ls groups them and that pipetop
 // attach NAME --json attaches both and names rank 1 and its stage.
 func TestStragglerNamedByJSON(t *testing.T) {
-	bin := t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin := testkit.BinDir(t)
 	sockets := t.TempDir()
 	t.Setenv(ipc.DirEnv, sockets)
 	pub := exec.Command(filepath.Join(bin, "synthetic"), "-name", "dp", "-rate", "100", "-quiet", "-ranks", "2", "-run", "r2",

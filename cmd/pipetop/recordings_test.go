@@ -71,8 +71,7 @@ func runJSON(t *testing.T, v any, args ...string) {
 // TestRecordReplaySummaryCompareTrace records two real runs that differ in
 // one planted stage and looks at them with every recordings command.
 func TestRecordReplaySummaryCompareTrace(t *testing.T) {
-	bin, dir := t.TempDir(), t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin, dir := testkit.BinDir(t), t.TempDir()
 	a, b := filepath.Join(dir, "a.pipetop"), filepath.Join(dir, "b.pipetop")
 	recordSynthetic(t, bin, "runa", 1, a, plantedWait("2ms")...)
 	recordSynthetic(t, bin, "runb", 1, b, plantedWait("8ms")...)
@@ -122,8 +121,7 @@ func TestRecordReplaySummaryCompareTrace(t *testing.T) {
 // straggler, through pipetop record NAME: one file holds both ranks, and
 // the summary, replay and trace show each.
 func TestRecordRunOfRanks(t *testing.T) {
-	bin, dir := t.TempDir(), t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin, dir := testkit.BinDir(t), t.TempDir()
 	rec := filepath.Join(dir, "ranks.pipetop")
 	recordSynthetic(t, bin, "pair", 2, rec, "-ranks", "2", "-straggler", "1", "-straggle", "6ms")
 

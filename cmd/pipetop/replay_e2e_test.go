@@ -18,6 +18,7 @@ import (
 // tmux, and drives it with its keys: pause, end, back 10 s, start, faster
 // and slower; a paused replay still shows where each seek took it.
 func TestTmuxReplayKeys(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,14 +29,18 @@ import (
 // the synthetic publisher starts.
 const changeAfter = 4 * time.Second
 
+// plantedFixture is the recording plantedRunOfRanks made for
+// TestReportInABrowser; plantedAt its sidecar, when the change was planted
+// (Unix ns).
+const plantedFixture, plantedAt = "planted-ranks.pipetop", "planted-ranks.at"
+
 // plantedRunOfRanks records 8 s of a real synthetic run of two ranks, rank
 // 1 a straggler (6 ms more data_wait a step), whose data_wait steps from
-// 6 ms to 20 ms changeAfter after the publisher starts; it returns the
-// recording and when the change was planted.
-func plantedRunOfRanks(t *testing.T) (string, time.Time) {
+// 6 ms to 20 ms changeAfter after the publisher starts, to rec, and when
+// the change was planted to the file plantedAt beside it.
+func plantedRunOfRanks(t *testing.T, rec string) {
 	t.Helper()
-	bin, dir, socks := t.TempDir(), t.TempDir(), t.TempDir()
-	testkit.Build(t, bin, "./examples/synthetic")
+	bin, socks := testkit.BinDir(t), t.TempDir()
 	t.Setenv(ipc.DirEnv, socks)
 	pub := exec.Command(filepath.Join(bin, "synthetic"), "-name", "planted", "-rate", "100", "-quiet", "-ranks", "2",
 		"-straggler", "1", "-straggle", "6ms", "-change-after", changeAfter.String(), "-change", "20ms")
@@ -54,13 +59,29 @@ func plantedRunOfRanks(t *testing.T) (string, time.Time) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	rec := filepath.Join(dir, "planted.pipetop")
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"record", "--duration", "8s", "--no-gpu", "--interval", "250ms", "-o", rec, "planted"}, io.Discard, &stderr)
 	if err != nil {
 		t.Fatalf("record: %v\n%s", err, &stderr)
 	}
-	return rec, started.Add(changeAfter)
+	at := strconv.FormatInt(started.Add(changeAfter).UnixNano(), 10)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(rec), plantedAt), []byte(at+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// plantedTime is when the change of the planted fixture was planted.
+func plantedTime(t *testing.T) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", plantedAt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", plantedAt, err)
+	}
+	return time.Unix(0, ns)
 }
 
 // browser starts headless Chromium for the test, or skips it when none is
@@ -79,7 +100,9 @@ func browser(t *testing.T) *chromium.Browser {
 	return b
 }
 
-// TestReportInABrowser: the report of a planted run, opened in headless
+// TestReportInABrowser: the report of a planted run (recorded once by
+// plantedRunOfRanks: go test -run TestReportInABrowser -update; the live
+// path of a recording is TestRecordReplaySummaryCompareTrace's), opened in headless
 // Chromium, draws every chart, marks the data_wait step change within 1 s
 // of when it was planted and the straggler's row, renders a screenshot and
 // makes no network request. A page that does load something from the
@@ -88,7 +111,8 @@ func TestReportInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the recorded run in a browser")
 	}
-	rec, planted := plantedRunOfRanks(t)
+	rec := recorded(t, plantedFixture, plantedRunOfRanks)
+	planted := plantedTime(t)
 	page := filepath.Join(t.TempDir(), "report.html")
 	var errb bytes.Buffer
 	if err := run(context.Background(), []string{"report", rec, "-o", page}, io.Discard, &errb); err != nil {
@@ -206,6 +230,7 @@ func checkScreenshot(t *testing.T, shot []byte) {
 // recorded phases to their own reports beside it, renders a screenshot and
 // makes no request but the page itself.
 func TestBisectReportInABrowser(t *testing.T) {
+	t.Parallel()
 	dir := bisectDir(t)
 	pipetopReport(t, dir)
 	rep, err := bisect.ReadReport(filepath.Join(dir, bisect.ReportFile))

@@ -142,6 +142,7 @@ func example(name string) string { return filepath.Join("..", "..", "examples", 
 // shares (after the first step, which carries the start-up) against the
 // costs the script plants.
 func TestRunExamples(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	for _, tc := range []struct {
 		script string
@@ -242,6 +243,7 @@ func steadyShare(t *testing.T, s *summary.Script, name string) float64 {
 // does: a crash keeps its status and its summary, a fork, a loop without a
 // DataLoader, PIPETOP_AUTO=0 and a Python without torch.
 func TestRunInert(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script := func(name string) string { return filepath.Join("testdata", "run", name) }
 	other, err := exec.LookPath("python3")
@@ -287,6 +289,7 @@ func TestRunInert(t *testing.T) {
 // TestRunForwardsSignals sends SIGTERM to pipetop run; the command gets it
 // and pipetop exits with the command's status (128+15).
 func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	cmd := e.command(t, nil, "--no-tui", "--", debPython, "-c",
 		"import sys,time; print('ready', flush=True); time.sleep(30)")
@@ -319,6 +322,7 @@ func TestRunForwardsSignals(t *testing.T) {
 // pipetop run: the automatic stages and the DataLoader's statistics reach
 // the viewer over the socket.
 func TestRunLiveViewer(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	cmd := e.command(t, nil, "--no-tui", "--name", "live", "--", debPython, example("loop.py"), "--steps", "100")
 	var stderr bytes.Buffer
@@ -458,6 +462,7 @@ func runInTmux(t *testing.T, e *runEnvFor, name string, steps int) *tmuxScreen {
 }
 
 func TestRunMonitorTmux(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	ts := runInTmux(t, e, "tty", 100)
 	wait := func(what string, ok func(string) bool) string {
@@ -521,6 +526,7 @@ func TestRunRecordOneViewerTmux(t *testing.T) {
 // monitor in raw mode, not a signal) stops the run: pipetop returns, and
 // the script and its DataLoader workers are gone.
 func TestRunCtrlCInATerminal(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	ts := runInTmux(t, e, "ctrlc", 100000)
 	t.Cleanup(func() {
@@ -545,6 +551,7 @@ func TestRunCtrlCInATerminal(t *testing.T) {
 // pipetop run --apply says where the plan was applied, and says so when
 // it reached no DataLoader (a plan written before the script changed).
 func TestRunApplyReportsTheOutcome(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "tune", "train.py"))
 	if err != nil {

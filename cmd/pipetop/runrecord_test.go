@@ -16,6 +16,7 @@ import (
 // one recording that holds both ranks' steps, which summary and report
 // read.
 func TestRunRecordsEveryRank(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	rec := filepath.Join(t.TempDir(), "run.pipetop")
 	script := example("loop.py")

@@ -102,13 +102,13 @@ func shimPath(t *testing.T) string {
 // both ranks with their host names and names rank 1 and forward; the
 // screen (in tmux) shows the same.
 func TestTwoHosts(t *testing.T) {
+	t.Parallel()
 	promBin := requirePrometheus(t)
 	hosts := makeHosts(t)
 	shim := shimPath(t)
 	bin := pipetopBin(t)
 	dir := t.TempDir()
-	testkit.Build(t, dir, "./cmd/pipetrain")
-	train := filepath.Join(dir, "pipetrain")
+	train := testkit.Bin(t, "pipetrain")
 	data := filepath.Join(dir, "d.zarr")
 	if out, err := exec.Command(train, "data", "gen", "--out", data, "--episodes", "4", "--frames", "40").CombinedOutput(); err != nil {
 		t.Fatalf("data gen: %v\n%s", err, out)

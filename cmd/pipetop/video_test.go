@@ -108,6 +108,7 @@ func checkVideo(t *testing.T, l *stage.LoaderStats, want float64, gop, epochs in
 // the re-encoded file a read decodes one frame, the loop is faster and
 // the advice is gone.
 func TestRunVideoGOP(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	requireVideo(t)
 	dir := filepath.Join(t.TempDir(), "cams")
@@ -190,6 +191,7 @@ func torchvisionDecodedPerFrame(n, gop int) float64 {
 // that calls PyAV itself, against the frames torchvision's own reading
 // decodes; the advice names read_video's opening the file on every call.
 func TestRunVideoTorchvision(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	requireVideo(t)
 	if out, err := exec.Command(debPython, "-c", "import torchvision.io").CombinedOutput(); err != nil {
@@ -220,6 +222,7 @@ func TestRunVideoTorchvision(t *testing.T) {
 // raise the user's own PyAV error, as without it, and a variable-frame-rate
 // video reads as without it.
 func TestRunVideoBadFiles(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	requireVideo(t)
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/monitor/recording"
 	"github.com/pipetop/pipetop/monitor/summary"
 	"github.com/pipetop/pipetop/trainer/dataset"
@@ -38,16 +39,17 @@ var (
 	distErr           error
 )
 
-// TestMain runs the tests, then removes distSetup's directory.
+// TestMain runs the tests, then removes distSetup's dataset.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if distBin != "" {
-		os.RemoveAll(filepath.Dir(distBin))
+	if distData != "" {
+		os.RemoveAll(filepath.Dir(distData))
 	}
 	os.Exit(code)
 }
 
-// distSetup builds the binary and a small dataset once for these tests.
+// distSetup finds the binary and generates a small dataset once for these
+// tests.
 func distSetup(t *testing.T) (bin, data, shim string) {
 	t.Helper()
 	shim, err := torch.FindShim()
@@ -55,14 +57,12 @@ func distSetup(t *testing.T) (bin, data, shim string) {
 		t.Fatalf("%v (make test builds it)", err)
 	}
 	distOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pipetrain-dist")
-		if err != nil {
-			distErr = err
+		var dir string
+		if dir, distErr = testkit.BinDirErr(); distErr != nil {
 			return
 		}
 		distBin = filepath.Join(dir, "pipetrain")
-		if out, err := exec.Command("go", "build", "-o", distBin, ".").CombinedOutput(); err != nil {
-			distErr = fmt.Errorf("build: %v\n%s", err, out)
+		if dir, distErr = os.MkdirTemp("", "pipetrain-dist"); distErr != nil {
 			return
 		}
 		distData = filepath.Join(dir, "d.zarr")

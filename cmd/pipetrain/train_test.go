@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/trainer"
 	"github.com/pipetop/pipetop/trainer/dataset"
 	"github.com/pipetop/pipetop/trainer/torch"
@@ -73,10 +74,7 @@ func binaryAndData(t *testing.T) (shim, dir, bin, data string) {
 		t.Fatalf("%v (make test builds it)", err)
 	}
 	dir = t.TempDir()
-	bin = filepath.Join(dir, "pipetrain")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin = testkit.Bin(t, "pipetrain")
 	data = filepath.Join(dir, "d.zarr")
 	if err := dataset.Generate(dataset.GenOptions{Out: data, Episodes: 2, Frames: 40, ChunkFrames: 1, Size: 32}); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,8 @@
 // Package testkit holds the helpers the project's tests share: short
-// socket directories, the hostile socket peers the attach tests meet,
-// building the project's binaries and starting the synthetic publisher
-// (examples/synthetic, a SYNTHETIC trainer that trains nothing). It imports
-// nothing of ours, so any package's tests may use it.
+// socket directories, the hostile socket peers the attach tests meet, the
+// project's binaries (built once per make test, bins.go) and starting the
+// synthetic publisher (examples/synthetic, a SYNTHETIC trainer that trains
+// nothing). It imports nothing of ours, so any package's tests may use it.
 package testkit
 
 import (
@@ -132,35 +132,9 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// MainBinary builds the module's package pkg (such as "./cmd/pipetop")
-// into a new temporary directory for a TestMain, and returns the binary
-// and the directory to remove when the tests are done.
-func MainBinary(pkg string) (bin, dir string, err error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", "", err
-	}
-	if dir, err = os.MkdirTemp("", "pipetop-test-bin-"); err != nil {
-		return "", "", err
-	}
-	if err := BuildErr(root, dir, pkg); err != nil {
-		os.RemoveAll(dir)
-		return "", "", err
-	}
-	return filepath.Join(dir, filepath.Base(pkg)), dir, nil
-}
-
-// Build builds the module's packages (paths such as "./cmd/pipetop") into
-// dir, one binary each, named after the package's folder.
-func Build(t testing.TB, dir string, pkgs ...string) {
-	t.Helper()
-	if err := BuildErr(Root(t), dir, pkgs...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// BuildErr is Build for TestMain, where there is no test yet: root is the
-// module's root.
+// BuildErr builds the Go packages pkgs (paths such as "./cmd/pipetop") of
+// the module at root into dir, one binary each, named after the package's
+// folder.
 func BuildErr(root, dir string, pkgs ...string) error {
 	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
@@ -169,15 +143,6 @@ func BuildErr(root, dir string, pkgs ...string) error {
 		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
 	}
 	return nil
-}
-
-// Synthetic builds the synthetic publisher into a temporary directory and
-// returns its path.
-func Synthetic(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	Build(t, dir, "./examples/synthetic")
-	return filepath.Join(dir, "synthetic")
 }
 
 // Start starts bin with args, its trainer socket in sockets (empty: the
@@ -222,4 +187,34 @@ func FreePort(t testing.TB) int {
 // Within says whether got is within frac of want (|got-want| <= frac*want).
 func Within(got, want, frac float64) bool {
 	return math.Abs(got-want) <= frac*want
+}
+
+// OnlyEnv selects which tests of the live suites (tests/diagnosis,
+// tests/bisect, tests/tune) a run runs: "serial", the tests that read the
+// machine's CPU and must run alone, or "concurrent", those that do not and
+// may run beside other packages' tests; unset, both (the serial ones
+// first). make test runs the concurrent ones beside the other packages and
+// the serial ones after everything else.
+const OnlyEnv = "PIPETOP_TEST_ONLY"
+
+// Concurrent marks a test of a live suite that is judged only on what it
+// plants itself (a stop, a hang, processes, files, exit statuses): it
+// runs in parallel with the package's other concurrent tests, and not at
+// all when $PIPETOP_TEST_ONLY is "serial".
+func Concurrent(t *testing.T) {
+	t.Helper()
+	if os.Getenv(OnlyEnv) == "serial" {
+		t.Skip(OnlyEnv + "=serial: a test that does not read the CPU, run beside the other packages")
+	}
+	t.Parallel()
+}
+
+// Serial marks a test of a live suite that reads the machine's CPU (CPU
+// shares, threads waiting for a CPU, samples/s against a script's own):
+// it runs alone, and not at all when $PIPETOP_TEST_ONLY is "concurrent".
+func Serial(t *testing.T) {
+	t.Helper()
+	if os.Getenv(OnlyEnv) == "concurrent" {
+		t.Skip(OnlyEnv + "=concurrent: a test that reads the CPU, run alone after the other packages")
+	}
 }

@@ -54,6 +54,13 @@ func (a *Aggregate) Brief() Aggregate {
 	return b
 }
 
+// IsBrief reports whether a holds no more than its Brief copy does: no
+// bins but the wall's, no waits and no pauses (an agg frame sent brief).
+func (a *Aggregate) IsBrief() bool {
+	binless := func(v []Sketch) bool { return !slices.ContainsFunc(v, func(s Sketch) bool { return len(s.Bins) > 0 }) }
+	return len(a.Busy.Bins) == 0 && binless(a.CPU) && binless(a.GPU) && len(a.Waits) == 0 && len(a.Pauses) == 0
+}
+
 // counts is v's sketches without their bins (nil for nil).
 func counts(v []Sketch) []Sketch {
 	if v == nil {

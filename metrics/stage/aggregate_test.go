@@ -149,8 +149,8 @@ func TestAggRingBrief(t *testing.T) {
 	}
 }
 
-// A ring of brief copies summarizes in brief as the aggregates do, and a
-// copy shares no memory with its aggregate.
+// A ring of brief copies summarizes in brief as the aggregates do, a copy
+// shares no memory with its aggregate, and only the copy is brief.
 func TestAggregateBrief(t *testing.T) {
 	ring := aggregated(plant(3000, 7))
 	briefs := NewAggRing(plantNames, 256)
@@ -164,6 +164,9 @@ func TestAggregateBrief(t *testing.T) {
 	b := g.Brief()
 	if b.Waits != nil || b.Busy.Bins != nil || b.CPU[0].Bins != nil || b.CPU[0].N != g.CPU[0].N || len(b.Wall.Bins) == 0 {
 		t.Fatalf("brief copy %+v", b)
+	}
+	if g.IsBrief() || !b.IsBrief() {
+		t.Errorf("IsBrief: %v of the aggregate, %v of its brief copy", g.IsBrief(), b.IsBrief())
 	}
 	b.Wall.Bins[0]++
 	b.CPU[0].N++

@@ -426,9 +426,10 @@ func (f *Feed) aggregate(g *stage.Aggregate) {
 	f.total += g.Steps
 }
 
-// keep adds g to the window, as a brief copy in a brief feed.
+// keep adds g to the window, as a brief copy in a brief feed (g as it
+// is when it came brief: no frame shares it).
 func (f *Feed) keep(g stage.Aggregate) {
-	if f.brief {
+	if f.brief && !g.IsBrief() {
 		g = g.Brief()
 	}
 	f.aggs.Add(g)

@@ -27,15 +27,13 @@ const phaseSeconds = 3
 var pipetop string // the binary under test
 
 func TestMain(m *testing.M) {
-	bin, dir, err := testkit.MainBinary("./cmd/pipetop")
+	dir, err := testkit.BinDirErr()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pipetop = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	pipetop = filepath.Join(dir, "pipetop")
+	os.Exit(m.Run())
 }
 
 // root is the module's root.
@@ -175,6 +173,7 @@ const countedCase = "seed"
 // training-thread-bound. A case that misses is run once more, and the
 // second run must pass (both are logged).
 func TestPlantedBottlenecks(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	for _, tc := range []struct {
 		name     string

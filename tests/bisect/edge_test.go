@@ -22,6 +22,7 @@ var short = []string{"--seconds-per-phase", "2"}
 // A crashing phase is marked failed with its exit status and the end of
 // its stderr; the other phases still run; pipetop exits with status 3.
 func TestCrashingPhase(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	r := run(t, append(short, "--phases", "cached,forward,full", "--", python, script("train.py"), "--case", "crash")...)
 	if r.status != 3 {
@@ -48,6 +49,7 @@ func TestCrashingPhase(t *testing.T) {
 // A script without a DataLoader: loader and cached are skipped and say
 // why, forward and full are measured, and the verdict is the full run's.
 func TestNoDataLoader(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	r := run(t, append(short, "--", python, script("noloader.py"))...)
 	for _, name := range []string{verdict.PhaseLoader, verdict.PhaseCached} {
@@ -73,8 +75,10 @@ func TestNoDataLoader(t *testing.T) {
 // A script that ends before its time is measured on what ran and says so;
 // one that waits for input is ended by the phase's time limit.
 func TestShortAndWaitingScripts(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
-	r := run(t, append(short, "--phases", "full", "--", python, script("train.py"), "--case", "compute", "--steps", "40")...)
+	// 6 s a phase: the 40 steps end well before it even on a loaded machine.
+	r := run(t, "--seconds-per-phase", "6", "--phases", "full", "--", python, script("train.py"), "--case", "compute", "--steps", "40")
 	if p := phaseOf(t, r, verdict.PhaseFull); p.Status != verdict.PhaseShort || p.SamplesPerSec <= 0 || !strings.Contains(strings.Join(p.Notes, " "), "measured on what ran") {
 		t.Errorf("a script that ends early: %s, %.1f samples/s, %q", p.Status, p.SamplesPerSec, p.Notes)
 	}
@@ -95,6 +99,7 @@ func TestShortAndWaitingScripts(t *testing.T) {
 // iterable one says it replays without epoch ends; a tiny cache cap keeps
 // fewer batches and says so.
 func TestBatchKinds(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	for _, tc := range []struct {
 		args []string
@@ -127,6 +132,7 @@ func TestBatchKinds(t *testing.T) {
 // phase, each phase has a row per rank and the job's samples/s, and the
 // rank with the slow loader is named the loader phase's straggler.
 func TestDDPRanks(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	r := run(t, append(short, "--", "sh", script("launch.sh"), "2")...)
 	for _, p := range r.rep.Phases {
@@ -158,9 +164,10 @@ func TestDDPRanks(t *testing.T) {
 // Ctrl-C stops the running phase's whole process group and prints the
 // table of what ran, with exit status 130.
 func TestInterrupt(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	tag := t.TempDir() // in every process's environment, to find them
-	cmd := exec.Command(pipetop, "bisect", "--no-tui", "--json", "--seconds-per-phase", "30", "--", python, script("train.py"), "--case", "contention")
+	cmd := exec.Command(pipetop, "bisect", "--no-tui", "--json", "--seconds-per-phase", "4", "--", python, script("train.py"), "--case", "contention")
 	cmd.Env = append(env(t), "PIPETOP_BISECT_TEST_TAG="+tag)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -174,7 +181,7 @@ func TestInterrupt(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() && !strings.Contains(sc.Text(), "phase cached") {
 	}
-	time.Sleep(8 * time.Second) // into the cached phase's measurement
+	time.Sleep(2 * time.Second) // into the cached phase, before its 4 s end
 	cmd.Process.Signal(syscall.SIGINT)
 	go func() {
 		for sc.Scan() {
@@ -217,6 +224,7 @@ func tagged(tag string) []string {
 // --record keeps each phase's recording, which pipetop reads back, and the
 // result beside them.
 func TestRecord(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	dir := filepath.Join(t.TempDir(), "rec")
 	r := run(t, append(short, "--record", dir, "--phases", "cached,full", "--", python, script("train.py"), "--case", "compute")...)

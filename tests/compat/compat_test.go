@@ -22,15 +22,42 @@ import (
 // before is the last commit before agg frames.
 const before = "3a2f7c7"
 
-// old unpacks the tree of before into a temporary directory and returns
-// it; the test is skipped in a clone without that commit (a shallow one).
-func old(t *testing.T) string {
+// old is the tree of before, unpacked once into build/compat-BEFORE under
+// the module's root with its pipetop and synthetic built into its bin/
+// (kept for the next run: an unchanged commit needs no second build),
+// and that bin/; the test is skipped in a clone without that commit (a
+// shallow one).
+func old(t *testing.T) (src, bins string) {
 	t.Helper()
 	root := testkit.Root(t)
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", before+"^{commit}").Run(); err != nil {
 		t.Skipf("commit %s is not in this clone (shallow?): %v", before, err)
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(root, "build", "compat-"+before)
+	src, bins = filepath.Join(dir, "src"), filepath.Join(dir, "bin")
+	done := filepath.Join(dir, "built")
+	if _, err := os.Stat(done); err == nil {
+		return src, bins
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unpack(t, root, src)
+	if err := testkit.BuildErr(src, bins, "./cmd/pipetop", "./examples/synthetic"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return src, bins
+}
+
+// unpack extracts the tree of before from the repository at root into dir.
+func unpack(t *testing.T, root, dir string) {
+	t.Helper()
 	archive := exec.Command("git", "-C", root, "archive", before)
 	untar := exec.Command("tar", "-x", "-C", dir)
 	pipe, err := archive.StdoutPipe()
@@ -47,7 +74,6 @@ func old(t *testing.T) string {
 	if err := untar.Wait(); err != nil {
 		t.Fatalf("untar %s: %v", before, err)
 	}
-	return dir
 }
 
 // snap is the part of pipetop --json this test reads.
@@ -150,13 +176,8 @@ func lookAll(t *testing.T, sockets string, vs []viewer) {
 }
 
 func TestOldAndNewSideBySide(t *testing.T) {
-	src := old(t)
-	bins := t.TempDir()
-	testkit.Build(t, bins, "./cmd/pipetop", "./examples/synthetic")
-	oldBins := filepath.Join(bins, "old")
-	if err := testkit.BuildErr(src, oldBins, "./cmd/pipetop", "./examples/synthetic"); err != nil {
-		t.Fatal(err)
-	}
+	src, oldBins := old(t)
+	bins := testkit.BinDir(t)
 	newView := filepath.Join(bins, "pipetop")
 	viewers := []viewer{
 		{name: "old pipetop", bin: filepath.Join(oldBins, "pipetop")},

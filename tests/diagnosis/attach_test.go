@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
@@ -30,6 +31,7 @@ func slowStepScenarios() []scenario {
 // window holds at least two) and the stack samples of the same time (more
 // than its 1 s collection's), for a viewer of steps and one of agg frames.
 func TestAttachJudgesSlowStepsAtOnce(t *testing.T) {
+	testkit.Concurrent(t)
 	scs := slowStepScenarios()
 	results := observeAll(t, scs)
 	for i, sc := range scs {

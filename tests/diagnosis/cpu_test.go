@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/trainer/dataset"
@@ -26,6 +27,7 @@ import (
 // pure-Python training thread are planted in TestCPUVerdictsAtTheEnd,
 // which checks them live and at the end of the run.
 func TestCPUVerdicts(t *testing.T) {
+	testkit.Serial(t)
 	scs := []scenario{
 		{name: "pipetrain/8 threads + 4 workers: oversubscribed", start: pipetrainOversubscribed,
 			after: 8 * time.Second, interval: 3 * time.Second, kind: verdict.Oversubscribed,

@@ -109,6 +109,7 @@ func runDDP(t *testing.T, args ...string) (ddpJob, []selfMeasured, string) {
 // script's and each rank's comm share is within 10 points of the script's
 // own measurement.
 func TestDDPStragglerThroughPipetopRun(t *testing.T) {
+	testkit.Serial(t)
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}
@@ -299,6 +300,7 @@ func startDDP(t *testing.T, args ...string) (string, *bytes.Buffer) {
 // TestDDPStragglerLive: the live view (pipetop --json, attached to the
 // run) names rank 1, planted slow in forward, with its host.
 func TestDDPStragglerLive(t *testing.T) {
+	testkit.Serial(t)
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}
@@ -320,6 +322,7 @@ func TestDDPStragglerLive(t *testing.T) {
 // TestStoppedPyTorchRankNamed: rank 1 of a 2-rank PyTorch DDP run stopped
 // with SIGSTOP is named, with rank 0 waiting in comm.
 func TestStoppedPyTorchRankNamed(t *testing.T) {
+	testkit.Concurrent(t)
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}
@@ -334,6 +337,7 @@ func TestStoppedPyTorchRankNamed(t *testing.T) {
 // TestStoppedPipetrainRankNamed: the same for two pipetrain --nproc 2
 // ranks (Gloo over libtorch), with a collective timeout far beyond the test.
 func TestStoppedPipetrainRankNamed(t *testing.T) {
+	testkit.Concurrent(t)
 	if testing.Short() {
 		t.Skip("starts pipetrain ranks")
 	}

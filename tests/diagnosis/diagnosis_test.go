@@ -19,23 +19,17 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
-// bins holds the binaries TestMain builds once.
+// bins holds the binaries under test (testkit.BinDir).
 var bins string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "diag")
+	dir, err := testkit.BinDirErr()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	bins = dir
-	if err := testkit.BuildErr("../..", dir, "./cmd/pipetop", "./cmd/pipetrain", "./examples/synthetic"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // scenario is one planted bottleneck and the verdict it must get.
@@ -98,6 +92,7 @@ type result struct {
 // t.Parallel would run only GOMAXPROCS of them at a time), then checks
 // each verdict in its own subtest.
 func TestPlantedBottlenecks(t *testing.T) {
+	testkit.Serial(t)
 	scs := append(append(append(goScenarios(), pythonScenarios()...), pipetrainScenarios()...), torchScenarios()...)
 	results := observeAll(t, scs)
 	for i, sc := range scs {

@@ -4,4 +4,19 @@
 // planted, reads `pipetop --json` and checks the verdict's kind, the stage
 // it names and its next step. Healthy runs must not get a scary verdict.
 // docs/verdicts.md describes the rules these scenarios exercise.
+//
+// Each test says whether it reads the machine's CPU. Those that do
+// (testkit.Serial) run alone, after every other package's tests: their
+// plants are judged on what the CPU did, which a test beside them would
+// change — CPU shares, threads waiting for a CPU and idle cores
+// (TestCPUVerdicts, TestCPUVerdictsAtTheEnd, TestGILVerdicts), workers'
+// busy shares against the training step (TestFloatImagesFromWorkers,
+// TestManyTensorsFromWorkers, the scenarios of TestPlantedBottlenecks,
+// which run together), a run's speed against its first seconds (drift:
+// TestNoDriftFromTheStart, TestDriftAtTheEnd), pauses against the steps
+// around them (TestPeriodicPauses, TestEpochStart: a loaded machine
+// stretches the steps until a pause no longer stands out) and the ranks'
+// step times against their noise (the straggler tests). The others
+// (testkit.Concurrent) are judged on what they plant themselves — stops,
+// hangs, processes — and run in parallel, beside the other packages.
 package diagnosis

@@ -108,6 +108,7 @@ func (r *endOfRun) endVerdict(d time.Duration) (*verdict.Verdict, error) {
 // (compute-bound live; at the end also moderately input-bound: a whole run
 // whose workers start and read 4 files a sample on a loaded box).
 func TestCPUVerdictsAtTheEnd(t *testing.T) {
+	testkit.Serial(t)
 	zarr := func(t *testing.T, chunk int) string {
 		data := filepath.Join(t.TempDir(), "frames-"+strconv.Itoa(chunk)+".zarr")
 		make := exec.Command(python, "../../examples/auto/make_zarr.py", data, "--frames", "2000", "--side", "96", "--chunk-frames", strconv.Itoa(chunk))
@@ -210,6 +211,7 @@ func TestCPUVerdictsAtTheEnd(t *testing.T) {
 // are judged against its first minutes from the summary's timeline
 // (before, the whole run's means read input-bound).
 func TestDriftAtTheEnd(t *testing.T) {
+	testkit.Serial(t)
 	run := &endOfRun{}
 	sc := scenario{name: "torch/storage slows down 9 s in: drift, live and at the end", start: underRun(run, 0, nil, "slowing_loader.py"),
 		after: 500 * time.Millisecond, interval: 19 * time.Second, kind: verdict.Drift, stage: "data_wait",

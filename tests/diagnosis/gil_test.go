@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
 
@@ -20,6 +21,7 @@ import (
 // pipetop run, and its end-of-run summary must name it too. One at a
 // time: each wants the CPUs to itself.
 func TestGILVerdicts(t *testing.T) {
+	testkit.Serial(t)
 	for _, tc := range []struct {
 		side     string
 		blamed   bool

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/summary"
@@ -140,12 +141,18 @@ type pauseResult struct {
 
 // TestPeriodicPauses runs the pause plants at once (they mostly sleep)
 // and checks each one's live and end-of-run verdicts.
-func TestPeriodicPauses(t *testing.T) { runPausePlants(t, pausePlants(t)) }
+func TestPeriodicPauses(t *testing.T) {
+	testkit.Serial(t)
+	runPausePlants(t, pausePlants(t))
+}
 
 // TestEpochStart runs the epoch-start and shard plants at once, apart
 // from the other pause plants (their workers add to the load those judge
 // under).
-func TestEpochStart(t *testing.T) { runPausePlants(t, epochStartPlants()) }
+func TestEpochStart(t *testing.T) {
+	testkit.Serial(t)
+	runPausePlants(t, epochStartPlants())
+}
 
 // runPausePlants runs plants at once and checks each one's live and
 // end-of-run verdicts.
@@ -264,6 +271,7 @@ func checkPause(t *testing.T, w pauseWant, v verdict.Verdict) {
 // baseline of 8 s), that is input-bound, not drift (the issue's
 // "drift: steps are 25 % slower than in the run's first 1.1 s").
 func TestNoDriftFromTheStart(t *testing.T) {
+	testkit.Serial(t)
 	sc := scenario{name: "pipetrain/no workers: input-bound from the start, not drift", start: pipetrainThrashing,
 		after: 20 * time.Second, interval: 5 * time.Second, kind: verdict.InputBound, also: []verdict.Kind{verdict.ModerateInput}, stage: stage.DataWait,
 		next: []string{"rechunk"}}

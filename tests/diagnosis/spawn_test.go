@@ -57,6 +57,7 @@ func killMarked(dir string) {
 // viewer attaches both as one run, and pipetop run prints one job summary
 // for them (launcher spawn), not two summaries of one name.
 func TestSpawnRanksAreOneRun(t *testing.T) {
+	testkit.Concurrent(t)
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}
@@ -131,6 +132,7 @@ func awaitStep(t *testing.T, path string) {
 // A Ctrl-C of pipetop run stops every process of the run (the script, its
 // 2 spawned ranks and their DataLoader workers) before pipetop returns.
 func TestSpawnCtrlCLeavesNothing(t *testing.T) {
+	testkit.Concurrent(t)
 	if testing.Short() {
 		t.Skip("starts PyTorch ranks")
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 )
@@ -49,6 +50,7 @@ func runTrip(t *testing.T, script string, args ...string) tripRun {
 // 5 %), the float run's input advice names the float images with 4x and
 // the fix, the uint8 run is not flagged and is measured faster.
 func TestFloatImagesFromWorkers(t *testing.T) {
+	testkit.Serial(t)
 	const joints = 32 * 14 * 4
 	runs := map[bool]tripRun{}
 	for _, asFloat := range []bool{true, false} {
@@ -104,6 +106,7 @@ func logTrip(t *testing.T, what string, r tripRun) {
 // process's receive time and the fix; the control's does not, and it is
 // measured faster.
 func TestManyTensorsFromWorkers(t *testing.T) {
+	testkit.Serial(t)
 	many := runTrip(t, "many_tensors.py", "--tensors", "256")
 	logTrip(t, "256 tensors a sample", many)
 	one := runTrip(t, "many_tensors.py", "--tensors", "1")

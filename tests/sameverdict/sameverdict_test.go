@@ -127,8 +127,7 @@ func live(t *testing.T, path string) verdict.Verdict {
 // record runs every plant under pipetop run --record and keeps the
 // recording and the end-of-run summary pipetop run wrote in testdata.
 func record(t *testing.T) {
-	bins := t.TempDir()
-	testkit.Build(t, bins, "./cmd/pipetop")
+	pipetop := testkit.Bin(t, "pipetop")
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +138,7 @@ func record(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		argv := append([]string{filepath.Join(bins, "pipetop"), "run", "--no-tui", "--json", "--record", rec, "--", python, script}, p.args...)
+		argv := append([]string{pipetop, "run", "--no-tui", "--json", "--record", rec, "--", python, script}, p.args...)
 		if p.cpus > 0 {
 			cg, _ := testkit.CPUQuotaCgroup(t, p.cpus)
 			argv = append([]string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, argv...)

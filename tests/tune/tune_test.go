@@ -25,15 +25,13 @@ const python = "/usr/bin/python3"
 var pipetop string // the binary under test
 
 func TestMain(m *testing.M) {
-	bin, dir, err := testkit.MainBinary("./cmd/pipetop")
+	dir, err := testkit.BinDirErr()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pipetop = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	pipetop = filepath.Join(dir, "pipetop")
+	os.Exit(m.Run())
 }
 
 // root is the module's root.
@@ -141,6 +139,7 @@ func median(x []float64) float64 {
 // Each planted loader: tune tunes the loader, and its winner, run by hand,
 // is within 10 % of the known best run by hand.
 func TestTunePicksTheKnownBest(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	for _, tc := range []struct {
 		name string
@@ -174,6 +173,7 @@ func TestTunePicksTheKnownBest(t *testing.T) {
 // 2 and 4 both keep 2 cores busy); pipetop run --apply gives the winner's
 // speed set by hand (within the noise), well above the script's own.
 func TestThreadedWorkersAndApply(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	dir := t.TempDir()
 	r := runTune(t, dir, nil, "--case", "threaded_decode")
@@ -197,6 +197,7 @@ func TestThreadedWorkersAndApply(t *testing.T) {
 
 // A network-bound script: nothing is tried, and the report says why.
 func TestComputeBoundTriesNothing(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	r := runTune(t, t.TempDir(), nil, "--case", "compute")
 	if r.Tuned != "" || len(r.Trials) != 0 || !strings.Contains(r.Reason, "nothing in the input pipeline helps") {
@@ -207,6 +208,7 @@ func TestComputeBoundTriesNothing(t *testing.T) {
 // Ctrl-C during the bisect: status 130, the report says so (not the
 // verdict of a bisect cut short), and no process of a phase is left.
 func TestInterruptedDuringTheBisect(t *testing.T) {
+	testkit.Concurrent(t)
 	requireTorch(t)
 	dir := t.TempDir()
 	cmd := exec.Command(pipetop, "tune", "--no-tui", "--json", "--seconds-per-trial", "3", "--", python, script(), "--case", "cpu_items")
@@ -240,6 +242,7 @@ func TestInterruptedDuringTheBisect(t *testing.T) {
 // Workers that each copy a large array: the memory guard refuses the
 // trials that would fill the memory allowed, and the sweep stops there.
 func TestMemoryGuard(t *testing.T) {
+	testkit.Serial(t)
 	requireTorch(t)
 	r := runTune(t, t.TempDir(), []string{"--memory-limit", "2500", "--rounds", "1"}, "--case", "memory", "--mb", "300")
 	refused := 0
