@@ -47,8 +47,9 @@ type rankTime struct {
 
 // DiagnoseRanks applies the straggler rule to the ranks of one run: when
 // one rank's step without comm is clearly slower than the median rank's
-// (StragglerGap) and the median rank waits for about that difference in
-// comm (StragglerWait), it names that rank and the stage where its extra
+// (StragglerGap), in its typical step too (beyondNoise), and the median
+// rank waits for about that difference in comm (StragglerWait), it names
+// that rank and the stage where its extra
 // time goes. ok is false when no rank stands out, when fewer than two ranks
 // have MinSteps steps, or when the ranks publish no comm stage (the wait
 // cannot be told from work then).
@@ -71,10 +72,35 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 	slices.SortStableFunc(rs, func(a, b rankTime) int { return cmp.Compare(a.work, b.work) })
 	med, worst := rs[(len(rs)-1)/2], rs[len(rs)-1]
 	excess := worst.work - med.work
-	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess {
+	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess || !beyondNoise(worst, med) {
 		return Verdict{}, false
 	}
 	return stragglerVerdict(worst, med), true
+}
+
+// beyondNoise reports whether worst's work is slower than med's in the
+// typical step too: its stages outside comm, at their medians, by
+// StragglerGap of the median rank's median step. A balanced job on a loaded
+// box has a few slow steps on one rank or another (a preempted optimizer
+// step), which raise a rank's means over a window but not its medians; a
+// straggler is slower step after step. GPU times carry no medians: ranks
+// with them are judged on their means.
+func beyondNoise(worst, med rankTime) bool {
+	ws, ms := worst.Summary, med.Summary
+	if ws.HasGPU || ms.HasGPU {
+		return true
+	}
+	var typical float64
+	for _, st := range ws.Stages {
+		if stage.ClassOf(st.Name) == stage.ClassComm {
+			continue
+		}
+		typical += st.P50
+		if m := ms.Stage(st.Name); m != nil {
+			typical -= m.P50
+		}
+	}
+	return typical >= StragglerGap*ms.WallP50
 }
 
 // stragglerVerdict explains why worst is slower than med: the non-comm
