@@ -83,24 +83,31 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 // StragglerGap of the median rank's median step. A balanced job on a loaded
 // box has a few slow steps on one rank or another (a preempted optimizer
 // step), which raise a rank's means over a window but not its medians; a
-// straggler is slower step after step. GPU times carry no medians: ranks
-// with them are judged on their means.
+// straggler is slower step after step. GPU times carry no medians, nor do
+// the summaries of a brief aggregate: ranks with them are judged on their
+// means.
 func beyondNoise(worst, med rankTime) bool {
 	ws, ms := worst.Summary, med.Summary
 	if ws.HasGPU || ms.HasGPU {
 		return true
 	}
-	var typical float64
-	for _, st := range ws.Stages {
-		if stage.ClassOf(st.Name) == stage.ClassComm {
-			continue
-		}
-		typical += st.P50
-		if m := ms.Stage(st.Name); m != nil {
-			typical -= m.P50
+	slow, typ := medianWork(ws), medianWork(ms)
+	if slow <= 0 || typ <= 0 || ms.WallP50 <= 0 {
+		return true // summaries without the stages' medians (a brief aggregate's): the means decide
+	}
+	return slow-typ >= StragglerGap*ms.WallP50
+}
+
+// medianWork is the sum of the medians of s's stages outside comm: the
+// typical step's work (0: s has no stage medians).
+func medianWork(s stage.Summary) float64 {
+	var sum float64
+	for _, st := range s.Stages {
+		if stage.ClassOf(st.Name) != stage.ClassComm {
+			sum += st.P50
 		}
 	}
-	return typical >= StragglerGap*ms.WallP50
+	return sum
 }
 
 // stragglerVerdict explains why worst is slower than med: the non-comm
