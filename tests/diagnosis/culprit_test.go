@@ -60,6 +60,28 @@ func culpritPlants(t *testing.T) []pausePlant {
 	}
 }
 
+// leakPlants: a loss list that keeps each step's graph, whose memory creep
+// the live view names and the end-of-run summary names too (pipetop run
+// keeps the resident memory it read), vs the same loop keeping
+// loss.item(). Live: the creep is read from /proc over the run, which no
+// recording replays; 12 s is the least span the rule judges (CreepMinNs).
+func leakPlants() []pausePlant {
+	creep := []string{"memory creep: the trainer's resident memory grew", ".item()"}
+	return []pausePlant{
+		{name: "loss list with its graph", script: "loss_list.py", args: []string{"--seconds", "17"}, after: 1 * time.Second, interval: 12 * time.Second,
+			live: pauseWant{has: creep}, end: pauseWant{has: creep}},
+		{name: "loss list of .item()", script: "loss_list.py", args: []string{"--seconds", "17", "--item"}, after: 1 * time.Second, interval: 12 * time.Second,
+			live: pauseWant{lacks: []string{"memory creep"}}, end: pauseWant{lacks: []string{"memory creep"}}},
+	}
+}
+
+// TestMemoryCreepAtTheEnd runs the leak plants at once (they mostly
+// sleep).
+func TestMemoryCreepAtTheEnd(t *testing.T) {
+	testkit.Serial(t)
+	runPausePlants(t, leakPlants())
+}
+
 // TestNoDefaultCulprit runs the culprit plants one at a time: they read
 // CPU shares, and each wants the cores to itself.
 func TestNoDefaultCulprit(t *testing.T) {
