@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,33 @@ func TestEndOfRunMemoryCreep(t *testing.T) {
 			}
 			if v := back.Judge(); v.String() != back.Verdict.String() {
 				t.Errorf("judged again from the file: %s, was %s", v, back.Verdict)
+			}
+		})
+	}
+}
+
+// TestRecordingJudgesMemoryCreep: pipetop summary of a recording whose
+// process readings show the trainer's resident memory growing 400 MiB over
+// 30 s names memory creep for the whole run, as the live view did; the
+// same recording at a flat resident memory does not.
+func TestRecordingJudgesMemoryCreep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		growth float64
+		creep  bool
+	}{{"growing", 400 << 20, true}, {"flat", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := run(1, ms/4).Entries()
+			last := es[len(es)-1].T
+			for i := range 31 {
+				raw, _ := json.Marshal(map[string]any{"alive": true, "self": map[string]any{"pid": 9,
+					"rss": map[string]any{"value": 500e6 + tc.growth*float64(i)/30, "state": "ok"}}})
+				es = append(es, recording.Entry{T: last.Add(time.Duration(i-31) * time.Second), Host: recording.Host{"process": raw}})
+			}
+			slices.SortStableFunc(es, func(a, b recording.Entry) int { return a.T.Compare(b.T) })
+			v := FromEntries(es).Verdict
+			if got := strings.Contains(v.String(), "memory creep: the trainer's resident memory grew 400 MiB in 30 s"); got != tc.creep {
+				t.Errorf("memory creep named %v, want %v: %s", got, tc.creep, v)
 			}
 		})
 	}

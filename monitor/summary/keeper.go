@@ -57,10 +57,17 @@ func (k *Keeper) AddSnapshot(s *snapshot.Snapshot) {
 			r = &verdict.Series{}
 			k.rss[s.Trainer.PID] = r
 		}
+		keepRSS(r, h.RSS)
+	}
+}
+
+// keepRSS appends the readings of add to r, keeping the newest KeptRSS.
+func keepRSS(r *verdict.Series, add verdict.Series) {
+	for i, t := range add.TimeNs {
 		if len(r.TimeNs) >= KeptRSS {
 			r.TimeNs, r.Value = slices.Delete(r.TimeNs, 0, 1), slices.Delete(r.Value, 0, 1)
 		}
-		r.Add(h.RSS.TimeNs[0], h.RSS.Value[0])
+		r.Add(t, add.Value[i])
 	}
 }
 
