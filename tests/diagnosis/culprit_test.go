@@ -55,19 +55,20 @@ func culpritPlants() []pausePlant {
 // the resident memory it read), vs the same loop keeping loss.item().
 // Live: the pauses and the resident memory are read as the run goes (no
 // recording replays pipetop run's kept readings); 12 s is the least span
-// the creep rule judges (CreepMinNs). They mostly sleep: they run at once.
+// the creep rule judges (CreepMinNs), and a pause is told periodic in a
+// window of 10 of them (5 s). They mostly sleep: they run at once.
 func costPlants(t *testing.T) []pausePlant {
 	ckpt, none := filepath.Join(t.TempDir(), "ckpt.pt"), filepath.Join(t.TempDir(), "none.pt")
 	creep := []string{"memory creep: the trainer's resident memory grew", ".item()"}
 	return []pausePlant{
 		// A 32 MB checkpoint every 50 steps of 8 ms: 11-12 % of the
 		// run on a 2-core box, under a network-bound step (it sleeps: the cores are free).
-		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "700", "--every", "50", "--table", "8000000"},
-			after: 2 * time.Second, interval: 4 * time.Second,
+		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1000", "--every", "50", "--table", "8000000"},
+			after: 3 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, has: []string{"also: `torch.save` every 50 steps", "of the run"}},
 			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, has: []string{"also: `torch.save` every 50 steps", "of the run"}}},
-		{name: "no checkpoint", script: "checkpoint.py", args: []string{"--out", none, "--steps", "700", "--every", "100000", "--table", "8000000"},
-			after: 2 * time.Second, interval: 4 * time.Second,
+		{name: "no checkpoint", script: "checkpoint.py", args: []string{"--out", none, "--steps", "1000", "--every", "100000", "--table", "8000000"},
+			after: 3 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, lacks: []string{"also:"}},
 			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, lacks: []string{"also:"}}},
 
