@@ -169,6 +169,9 @@ func TestReadings(t *testing.T) {
 		{"connected", "pipetop_trainer_last_step_time_seconds", L{"trainer": "demo", "rank": "0"}, 0.15},
 		{"connected", "pipetop_trainer_stage_mean_seconds", nil, absent}, // window gauges are gone
 		{"connected", "pipetop_verdict", L{"kind": "input-bound", "stage": "data_wait", "trainer": "demo", "rank": "0"}, 1},
+		{"connected", "pipetop_verdict_also", L{"kind": "untimed", "stage": "other", "trainer": "demo", "rank": "0"}, 0.14},
+		{"connected", "pipetop_verdict_also", L{"kind": "memory-creep", "stage": ""}, 0},
+		{"disconnected", "pipetop_verdict_also", nil, absent},
 		{"connected", "pipetop_loader_cache_hit_ratio", nil, 0}, // chunks were read: a real 0
 		{"connected", "pipetop_loader_bytes_decoded_total", L{"trainer": "demo"}, 6500000},
 		{"disconnected", "pipetop_trainer_connected", L{"trainer": "demo", "run": "", "rank": ""}, 0},

@@ -45,12 +45,14 @@ var (
 		"Loss of the newest step that reported one.")
 	verdictDesc = trainerDesc("pipetop_verdict",
 		"The bottleneck verdict over the --window: 1 for the current kind and the stage it names.", "kind", "stage")
+	verdictAlsoDesc = trainerDesc("pipetop_verdict_also",
+		"The run's other costs the verdict names beside its kind (also: ...): each one's share of the run's time, 0 for a finding that is not a time (memory creep).", "kind", "stage")
 )
 
 // trainerDescs lists the descriptor of every trainer metric.
 func trainerDescs() []*prometheus.Desc {
 	return []*prometheus.Desc{infoDesc, connectedDesc, startDesc, droppedDesc, stepsDesc, samplesDesc,
-		stageSecondsDesc, wallDesc, dataWaitDesc, lastStepDesc, lastStepTimeDesc, lossDesc, verdictDesc,
+		stageSecondsDesc, wallDesc, dataWaitDesc, lastStepDesc, lastStepTimeDesc, lossDesc, verdictDesc, verdictAlsoDesc,
 		loaderWorkersDesc, loaderBusyDesc, loaderQueueDesc, loaderQueueCapDesc, loaderCacheDesc,
 		loaderReadDesc, loaderDecodedDesc, loaderUsedDesc, loaderSecondsDesc, loaderErrorsDesc}
 }
@@ -101,6 +103,9 @@ func (e Emitter) trainer(r *snapshot.Rank, host string) {
 	}
 	if v := r.Verdict; v != nil {
 		e.Gauge(verdictDesc, 1, append(id, string(v.Kind), v.Stage)...)
+		for _, c := range v.Also {
+			e.Gauge(verdictAlsoDesc, c.Share, append(id[:len(id):len(id)], string(c.Kind), c.Stage)...)
+		}
 	}
 	if r.Loader != nil {
 		e.loader(r.Loader, id)

@@ -301,6 +301,27 @@ print("done")
 """
 
 
+TRANSFORMS = """
+import time, torch
+from torch.utils.data import DataLoader, TensorDataset
+
+class Jitter(torch.nn.Module):                  # augmentation: no parameters, slow on purpose
+    def forward(self, x):
+        time.sleep(0.02)
+        return x + 0.01 * torch.randn_like(x)
+
+jitter, model, loss_fn = Jitter(), torch.nn.Linear(4, 1), torch.nn.MSELoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for (x,) in DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=4):
+    x = jitter(x)                               # in the loop, before the model: preprocess
+    loss = loss_fn(model(x), torch.zeros(4, 1))  # the loss module after the model: forward
+    time.sleep(0.002)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
 MOVES = """
 import torch
 model = torch.nn.Linear(4, 1)
@@ -404,6 +425,24 @@ class TestAutoRun(unittest.TestCase):
         self.assertGreaterEqual(total["forward"], 8 * 20e6, total)
         self.assertGreaterEqual(total["eval"], 2 * 20e6, total)
         self.assertLess(total["eval"], 8 * 20e6, total)
+
+    def test_transforms_are_preprocess(self) -> None:
+        """A module without parameters called in the loop before the model
+        (augmentation) is preprocess; the model and the loss module after
+        it are forward."""
+        d = _sockdir()
+        with open(os.path.join(d, "transforms.py"), "w") as f:
+            f.write(textwrap.dedent(TRANSFORMS))
+        r = _run_auto(os.path.join(d, "transforms.py"), {"PIPETOP_SOCKET_DIR": d, "PIPETOP_SUMMARY_DIR": d})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        files = [n for n in os.listdir(d) if n.startswith("pipetop-summary-transforms-")]
+        with open(os.path.join(d, files[0])) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["steps"], 8)
+        total = {s["name"]: s["total_ns"] for s in doc["stages"]}
+        # 8 steps x 20 ms of augmentation; the forward is microseconds.
+        self.assertGreaterEqual(total.get("preprocess", 0), 8 * 20e6, total)
+        self.assertLess(total["forward"], 8 * 20e6 / 2, total)
 
     def test_device_moves(self) -> None:
         """A batch moved to a device is h2d; a result brought back to the

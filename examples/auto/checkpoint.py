@@ -50,4 +50,5 @@ for i, (x, y) in enumerate(loader):
     opt.step()
     if (i + 1) % args.every == 0:
         save_checkpoint(i + 1)
-os.remove(args.out)
+if os.path.exists(args.out):
+    os.remove(args.out)

@@ -2,8 +2,8 @@
 """A plain CPU training loop for the CPU verdicts: --threads intra-op
 threads in the main process and in each of --workers DataLoader workers
 (--worker-threads in each worker instead, when set)
-(each worker's items are matrix products too; without workers the items
-are cheap). More threads than cores in
+(each worker's items are --products matrix products too; without workers
+the items are cheap). More threads than cores in
 all is oversubscription; --threads equal to the cores and no workers uses
 every core on purpose. With --python the step is pure-Python work on the
 training thread (cheap data, one thread busy).
@@ -20,6 +20,7 @@ ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--workers", type=int, default=0)
 ap.add_argument("--worker-threads", type=int, default=0, help="intra-op threads in each worker (0: --threads)")
 ap.add_argument("--size", type=int, default=384)
+ap.add_argument("--products", type=int, default=3, help="matrix products in each worker's item")
 ap.add_argument("--python", action="store_true")
 ap.add_argument("--seconds", type=float, default=60)
 args = ap.parse_args()
@@ -36,7 +37,7 @@ class Products(Dataset):
         if args.python or not args.workers:
             return torch.zeros(8)
         a = torch.rand(args.size, args.size)
-        for _ in range(3):
+        for _ in range(args.products):
             a = torch.tanh(a @ a)
         return a[0, :8]
 

@@ -17,15 +17,16 @@ import "slices"
 // are allowed; these get fixed colours and are what the verdict rules know
 // about.
 const (
-	DataWait = "data_wait" // waiting for the next batch from the loader
-	H2D      = "h2d"       // host-to-device copy
-	Forward  = "forward"   // encoder + policy + loss
-	Backward = "backward"  // gradient computation
-	Comm     = "comm"      // gradient all-reduce and other collectives (multi-rank)
-	Optim    = "optim"     // optimizer step + zero_grad
-	Sync     = "sync"      // explicit synchronization, loss readback, logging
-	Other    = "other"     // the rest of the step's wall time
-	Eval     = "eval"      // evaluation passes outside training steps
+	DataWait   = "data_wait"  // waiting for the next batch from the loader
+	Preprocess = "preprocess" // transforms and augmentation on the training thread, outside the model
+	H2D        = "h2d"        // host-to-device copy
+	Forward    = "forward"    // encoder + policy + loss
+	Backward   = "backward"   // gradient computation
+	Comm       = "comm"       // gradient all-reduce and other collectives (multi-rank)
+	Optim      = "optim"      // optimizer step + zero_grad
+	Sync       = "sync"       // explicit synchronization, loss readback, logging
+	Other      = "other"      // the rest of the step's wall time
+	Eval       = "eval"       // evaluation passes outside training steps
 )
 
 // MaxStages is the most stages one record can carry.
@@ -55,6 +56,10 @@ const (
 	ScopeStep    Scope = iota // every training step
 	ScopeRanks                // the steps of one rank of a multi-rank run
 	ScopeOutside              // outside training steps (evaluation)
+	// ScopeLoop stages are timed in training steps of the loops that have
+	// them (preprocessing on the training thread); no fixed stage list
+	// holds them, a publisher adds them when it first times one.
+	ScopeLoop
 )
 
 // Info describes one stage with a fixed meaning.
@@ -81,6 +86,7 @@ type Info struct {
 // bottleneck.
 var Known = []Info{
 	{DataWait, ClassInput, ScopeStep, true, "wait", "#E5734B", "waiting for the next batch from the loader"},
+	{Preprocess, ClassInput, ScopeLoop, false, "prep", "#B5835A", "transforms and augmentation on the training thread, outside the model"},
 	{H2D, ClassNetwork, ScopeStep, false, "h2d", "#E5C07B", "host-to-device copy of the batch"},
 	{Forward, ClassNetwork, ScopeStep, true, "fwd", "#61AFEF", "encoder + policy + loss"},
 	{Backward, ClassNetwork, ScopeStep, true, "bwd", "#C678DD", "gradient computation"},

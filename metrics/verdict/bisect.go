@@ -257,7 +257,7 @@ func DiagnoseBisect(phases []PhaseResult) Verdict {
 	case all < TogetherShort*min(load, loopRate(net, syn)) && competes(all, load):
 		return contention(load, net, all, ld.Loader)
 	}
-	return pipelineVerdict(phases, batch, full, syn, net, load)
+	return pipelineVerdict(phases, batch, full, syn, ld, net)
 }
 
 // scriptPhases is whether phases are pipetop bisect's (a script run once
@@ -273,10 +273,17 @@ func scriptPhases(phases []PhaseResult) bool {
 
 // pipelineVerdict judges the full phase by its stages (the same rules
 // pipetop uses live) once the phases show neither a short loader nor
-// contention, with the figures that frame it.
-func pipelineVerdict(phases []PhaseResult, batch int, full, syn *PhaseResult, net, load float64) Verdict {
-	all := full.SamplesPerSec
+// contention, with the figures that frame it; a step the stages call the
+// network's follows the phases (networkVerdict).
+func pipelineVerdict(phases []PhaseResult, batch int, full, syn, ld *PhaseResult, net float64) Verdict {
+	all, load := full.SamplesPerSec, ld.SamplesPerSec
 	v := Judge(Inputs{Summary: full.Summary, Loader: full.Loader, Complete: true})
+	if v.Kind == ComputeBound {
+		var input bool
+		if v, input = networkVerdict(v, full, ld, net); input {
+			return v
+		}
+	}
 	if v.Kind == InputBound {
 		// The loader keeps up alone; the stage view still sees waiting.
 		v.Next += fmt.Sprintf(" (alone the loader delivers %s samples/s vs %s needed)", num(load), num(net))
@@ -291,6 +298,35 @@ func pipelineVerdict(phases []PhaseResult, batch int, full, syn *PhaseResult, ne
 			100*all/loop, 100*all/load)
 	}
 	return v
+}
+
+// networkVerdict follows the phases when the full phase's stages say its
+// step is the network's: at LoaderShort of the network alone on a fixed
+// batch or more, the network is the limit as measured and a faster device
+// or a smaller model is what helps (v with that advice); below it, with a
+// loader busy enough to take the network's cores (competes) that decodes
+// HighReadAmp times the bytes it uses, the loader costs the difference,
+// however fast it is alone (input = true: input-bound, with the rechunk);
+// below it otherwise, v says that what runs beside the network costs the
+// difference (pipelineVerdict's headline says whether the loader sat idle).
+func networkVerdict(v Verdict, full, ld *PhaseResult, net float64) (_ Verdict, input bool) {
+	all, load := full.SamplesPerSec, ld.SamplesPerSec
+	if all >= LoaderShort*net {
+		v.Next = fmt.Sprintf("the input keeps up: the full pipeline runs at %.0f %% of the network alone on a fixed batch, so a faster device or a smaller model is what helps now", 100*all/net)
+		return v, false
+	}
+	l := full.Loader
+	if ld.Loader != nil {
+		l = ld.Loader
+	}
+	if !competes(all, load) || l == nil || l.ReadAmp < HighReadAmp {
+		v.Next = fmt.Sprintf("the full pipeline runs at %.0f %% of the network alone on a fixed batch: what runs beside the network (the loader's workers, other load on the machine) costs the difference, which a faster device or a smaller model would not recover",
+			100*all/net)
+		return v, false
+	}
+	head := fmt.Sprintf("input-bound: the network alone takes %s samples/s on a fixed batch, the full pipeline reaches %s (%.0f %%); the loader, which delivers %s alone decoding %.0fx the bytes it uses, costs the difference on the network's cores",
+		num(net), num(all), 100*all/net, num(load), l.ReadAmp)
+	return Verdict{Kind: InputBound, Stage: stage.DataWait, Headline: head, Next: InputAdvice(l)}, true
 }
 
 // competes is whether the loader, delivering load samples/s alone, was

@@ -75,6 +75,7 @@ var Kinds = []KindInfo{
 	{InputBound, SeverityBad, false, "input-bound", []Threshold{{"InputShare", InputShare}, {"HighReadAmp", HighReadAmp}, {"BusyWorkers", BusyWorkers}, {"KeepUp", KeepUp},
 		{"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}}},
 	{GPUBound, SeverityGood, true, "gpu-bound", []Threshold{{"GPUBusyBound", GPUBusyBound}}},
+	{PreprocessBound, SeverityBad, false, "preprocess-bound", []Threshold{{"PreprocessShare", PreprocessShare}, {"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}}},
 	{TrainingThreadBound, SeverityBad, false, "training-thread-bound", []Threshold{{"TrainingThreadBusy", TrainingThreadBusy},
 		{"OtherThreadsIdle", OtherThreadsIdle}, {"IdleCoresFree", IdleCoresFree}, {"ModerateShare", ModerateShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
 	{LaunchBound, SeverityBad, false, "launch-bound", []Threshold{{"NetworkShare", NetworkShare}, {"LaunchGPUBusy", LaunchGPUBusy}}},
@@ -82,7 +83,8 @@ var Kinds = []KindInfo{
 	{Untimed, SeverityBad, false, "untimed", []Threshold{{"OtherShare", OtherShare}, {"HotShare", stage.HotShare}, {"MinHotSamples", stage.MinHotSamples}, {"CheckpointMinB", CheckpointMinB}}},
 	{StageBound, SeverityBad, false, "stage-bound", []Threshold{{"SingleStageShare", SingleStageShare}, {"EvalShare", EvalShare}}},
 	{ModerateInput, SeverityWarn, false, "moderately-input-bound", []Threshold{{"ModerateShare", ModerateShare}}},
-	{ComputeBound, SeverityBad, true, "compute-bound", []Threshold{{"NetworkShare", NetworkShare}}},
+	{Contention, SeverityBad, false, "contention", []Threshold{{"BesideCores", BesideCores}, {"NetworkShare", NetworkShare}, {"BusyWorkers", BusyWorkers}}},
+	{ComputeBound, SeverityBad, true, "compute-bound", []Threshold{{"NetworkShare", NetworkShare}, {"BesideCores", BesideCores}}},
 	{Balanced, SeverityGood, true, "balanced", nil},
 }
 

@@ -47,8 +47,9 @@ type rankTime struct {
 
 // DiagnoseRanks applies the straggler rule to the ranks of one run: when
 // one rank's step without comm is clearly slower than the median rank's
-// (StragglerGap) and the median rank waits for about that difference in
-// comm (StragglerWait), it names that rank and the stage where its extra
+// (StragglerGap), in its typical step too (beyondNoise), and the median
+// rank waits for about that difference in comm (StragglerWait), it names
+// that rank and the stage where its extra
 // time goes. ok is false when no rank stands out, when fewer than two ranks
 // have MinSteps steps, or when the ranks publish no comm stage (the wait
 // cannot be told from work then).
@@ -71,10 +72,42 @@ func DiagnoseRanks(ranks []RankSummary) (v Verdict, ok bool) {
 	slices.SortStableFunc(rs, func(a, b rankTime) int { return cmp.Compare(a.work, b.work) })
 	med, worst := rs[(len(rs)-1)/2], rs[len(rs)-1]
 	excess := worst.work - med.work
-	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess {
+	if excess < StragglerGap*med.Summary.WallMean || med.comm < StragglerWait*excess || !beyondNoise(worst, med) {
 		return Verdict{}, false
 	}
 	return stragglerVerdict(worst, med), true
+}
+
+// beyondNoise reports whether worst's work is slower than med's in the
+// typical step too: its stages outside comm, at their medians, by
+// StragglerGap of the median rank's median step. A balanced job on a loaded
+// box has a few slow steps on one rank or another (a preempted optimizer
+// step), which raise a rank's means over a window but not its medians; a
+// straggler is slower step after step. GPU times carry no medians, nor do
+// the summaries of a brief aggregate: ranks with them are judged on their
+// means.
+func beyondNoise(worst, med rankTime) bool {
+	ws, ms := worst.Summary, med.Summary
+	if ws.HasGPU || ms.HasGPU {
+		return true
+	}
+	slow, typ := medianWork(ws), medianWork(ms)
+	if slow <= 0 || typ <= 0 || ms.WallP50 <= 0 {
+		return true // summaries without the stages' medians (a brief aggregate's): the means decide
+	}
+	return slow-typ >= StragglerGap*ms.WallP50
+}
+
+// medianWork is the sum of the medians of s's stages outside comm: the
+// typical step's work (0: s has no stage medians).
+func medianWork(s stage.Summary) float64 {
+	var sum float64
+	for _, st := range s.Stages {
+		if stage.ClassOf(st.Name) != stage.ClassComm {
+			sum += st.P50
+		}
+	}
+	return sum
 }
 
 // stragglerVerdict explains why worst is slower than med: the non-comm

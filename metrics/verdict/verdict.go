@@ -89,14 +89,22 @@ type Verdict struct {
 	Rank     *int   `json:"rank,omitempty"`  // the rank the verdict names (straggler), if any
 	Headline string `json:"headline"`        // one line with the numbers behind it
 	Next     string `json:"next"`            // one suggested next step
+	// Also are the run's other costs of AlsoShare of its time or more (and
+	// the memory and GIL findings) that the verdict's kind does not name.
+	Also []Cost `json:"also,omitempty"`
 }
 
-// String is the verdict as one line: headline, then the next step.
+// String is the verdict as one line: headline, then the next step, then
+// what else costs the run ("also: ...").
 func (v Verdict) String() string {
-	if v.Next == "" {
-		return v.Headline
+	s := v.Headline
+	if v.Next != "" {
+		s += " — " + v.Next
 	}
-	return v.Headline + " — " + v.Next
+	if len(v.Also) > 0 {
+		s += " — also: " + AlsoText(v.Also)
+	}
+	return s
 }
 
 // Inputs is everything the verdict rules read. Only Summary is required;
@@ -170,8 +178,9 @@ func Diagnose(s stage.Summary, l *stage.LoaderStats) Verdict {
 }
 
 // Judge applies every verdict rule and keeps the finding whose kind comes
-// first in Kinds (on a tie, the rule listed first). It is the one verdict of
-// a refresh: the screen, --json, the exporter and bisect all call it.
+// first in Kinds (on a tie, the rule listed first), with the run's other
+// costs it does not name (Also). It is the one verdict of a refresh: the
+// screen, --json, the exporter and bisect all call it.
 func Judge(in Inputs) Verdict {
 	var best Verdict
 	rank := -1
@@ -182,6 +191,7 @@ func Judge(in Inputs) Verdict {
 			}
 		}
 	}
+	best.Also = Also(&in, best)
 	return best
 }
 
@@ -225,6 +235,8 @@ func steady(in *Inputs) Verdict {
 	case g.known && g.busy >= GPUBusyBound && g.trusted:
 		return Verdict{Kind: GPUBound, Headline: fmt.Sprintf("GPU-bound: the GPU is busy %s of each %s step%s", units.Pct(g.busy), units.Dur(s.WallMean), g.label()),
 			Next: "the pipeline keeps up; speed now comes from the model: bf16, a larger batch, fewer or cheaper layers"}
+	case share(stage.Preprocess) >= PreprocessShare:
+		return preprocessBound(s, share(stage.Preprocess), l, in.Code)
 	case g.known && network >= NetworkShare && g.busy < LaunchGPUBusy:
 		return Verdict{Kind: LaunchBound, Headline: fmt.Sprintf("launch-bound: the CPU spends %s of each step issuing the network while the GPU is busy %s%s", units.Pct(network), units.Pct(g.busy), g.label()),
 			Next: "raise the batch size (fewer, larger kernels) or capture the step in a CUDA graph"}
@@ -247,11 +259,7 @@ func steady(in *Inputs) Verdict {
 		return moderateInput(s, wait, l, in.Code)
 	}
 	if !s.HasGPU && network >= NetworkShare {
-		top := largestOf(s, stage.ClassNetwork)
-		return Verdict{Kind: ComputeBound, Stage: top.Name,
-			Headline: fmt.Sprintf("compute-bound: the network takes %s of each %s step, most in %s (%s); no GPU timings",
-				units.Pct(network), units.Dur(s.WallMean), top.Name, units.Pct(top.Share)),
-			Next: "the input keeps up; a faster device or a smaller model is what helps now"}
+		return computeBound(in, s, network)
 	}
 	return Verdict{Kind: Balanced, Headline: fmt.Sprintf("balanced: no stage dominates (largest %s)", largest(s)),
 		Next: "profile the largest stage further"}

@@ -48,6 +48,13 @@ type HostCPU struct {
 	// thread of the trainer's child processes: the decoding library's
 	// threads too).
 	WorkerCores float64
+	// OtherProcCores is the cores the run's other processes used (neither
+	// the trainer process nor its loader workers: a launcher, a
+	// subprocess); SideCores the cores of the trainer's threads that are
+	// not the network's (pin-memory and other roles, not the training
+	// thread, its intra-op pool nor its comm threads). With WorkerCores
+	// they are what ran beside the network (besideNetwork).
+	OtherProcCores, SideCores float64
 	// Refreshes is how many refreshes of a whole run these readings are
 	// the means of (an end-of-run summary's); 0 for one live refresh. The
 	// CPU rules read a live refresh or a whole run's means, never the last

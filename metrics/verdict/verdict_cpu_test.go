@@ -41,15 +41,16 @@ func TestCPURules(t *testing.T) {
 			0, Oversubscribed, []string{"2 busy loader workers", "waited 36 %", "the training thread 27 %", "torch.set_num_threads"}},
 		// zarr_network.py on 1-frame chunks (2 intra-op threads, 2 workers
 		// decoding cheaply), as read at the end of its run: the pool gets
-		// its cores.
-		{"a 2-thread pool beside cheap workers is compute", pyLoop,
+		// its cores, not oversubscribed; but the workers use 14 % of them:
+		// contention, not "a faster device".
+		{"a 2-thread pool beside cheap workers is not oversubscribed", pyLoop,
 			HostCPU{UsableCores: 2, Demand: 2.45, Used: 1.85, WaitShare: 0.24, Training: 0.97, TrainingCPU: 0.88, Others: 0.97, WorkerCores: 0.28,
 				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 1, Busy: 1}}},
-			0, ComputeBound, []string{"forward"}},
+			0, Contention, []string{"the run's worker processes use 0.28 of 2 cores beside the network"}},
 		{"the same pool and workers on a host that waits, the training thread not", pyLoop,
 			HostCPU{UsableCores: 2, Demand: 2.83, Used: 1.81, WaitShare: 0.36, Training: 0.97, TrainingCPU: 0.85, Others: 1.1, WorkerCores: 0.44,
 				Pools: []CPUPool{{Role: "intra-op", Processes: 1, Busy: 1}, {Role: "training", Processes: 1, Busy: 1}, {Role: "worker", Processes: 2, Busy: 2}}},
-			0, ComputeBound, []string{"forward"}},
+			0, Contention, []string{"0.44 of 2 cores beside the network"}},
 		{"throttled wins over oversubscribed", steady,
 			HostCPU{UsableCores: 0.5, QuotaCPUs: 0.5, ThrottledShare: 0.9, Demand: 3, Used: 0.5, WaitShare: 0.8, Pools: six, Training: -1},
 			0, Throttled, []string{"quota of 0.5 CPUs", "90 % of its periods", "want 3.0 CPUs", "raise the limit"}},

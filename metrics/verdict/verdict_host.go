@@ -68,19 +68,21 @@ const (
 	CreepFit       = 0.80 // and grown steadily: R² of a straight line at least this
 )
 
-// memoryRule: memory near capacity, swapping, or memory creeping upward.
+// memoryRule: memory near capacity or swapping (a live window's readings
+// of now), or memory creeping upward over the readings it is given (a
+// live window's history, or the end of a whole run that pipetop run kept).
 func memoryRule(in *Inputs) (Verdict, bool) {
 	h := in.Host
-	if h == nil || !in.Live {
+	if h == nil {
 		return Verdict{}, false
 	}
-	if h.GPUMemTotal > 0 && h.GPUMemUsed >= GPUMemFull*h.GPUMemTotal {
+	if in.Live && h.GPUMemTotal > 0 && h.GPUMemUsed >= GPUMemFull*h.GPUMemTotal {
 		return Verdict{Kind: MemoryFull,
 			Headline: fmt.Sprintf("GPU memory near capacity: %s of %s used (%s); the allocator has little headroom",
 				units.Bytes(h.GPUMemUsed), units.Bytes(h.GPUMemTotal), units.Pct(h.GPUMemUsed/h.GPUMemTotal)),
 			Next: "expect out-of-memory errors or allocator retries: lower the batch, checkpoint activations, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"}, true
 	}
-	if h.MemTotal > 0 && h.MemUsed >= HostMemFull*h.MemTotal && h.SwapUsed >= SwapInUse {
+	if in.Live && h.MemTotal > 0 && h.MemUsed >= HostMemFull*h.MemTotal && h.SwapUsed >= SwapInUse {
 		return Verdict{Kind: Swapping,
 			Headline: fmt.Sprintf("swapping: host memory %s full and %s in swap", units.Pct(h.MemUsed/h.MemTotal), units.Bytes(h.SwapUsed)),
 			Next:     "pages of the trainer or its loader go to disk: lower the decoded-chunk cache (--cache-mb), the loader workers or the prefetch depth"}, true

@@ -20,7 +20,8 @@ func thread(tid int, name string, cpu, free float64, probes int64, fn, file stri
 // TestGILRule plants a Python thread holding the GIL beside a training
 // thread that waits for it (the issue's metrics logger: 96 % of a core, the
 // training thread on a CPU 8 % of the time, 1,283 switches a second), and
-// the controls that must not be blamed.
+// the controls that must not be blamed for the GIL (a busy Python thread
+// beside the network is contention all the same: it uses the cores).
 func TestGILRule(t *testing.T) {
 	const start = int64(1e18)
 	slow := run(start, 100, func(int) map[string]int64 {
@@ -54,17 +55,17 @@ func TestGILRule(t *testing.T) {
 				"on a CPU 8 % of the time", "blocks 1283 times a second", "move its work to a process", "sleep", "releases the GIL"}},
 		{"the logger on a loaded box", loaded, []stage.ThreadProfile{queued}, nil, 0, GILBound,
 			[]string{`"metrics-logger" (tid 20313) holds the GIL 24 % of a core in ` + "`log_metrics` at side_thread.py:33", "blocks 161 times a second"}},
-		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, nil, 0, ComputeBound, nil},
+		{"a thread in a big torch.mm (no GIL) is not blamed", waiting, []stage.ThreadProfile{mm}, nil, 0, Contention, []string{"other threads (Python thread", "beside the network"}},
 		{"a thread that sleeps is not blamed", waiting, []stage.ThreadProfile{thread(9, "sleeper", 0.01, 0, 80, "s", "t.py", 1)}, nil, 0, ComputeBound, nil},
-		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, nil, 0, ComputeBound, nil},
-		{"a training thread that seldom blocks", rare, []stage.ThreadProfile{logger}, nil, 0, ComputeBound, nil},
-		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, nil, 0, ComputeBound, nil},
+		{"a training thread that runs is not waiting for the GIL", busy, []stage.ThreadProfile{logger}, nil, 0, Contention, []string{"other threads (Python thread", "beside the network"}},
+		{"a training thread that seldom blocks", rare, []stage.ThreadProfile{logger}, nil, 0, Contention, []string{"other threads (Python thread", "beside the network"}},
+		{"too few probes", waiting, []stage.ThreadProfile{thread(4242, "metrics-logger", 0.96, 0, 3, "log_metrics", "train_gil.py", 31)}, nil, 0, Contention, []string{"other threads (Python thread", "beside the network"}},
 		{"a busy GPU is what the step waits for", waiting, []stage.ThreadProfile{logger}, nil, 0.95, GPUBound, nil},
 		{"old trainers send no threads", waiting, nil, nil, 0, ComputeBound, nil},
 		{"a producer thread the loop waits on is not blamed", waiting, []stage.ThreadProfile{logger},
 			[]stage.CodeGroup{{Role: stage.RoleTrain, Stage: stage.DataWait, SampledNs: 4e9,
 				Top: []stage.FuncShare{{Name: "Condition.wait", File: "threading.py", Lib: "threading", Self: 0.8, Total: 0.8}}}},
-			0, ComputeBound, nil},
+			0, Contention, []string{"beside the network"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &Host{CPU: &tc.cpu}

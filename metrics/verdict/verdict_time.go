@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/units"
@@ -166,6 +167,10 @@ func foldInFlight(s stage.Summary, p *stage.Progress, now int64) stage.Summary {
 // ranks before v in Kinds, as Judge ranks a live window's findings.
 func WithDrift(v Verdict, end Inputs) Verdict {
 	if d, ok := driftRule(&end); ok && Precedence(d.Kind) < Precedence(v.Kind) {
+		d.Also = slices.DeleteFunc(slices.Clone(v.Also), func(c Cost) bool { return c.Stage != "" && c.Stage == d.Stage })
+		if v.Stage != d.Stage && v.Kind != Balanced && !v.Healthy() {
+			d.Also = append(d.Also, Cost{Kind: v.Kind, Stage: v.Stage, Text: v.Headline})
+		}
 		return d
 	}
 	return v

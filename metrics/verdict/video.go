@@ -77,13 +77,20 @@ func reopenAdvice(v *stage.VideoStream) string {
 // (videos/chunk-000/CAMERA/episode_000000.mp4).
 var episodeFile = regexp.MustCompile(`^episode_[0-9]+\.mp4$`)
 
-// importDir is the directory pipetrain data import converts for file:
-// the file's own (a directory of per-camera files), or for an episode
-// file of LeRobot's layout the one above its camera's directory, so that
-// every camera is imported.
+// chunkDir is the name of LeRobot's directory of camera directories
+// (videos/chunk-000).
+var chunkDir = regexp.MustCompile(`^chunk-[0-9]+$`)
+
+// importDir is the directory pipetrain data import converts for file, as
+// it takes them: the file's own (a directory of per-camera files, or the
+// episode folder of one camera's episode_N.mp4 files), or, for an episode
+// file of LeRobot's layout (videos/chunk-NNN/CAMERA/episode_N.mp4), the
+// chunk directory, which holds every camera's episode folder and nothing
+// else. Never a directory above the episode folder otherwise: that would
+// import whatever else it holds.
 func importDir(file string) string {
 	dir := filepath.Dir(file)
-	if episodeFile.MatchString(filepath.Base(file)) {
+	if episodeFile.MatchString(filepath.Base(file)) && chunkDir.MatchString(filepath.Base(filepath.Dir(dir))) {
 		return filepath.Dir(dir)
 	}
 	return dir

@@ -109,11 +109,15 @@ func TestWorstReadAcrossFormats(t *testing.T) {
 }
 
 // LeRobot keeps one directory per camera of per-episode files: the import
-// advice names the directory above them, which holds every camera.
+// advice names the chunk directory above them, which holds every camera;
+// episode files elsewhere are imported from their own episode folder, never
+// from the directory above it (the issue's: the whole dataset directory).
 func TestImportDirOfEpisodeFiles(t *testing.T) {
 	for file, want := range map[string]string{
 		"/data/lerobot/videos/chunk-000/observation.images.top/episode_000007.mp4": "/data/lerobot/videos/chunk-000",
-		"/data/cams/cam0.mp4": "/data/cams",
+		"/data/plant/videos/episode_000003.mp4":                                    "/data/plant/videos",
+		"/data/plant/episodes/top/episode_000003.mp4":                              "/data/plant/episodes/top",
+		"/data/cams/cam0.mp4":                                                      "/data/cams",
 	} {
 		if got := importDir(file); got != want {
 			t.Errorf("importDir(%q) = %q, want %q", file, got, want)

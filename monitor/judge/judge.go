@@ -36,6 +36,11 @@ type Window struct {
 	// Host is what was read of the machine around the trainer; nil when
 	// unknown.
 	Host *verdict.Host
+	// RSS is the trainer's resident memory over the end of a whole run
+	// (what pipetop run kept of the live view's readings): judged for
+	// memory creep as the live view judges its own history. Empty for a
+	// live window, whose Host carries its history.
+	RSS verdict.Series
 	// Ranks are every rank's window summaries, for the straggler and
 	// stopped-rank rules; nil for a single process or a rank judged on its
 	// own.
@@ -68,6 +73,14 @@ func Inputs(w Window) verdict.Inputs {
 		h, c := *host, *host.CPU
 		c.IntraOpThreads = w.Code.IntraOpThreads
 		h.CPU = &c
+		host = &h
+	}
+	if len(w.RSS.TimeNs) > 0 {
+		h := verdict.Host{}
+		if host != nil {
+			h = *host
+		}
+		h.RSS = w.RSS
 		host = &h
 	}
 	return verdict.Inputs{Summary: w.Summary, Loader: w.Loader, Progress: w.Progress, Code: w.Code, Host: host,

@@ -38,8 +38,12 @@ type RunCPU struct {
 	Others      float64 `json:"others"`
 	// IdleCores is the mean idle cores of the host, -1 when unread.
 	IdleCores float64 `json:"idle_cores"`
-	// WorkerCores is the mean cores of the loader's worker processes.
-	WorkerCores float64 `json:"worker_cores"`
+	// WorkerCores is the mean cores of the loader's worker processes;
+	// OtherProcCores of the run's other processes and SideCores of the
+	// trainer's threads that are not the network's (what ran beside it).
+	WorkerCores    float64 `json:"worker_cores"`
+	OtherProcCores float64 `json:"other_proc_cores,omitempty"`
+	SideCores      float64 `json:"side_cores,omitempty"`
 	// TrainingSwitches and TrainingPreempted are the training thread's
 	// mean switches onto a CPU and preemptions a second (the GIL rule);
 	// IntraOpThreads the last torch.get_num_threads() seen (0: unknown).
@@ -66,7 +70,7 @@ func (r *RunCPU) HostCPU() *verdict.HostCPU {
 	}
 	c := &verdict.HostCPU{UsableCores: r.UsableCores, QuotaCPUs: r.QuotaCPUs, ThrottledShare: r.ThrottledShare,
 		Demand: r.Demand, Used: r.Used, WaitShare: r.WaitShare, Training: r.Training, TrainingCPU: r.TrainingCPU,
-		Others: r.Others, IdleCores: r.IdleCores, WorkerCores: r.WorkerCores, Refreshes: r.Refreshes,
+		Others: r.Others, IdleCores: r.IdleCores, WorkerCores: r.WorkerCores, OtherProcCores: r.OtherProcCores, SideCores: r.SideCores, Refreshes: r.Refreshes,
 		TrainingSwitches: r.TrainingSwitches, TrainingPreempted: r.TrainingPreempted, IntraOpThreads: r.IntraOpThreads}
 	for _, p := range r.Pools {
 		c.Pools = append(c.Pools, verdict.CPUPool{Role: p.Role, Processes: p.Processes, Busy: p.Busy})
@@ -79,6 +83,7 @@ func (r *RunCPU) HostCPU() *verdict.HostCPU {
 type CPUMeans struct {
 	n                                                     int
 	usable, quota, throttled, demand, used, wait, workers float64
+	otherProcs, side                                      float64
 	nTrain                                                int
 	train, trainCPU, others, switches, preempted          float64
 	intraOp                                               int
@@ -102,6 +107,8 @@ func (m *CPUMeans) Add(c *verdict.HostCPU) {
 	m.used += c.Used
 	m.wait += c.WaitShare * c.Demand
 	m.workers += c.WorkerCores
+	m.otherProcs += c.OtherProcCores
+	m.side += c.SideCores
 	if c.Training >= 0 && c.TrainingCPU >= 0 {
 		m.nTrain++
 		m.train += c.Training
@@ -147,7 +154,8 @@ func (m *CPUMeans) Run() *RunCPU {
 	}
 	n := float64(m.n)
 	r := &RunCPU{Refreshes: m.n, UsableCores: m.usable / n, QuotaCPUs: m.quota, ThrottledShare: m.throttled / n,
-		Demand: m.demand / n, Used: m.used / n, WorkerCores: m.workers / n, Training: -1, TrainingCPU: -1, IdleCores: -1, Pools: []RunPool{}}
+		Demand: m.demand / n, Used: m.used / n, WorkerCores: m.workers / n,
+		OtherProcCores: m.otherProcs / n, SideCores: m.side / n, Training: -1, TrainingCPU: -1, IdleCores: -1, Pools: []RunPool{}}
 	if m.demand > 0 {
 		r.WaitShare = m.wait / m.demand
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,79 @@ func TestRecordingOverTimeJudgesHostCPU(t *testing.T) {
 	}
 	if last.FromSec < 40 || last.FromSec > 90 {
 		t.Errorf("throttled from %.0f s of %.0f s, want from about halfway (after the first readings of the quota)", last.FromSec, r.DurationSec)
+	}
+}
+
+// TestEndOfRunMemoryCreep: the loss-list leak's resident memory, as
+// pipetop run kept it (400 MiB more in 30 s, steadily), is memory creep at
+// the end of the run as it was live, judged with the summary and kept in
+// its file; the same run at a flat resident memory is not.
+func TestEndOfRunMemoryCreep(t *testing.T) {
+	rss := func(growth float64) *verdict.Series {
+		s := &verdict.Series{}
+		for i := range 31 {
+			s.Add(int64(1e18)+int64(i)*1e9, 500e6+growth*float64(i)/30)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		rss   *verdict.Series
+		creep bool
+	}{
+		{"the loss list kept with its graph", rss(400 << 20), true},
+		{"flat resident memory", rss(0), false},
+		{"no readings", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := copyFile(t, oldScript, dir)
+			files, errs, err := ReadScripts(dir, time.Unix(0, 0), map[int]Kept{41: {RSS: tc.rss}})
+			if err != nil || len(errs) != 0 || len(files) != 1 {
+				t.Fatalf("ReadScripts = %d files, %v, %v", len(files), errs, err)
+			}
+			back, err := ReadScript(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []*verdict.Verdict{files[0].Verdict, back.Verdict} {
+				if got := strings.Contains(v.String(), "memory creep: the trainer's resident memory grew 400 MiB in 30 s"); got != tc.creep {
+					t.Errorf("memory creep named %v, want %v: %s", got, tc.creep, v)
+				}
+			}
+			if tc.creep && !strings.Contains(back.Verdict.String(), ".item()") {
+				t.Errorf("no advice: %s", back.Verdict)
+			}
+			if v := back.Judge(); v.String() != back.Verdict.String() {
+				t.Errorf("judged again from the file: %s, was %s", v, back.Verdict)
+			}
+		})
+	}
+}
+
+// TestRecordingJudgesMemoryCreep: pipetop summary of a recording whose
+// process readings show the trainer's resident memory growing 400 MiB over
+// 30 s names memory creep for the whole run, as the live view did; the
+// same recording at a flat resident memory does not.
+func TestRecordingJudgesMemoryCreep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		growth float64
+		creep  bool
+	}{{"growing", 400 << 20, true}, {"flat", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := run(1, ms/4).Entries()
+			last := es[len(es)-1].T
+			for i := range 31 {
+				raw, _ := json.Marshal(map[string]any{"alive": true, "self": map[string]any{"pid": 9,
+					"rss": map[string]any{"value": 500e6 + tc.growth*float64(i)/30, "state": "ok"}}})
+				es = append(es, recording.Entry{T: last.Add(time.Duration(i-31) * time.Second), Host: recording.Host{"process": raw}})
+			}
+			slices.SortStableFunc(es, func(a, b recording.Entry) int { return a.T.Compare(b.T) })
+			v := FromEntries(es).Verdict
+			if got := strings.Contains(v.String(), "memory creep: the trainer's resident memory grew 400 MiB in 30 s"); got != tc.creep {
+				t.Errorf("memory creep named %v, want %v: %s", got, tc.creep, v)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package summary
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/snapshot"
@@ -38,5 +39,28 @@ func TestKeeperKeepsPauses(t *testing.T) {
 	}
 	if _, ok := got[42]; ok {
 		t.Errorf("pid 42 kept %+v with no reading and no pause", got[42])
+	}
+}
+
+// TestKeeperKeepsRSS: the keeper keeps the trainer's newest KeptRSS
+// resident-memory readings of the refreshes it trained in, by pid; a
+// refresh without steps or of a dead trainer adds none.
+func TestKeeperKeepsRSS(t *testing.T) {
+	k := NewKeeper()
+	t0 := time.Unix(1_800_000_000, 0)
+	refresh := func(i, steps int, alive bool) {
+		rss := float64(500e6 + i)
+		k.AddSnapshot(&snapshot.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Trainer: &snapshot.Trainer{PID: 41},
+			Summary: &stage.Summary{Steps: steps}, Process: &snapshot.Process{Alive: alive, Self: snapshot.Proc{PID: 41, RSS: snapshot.Reading{Value: &rss, State: "ok"}}}})
+	}
+	for i := range KeptRSS + 10 {
+		refresh(i, 10, true)
+	}
+	refresh(KeptRSS+10, 0, true)
+	refresh(KeptRSS+11, 10, false)
+	r := k.Kept()[41].RSS
+	if r == nil || len(r.Value) != KeptRSS || r.Value[0] != 500e6+10 || r.Value[KeptRSS-1] != 500e6+KeptRSS+9 ||
+		r.TimeNs[KeptRSS-1] != t0.Add(time.Duration(KeptRSS+9)*time.Second).UnixNano() {
+		t.Errorf("kept %+v, want the newest %d readings", r, KeptRSS)
 	}
 }

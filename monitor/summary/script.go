@@ -67,6 +67,9 @@ type Script struct {
 	// view last told them from the rest of the steps (the whole-run Stacks
 	// cannot: they are one frame); added by pipetop run, nil when none.
 	PauseCode []stage.CodeGroup `json:"pause_code,omitempty"`
+	// RSS is the trainer's resident memory at the end of the run (the
+	// newest KeptRSS readings), as pipetop run read it; nil when unread.
+	RSS *verdict.Series `json:"rss,omitempty"`
 	// code is the profile of Stacks, set by Judge.
 	code *stage.CodeProfile
 }
@@ -263,13 +266,17 @@ func (s *Script) withoutFirst(out *stage.Summary) {
 
 // Judge sets the verdict of the whole run (and the profile of its stack
 // samples, which the text names the hot code of), with the CPU rules over
-// HostCPU and the pauses' code of PauseCode when pipetop run kept them.
+// HostCPU, the pauses' code of PauseCode and memory creep over RSS when
+// pipetop run kept them.
 func (s *Script) Judge() verdict.Verdict {
 	s.code = stage.ProfileOf(s.Stacks)
 	if s.code != nil {
 		s.code.Pauses = s.PauseCode
 	}
 	w := judge.Window{Summary: s.Whole(), Loader: s.Loader, Code: s.code, Host: s.ioHost()}
+	if s.RSS != nil {
+		w.RSS = *s.RSS
+	}
 	if c := s.HostCPU.HostCPU(); c != nil {
 		if w.Host == nil {
 			w.Host = &verdict.Host{}
@@ -316,6 +323,9 @@ func addJudged(path string, v verdict.Verdict, k Kept) error {
 	if len(k.Pauses) > 0 {
 		fields["pause_code"] = k.Pauses
 	}
+	if k.RSS != nil {
+		fields["rss"] = k.RSS
+	}
 	if err := amend(path, fields); err != nil {
 		return fmt.Errorf("add the verdict and what pipetop run kept to %s: %w", path, err)
 	}
@@ -361,11 +371,12 @@ type ScriptFile struct {
 
 // Kept is what pipetop run keeps of a process it started, as its live
 // view read it, for the end-of-run verdict: the CPU readings (nil when
-// none) and the code of the periodic pauses the live view last told from
+// none), the trainer's resident memory (nil when unread) and the code of the periodic pauses the live view last told from
 // the rest of the steps.
 type Kept struct {
 	CPU    *RunCPU
 	Pauses []stage.CodeGroup
+	RSS    *verdict.Series
 }
 
 // ReadScripts reads the run summaries (pipetop-summary-*.json) written
@@ -391,7 +402,7 @@ func ReadScripts(dir string, start time.Time, kept map[int]Kept) (files []Script
 			continue // an earlier run's
 		}
 		if k, ok := kept[s.PID]; ok {
-			s.HostCPU, s.PauseCode = k.CPU, k.Pauses
+			s.HostCPU, s.PauseCode, s.RSS = k.CPU, k.Pauses, k.RSS
 			err = addJudged(p, s.Judge(), k)
 		} else {
 			err = AddVerdict(p, s.Judge())

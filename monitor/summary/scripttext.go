@@ -39,6 +39,9 @@ func WriteScriptText(w io.Writer, s *Script, path string) {
 	}
 	if v := s.Verdict; v != nil {
 		fmt.Fprintf(w, "  verdict: %s\n  next: %s\n", v.Headline, v.Next)
+		if len(v.Also) > 0 {
+			fmt.Fprintf(w, "  also: %s\n", verdict.AlsoText(v.Also))
+		}
 	}
 	fmt.Fprintf(w, "  summary: %s\n", path)
 }

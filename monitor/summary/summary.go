@@ -24,6 +24,7 @@ import (
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
 	"github.com/pipetop/pipetop/monitor/sources/cpu"
+	"github.com/pipetop/pipetop/monitor/sources/procs"
 	"github.com/pipetop/pipetop/monitor/sources/threads"
 )
 
@@ -137,6 +138,7 @@ type builder struct {
 	periods []Period
 	cpu     cpuSums
 	host    CPUMeans          // the CPU rules' readings while the run trained
+	rss     verdict.Series    // the trainer's newest resident-memory readings (KeptRSS)
 	base    *verdict.Baseline // the main track's first minutes, for drift
 	// recent are the CPU readings of the buckets an over-time verdict's
 	// window covers, each with the bucket it arrived in (nBuckets then).
@@ -233,6 +235,7 @@ func (b *builder) add(e recording.Entry) {
 		t.name, t.pid = e.Hello.Name, e.Hello.PID
 		b.setNames(t, e.Hello.Stages)
 	case e.Host != nil:
+		b.addRSS(e.T, e.Host)
 		if raw, ok := e.Host["threads"]; ok {
 			b.cpu.add(raw)
 			b.addHost(e.Host)
@@ -279,6 +282,23 @@ func (b *builder) addHost(h recording.Host) {
 	}
 	b.host.Add(host.CPU)
 	b.recent = append(b.recent, bucketCPU{b.nBuckets, host.CPU})
+}
+
+// addRSS keeps the trainer's resident memory of a recorded process
+// reading at t, once the run trains: the newest KeptRSS, as pipetop run
+// keeps them, for memory creep over the whole run.
+func (b *builder) addRSS(t time.Time, h recording.Host) {
+	raw, ok := h[procs.Part.Name()]
+	if !ok || b.first < 0 {
+		return
+	}
+	s := snapshot.Snapshot{Time: t}
+	if procs.Part.Load(&s, raw) != nil {
+		return
+	}
+	var host verdict.Host
+	procs.Part.FillHost(&s, &host)
+	keepRSS(&b.rss, host.RSS)
 }
 
 // windowCPU is the CPU readings of the last VerdictWindow of buckets, as
@@ -426,7 +446,7 @@ func (b *builder) wholeWindow() judge.Window {
 	}
 	last, _ := b.main.ring.Last()
 	w := b.window(b.run.Whole, last.EndNs, host)
-	w.Code = b.run.Code
+	w.Code, w.RSS = b.run.Code, b.rss
 	return b.withEnd(w, last.EndNs)
 }
 

@@ -44,6 +44,9 @@ func WriteText(w io.Writer, r Run) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nverdict over the run: %s\n  next: %s\n", r.Verdict.Headline, r.Verdict.Next)
+	if len(r.Verdict.Also) > 0 {
+		fmt.Fprintf(w, "  also: %s\n", verdict.AlsoText(r.Verdict.Also))
+	}
 	writeHotCode(w, r.Code)
 	writeCPU(w, r.CPU)
 	if len(r.Verdicts) > 0 {

@@ -236,7 +236,7 @@ func decide(v verdict.Verdict) (tuned, reason string) {
 	switch v.Kind {
 	case verdict.InputBound, verdict.InputStalls, verdict.ModerateInput, verdict.StorageBound:
 		return TunedLoader, "the input holds the steps back (" + string(v.Kind) + "): the training DataLoader's settings are tried in loader trials"
-	case verdict.Balanced, verdict.Oversubscribed, verdict.TrainingThreadBound, verdict.Throttled:
+	case verdict.Balanced, verdict.Oversubscribed, verdict.TrainingThreadBound, verdict.Throttled, verdict.Contention:
 		return TunedThreads, "the loader and the network compete for the cores (" + string(v.Kind) + "): threads and workers are tried in full trials"
 	}
 	return "", "the bisect says " + string(v.Kind) + ": nothing in the input pipeline helps, so nothing is tried"

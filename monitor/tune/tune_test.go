@@ -191,7 +191,7 @@ func TestRefusedTrialStopsTheSweep(t *testing.T) {
 // decide reads the bisect's verdict.
 func TestDecide(t *testing.T) {
 	for kind, want := range map[verdict.Kind]string{verdict.InputBound: TunedLoader, verdict.Balanced: TunedThreads,
-		verdict.TrainingThreadBound: TunedThreads, verdict.ComputeBound: "", verdict.GPUBound: ""} {
+		verdict.TrainingThreadBound: TunedThreads, verdict.Contention: TunedThreads, verdict.ComputeBound: "", verdict.GPUBound: ""} {
 		if got, _ := decide(verdict.Verdict{Kind: kind}); got != want {
 			t.Errorf("%s: %q, want %q", kind, got, want)
 		}

@@ -229,7 +229,7 @@ func TestRecord(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rec")
 	r := run(t, append(short, "--record", dir, "--phases", "cached,full", "--", python, script("train.py"), "--case", "compute")...)
 	kept, err := bisect.ReadReport(filepath.Join(dir, "bisect.json"))
-	if err != nil || len(kept.Phases) != len(r.rep.Phases) || kept.Verdict != r.rep.Verdict {
+	if err != nil || len(kept.Phases) != len(r.rep.Phases) || kept.Verdict.String() != r.rep.Verdict.String() {
 		t.Fatalf("kept report: %v, %+v", err, kept)
 	}
 	for _, phase := range []string{"cached", "full"} {

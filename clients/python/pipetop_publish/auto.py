@@ -15,6 +15,11 @@ stage          time spent inside
 data_wait      ``__next__`` of a DataLoader iterator
 h2d            ``Tensor.to``/``Tensor.cuda`` that moves a tensor to another device
                (back to the host, ``.to("cpu")`` is sync)
+preprocess     the outermost ``nn.Module.__call__`` of a module without
+               parameters, with gradients on, before the model's forward in
+               the step: transforms and augmentation in the loop
+               (torchvision's are modules); under ``no_grad`` (a frozen
+               encoder applied to the batch) it stays forward
 forward        the outermost ``nn.Module.__call__``
 backward       ``Tensor.backward`` / ``torch.autograd.backward``
 optim          ``Optimizer.step`` and ``Optimizer.zero_grad``
@@ -60,7 +65,7 @@ from . import summary as _summary
 from . import videowatch as _videowatch
 from . import workers as _workers
 from . import zarrwatch as _zarrwatch
-from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, SYNC
+from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, PREPROCESS, SYNC
 
 __all__ = ["enabled", "install", "main", "state"]
 
@@ -95,6 +100,9 @@ class _State:
         # backward with gradients on, came since the last optimizer step.
         # Calls under no_grad inside it (a frozen encoder) are not eval.
         self.in_step = False
+        # A module with parameters (the model) ran in this step: modules
+        # called after it are forward, never preprocess.
+        self.model_ran = False
         self.pending_end = 0
         self.samples = 0
         self.loss: Any = None
@@ -211,6 +219,7 @@ class _State:
         if self.pending and self.grad_enabled() and (from_loader or self.loader_id == 0):
             self.pending = False
             self.pub._end_step(_now(), self.samples, self.loss)
+            self.model_ran = False
             self.samples = 0
             self.loss = None
         elif self.pub._step_start is None:
@@ -322,9 +331,25 @@ def run_name() -> str:
 # Wrappers
 
 
-def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: bool = False) -> Callable:
+def _module_stage(args: Tuple[Any, ...]) -> str:
+    """The stage of an outermost nn.Module call: preprocess for a module
+    without parameters called with gradients on before the model ran in
+    the step (a transform, augmentation); else forward (the model, a loss
+    after it, a frozen encoder under no_grad)."""
+    st = state
+    if st.model_ran or not args or not st.grad_enabled():
+        return FORWARD
+    for _ in args[0].parameters():
+        st.model_ran = True
+        return FORWARD
+    return PREPROCESS
+
+
+def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: bool = False,
+           pick: Optional[Callable[[Tuple[Any, ...]], str]] = None) -> Callable:
     """Wrap orig so that its outermost calls on the training thread count as
-    stage name. opens_work: the call asks for more work (ends a pending step)."""
+    stage name (or the stage pick names from the call's arguments).
+    opens_work: the call asks for more work (ends a pending step)."""
     st = state
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -340,9 +365,10 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
                 return orig(*args, **kwargs)
             if opens_work and not st.in_step and st.grad_enabled():
                 st.in_step = True
+            stage = name if pick is None else pick(args)
             gpu = pub._gpu.begin() if cuda_events and pub._gpu is not None else None
             st.depth += 1
-            st.where = st.stage_of(name)
+            st.where = st.stage_of(stage)
             t0 = _now()
             pub._where = (st.where, t0)
         except Exception as e:  # noqa: BLE001 - inert on our own failure
@@ -352,7 +378,7 @@ def _timed(orig: Callable, name: str, opens_work: bool = False, cuda_events: boo
             return orig(*args, **kwargs)
         finally:
             try:
-                st.end(name, t0, gpu)
+                st.end(stage, t0, gpu)
             except Exception as e:  # noqa: BLE001
                 st.fail(e)
 
@@ -390,6 +416,7 @@ def _next_wrapper(orig: Callable) -> Callable:
                 st.end(DATA_WAIT, t0)
                 if batch is not None and st.grad_enabled():
                     st.in_step = True
+                    st.model_ran = False
                     st.samples += _batch_len(batch)
                     info = getattr(self, "_pipetop", None)
                     # A new iterator may get a freed one's id (the next
@@ -579,7 +606,7 @@ def _patch_torch(torch: Any) -> None:
     p.set(dl._BaseDataLoaderIter, "__init__", _workers.iter_init_wrapper)
     p.set(dl._MultiProcessingDataLoaderIter, "__init__", lambda orig: _workers.mp_init_wrapper(orig, lambda: state.active))
     _workers.patch_fetchers(p)
-    p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True))
+    p.set(torch.nn.Module, "__call__", lambda o: _timed(o, FORWARD, opens_work=True, cuda_events=True, pick=_module_stage))
     p.set(torch.Tensor, "backward", lambda o: _backward_wrapper(o, keeps_loss=True))
     p.set(torch.autograd, "backward", lambda o: _backward_wrapper(o, keeps_loss=False))
     p.set(torch.Tensor, "to", _to_wrapper)

@@ -7,6 +7,7 @@ EDIT. Regenerate with `go generate ./clients/python`.
 from typing import Dict, Tuple
 
 DATA_WAIT = "data_wait"  # waiting for the next batch from the loader
+PREPROCESS = "preprocess"  # transforms and augmentation on the training thread, outside the model
 H2D = "h2d"  # host-to-device copy of the batch
 FORWARD = "forward"  # encoder + policy + loss
 BACKWARD = "backward"  # gradient computation
@@ -19,6 +20,7 @@ EVAL = "eval"  # evaluation passes outside training steps
 #: The class of each stage with a fixed meaning (custom names are "custom").
 CLASSES: Dict[str, str] = {
     DATA_WAIT: "input",
+    PREPROCESS: "input",
     H2D: "network",
     FORWARD: "network",
     BACKWARD: "network",

@@ -54,7 +54,41 @@ func hostCPU(t *snapshot.Threads, cpu *snapshot.CPU) *verdict.HostCPU {
 	}
 	slices.SortFunc(c.Pools, func(a, b verdict.CPUPool) int { return strings.Compare(a.Role, b.Role) })
 	c.WorkerCores = workerCores(t)
+	c.OtherProcCores, c.SideCores = besideCores(t)
 	return c
+}
+
+// besideCores is the cores used beside the network by the run's processes
+// that are neither the trainer process nor its loader workers, and by the
+// trainer's threads whose role is not the network's (pin-memory, other).
+// The trainer process is the one of the training (or main) thread.
+func besideCores(t *snapshot.Threads) (otherProcs, side float64) {
+	trainer, workers := 0, map[int]bool{}
+	for _, th := range t.Threads {
+		switch th.Role {
+		case host.RoleTraining:
+			trainer = th.PID
+		case host.RoleMain:
+			if trainer == 0 {
+				trainer = th.PID
+			}
+		case host.RoleWorker:
+			workers[th.PID] = true
+		}
+	}
+	if trainer == 0 {
+		return 0, 0 // which threads are the network's is unknown
+	}
+	for _, th := range t.Threads {
+		switch {
+		case th.Fresh || workers[th.PID]:
+		case th.PID != trainer:
+			otherProcs += th.CPU / 100
+		case th.Role == host.RolePinMemory || th.Role == host.RoleOther:
+			side += th.CPU / 100
+		}
+	}
+	return otherProcs, side
 }
 
 // runThreads is t without pipetop's own threads (role pipetop): they are

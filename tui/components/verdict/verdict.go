@@ -1,6 +1,6 @@
 // Package verdict shows the run's verdict (metrics/verdict's Judge) in
 // plain words: the headline with the numbers behind it, then one suggested
-// next step.
+// next step, then the run's other costs it does not name ("also: ...").
 package verdict
 
 import (
@@ -48,9 +48,19 @@ func (m Model) lines(w int) []string {
 	for _, l := range draw.Wrap(head, w) {
 		out = append(out, style.Render(l))
 	}
-	for i, l := range draw.Wrap("next: "+v.Next, w) {
+	out = append(out, m.labelled("next:", v.Next, w)...)
+	if len(v.Also) > 0 {
+		out = append(out, m.labelled("also:", verdict.AlsoText(v.Also), w)...)
+	}
+	return out
+}
+
+// labelled is text wrapped at width w after its label.
+func (m Model) labelled(label, text string, w int) []string {
+	var out []string
+	for i, l := range draw.Wrap(label+" "+text, w) {
 		if i == 0 {
-			l = m.St.Label.Render("next:") + m.St.Value.Render(strings.TrimPrefix(l, "next:"))
+			l = m.St.Label.Render(label) + m.St.Value.Render(strings.TrimPrefix(l, label))
 		} else {
 			l = m.St.Value.Render(l)
 		}
