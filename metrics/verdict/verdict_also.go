@@ -91,6 +91,11 @@ func stageCost(in *Inputs, name string) (Cost, bool) {
 	if g := in.Code.Group(stage.RoleTrain, name); name != stage.DataWait && g != nil && g.Hot != nil {
 		c.Text += ", " + Phrase(g.Hot)
 	}
+	if name == stage.DataWait && in.Loader != nil {
+		if advice, ok := tripAdvice(in.Loader); ok {
+			c.Text += ": " + advice
+		}
+	}
 	return c, true
 }
 

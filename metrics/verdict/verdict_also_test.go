@@ -135,3 +135,41 @@ func TestAlsoCosts(t *testing.T) {
 		})
 	}
 }
+
+// TestAlsoNamesTheTrip: float images from the workers behind a loop whose
+// untimed rest wins (CI's float_images.py: 46 % of each step outside every
+// stage, data_wait 25 %): the wait beside the verdict carries the trip's
+// advice, which a verdict naming the input gives as its next step; the
+// uint8 control's wait carries none.
+func TestAlsoNamesTheTrip(t *testing.T) {
+	s := loopWindow(40, func(int) map[string]float64 {
+		return map[string]float64{stage.DataWait: 4, stage.Forward: 2, stage.Backward: 1, stage.Optim: 1, stage.Other: 7.5}
+	})
+	for _, tc := range []struct {
+		name   string
+		loader *stage.LoaderStats
+		want   string
+	}{
+		{"float32 images", tripLoader(0.6, 64, 3.7, cams(4, 4)), "workers send 24.0 MiB per batch to the main process"},
+		{"uint8 images", tripLoader(0.6, 64, 2, cams(1, 0)), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(Inputs{Summary: s, Loader: tc.loader})
+			if v.Kind != Untimed {
+				t.Fatalf("verdict %s, want untimed to win", v)
+			}
+			var wait *Cost
+			for i := range v.Also {
+				if v.Also[i].Stage == stage.DataWait {
+					wait = &v.Also[i]
+				}
+			}
+			if wait == nil {
+				t.Fatalf("no data_wait beside the verdict: %s", v)
+			}
+			if got := strings.Contains(wait.Text, "workers send"); got != (tc.want != "") || !strings.Contains(wait.Text, tc.want) {
+				t.Errorf("data_wait beside the verdict %q, want the trip named: %v", wait.Text, tc.want != "")
+			}
+		})
+	}
+}

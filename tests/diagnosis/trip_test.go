@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,14 +75,23 @@ func TestFloatImagesFromWorkers(t *testing.T) {
 			100*float64(tr.ReceiveNs)*r.loader.BatchesPerSec/1e9, r.verdict)
 	}
 	f, u := runs[true], runs[false]
+	// The input's advice is the verdict's next step when the wait wins;
+	// on a fast box the float batches' release after each wait can make
+	// the untimed rest win (CI: 46 % of each step), and the wait is then
+	// a cost named beside it ("also: waiting for data ...: workers send").
+	input := f.verdict.Next
+	if f.verdict.Kind != verdict.InputBound && f.verdict.Kind != verdict.ModerateInput {
+		i := slices.IndexFunc(f.verdict.Also, func(c verdict.Cost) bool { return c.Stage == stage.DataWait })
+		if i < 0 {
+			t.Fatalf("float run: %s, want the input named", f.verdict)
+		}
+		input = f.verdict.Also[i].Text
+	}
 	for _, w := range []string{"workers send 24.0 MiB per batch to the main process", "4 image tensors float32 where uint8 would do: 4x the bytes",
 		"batch['cam0']", "send uint8 and convert in the training step instead (batch['cam0'].float() on the device)"} {
-		if !strings.Contains(f.verdict.Next, w) {
-			t.Errorf("float run's advice %q lacks %q", f.verdict.Next, w)
+		if !strings.Contains(input, w) {
+			t.Errorf("float run's input advice %q lacks %q", input, w)
 		}
-	}
-	if f.verdict.Kind != verdict.InputBound && f.verdict.Kind != verdict.ModerateInput {
-		t.Errorf("float run: %s, want the input named", f.verdict)
 	}
 	if strings.Contains(u.verdict.String(), "uint8 would do") || strings.Contains(u.verdict.String(), "float32") {
 		t.Errorf("uint8 control flagged: %s", u.verdict)
