@@ -10,10 +10,10 @@
 # waiting for a CPU, idle cores, workers' busy shares, samples/s against a
 # script's own) runs alone, and what only needs CPU shares a step:
 #
-#   go       lint, fuzz (FUZZTIME each target), the shim against libtorch
-#            2.x (when its sources changed), the Python suite, every Go
-#            package but the live suites, with the binaries make build
-#            made (PIPETOP_TEST_BIN); beside them the live suites' tests
+#   checks   lint, fuzz (FUZZTIME each target), the shim against libtorch
+#            2.x (when its sources changed), the Python suite: no timing
+#   go       every Go package but the live suites, with the binaries make
+#            build made (PIPETOP_TEST_BIN); beside it the live suites' tests
 #            that do not read the CPU (e2e: testkit.Concurrent, in
 #            parallel) and the GPU check's dry run on the CPU
 #   live     the live suites' tests that read the CPU (testkit.Serial),
@@ -87,7 +87,7 @@ case ${1:-} in
 --python-module) python_module "$2"; exit ;;
 esac
 
-steps=("go:lint fuzz libtorch2 python go e2e gpucheck" "live:live")
+steps=("checks:lint fuzz libtorch2 python" "go:go e2e gpucheck" "live:live")
 want=" $* "
 rows=() failed=()
 
