@@ -24,7 +24,9 @@ var short = []string{"--seconds-per-phase", "2"}
 func TestCrashingPhase(t *testing.T) {
 	testkit.Concurrent(t)
 	requireTorch(t)
-	r := run(t, append(short, "--phases", "cached,forward,full", "--", python, script("train.py"), "--case", "crash")...)
+	// 6 s a phase: the forward phase reaches the 20 steps after which the
+	// script asserts, even on a loaded machine.
+	r := run(t, "--seconds-per-phase", "6", "--phases", "cached,forward,full", "--", python, script("train.py"), "--case", "crash")
 	if r.status != 3 {
 		t.Errorf("exit status %d, want 3", r.status)
 	}
@@ -77,8 +79,9 @@ func TestNoDataLoader(t *testing.T) {
 func TestShortAndWaitingScripts(t *testing.T) {
 	testkit.Concurrent(t)
 	requireTorch(t)
-	// 6 s a phase: the 40 steps end well before it even on a loaded machine.
-	r := run(t, "--seconds-per-phase", "6", "--phases", "full", "--", python, script("train.py"), "--case", "compute", "--steps", "40")
+	// 12 s a phase: the 40 steps end well before it even on a loaded
+	// machine (the phase ends with the script: the limit costs nothing).
+	r := run(t, "--seconds-per-phase", "12", "--phases", "full", "--", python, script("train.py"), "--case", "compute", "--steps", "40")
 	if p := phaseOf(t, r, verdict.PhaseFull); p.Status != verdict.PhaseShort || p.SamplesPerSec <= 0 || !strings.Contains(strings.Join(p.Notes, " "), "measured on what ran") {
 		t.Errorf("a script that ends early: %s, %.1f samples/s, %q", p.Status, p.SamplesPerSec, p.Notes)
 	}

@@ -235,7 +235,9 @@ func checkStopped(t *testing.T, dir string, pids map[int]rankSocket, bare bool) 
 	}
 	before := make(chan res, 1)
 	go func() {
-		v, out, err := viewVerdict(dir, pids[0].path, 7*time.Second)
+		// 9 s: 7 s after the stop, enough on a loaded machine for the
+		// stopped-rank rule to tell a stop from a slow step.
+		v, out, err := viewVerdict(dir, pids[0].path, 9*time.Second)
 		before <- res{v, out, err}
 	}()
 	time.Sleep(2 * time.Second) // the viewer has attached and seen steps
