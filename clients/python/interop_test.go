@@ -281,8 +281,10 @@ func checkMeans(t *testing.T, sum stage.Summary, own map[string]float64) {
 			continue
 		}
 		// The loop's clock wraps the publisher's span, so it reads a few
-		// microseconds more per step, never less.
-		if st.Mean > want || want-st.Mean > 0.05*want+20e3 {
+		// microseconds more per step, never less (on a loaded machine up
+		// to tens more: a step preempted between the two clocks; make test
+		// read 41 µs around a 4 µs sync).
+		if st.Mean > want || want-st.Mean > 0.05*want+100e3 {
 			t.Errorf("stage %s: pipetop mean %.0f ns, loop measured %.0f ns", name, st.Mean, want)
 		}
 	}
