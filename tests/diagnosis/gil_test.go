@@ -66,7 +66,10 @@ func runGIL(t *testing.T, cases []gilCase) {
 			t.Logf("%s", v)
 			checkOwnThreads(t, r.out)
 			if !tc.blamed {
-				if v.Kind == verdict.GILBound || strings.Contains(v.Headline, "precompute") || strings.Contains(v.Headline, "metrics-logger") {
+				// A busy thread outside the GIL may be named as using the
+				// cores beside the network (contention), never as holding
+				// the GIL.
+				if v.Kind == verdict.GILBound || strings.Contains(v.Headline, "holds the GIL") || strings.Contains(v.String(), "GIL") {
 					t.Fatalf("a thread that does not hold the GIL was blamed: %s", v)
 				}
 				return
