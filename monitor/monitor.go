@@ -89,15 +89,17 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}
+	f := feed.New(0)
+	f.SetView(view)
+	view = f.ReadStacks()
 	t, err := target(ctx, spec, o.OneRank, view)
 	if err != nil {
 		return nil, err
 	}
-	f := feed.New(0)
-	f.SetView(view)
 	m := &Monitor{Feed: f, Pick: t.pick, aggregates: o.Aggregates}
 	switch {
 	case t.run != "":
+		f.Close() // its ranks' feeds read their stacks, not this one
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
 		m.Group.brief = o.BriefRanks
 		m.Group.start(ctx, view)

@@ -225,3 +225,14 @@ func (p *Process) Close() error {
 	}
 	return nil
 }
+
+// ReadAt reads len(b) bytes of the process's memory at addr as they are
+// now (a word the process publishes for its readers, say); the error of a
+// process that has exited wraps ErrExited.
+func (p *Process) ReadAt(b []byte, addr uint64) error {
+	err := p.mem.ReadAt(b, addr)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: %w", p.pid, ErrExited)
+	}
+	return err
+}

@@ -54,7 +54,6 @@ class Collector:
     def start(self) -> None:
         """Start sampling and publishing."""
         if self.sampler is not None:
-            _stacks.tighten_switch(_stacks.TRAIN_SWITCH)
             self.sampler.start()
         self._thread.start()
 

@@ -41,6 +41,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import stageword as _stageword
+
 HZ_ENV = "PIPETOP_STACKS_HZ"
 DEFAULT_HZ = 100.0
 MAX_HZ = 1000.0
@@ -277,7 +279,9 @@ class Describer:
 
 
 class StackSampler:
-    """Samples the stack of one thread of this process.
+    """Samples the stack of one thread of this process, while
+    stageword.inside() says pipetop does not read it from outside (the
+    interpreter's switch interval is lowered at the first sample).
 
     Args:
         tid: the thread's ident.
@@ -292,6 +296,7 @@ class StackSampler:
     def __init__(self, tid: int, role: str, worker: int, where: Callable[[], Optional[str]], rate: float) -> None:
         self.tid = tid
         self.role = role
+        self.switch = TRAIN_SWITCH if role == TRAIN else WORKER_SWITCH
         self.worker = worker
         self.where = where
         self.period = 1.0 / rate
@@ -313,15 +318,21 @@ class StackSampler:
 
     def _run(self) -> None:
         name_os_thread(self._thread.name)
-        period, stopped = self.period, self._stop.is_set
+        period, stopped, inside = self.period, self._stop.is_set, _stageword.inside
         last = _now()
+        tightened = False
         try:
             while not stopped():
                 time.sleep(period)
-                if unsafe():
-                    return
                 now = _now()
                 ns, last = min(now - last, MAX_WEIGHT_NS), now
+                if not inside():
+                    continue  # pipetop reads the stacks from outside
+                if unsafe():
+                    return
+                if not tightened:
+                    tightened = True
+                    tighten_switch(self.switch)
                 self.sample(ns)
         except Exception as e:  # noqa: BLE001 - samples are optional; the run goes on
             sys.stderr.write("pipetop: stack samples stopped: %r\n" % (e,))

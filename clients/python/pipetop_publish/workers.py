@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import readwatch as _readwatch
 from . import sockets as _sockets
 from . import stacks as _stacks
+from . import stageword as _stageword
 from . import trip as _trip
 from . import workerlink as _workerlink
 
@@ -69,6 +70,7 @@ def _fetched(ns: int) -> None:
         del r[0]
     if len(r) >= SLOW_AFTER:
         _typical_ns = sorted(r)[len(r) // 2]
+        _stageword.set_typical(_typical_ns)
 
 
 class IterInfo:
@@ -244,6 +246,7 @@ class WorkerInit:
                 _slot = [mm, worker_id * _SLOT.size, 0, 0, 0]
         except Exception:  # noqa: BLE001 - no stats, same data
             _slot = None
+        _stageword.set_worker(worker_id)
         if self.link:
             try:
                 _workerlink.Sender(self.link, worker_id, fetch_stage, self.rate).start()
@@ -267,10 +270,12 @@ def _fetch_wrapper(orig: Callable) -> Callable:
             s[4] = t0
         _SLOT.pack_into(mm, off, s[2], t0, s[3], s[4])
         _in_fetch = True
+        _stageword.set_fetch(t0)
         try:
             return orig(self, index)
         finally:
             _in_fetch = False
+            _stageword.set_fetch(0)
             took = _now() - t0
             s[2] += took
             s[3] += 1

@@ -1,0 +1,62 @@
+package feed
+
+import (
+	"time"
+
+	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
+	"github.com/pipetop/pipetop/monitor/stacks"
+)
+
+// ReadStacks makes the feed's attaches read the stacks of a trainer that
+// leaves them to its viewer (a stage word in its hello) from outside the
+// process (package stacks, at PIPETOP_STACKS_HZ): its stacks frames come
+// in as if the trainer had sent them. A read that is refused asks the
+// trainer to sample its own (ipc.ViewOptions.Inside). It returns the view
+// options the feed's attaches now use.
+func (f *Feed) ReadStacks() ipc.ViewOptions {
+	f.mu.Lock()
+	o := f.view
+	f.mu.Unlock()
+	o.Inside = f.inside
+	f.SetView(o)
+	return o
+}
+
+// inside starts reading the stacks of the trainer of hello h (replacing
+// the previous reading); the reason it cannot, else "".
+func (f *Feed) inside(h ipc.Hello) string {
+	f.mu.Lock()
+	hz := f.hz
+	f.mu.Unlock()
+	pid, _ := watched(&h)
+	s, err := stacks.Start(h, pid, hz, func(ss *stage.StackSamples) { f.outsideFrame(h, ss) })
+	f.swapOutside(s)
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// swapOutside makes s the feed's outside reading, stopping the previous.
+func (f *Feed) swapOutside(s *stacks.Sampler) {
+	f.mu.Lock()
+	old := f.outside
+	f.outside = s
+	f.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+}
+
+// outsideFrame applies a stacks frame read from the trainer of hello h,
+// while the feed still shows that process.
+func (f *Feed) outsideFrame(h ipc.Hello, ss *stage.StackSamples) {
+	f.mu.Lock()
+	ok := f.hello != nil && f.hello.PID == h.PID && f.hello.StartNs == h.StartNs
+	gen := f.gen
+	f.mu.Unlock()
+	if ok {
+		f.apply(gen, ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStacks, Stacks: ss}}, time.Now())
+	}
+}
