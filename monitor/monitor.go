@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -292,6 +293,24 @@ func (m *Monitor) StopWatching() {
 	if m.Group != nil {
 		m.Group.close()
 	}
+}
+
+// RunStacks is the whole run's stack samples read from outside each
+// trainer (package stacks), by its pid; empty when none were.
+func (m *Monitor) RunStacks() map[int]*stage.StackSamples {
+	feeds := []*feed.Feed{m.Feed}
+	if m.Group != nil {
+		for _, rf := range m.Group.Feeds() {
+			feeds = append(feeds, rf.Feed)
+		}
+	}
+	out := map[int]*stage.StackSamples{}
+	for _, f := range feeds {
+		if pid, s := f.RunStacks(); s != nil {
+			out[pid] = s
+		}
+	}
+	return out
 }
 
 // Close stops the watch and closes the sources.

@@ -60,3 +60,15 @@ func (f *Feed) outsideFrame(h ipc.Hello, ss *stage.StackSamples) {
 		f.apply(gen, ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStacks, Stacks: ss}}, time.Now())
 	}
 }
+
+// RunStacks is the whole run's stack samples read from outside the
+// trainer it shows, and its pid; nil when none were read.
+func (f *Feed) RunStacks() (pid int, s *stage.StackSamples) {
+	f.mu.Lock()
+	o := f.outside
+	f.mu.Unlock()
+	if o == nil {
+		return 0, nil
+	}
+	return o.PID(), o.Run()
+}

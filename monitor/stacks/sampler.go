@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,8 @@ type Sampler struct {
 	proc    *pystack.Process
 	deliver func(*stage.StackSamples)
 	fold    *fold
+	mu      sync.Mutex      // guards run
+	run     *fold           // the whole run's samples of the training thread and the workers
 	workers map[int]*worker // by pid
 	cpu     map[int]int64   // the other threads' CPU at the last frame
 	word    [wordBytes]byte
@@ -116,8 +119,8 @@ func Start(h ipc.Hello, pid int, hz float64, deliver func(*stage.StackSamples)) 
 		return nil, fmt.Errorf("pid %d: read its stage word at %#x: %w", pid, h.StageWord.Addr, err)
 	}
 	cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-	s.fold = newFold(newFiles(cwd))
-	go s.run()
+	s.fold, s.run = newFold(newFiles(cwd)), newFold(newFiles(cwd))
+	go s.loop()
 	return s, nil
 }
 
@@ -130,7 +133,7 @@ func (s *Sampler) Stop() {
 // Done is closed when the sampler has stopped (Stop, or the trainer exited).
 func (s *Sampler) Done() <-chan struct{} { return s.done }
 
-func (s *Sampler) run() {
+func (s *Sampler) loop() {
 	defer close(s.done)
 	defer s.close()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.hz))
@@ -214,7 +217,7 @@ func (s *Sampler) sample(ns int64) error {
 		t := &threads[i]
 		switch {
 		case i == train:
-			s.fold.add(stage.RoleTrain, -1, stg, t.Frames, ns)
+			s.add(stage.RoleTrain, -1, stg, t.Frames, ns)
 		case !strings.HasPrefix(t.Name, "pipetop-"):
 			s.fold.other(t, ns)
 		}
@@ -266,6 +269,28 @@ func (s *Sampler) sampleWorker(w *worker, ns int64) error {
 	if err != nil || len(threads) == 0 {
 		return nil
 	}
-	s.fold.add(stage.RoleWorker, int(id-1), stg, threads[0].Frames, ns)
+	s.add(stage.RoleWorker, int(id-1), stg, threads[0].Frames, ns)
 	return nil
 }
+
+// add folds a sample into the interval's and the run's samples.
+func (s *Sampler) add(role string, worker int, stg string, frames []pystack.Frame, ns int64) {
+	s.fold.add(role, worker, stg, frames, ns)
+	s.mu.Lock()
+	s.run.add(role, worker, stg, frames, ns)
+	s.mu.Unlock()
+}
+
+// Run is the whole run's stack samples of the training thread and the
+// workers so far (IntervalNs 0: a whole run); nil without any.
+func (s *Sampler) Run() *stage.StackSamples {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.run.rows) == 0 {
+		return nil
+	}
+	return &stage.StackSamples{TimeNs: time.Now().UnixNano(), Hz: s.hz, Frames: slices.Clone(s.run.frames), Rows: slices.Clone(s.run.rows)}
+}
+
+// PID is the trainer's pid, as its hello gives it.
+func (s *Sampler) PID() int { return s.h.PID }

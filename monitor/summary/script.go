@@ -316,6 +316,9 @@ func addJudged(path string, v verdict.Verdict, k Kept) error {
 	if len(k.Pauses) > 0 {
 		fields["pause_code"] = k.Pauses
 	}
+	if k.Stacks != nil {
+		fields["stacks"] = k.Stacks
+	}
 	if err := amend(path, fields); err != nil {
 		return fmt.Errorf("add the verdict and what pipetop run kept to %s: %w", path, err)
 	}
@@ -366,6 +369,9 @@ type ScriptFile struct {
 type Kept struct {
 	CPU    *RunCPU
 	Pauses []stage.CodeGroup
+	// Stacks are the whole run's stack samples pipetop read from outside
+	// the process (package stacks; nil: none), added to the summary's.
+	Stacks *stage.StackSamples
 }
 
 // ReadScripts reads the run summaries (pipetop-summary-*.json) written
@@ -392,6 +398,10 @@ func ReadScripts(dir string, start time.Time, kept map[int]Kept) (files []Script
 		}
 		if k, ok := kept[s.PID]; ok {
 			s.HostCPU, s.PauseCode = k.CPU, k.Pauses
+			if k.Stacks != nil {
+				s.Stacks = stage.MergeStacks(s.Stacks, k.Stacks)
+				k.Stacks = s.Stacks
+			}
 			err = addJudged(p, s.Judge(), k)
 		} else {
 			err = AddVerdict(p, s.Judge())

@@ -48,9 +48,6 @@ YAMA = "/proc/sys/kernel/yama/ptrace_scope"
 _block = bytearray(WORDS * 8)
 _words: Any = memoryview(_block).cast("q")
 _words[0] = MAGIC
-# The inside flag, shared with forked children: 1 once the in-process
-# stack sampler must run.
-_shared: Any = None
 _stages: Dict[str, int] = {}
 _said = False
 
@@ -71,16 +68,30 @@ def reader(env: Optional[Dict[str, str]] = None) -> int:
     return pid if pid > 0 else 0
 
 
+def _flag() -> Any:
+    """The inside flag: a page shared with the processes forked from
+    this one (DataLoader workers are forked before the publisher starts),
+    1 once the in-process stack sampler must run: at once without a
+    reader."""
+    try:
+        page = mmap.mmap(-1, mmap.PAGESIZE)
+    except OSError:
+        return None
+    page[0] = 0 if reader() else 1
+    return page
+
+
+_shared: Any = _flag()
+
+
 def setup(stages: Sequence[str]) -> Optional[Dict[str, Any]]:
     """Make the block ready in the training process: the stage codes of
-    stages, the inside flag, and the reader let in; returns the hello's
-    ``stage_word`` (None without a reader: the in-process stack sampler
-    runs from the start)."""
-    global _shared, _stages
-    _shared = mmap.mmap(-1, mmap.PAGESIZE)
+    stages, and the reader let in; returns the hello's ``stage_word``
+    (None without a reader, or without the shared flag: the in-process
+    stack sampler runs from the start)."""
+    global _stages
     pid = reader()
-    if pid == 0:
-        _shared[0] = 1
+    if pid == 0 or _shared is None:
         return None
     let_in(pid)
     _stages = {name: i + 1 for i, name in enumerate(stages)}
@@ -107,9 +118,15 @@ def set_stage(name: Optional[str]) -> None:
     _words[STAGE] = _stages.get(name, 0) if name is not None else 0
 
 
-def set_worker(worker: int) -> None:
-    """This process is DataLoader worker worker."""
+def set_worker(worker: int, parent: int = 0) -> None:
+    """This process is DataLoader worker worker; parent is the address
+    of the block the training process announced (0: unknown). A worker
+    whose block is elsewhere (a spawned one, not forked) cannot be read
+    from outside: it samples its own stacks."""
+    global _shared
     _words[WORKER] = worker + 1
+    if parent and parent != address() and _shared is not None and _shared[0] != 1:
+        _shared = None
 
 
 def set_fetch(start_ns: int) -> None:
@@ -133,7 +150,7 @@ def ask_inside(reason: str) -> None:
     """A viewer cannot read this process from outside (reason): the
     in-process stack sampler takes over, said once."""
     global _said
-    if _shared is None or _shared[0] == 1:
+    if inside():
         return
     _shared[0] = 1
     if not _said:
