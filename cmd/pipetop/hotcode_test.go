@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/stacks"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -285,5 +286,56 @@ func recordSlowGetitem(t *testing.T, path string) {
 	_, stderr, status := e.run(t, []string{"PIPETOP_RECORD=" + abs}, debPython, example("slow_getitem.py"), "--seconds", "3")
 	if status != 0 {
 		t.Fatalf("status %d; stderr:\n%s", status, stderr)
+	}
+}
+
+// TestRunStacksFromOutside runs a loop that imports PyAV and spins in a
+// pure-Python function under pipetop run, which reads its stacks from
+// outside (live: the point is reading a running process): the run's stack
+// samples name the function, and nothing says the samples are off. With
+// the read refused (the test fake, stacks.RefuseEnv) the trainer samples
+// its own stacks and says so once; on CPython 3.11 with av imported those
+// are then off, as before.
+func TestRunStacksFromOutside(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		inside bool
+	}{
+		{"outside", nil, false},
+		{"refused", []string{stacks.RefuseEnv + "=a test refusal"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, stderr, status := e.run(t, tc.env, debPython, filepath.Join("testdata", "hot_av.py"), "2")
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			said := strings.Count(stderr, "stack samples from inside the process: ")
+			if off := strings.Contains(stderr, "stack samples off"); tc.inside != off || (said == 1) != tc.inside || said > 1 {
+				t.Fatalf("refused %v: said inside %d times, off %v; stderr:\n%s", tc.inside, said, off, stderr)
+			}
+			if tc.inside {
+				return
+			}
+			s := docs[0].Stacks
+			if s == nil {
+				t.Fatalf("no stack samples in the summary; stderr:\n%s", stderr)
+			}
+			var all, busy int64
+			for _, r := range s.Rows {
+				if r.Role != stage.RoleTrain {
+					continue
+				}
+				all += r.N
+				if s.Frames[r.Stack[len(r.Stack)-1]].Name == "busy_python" {
+					busy += r.N
+				}
+			}
+			if all < 50 || float64(busy) < 0.5*float64(all) {
+				t.Errorf("%d of the training thread's %d samples in busy_python; want half or more", busy, all)
+			}
+		})
 	}
 }
