@@ -339,3 +339,47 @@ func TestRunStacksFromOutside(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWorkersFromOutside runs the PyAV and h5py loaders with 2 workers
+// under pipetop run (live: the workers' stacks are read from outside while
+// they decode, where the in-process stack sampler crashed them on CPython
+// 3.11): the workers' stack samples are there, and nothing says they are
+// off.
+func TestRunWorkersFromOutside(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	requireVideo(t)
+	cam := filepath.Join(t.TempDir(), "cam.mp4")
+	encodeVideo(t, cam, 30)
+	for _, tc := range []struct {
+		name string
+		args func() []string
+	}{
+		{"video", func() []string { return []string{example("video_loop.py"), cam, "--epochs", "1", "--workers", "2"} }},
+		{"hdf5", func() []string {
+			data := makeHDF5(t, "robomimic.hdf5", "--compression", "gzip") // trajectory chunks: the workers are busy
+			return []string{example("hdf5_loop.py"), data, "--seconds", "3", "--workers", "2"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, stderr, status := e.run(t, nil, append([]string{debPython}, tc.args()...)...)
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			if strings.Contains(stderr, "stack samples") {
+				t.Errorf("stderr speaks of the stack samples:\n%s", stderr)
+			}
+			workers := map[int]int64{}
+			if s := docs[0].Stacks; s != nil {
+				for _, r := range s.Rows {
+					if r.Role == stage.RoleWorker && r.Worker != nil {
+						workers[*r.Worker] += r.N
+					}
+				}
+			}
+			if len(workers) != 2 || workers[0] < 10 || workers[1] < 10 {
+				t.Errorf("workers' samples %v: want both workers sampled", workers)
+			}
+		})
+	}
+}
