@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,6 +110,11 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	case t.conn != nil:
 		f.AttachConn(ctx, t.attach, t.ep, t.conn)
 		m.attached = true
+	case t.process > 0:
+		if err := f.AttachProcess(ctx, t.process); err != nil {
+			return nil, err
+		}
+		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):
 		f.Attach(ctx, t.attach)
 		m.attached = true
@@ -135,6 +142,7 @@ func OpenRemote(r Remote) *Monitor {
 // or nothing until the user picks (pick).
 type choice struct {
 	attach, run, name string
+	process           int // a process with no trainer socket, shown by its stacks
 	pick              bool
 	conn              *ipc.Conn
 	ep                ipc.Endpoint
@@ -152,6 +160,9 @@ func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions
 		if err != nil {
 			if run, name, ok := runNamed(ctx, spec); ok && !oneRank {
 				return choice{run: run, name: name}, nil
+			}
+			if pid, ok := processNamed(spec); ok {
+				return choice{process: pid}, nil
 			}
 			return choice{}, err
 		}
@@ -198,6 +209,18 @@ func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions
 		return choice{pick: true}, nil
 	}
 	return one, nil
+}
+
+// processNamed is the pid spec names when it is a number and that
+// process exists: one without a trainer socket, which pipetop shows by
+// its Python stacks (feed.AttachProcess).
+func processNamed(spec string) (int, bool) {
+	pid, err := strconv.Atoi(spec)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return pid, err == nil
 }
 
 // runNamed finds the live run spec names: its run identifier, or the

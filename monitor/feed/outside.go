@@ -1,9 +1,13 @@
 package feed
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/pystack"
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/stacks"
 )
@@ -71,4 +75,50 @@ func (f *Feed) RunStacks() (pid int, s *stage.StackSamples) {
 		return 0, nil
 	}
 	return o.PID(), o.Run()
+}
+
+// AttachProcess shows the Python process pid, which runs no
+// instrumentation (no trainer socket): a hello made up for it
+// (stacks.Plain) and its stack samples read from outside, its main thread
+// as the training thread's, until it exits or ctx ends. An error says
+// why it cannot be read (not Python, another user's, an unsupported
+// version).
+func (f *Feed) AttachProcess(ctx context.Context, pid int) error {
+	h, err := stacks.Plain(pid)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	hz := f.hz
+	if f.view.Inside == nil {
+		hz = stacks.Hz(os.Getenv)
+	}
+	f.mu.Unlock()
+	ep := ipc.Endpoint{Name: h.Name, PID: pid}
+	frames := make(chan *stage.StackSamples, 4)
+	s, err := stacks.Start(h, pid, hz, func(ss *stage.StackSamples) {
+		select {
+		case frames <- ss:
+		default: // the feed is behind: a second of samples less
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.swapOutside(s)
+	f.start(ctx, fmt.Sprintf("pid %d", pid), "", func(ctx context.Context, gen int, deliver func(ipc.Message), _ ipc.ViewOptions) {
+		deliver(ipc.Message{Connected: &h, Endpoint: ep})
+		for {
+			select {
+			case ss := <-frames:
+				deliver(ipc.Message{Frame: &ipc.Frame{Type: ipc.TypeStacks, Stacks: ss}, Endpoint: ep})
+			case <-s.Done():
+				deliver(ipc.Message{Disconnected: fmt.Errorf("pid %d: %w", pid, pystack.ErrExited), Endpoint: ep})
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return nil
 }

@@ -97,11 +97,11 @@ type worker struct {
 // Start attaches to the trainer of hello h (pid: as seen from here) and
 // samples it at hz until it exits or Stop, handing deliver a stacks frame
 // each second. An error says why the read from outside is refused or
-// impossible (the trainer then samples its own stacks).
+// impossible (the trainer then samples its own stacks). A hello without a
+// stage word is a Python process pipetop only attached to (Plain): its
+// main thread's samples are the training thread's, in stage other, and
+// it has no workers.
 func Start(h ipc.Hello, pid int, hz float64, deliver func(*stage.StackSamples)) (*Sampler, error) {
-	if h.StageWord == nil {
-		return nil, errors.New("the trainer announced no stage word")
-	}
 	if why := os.Getenv(RefuseEnv); why != "" {
 		return nil, fmt.Errorf("pid %d: refused (%s): %s", pid, RefuseEnv, why)
 	}
@@ -147,7 +147,7 @@ func (s *Sampler) loop() {
 		case now := <-tick.C:
 			ns := int64(min(now.Sub(last), maxWeight))
 			last = now
-			if now.Sub(scanned) >= publish {
+			if now.Sub(scanned) >= publish && s.h.StageWord != nil {
 				scanned = now
 				s.scan()
 			}
@@ -180,8 +180,13 @@ func (s *Sampler) send(now time.Time, interval time.Duration) {
 	}
 }
 
-// readWord reads the stage word of p into s.word and checks it is one.
+// readWord reads the stage word of p into s.word and checks it is one;
+// without a stage word (Plain), the word of a process in no stage.
 func (s *Sampler) readWord(p *pystack.Process) error {
+	if s.h.StageWord == nil {
+		clear(s.word[:])
+		return nil
+	}
 	if err := p.ReadAt(s.word[:], s.h.StageWord.Addr); err != nil {
 		return err
 	}
@@ -196,7 +201,7 @@ func (s *Sampler) at(i int) uint64 { return binary.LittleEndian.Uint64(s.word[8*
 
 // stageName is the stage code c names: 0 and unknown codes are other.
 func (s *Sampler) stageName(c uint64) string {
-	if c >= 1 && c <= uint64(len(s.h.StageWord.Stages)) {
+	if s.h.StageWord != nil && c >= 1 && c <= uint64(len(s.h.StageWord.Stages)) {
 		return s.h.StageWord.Stages[c-1]
 	}
 	return stage.Other
