@@ -383,3 +383,73 @@ func TestRunWorkersFromOutside(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStacksRefusedByKernel has the kernel refuse the read from
+// outside: pipetop run as root without CAP_SYS_PTRACE, the trainer as
+// user nobody (live: the refusal is the kernel's). The trainer is told,
+// says once that it samples its own stacks, and its samples name the hot
+// function.
+func TestRunStacksRefusedByKernel(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv to run the trainer as another user")
+	}
+	dir, err := os.MkdirTemp("/tmp", "ptrefused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	script := filepath.Join(dir, "hot_av.py")
+	cp, err := os.ReadFile(filepath.Join("testdata", "hot_av.py"))
+	if err == nil {
+		err = os.WriteFile(script, cp, 0o644)
+	}
+	for _, sub := range []string{"sockets", "summaries"} {
+		if err == nil {
+			err = os.Mkdir(filepath.Join(dir, sub), 0o700)
+		}
+		if err == nil {
+			err = os.Chown(filepath.Join(dir, sub), 65534, 65534)
+		}
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	env := append(os.Environ(), "PIPETOP_SOCKET_DIR="+filepath.Join(dir, "sockets"), "PIPETOP_CACHE_DIR="+cache,
+		"PIPETOP_SUMMARY_DIR="+filepath.Join(dir, "summaries"))
+	// The publisher unpacked first, where user nobody can read it.
+	unpack := exec.Command(e.bin, "run", "--no-tui", "--", "true")
+	unpack.Env = env
+	if out, err := unpack.CombinedOutput(); err != nil {
+		t.Fatalf("pipetop run true: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("chmod", "-R", "a+rX", cache).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v\n%s", err, out)
+	}
+	cmd := exec.Command("setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", e.bin, "run", "--no-tui", "--json", "--",
+		"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", debPython, script, "2", "--no-av")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pipetop run: %v\n%s", err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "stack samples from inside the process: "); n != 1 || !strings.Contains(stderr.String(), "CAP_SYS_PTRACE") {
+		t.Fatalf("said inside %d times; want once, naming CAP_SYS_PTRACE:\n%s", n, stderr.String())
+	}
+	var docs []summary.Script
+	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil || len(docs) != 1 || docs[0].Stacks == nil {
+		t.Fatalf("summaries %s: %v; stderr:\n%s", stdout.String(), err, stderr.String())
+	}
+	for _, r := range docs[0].Stacks.Rows {
+		if r.Role == stage.RoleTrain && docs[0].Stacks.Frames[r.Stack[len(r.Stack)-1]].Name == "busy_python" {
+			return
+		}
+	}
+	t.Errorf("no sample of the training thread in busy_python: %+v", docs[0].Stacks.Rows)
+}

@@ -1,13 +1,15 @@
 """A training loop that imports PyAV (on CPython 3.11 the in-process stack
-sampler turns itself off then) and spends most of each step in a
-pure-Python function, busy_python: the stack sampler reading from outside
-names it. Usage: hot_av.py SECONDS."""
+sampler turns itself off then; not with --no-av) and spends most of each
+step in a pure-Python function, busy_python: the stack sampler names it.
+Usage: hot_av.py SECONDS [--no-av]."""
 
 import sys
 import time
 
-import av  # noqa: F401 - imported for its effect on the in-process stack sampler
 import torch
+
+if "--no-av" not in sys.argv:
+    import av  # noqa: F401 - imported for its effect on the in-process stack sampler
 
 
 def busy_python(ms):
