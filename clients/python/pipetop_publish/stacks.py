@@ -51,6 +51,7 @@ MAX_ROWS = 1024  # rows of a stacks frame or of a worker's message
 MAX_RUN_ROWS = 4096  # rows kept for the whole run
 MAX_FRAME_BYTES = 768 << 10  # a stacks frame stays this far below the protocol's 1 MiB cap
 MAX_WEIGHT_NS = 1_000_000_000  # the most wall time one sample stands for
+IDLE_POLL = 1.0  # seconds between looks at stageword.inside() while pipetop reads from outside
 MORE = ("[more stacks]", "", 0, "(more)")  # the frame of the row that holds what did not fit
 TRAIN = "train"  # the role of the training thread
 WORKER_LOOP, WORKER_LOOP_FILE = "_worker_loop", os.path.join("torch", "utils", "data", "_utils", "worker.py")
@@ -323,11 +324,16 @@ class StackSampler:
         tightened = False
         try:
             while not stopped():
+                if not inside():
+                    # pipetop reads the stacks from outside: a wake-up a
+                    # second (not one a sample, which would take the GIL
+                    # from the training thread each time) sees a refusal.
+                    time.sleep(IDLE_POLL)
+                    last = _now()
+                    continue
                 time.sleep(period)
                 now = _now()
                 ns, last = min(now - last, MAX_WEIGHT_NS), now
-                if not inside():
-                    continue  # pipetop reads the stacks from outside
                 if unsafe():
                     return
                 if not tightened:

@@ -9,7 +9,9 @@ import time
 import torch
 
 if "--no-av" not in sys.argv:
-    import av  # noqa: F401 - imported for its effect on the in-process stack sampler
+    import av  # imported for its effect on the in-process stack sampler
+
+    AV_VERSION = av.__version__
 
 
 def busy_python(ms):

@@ -4,7 +4,6 @@ a forked child plays a DataLoader worker stuck in a slow fetch (fetch_hot)."""
 
 import json
 import os
-import sys
 import threading
 import time
 
