@@ -36,14 +36,9 @@ func startNs(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	if i < 0 || len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ticks, err := strconv.ParseInt(string(f[19]), 10, 64)
-	if err != nil {
-		return 0, err
+	ticks, ok := statField(b, 22)
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: no starttime in %q", pid, b)
 	}
 	st, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -62,13 +57,17 @@ func startNs(pid int) (int64, error) {
 }
 
 // plainName is the name of a process by its command line: the first
-// argument that is a .py file, without it; else the executable's name.
+// argument that is a .py file, without it; else the executable's name;
+// else python.
 func plainName(cmdline []byte) string {
 	args := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
 	for _, a := range args[1:] {
-		if strings.HasSuffix(a, ".py") {
-			return strings.TrimSuffix(filepath.Base(a), ".py")
+		if name := strings.TrimSuffix(filepath.Base(a), ".py"); strings.HasSuffix(a, ".py") && name != "" {
+			return name
 		}
 	}
-	return filepath.Base(args[0])
+	if name := filepath.Base(args[0]); args[0] != "" && name != "/" {
+		return name
+	}
+	return "python"
 }

@@ -104,20 +104,29 @@ func threadCPU(pid, tid int) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(string(f[11]), 10, 64)
-	st, err2 := strconv.ParseInt(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
+	u, ok1 := statField(b, 14)
+	st, ok2 := statField(b, 15)
+	if !ok1 || !ok2 {
 		return 0, false
 	}
 	return int64(float64(u+st) / ticks * 1e9), true
+}
+
+// statField is field n (1-based, as proc(5) numbers them) of a
+// /proc/PID/stat line, a number; false when there is none. The name
+// (field 2) may hold spaces and parentheses: fields are counted after its
+// last ')'.
+func statField(b []byte, n int) (int64, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || n < 3 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) <= n-3 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(f[n-3]), 10, 64)
+	return v, err == nil
 }
 
 // monotonic is CLOCK_MONOTONIC now, the clock of the Python side's
