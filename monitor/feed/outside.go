@@ -33,6 +33,9 @@ func (f *Feed) inside(h ipc.Hello) string {
 	f.mu.Lock()
 	hz := f.hz
 	f.mu.Unlock()
+	if hz <= 0 {
+		return "" // PIPETOP_STACKS_HZ=0 here: no stack samples, from outside or in
+	}
 	pid, _ := watched(&h)
 	s, err := stacks.Start(h, pid, hz, func(ss *stage.StackSamples) { f.outsideFrame(h, ss) })
 	f.swapOutside(s)

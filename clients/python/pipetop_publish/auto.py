@@ -253,7 +253,7 @@ class _State:
         config = {"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")}
         if _bisect.active is not None:
             config["bisect_phase"] = _bisect.active.label or _bisect.active.name
-        word = _stageword.setup(tuple(n for n in CLASSES if n != OTHER))
+        word = _stageword.setup(tuple(n for n in CLASSES if n != OTHER)) if _stacks.hz() > 0 else None
         self.pub = Publisher(name=name, config=config,
                              stages=_STAGES, cuda=cuda, stage_word=word)
         self.idx = dict(self.pub._index)
