@@ -88,6 +88,24 @@ class StageWordTest(unittest.TestCase):
         self.assertEqual(out.stderr.count("stack samples from inside the process: ptrace_scope 3"), 1, out.stderr)
         self.assertNotIn("again", out.stderr)
 
+    def test_threads_named_for_the_reader_outside(self) -> None:
+        out = run("""
+            import threading
+            from pipetop_publish import pythreads
+            stop = threading.Event()
+            a = threading.Thread(target=stop.wait, name="metrics-logger")
+            b = threading.Thread(target=stop.wait, name="renamed")
+            a.start(); b.start()
+            with open("/proc/self/task/%d/comm" % b.native_id, "w") as f:
+                f.write("own-name")
+            before = open("/proc/self/comm").read().strip()
+            pythreads.name_all(set())
+            comm = lambda t: open("/proc/self/task/%d/comm" % t.native_id).read().strip()
+            print(comm(a), comm(b), open("/proc/self/comm").read().strip() == before)
+            stop.set()
+        """)
+        self.assertEqual(out.stdout.split(), ["metrics-logger", "own-name", "True"], out.stderr)
+
     def test_a_viewer_refusal_through_the_server(self) -> None:
         out = run("""
             import json, os, socket, tempfile, time

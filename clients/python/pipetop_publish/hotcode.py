@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import pythreads as _pythreads
 from . import readwatch as _readwatch
 from . import stacks as _stacks
+from . import stageword as _stageword
 from . import workerlink as _workerlink
 
 INTERVAL = 1.0  # seconds between stacks frames
@@ -80,7 +81,9 @@ class Collector:
             threads = _pythreads.Threads()
             if self.sampler is not None:
                 rows = self.describer.rows(self.sampler.fold.take())
-            if self.watch is not None:
+            if not _stageword.inside():
+                _pythreads.name_all(self._named)  # pipetop reads the threads from outside, by their OS names
+            elif self.watch is not None:
                 threads.add(self.describer, *self.watch.take())
             else:
                 _pythreads.name_all_own(self._named)
