@@ -56,6 +56,9 @@ pub_pid=""
 stop_pub() {
 	if [ -n "$pub_pid" ]; then
 		kill -INT "$pub_pid" 2>/dev/null || true
+		# A Python trainer started with & ignores SIGINT (no job control).
+		for _ in $(seq 1 20); do kill -0 "$pub_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -TERM "$pub_pid" 2>/dev/null || true
 		wait "$pub_pid" 2>/dev/null || true
 		pub_pid=""
 	fi
