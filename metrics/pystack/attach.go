@@ -236,3 +236,19 @@ func (p *Process) ReadAt(b []byte, addr uint64) error {
 	}
 	return err
 }
+
+// Child is a reader of process pid, forked from p's process (a
+// DataLoader worker): the same runtime at the same addresses, so nothing
+// is looked up again. The caller checks that pid is such a child (that its
+// memory holds what the parent's did where it looks); a child that ran
+// another program reads as garbage, dropped and counted like any race.
+func (p *Process) Child(pid int) (*Process, error) {
+	mem := newProcessMemory(pid)
+	if err := probe(pid, mem, p.runtime); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	c := newProcess(mem, p.lay, p.runtime, p.types)
+	c.pid, c.version, c.file = pid, p.version, p.file
+	return c, nil
+}

@@ -10,32 +10,41 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipetop/pipetop/metrics/host"
-	"github.com/pipetop/pipetop/metrics/pystack"
 )
 
 // maxWorkers bounds the child processes followed.
 const maxWorkers = 256
 
-// scan follows the trainer's new child processes (DataLoader workers are
-// forked from it) and forgets those gone. A child pipetop may not read,
-// or that holds no stage word, is remembered as such and not tried again.
-func (s *Sampler) scan() {
-	kids := children(s.pid)
-	alive := make(map[int]bool, len(kids))
-	for _, pid := range kids {
-		alive[pid] = true
-		if _, ok := s.workers[pid]; ok || len(s.workers) >= maxWorkers {
-			continue
-		}
-		w := &worker{}
-		if p, err := pystack.Attach(pid); err == nil {
-			if s.readWord(p) == nil {
-				w.proc = p
-			} else {
-				p.Close()
+// Scans for DataLoader workers: the children of the thread that forks
+// them (the training thread's) often, those of every thread each second.
+// Workers of an iterator without persistent workers live for an epoch,
+// which may be shorter than a second.
+const (
+	quickScan = 100 * time.Millisecond
+	fullScan  = time.Second
+)
+
+// scan follows the new children of the trainer's threads (all: every
+// thread's; else the training thread's), forgetting those gone (all
+// only). A child that holds the stage word is a worker forked from the
+// trainer; one pipetop may not read, or that holds none, is remembered as
+// such and not tried again.
+func (s *Sampler) scan(all bool) {
+	tasks := []int{s.trainTID()}
+	if all {
+		tasks = s.tasks()
+	}
+	alive := make(map[int]bool)
+	for _, tid := range tasks {
+		for _, pid := range children(s.pid, tid) {
+			alive[pid] = true
+			if _, ok := s.workers[pid]; !ok && len(s.workers) < maxWorkers {
+				s.workers[pid] = s.follow(pid)
 			}
 		}
-		s.workers[pid] = w
+	}
+	if !all {
+		return
 	}
 	for pid, w := range s.workers {
 		if !alive[pid] {
@@ -47,22 +56,54 @@ func (s *Sampler) scan() {
 	}
 }
 
-// children are the child processes of pid (every thread's).
-func children(pid int) []int {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+// follow is the worker child pid is: read like the trainer it was forked
+// from when it holds the stage word; else nothing to read.
+func (s *Sampler) follow(pid int) *worker {
+	p, err := s.proc.Child(pid)
+	if err != nil {
+		return &worker{}
+	}
+	if s.readWord(p) != nil {
+		p.Close()
+		return &worker{}
+	}
+	return &worker{proc: p}
+}
+
+// trainTID is the task whose children are looked at often: the training
+// thread's, else the main thread's.
+func (s *Sampler) trainTID() int {
+	if s.h.TID > 0 && (s.h.HostPID <= 0 || s.h.HostPID == s.h.PID) {
+		return s.h.TID
+	}
+	return s.pid
+}
+
+// tasks are the trainer's threads.
+func (s *Sampler) tasks() []int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.pid))
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, tid)
+		}
+	}
+	return out
+}
+
+// children are the child processes of thread tid of pid.
+func children(pid, tid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, tid))
 	if err != nil {
 		return nil
 	}
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		for _, f := range bytes.Fields(b) {
-			if n, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, n)
-			}
+	for _, f := range bytes.Fields(b) {
+		if n, err := strconv.Atoi(string(f)); err == nil {
+			out = append(out, n)
 		}
 	}
 	return out

@@ -138,7 +138,7 @@ func (s *Sampler) loop() {
 	defer s.close()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.hz))
 	defer tick.Stop()
-	last, sent, scanned := time.Now(), time.Now(), time.Time{}
+	last, sent, scanned, quick := time.Now(), time.Now(), time.Time{}, time.Time{}
 	s.readCPU()
 	for {
 		select {
@@ -147,9 +147,12 @@ func (s *Sampler) loop() {
 		case now := <-tick.C:
 			ns := int64(min(now.Sub(last), maxWeight))
 			last = now
-			if now.Sub(scanned) >= publish && s.h.StageWord != nil {
-				scanned = now
-				s.scan()
+			if all := now.Sub(scanned) >= fullScan; s.h.StageWord != nil && (all || now.Sub(quick) >= quickScan) {
+				if all {
+					scanned = now
+				}
+				quick = now
+				s.scan(all)
 			}
 			if err := s.sample(ns); errors.Is(err, pystack.ErrExited) {
 				s.send(now, now.Sub(sent))
