@@ -5,6 +5,10 @@ with ``sys._current_frames()`` and folds each stack into a table keyed by
 training process the same tick samples the process's other Python threads
 (``pythreads``).
 
+Under ``pipetop run`` pipetop reads the stacks from outside the process
+instead (``stageword``); this sampler then idles, and takes over only if a
+viewer says that read is refused.
+
 Each sample stands for the wall time since the sampler's previous one. The
 sampler needs the GIL to read a stack: while the sampled thread runs Python
 code, the sample waits up to the interpreter's switch interval (5 ms); while
