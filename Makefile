@@ -8,7 +8,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export CGO_CFLAGS := -Wno-deprecated-declarations
 GO ?= go
 PY := /usr/bin/python3
-# FUZZTIME: how long make fuzz runs each fuzz target (make test: 1 s each,
+# FUZZTIME: how long make fuzz runs each fuzz target (make test: 1,000 inputs each,
 # after go test ran every target's seed corpus).
 FUZZTIME ?= 30s
 DEMO_DATA ?= data/demo.zarr

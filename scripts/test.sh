@@ -10,17 +10,17 @@
 # waiting for a CPU, idle cores, workers' busy shares, samples/s against a
 # script's own) runs alone, and what only needs CPU shares a step:
 #
-#   checks   lint, fuzz (FUZZTIME each target), the shim against libtorch
-#            2.x (when its sources changed), the Python suite: no timing
-#   go       every Go package but the live suites, with the binaries make
-#            build made (PIPETOP_TEST_BIN); beside it the live suites' tests
+#   go       lint, fuzz (FUZZTIME each target), the shim against libtorch
+#            2.x (when its sources changed), the Python suite, every Go
+#            package but the live suites, with the binaries make build
+#            made (PIPETOP_TEST_BIN); beside them the live suites' tests
 #            that do not read the CPU (e2e: testkit.Concurrent, in
 #            parallel) and the GPU check's dry run on the CPU
 #   live     the live suites' tests that read the CPU (testkit.Serial),
 #            alone: tests/diagnosis, tests/bisect, the quick tests/tune case
 #
 # A failed phase does not stop the others; the exit status is 1 if any
-# failed. Environment: FUZZTIME (default 1s), GO (default go), PY (default
+# failed. Environment: FUZZTIME (default 1000x: 1,000 inputs a target), GO (default go), PY (default
 # /usr/bin/python3).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -29,7 +29,7 @@ export PATH="/usr/local/go/bin:$PATH"
 export PIPETOP_TEST_BIN="$repo/bin"
 GO=${GO:-go}
 PY=${PY:-/usr/bin/python3}
-FUZZTIME=${FUZZTIME:-1s}
+FUZZTIME=${FUZZTIME:-1000x}
 logs=build/test-logs
 mkdir -p "$logs"
 
@@ -87,7 +87,7 @@ case ${1:-} in
 --python-module) python_module "$2"; exit ;;
 esac
 
-steps=("checks:lint fuzz libtorch2 python" "go:go e2e gpucheck" "live:live")
+steps=("go:lint fuzz libtorch2 python go e2e gpucheck" "live:live")
 want=" $* "
 rows=() failed=()
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,8 +121,8 @@ sys.stdout.buffer.write(full + brief)
 func TestPythonLoopServesAggregates(t *testing.T) {
 	requireTorch(t)
 	dir := testkit.SocketDir(t)
-	const steps = 1500
-	l := startLoop(t, dir, "--steps", "1500", "--name", "py-agg", "--wait-viewers", "2", "--stats")
+	const steps = 800
+	l := startLoop(t, dir, "--steps", strconv.Itoa(steps), "--name", "py-agg", "--wait-viewers", "2", "--stats")
 	ep := l.endpoint(t, dir, "py-agg")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -156,8 +156,12 @@ func goScenarios() []scenario {
 		{name: "go/memory creep", start: synthetic("-leak-mb-per-sec", "25", "-stages", healthy),
 			after: 500 * time.Millisecond, interval: 12 * time.Second, kind: verdict.MemoryCreep,
 			headline: []string{"resident memory grew", "steadily"}, next: []string{"leak"}},
+		// The baseline is the first third of the time since a viewer's
+		// first step (verdict.Baseline.WholeAt); an agg viewer's first
+		// step ends with its first 1 s aggregate, so at 22 s its baseline
+		// holds 6 s of steps even when it started 3 s late.
 		{name: "go/drift in data_wait", start: synthetic("-drift-after", "9s", "-drift", "12ms", "-stages", "data_wait=0.5ms,forward=8ms"),
-			after: 200 * time.Millisecond, interval: 19 * time.Second, kind: verdict.Drift, stage: stage.DataWait,
+			after: 200 * time.Millisecond, interval: 22 * time.Second, kind: verdict.Drift, stage: stage.DataWait,
 			headline: []string{"slower than in the run's first", "data_wait grew"}, next: []string{"loader slowed down"}},
 		{name: "go/steady input-bound", start: synthetic("-stages", "data_wait=12ms,forward=4ms", "-rate", "50"),
 			after: time.Second, interval: time.Second, kind: verdict.InputBound, stage: stage.DataWait,

@@ -12,11 +12,17 @@
 // (TestCPUVerdicts, TestCPUVerdictsAtTheEnd, TestGILVerdicts), workers'
 // busy shares against the training step (TestFloatImagesFromWorkers,
 // TestManyTensorsFromWorkers, the scenarios of TestPlantedBottlenecks,
-// which run together), a run's speed against its first seconds (drift:
-// TestNoDriftFromTheStart, TestDriftAtTheEnd), pauses against the steps
+// which run together), a run's speed against its first seconds (the
+// drift scenario of TestPlantedBottlenecks), pauses against the steps
 // around them (TestPeriodicPauses, TestEpochStart: a loaded machine
 // stretches the steps until a pause no longer stands out) and the ranks'
 // step times against their noise (the straggler tests). The others
 // (testkit.Concurrent) are judged on what they plant themselves — stops,
-// hangs, processes — and run in parallel, beside the other packages.
+// hangs, processes, a cgroup's own CPU quota (TestThrottledAtTheEnd), the
+// GIL controls no load makes hold it (TestGILControls) — and run in
+// parallel, beside the other packages. A plant judged on its own timeline
+// but not on the CPU it shares is judged from a run recorded once
+// (testdata/*.pipetop; TestNoDriftFromTheStart; -update records it from
+// the live plant again); the Python drift plant's recorded run, live and
+// at the end, is tests/sameverdict's.
 package diagnosis

@@ -55,6 +55,11 @@ var plants = []plant{
 	{name: "oversubscribed", script: "threads.py", args: []string{"--threads", "2", "--workers", "2", "--worker-threads", "1", "--seconds", "12"},
 		want: verdict.Oversubscribed},
 	{name: "pause", script: "metrics_push.py", args: []string{"--steps", "1400"}, want: verdict.Untimed, stage: "other"},
+	// Storage that slows down 9 s into a 26 s run (data_wait from 0.4 ms
+	// to 12 ms a step): drift in data_wait live and at the end, where the
+	// run's newest steps are judged against its first minutes from the
+	// summary's timeline (the whole run's means once read input-bound).
+	// The live drift plant is tests/diagnosis's go/drift in data_wait.
 	{name: "drift", script: "slowing_loader.py", want: verdict.Drift, stage: "data_wait"},
 }
 
