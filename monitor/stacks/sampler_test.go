@@ -58,14 +58,14 @@ func startStaged(t *testing.T, python string) ipc.Hello {
 	return ipc.Hello{Role: "trainer", PID: said.PID, TID: said.TID, StageWord: said.Word}
 }
 
-// TestOutside reads a live CPython from outside (it must be live: the
+// TestOutside reads a live CPython (3.10 to 3.13) from outside (it must be live: the
 // point is the read of another process's memory): the training thread's
 // samples carry the stage its stage word names and name its hot function;
 // the forked child's, in a fetch a second old against a 1 µs median, are
 // a worker's slow fetch.
 func TestOutside(t *testing.T) {
 	testkit.Concurrent(t)
-	for _, python := range []string{"/usr/bin/python3", "/root/.pyenv/versions/3.12.1/bin/python3"} {
+	for _, python := range []string{"/usr/bin/python3", "/root/.pyenv/versions/3.10.13/bin/python3", "/root/.pyenv/versions/3.12.1/bin/python3", "/root/.pyenv/versions/3.13.0/bin/python3"} {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(python))), func(t *testing.T) {
 			h := startStaged(t, python)
 			got := make(chan *stage.StackSamples, 16)
