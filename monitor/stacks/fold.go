@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,24 +158,34 @@ func (fo *fold) other(t *pystack.Thread, ns int64) {
 }
 
 // take is the interval's stacks frame, up to now, over interval, at hz,
-// with each other thread's CPU over the interval (cpu); nil without
-// samples. The fold starts empty.
-func (fo *fold) take(now time.Time, interval time.Duration, hz float64, cpu func(tid int) (int64, bool)) *stage.StackSamples {
-	if len(fo.rows) == 0 && len(fo.threads) == 0 {
-		return nil
-	}
-	s := &stage.StackSamples{TimeNs: now.UnixNano(), IntervalNs: int64(interval), Hz: hz, Frames: fo.frames, Rows: fo.rows}
-	for _, th := range fo.threads {
-		if ns, ok := cpu(th.out.TID); ok {
-			th.out.CPUNs, th.out.CoveredNs = ns, int64(interval)
-		}
-		th.out.FreeNs = free(th.out.CPUNs, th.out.CoveredNs, th.held, th.out.ProbedNs)
-		s.Threads = append(s.Threads, th.out)
-	}
+// with each other thread's CPU over the interval (cpu: its CPU time and
+// the wall time that covers); nil without samples. The fold starts empty.
+func (fo *fold) take(now time.Time, interval time.Duration, hz float64, cpu func(tid int) (ns, covered int64, ok bool)) *stage.StackSamples {
+	s := fo.snapshot(now, interval, hz, cpu)
 	fo.frames, fo.rows = nil, nil
 	clear(fo.index)
 	clear(fo.keys)
 	clear(fo.threads)
+	return s
+}
+
+// snapshot is take that keeps the fold as it is: a copy of its rows and
+// threads (a whole run's samples so far, interval 0).
+func (fo *fold) snapshot(now time.Time, interval time.Duration, hz float64, cpu func(tid int) (ns, covered int64, ok bool)) *stage.StackSamples {
+	if len(fo.rows) == 0 && len(fo.threads) == 0 {
+		return nil
+	}
+	s := &stage.StackSamples{TimeNs: now.UnixNano(), IntervalNs: int64(interval), Hz: hz, Frames: slices.Clone(fo.frames), Rows: slices.Clone(fo.rows)}
+	for _, th := range fo.threads {
+		t := th.out
+		t.Rows = slices.Clone(t.Rows)
+		if ns, covered, ok := cpu(t.TID); ok {
+			t.CPUNs, t.CoveredNs = ns, covered
+		}
+		t.FreeNs = free(t.CPUNs, t.CoveredNs, th.held, t.ProbedNs)
+		s.Threads = append(s.Threads, t)
+	}
+	slices.SortFunc(s.Threads, func(a, b stage.ThreadSamples) int { return cmp.Compare(a.TID, b.TID) })
 	return s
 }
 

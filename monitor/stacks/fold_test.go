@@ -49,7 +49,7 @@ func TestFold(t *testing.T) {
 	fo.add(stage.RoleTrain, -1, "forward", nil, 99) // no Python frame: no sample
 	fo.other(&pystack.Thread{TID: 9, Name: "logger", HoldsGIL: true, Frames: train[:1]}, 30)
 	fo.other(&pystack.Thread{TID: 9, Name: "logger", Frames: train[:1]}, 10)
-	s := fo.take(time.Unix(5, 0), time.Second, 100, func(tid int) (int64, bool) { return 600, tid == 9 })
+	s := fo.take(time.Unix(5, 0), time.Second, 100, func(tid int) (int64, int64, bool) { return 600, int64(time.Second), tid == 9 })
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestFold(t *testing.T) {
 	if th.N != 2 || th.Probes != 2 || th.ProbedNs != 40 || th.CPUNs != 600 || th.CoveredNs != int64(time.Second) || th.FreeNs != 0 || len(th.Rows) != 1 {
 		t.Errorf("thread %+v", th)
 	}
-	if again := fo.take(time.Unix(6, 0), time.Second, 100, func(int) (int64, bool) { return 0, false }); again != nil {
+	if again := fo.take(time.Unix(6, 0), time.Second, 100, func(int) (int64, int64, bool) { return 0, 0, false }); again != nil {
 		t.Errorf("a second take without samples = %+v, want nil", again)
 	}
 }

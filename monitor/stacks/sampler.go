@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,10 +77,11 @@ type Sampler struct {
 	proc    *pystack.Process
 	deliver func(*stage.StackSamples)
 	fold    *fold
-	mu      sync.Mutex      // guards run
-	run     *fold           // the whole run's samples of the training thread and the workers
-	workers map[int]*worker // by pid
-	cpu     map[int]int64   // the other threads' CPU at the last frame
+	mu      sync.Mutex       // guards run
+	run     *fold            // the whole run's samples of the training thread and the workers
+	workers map[int]*worker  // by pid
+	cpu     map[int]int64    // the other threads' CPU at the last frame
+	runCPU  map[int][2]int64 // each thread's CPU and the wall time it covers, over the run (guarded by mu)
 	word    [wordBytes]byte
 	stop    chan struct{}
 	done    chan struct{}
@@ -113,7 +113,7 @@ func Start(h ipc.Hello, pid int, hz float64, deliver func(*stage.StackSamples)) 
 		return nil, err
 	}
 	s := &Sampler{h: h, pid: pid, hz: hz, proc: p, deliver: deliver, workers: make(map[int]*worker), cpu: make(map[int]int64),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		runCPU: make(map[int][2]int64), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.readWord(p); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("pid %d: read its stage word at %#x: %w", pid, h.StageWord.Addr, err)
@@ -175,10 +175,20 @@ func (s *Sampler) close() {
 	}
 }
 
-// send hands over the interval's samples.
+// send hands over the interval's samples, and adds the threads' CPU over
+// it to the run's.
 func (s *Sampler) send(now time.Time, interval time.Duration) {
 	cpu := s.readCPU()
-	if out := s.fold.take(now, interval, s.hz, func(tid int) (int64, bool) { ns, ok := cpu[tid]; return ns, ok }); out != nil {
+	s.mu.Lock()
+	for tid, ns := range cpu {
+		r := s.runCPU[tid]
+		s.runCPU[tid] = [2]int64{r[0] + ns, r[1] + int64(interval)}
+	}
+	s.mu.Unlock()
+	if out := s.fold.take(now, interval, s.hz, func(tid int) (int64, int64, bool) {
+		ns, ok := cpu[tid]
+		return ns, int64(interval), ok
+	}); out != nil {
 		s.deliver(out)
 	}
 }
@@ -228,6 +238,9 @@ func (s *Sampler) sample(ns int64) error {
 			s.add(stage.RoleTrain, -1, stg, t.Frames, ns)
 		case !strings.HasPrefix(t.Name, "pipetop-"):
 			s.fold.other(t, ns)
+			s.mu.Lock()
+			s.run.other(t, ns)
+			s.mu.Unlock()
 		}
 	}
 	for pid, w := range s.workers {
@@ -289,15 +302,15 @@ func (s *Sampler) add(role string, worker int, stg string, frames []pystack.Fram
 	s.mu.Unlock()
 }
 
-// Run is the whole run's stack samples of the training thread and the
-// workers so far (IntervalNs 0: a whole run); nil without any.
+// Run is the whole run's stack samples so far (IntervalNs 0: a whole
+// run), the other threads with their CPU over the run; nil without any.
 func (s *Sampler) Run() *stage.StackSamples {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.run.rows) == 0 {
-		return nil
-	}
-	return &stage.StackSamples{TimeNs: time.Now().UnixNano(), Hz: s.hz, Frames: slices.Clone(s.run.frames), Rows: slices.Clone(s.run.rows)}
+	return s.run.snapshot(time.Now(), 0, s.hz, func(tid int) (int64, int64, bool) {
+		r, ok := s.runCPU[tid]
+		return r[0], r[1], ok
+	})
 }
 
 // PID is the trainer's pid, as its hello gives it.

@@ -103,6 +103,10 @@ class Collector:
             interval, self._last = now - self._last, now
             self.lost += lost
             if not rows and not lost:
+                if publish and self.torch.counts and not _stageword.inside():
+                    # pipetop reads the stacks from outside; torch's thread
+                    # counts are what it cannot read there.
+                    self.pub.stacks(with_threads(_stacks.payload({}, now, interval, self.rate), threads, self.torch))
                 return
             self.run.merge(rows)
             self.run_threads.merge(threads)
@@ -116,6 +120,10 @@ class Collector:
         summary; None without any."""
         self.gather(publish=True)
         rows = self.run.snapshot()
+        if not rows and self.torch.counts and not _stageword.inside():
+            # pipetop adds the samples it read from outside; torch's thread
+            # counts are the summary's to give.
+            return with_threads(_stacks.payload({}, time.time_ns(), 0, self.rate), self.run_threads, self.torch)
         if not rows:
             return None
         body = _stacks.payload(rows, time.time_ns(), 0, self.rate, max_rows=_stacks.MAX_RUN_ROWS)
