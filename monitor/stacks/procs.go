@@ -63,7 +63,7 @@ func (s *Sampler) follow(pid int) *worker {
 	if err != nil {
 		return &worker{}
 	}
-	if s.readWord(p) != nil {
+	if s.readWord(p.ReadAt) != nil {
 		p.Close()
 		return &worker{}
 	}

@@ -114,7 +114,7 @@ func Start(h ipc.Hello, pid int, hz float64, deliver func(*stage.StackSamples)) 
 	}
 	s := &Sampler{h: h, pid: pid, hz: hz, proc: p, deliver: deliver, workers: make(map[int]*worker), cpu: make(map[int]int64),
 		runCPU: make(map[int][2]int64), stop: make(chan struct{}), done: make(chan struct{})}
-	if err := s.readWord(p); err != nil {
+	if err := s.readWord(p.ReadAt); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("pid %d: read its stage word at %#x: %w", pid, h.StageWord.Addr, err)
 	}
@@ -193,14 +193,15 @@ func (s *Sampler) send(now time.Time, interval time.Duration) {
 	}
 }
 
-// readWord reads the stage word of p into s.word and checks it is one;
-// without a stage word (Plain), the word of a process in no stage.
-func (s *Sampler) readWord(p *pystack.Process) error {
+// readWord reads the stage word with read (a Process's ReadAt or
+// ReadCached) into s.word and checks it is one; without a stage word
+// (Plain), the word of a process in no stage.
+func (s *Sampler) readWord(read func([]byte, uint64) error) error {
 	if s.h.StageWord == nil {
 		clear(s.word[:])
 		return nil
 	}
-	if err := p.ReadAt(s.word[:], s.h.StageWord.Addr); err != nil {
+	if err := read(s.word[:], s.h.StageWord.Addr); err != nil {
 		return err
 	}
 	if s.at(0) != wordMagic {
@@ -222,14 +223,15 @@ func (s *Sampler) stageName(c uint64) string {
 
 // sample takes one sample of the trainer and each worker, standing for ns.
 func (s *Sampler) sample(ns int64) error {
-	if err := s.readWord(s.proc); err != nil {
-		return err
-	}
-	stg := s.stageName(s.at(wordStage))
 	threads, err := s.proc.Threads()
 	if err != nil {
 		return err
 	}
+	// The word as it was when the pass's one read took the stacks.
+	if err := s.readWord(s.proc.ReadCached); err != nil {
+		return err
+	}
+	stg := s.stageName(s.at(wordStage))
 	train := s.training(threads)
 	for i := range threads {
 		t := &threads[i]
@@ -272,7 +274,7 @@ func (s *Sampler) training(threads []pystack.Thread) int {
 
 // sampleWorker samples a worker's main thread when it is in a fetch.
 func (s *Sampler) sampleWorker(w *worker, ns int64) error {
-	if err := s.readWord(w.proc); err != nil {
+	if err := s.readWord(w.proc.ReadAt); err != nil {
 		return err
 	}
 	id, start := s.at(wordWorker), s.at(wordFetch)
