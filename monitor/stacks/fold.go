@@ -136,6 +136,9 @@ func (fo *fold) other(t *pystack.Thread, ns int64) {
 		th = &thread{out: stage.ThreadSamples{TID: t.TID, Name: t.Name}, keys: make(map[string]int)}
 		fo.threads[t.TID] = th
 	}
+	if t.Name != "" {
+		th.out.Name = t.Name // the latest: a thread may be named after it started
+	}
 	th.out.N++
 	th.out.Probes++
 	th.out.ProbedNs += ns

@@ -48,7 +48,7 @@ func TestFold(t *testing.T) {
 	fo.add(stage.RoleWorker, 1, stage.SlowFetch, worker, 7)
 	fo.add(stage.RoleTrain, -1, "forward", nil, 99) // no Python frame: no sample
 	fo.other(&pystack.Thread{TID: 9, Name: "logger", HoldsGIL: true, Frames: train[:1]}, 30)
-	fo.other(&pystack.Thread{TID: 9, Name: "logger", Frames: train[:1]}, 10)
+	fo.other(&pystack.Thread{TID: 9, Name: "renamed", Frames: train[:1]}, 10)
 	s := fo.take(time.Unix(5, 0), time.Second, 100, func(tid int) (int64, int64, bool) { return 600, int64(time.Second), tid == 9 })
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -74,6 +74,9 @@ func TestFold(t *testing.T) {
 		t.Fatalf("threads %+v", s.Threads)
 	}
 	th := s.Threads[0]
+	if th.Name != "renamed" {
+		t.Errorf("thread named %q, want its latest name", th.Name)
+	}
 	// CPU 600 of 1000 ns, held the GIL in 30 of 40 ns of samples: free 0.6-0.75 < 0.
 	if th.N != 2 || th.Probes != 2 || th.ProbedNs != 40 || th.CPUNs != 600 || th.CoveredNs != int64(time.Second) || th.FreeNs != 0 || len(th.Rows) != 1 {
 		t.Errorf("thread %+v", th)
