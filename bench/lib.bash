@@ -21,8 +21,14 @@ bench_build() {
 # cpuns PID: the nanoseconds PID's threads have run (the first field of
 # each thread's schedstat; a thread that exited takes its share with it,
 # and neither pipetop nor btop ends threads while running).
+# Kernels without schedstat (gVisor, some containers): utime + stime of
+# each thread's stat, in ticks of USER_HZ (100), coarser but the same sum.
 cpuns() {
-	cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
+	if compgen -G "/proc/$1/task/*/schedstat" >/dev/null; then
+		cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
+	else
+		cat /proc/"$1"/task/*/stat | sed 's/.*) //' | awk '{ s += $12 + $13 } END { printf "%.0f\n", s * 1e7 }'
+	fi
 }
 
 # measure LABEL COPIES COMMAND: runs COPIES of COMMAND at once, each in its

@@ -19,12 +19,18 @@
 #              the monitor on the terminal (pipetop's own CPU: the command it
 #              runs is another process; btop runs beside the same publisher)
 #   run-record-1000  the same with --record (the recording in $WORK)
+#   run-py-1000  pipetop run -- a PyTorch loop at 1,000 steps/s
+#              (bench/py_trainer.py, Debian's python3 with torch), whose
+#              stack samples pipetop reads from outside at the default rate
+#              (PIPETOP_STACKS_HZ, 100/s); btop runs beside another copy
+#   run-py-1000-off  the same with PIPETOP_STACKS_HZ=0 (no stack samples)
 #
 # usage: bench/pipetop_overhead.sh [DURATION_SECONDS]   (per measurement, default 30)
 # env:   ROUNDS (3), CASES, RANKS (64), RANKS_RATE (100), INTERVAL (refresh,
 #        1s), SIZE (terminal, 120x40), WARMUP (seconds before measuring, 10),
 #        PUBLISHER (command for the single trainer; default: the SYNTHETIC
-#        publisher at the case's rate)
+#        publisher at the case's rate), PY (the run-py cases' Python with
+#        torch, /usr/bin/python3)
 set -euo pipefail
 
 DURATION=${1:-30}
@@ -35,6 +41,7 @@ RANKS_RATE=${RANKS_RATE:-100}
 INTERVAL=${INTERVAL:-1s}
 SIZE=${SIZE:-120x40}
 WARMUP=${WARMUP:-10}
+PY=${PY:-/usr/bin/python3}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
 
@@ -49,6 +56,9 @@ pub_pid=""
 stop_pub() {
 	if [ -n "$pub_pid" ]; then
 		kill -INT "$pub_pid" 2>/dev/null || true
+		# A Python trainer started with & ignores SIGINT (no job control).
+		for _ in $(seq 1 20); do kill -0 "$pub_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -TERM "$pub_pid" 2>/dev/null || true
 		wait "$pub_pid" 2>/dev/null || true
 		pub_pid=""
 	fi
@@ -73,6 +83,9 @@ start_case() {
 		TARGET="sim-$RANKS"
 		;;
 	threads-200) "$WORK/synthetic" -name bench -rate 1000 -threads 200 -quiet & ;;
+	run-py-*) # pipetop run starts its own trainer; btop's turn gets this one
+		$PY "$ROOT/bench/py_trainer.py" --step-ms 1 &
+		;;
 	run-*) # pipetop run starts its own publisher; btop's turn gets this one
 		"$WORK/synthetic" -name other -rate 1000 -quiet &
 		;;
@@ -101,6 +114,8 @@ for c in $CASES; do
 	case $c in
 	run-1000) pipetop="env TERM=xterm-256color $WORK/pipetop run --no-gpu -- $WORK/synthetic -name bench -rate 1000 -quiet" ;;
 	run-record-1000) pipetop="env TERM=xterm-256color $WORK/pipetop run --no-gpu --record $WORK/run.pipetop -- $WORK/synthetic -name bench -rate 1000 -quiet" ;;
+	run-py-1000) pipetop="env TERM=xterm-256color PIPETOP_CACHE_DIR=$WORK/cache $WORK/pipetop run --no-gpu -- $PY $ROOT/bench/py_trainer.py --step-ms 1" ;;
+	run-py-1000-off) pipetop="env TERM=xterm-256color PIPETOP_CACHE_DIR=$WORK/cache PIPETOP_STACKS_HZ=0 $WORK/pipetop run --no-gpu -- $PY $ROOT/bench/py_trainer.py --step-ms 1" ;;
 	esac
 	pc=() pb=() bc=() bb=()
 	for r in $(seq 1 "$ROUNDS"); do

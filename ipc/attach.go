@@ -81,6 +81,7 @@ type attempt struct {
 	aggs    bool // our hello accepts agg frames
 	brief   bool // ... brief ones
 	fill    bool // our hello accepts a backfill frame
+	inside  func(Hello) string
 }
 
 func (a *attempt) fail(problem, advice string, err error) *AttachError {
@@ -118,12 +119,17 @@ type ViewOptions struct {
 	// BriefAggregates asks for brief agg frames (AcceptAggBrief), for a
 	// rank a view shows in brief.
 	BriefAggregates bool
+	// Inside, when set, is asked about each hello that announces a stage
+	// word (the trainer leaves its stack samples to the viewer): a
+	// non-empty reason (the read from outside is refused) is sent back in
+	// a second hello (Hello.StacksInside), and the trainer samples its own.
+	Inside func(Hello) string
 }
 
 // DialView is Dial with the viewer's wishes in its hello.
 func DialView(ctx context.Context, path string, o ViewOptions) (*Conn, error) {
 	a := &attempt{path: path, version: Version, peerUID: -1, batchMs: int(o.Batch / time.Millisecond), aggs: o.Aggregates,
-		brief: o.Aggregates && o.BriefAggregates, fill: o.Backfill}
+		brief: o.Aggregates && o.BriefAggregates, fill: o.Backfill, inside: o.Inside}
 	conn, err := a.dial(ctx, HelloTimeout())
 	if err != nil || o.Gate == nil {
 		return conn, err
@@ -188,17 +194,7 @@ func (a *attempt) dial(ctx context.Context, timeout time.Duration) (*Conn, error
 
 // greet sends our hello and reads the trainer's.
 func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
-	accepts := []string{TypeProgress, TypeStacks}
-	if a.aggs {
-		accepts = append(accepts, TypeAgg)
-	}
-	if a.brief {
-		accepts = append(accepts, AcceptAggBrief)
-	}
-	if a.fill {
-		accepts = append(accepts, TypeBackfill)
-	}
-	if _, err := c.Write(appendJSON(nil, Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: accepts, BatchMs: a.batchMs}})); err != nil && !isClosed(err) {
+	if _, err := c.Write(appendJSON(nil, a.hello(""))); err != nil && !isClosed(err) {
 		return nil, a.fail("accepted the connection but not our hello: "+err.Error(), "", err)
 	}
 	conn := newConn(c)
@@ -221,7 +217,30 @@ func (a *attempt) greet(c net.Conn, timeout time.Duration) (*Conn, error) {
 		return nil, a.fail(fmt.Sprintf("sent a %q frame before its hello", f.Type), fmt.Sprintf(notATrainer, a.path), ErrMalformed)
 	}
 	conn.hello = *f.Hello
+	if a.inside != nil && f.Hello.StageWord != nil {
+		if why := a.inside(*f.Hello); why != "" {
+			if _, err := c.Write(appendJSON(nil, a.hello(why))); err != nil && !isClosed(err) {
+				return nil, a.fail("took our hello but not the second one (stacks_inside): "+err.Error(), "", err)
+			}
+		}
+	}
 	return conn, nil
+}
+
+// hello is the viewer's hello frame; inside, when set, asks the trainer to
+// sample its own stacks (Hello.StacksInside).
+func (a *attempt) hello(inside string) Frame {
+	accepts := []string{TypeProgress, TypeStacks}
+	if a.aggs {
+		accepts = append(accepts, TypeAgg)
+	}
+	if a.brief {
+		accepts = append(accepts, AcceptAggBrief)
+	}
+	if a.fill {
+		accepts = append(accepts, TypeBackfill)
+	}
+	return Frame{Type: TypeHello, V: a.version, Hello: &Hello{Role: "viewer", Accepts: accepts, BatchMs: a.batchMs, StacksInside: inside}}
 }
 
 func (a *attempt) connectError(err error) *AttachError {

@@ -12,6 +12,8 @@ import (
 func FuzzDecodeFrame(f *testing.F) {
 	for _, seed := range []string{
 		`{"type":"hello","v":1,"hello":{"name":"x","pid":1,"stages":["data_wait","other"]}}`,
+		`{"type":"hello","v":1,"hello":{"name":"x","pid":1,"tid":1,"stage_word":{"addr":140219872,"stages":["data_wait","forward"]}}}`,
+		`{"type":"hello","v":1,"hello":{"role":"viewer","accepts":["stacks"],"stacks_inside":"ptrace_scope 3"}}`,
 		`{"type":"steps","steps":[{"step":1,"t0":1,"t1":2,"n":3,"loss":0.5,"cpu":[1,2],"gpu":[-1,4]}]}`,
 		`{"type":"loader","loader":{"samples_per_sec":3.5,"read_amp":1.2}}`,
 		`{"type":"event","event":{"t":1,"kind":"checkpoint","msg":"ok"}}`,

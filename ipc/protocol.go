@@ -86,6 +86,42 @@ type Hello struct {
 	// wake-up or two per second, however fast the steps come. 0 sends each
 	// frame as it is ready. Trainers cap it at MaxBatchMs.
 	BatchMs int `json:"batch_ms,omitempty"`
+	// StageWord (a trainer's hello only) is where pipetop's stack sampler
+	// reads the stage of the trainer's stack samples from outside the
+	// process; nil when the trainer samples its own stacks.
+	StageWord *StageWord `json:"stage_word,omitempty"`
+	// StacksInside (a viewer's hello only) asks a trainer that announced
+	// a StageWord to sample its own stacks: the viewer's read from
+	// outside is refused, for this reason.
+	StacksInside string `json:"stacks_inside,omitempty"`
+}
+
+// StageWord locates the block of a trainer process that says what its
+// stack samples belong to (docs/protocol.md, stage_word): eight
+// little-endian 64-bit words at Addr, the second the training thread's
+// stage (0: other, i+1: Stages[i]); a DataLoader worker forked from it
+// holds its own at the same address.
+type StageWord struct {
+	Addr   uint64   `json:"addr"`
+	Stages []string `json:"stages"`
+}
+
+// Limits of a stage word.
+const (
+	MaxWordStages = 64
+	maxWordStage  = 64 // bytes of a stage name
+)
+
+func (w *StageWord) validate() error {
+	if w.Addr == 0 || w.Addr%8 != 0 || len(w.Stages) > MaxWordStages {
+		return fmt.Errorf("hello stage_word: address %#x, %d stages (want an aligned address, at most %d stages)", w.Addr, len(w.Stages), MaxWordStages)
+	}
+	for _, s := range w.Stages {
+		if s == "" || len(s) > maxWordStage {
+			return fmt.Errorf("hello stage_word: a stage name of %d bytes (want 1 to %d)", len(s), maxWordStage)
+		}
+	}
+	return nil
 }
 
 // MaxBatchMs is the longest hold a viewer's BatchMs may ask for.
@@ -107,9 +143,16 @@ func (h *Hello) validate() error {
 		return fmt.Errorf("hello rank %d: not below world_size %d", *h.Rank, h.WorldSize)
 	case len(h.Run) > MaxRunLen:
 		return fmt.Errorf("hello run: %d bytes, want at most %d", len(h.Run), MaxRunLen)
+	case len(h.StacksInside) > maxInsideLen:
+		return fmt.Errorf("hello stacks_inside: %d bytes, want at most %d", len(h.StacksInside), maxInsideLen)
+	case h.StageWord != nil:
+		return h.StageWord.validate()
 	}
 	return nil
 }
+
+// maxInsideLen is the longest reason a viewer's StacksInside may give.
+const maxInsideLen = 512
 
 // Accepting reports whether a viewer's hello lists frame type typ.
 func (h *Hello) Accepting(typ string) bool {

@@ -10,10 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pipetop/pipetop/ipc"
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor/feed"
 	"github.com/pipetop/pipetop/monitor/snapshot"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -89,21 +92,28 @@ func Open(ctx context.Context, spec string, o Options) (*Monitor, error) {
 	if o.Gated {
 		view.Gate = ipc.NewGate()
 	}
+	f := feed.New(0)
+	f.SetView(view)
+	view = f.ReadStacks()
 	t, err := target(ctx, spec, o.OneRank, view)
 	if err != nil {
 		return nil, err
 	}
-	f := feed.New(0)
-	f.SetView(view)
 	m := &Monitor{Feed: f, Pick: t.pick, aggregates: o.Aggregates}
 	switch {
 	case t.run != "":
+		f.Close() // its ranks' feeds read their stacks, not this one
 		m.Group = newGroup(ipc.Dir(), t.name, t.run)
 		m.Group.brief = o.BriefRanks
 		m.Group.start(ctx, view)
 		m.attached = true
 	case t.conn != nil:
 		f.AttachConn(ctx, t.attach, t.ep, t.conn)
+		m.attached = true
+	case t.process > 0:
+		if err := f.AttachProcess(ctx, t.process); err != nil {
+			return nil, err
+		}
 		m.attached = true
 	case !t.pick && (t.attach != "" || !o.NoWatch):
 		f.Attach(ctx, t.attach)
@@ -132,6 +142,7 @@ func OpenRemote(r Remote) *Monitor {
 // or nothing until the user picks (pick).
 type choice struct {
 	attach, run, name string
+	process           int // a process with no trainer socket, shown by its stacks
 	pick              bool
 	conn              *ipc.Conn
 	ep                ipc.Endpoint
@@ -149,6 +160,9 @@ func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions
 		if err != nil {
 			if run, name, ok := runNamed(ctx, spec); ok && !oneRank {
 				return choice{run: run, name: name}, nil
+			}
+			if pid, ok := processNamed(spec); ok {
+				return choice{process: pid}, nil
 			}
 			return choice{}, err
 		}
@@ -195,6 +209,18 @@ func target(ctx context.Context, spec string, oneRank bool, view ipc.ViewOptions
 		return choice{pick: true}, nil
 	}
 	return one, nil
+}
+
+// processNamed is the pid spec names when it is a number and that
+// process exists: one without a trainer socket, which pipetop shows by
+// its Python stacks (feed.AttachProcess).
+func processNamed(spec string) (int, bool) {
+	pid, err := strconv.Atoi(spec)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return pid, err == nil
 }
 
 // runNamed finds the live run spec names: its run identifier, or the
@@ -290,6 +316,24 @@ func (m *Monitor) StopWatching() {
 	if m.Group != nil {
 		m.Group.close()
 	}
+}
+
+// RunStacks is the whole run's stack samples read from outside each
+// trainer (package stacks), by its pid; empty when none were.
+func (m *Monitor) RunStacks() map[int]*stage.StackSamples {
+	feeds := []*feed.Feed{m.Feed}
+	if m.Group != nil {
+		for _, rf := range m.Group.Feeds() {
+			feeds = append(feeds, rf.Feed)
+		}
+	}
+	out := map[int]*stage.StackSamples{}
+	for _, f := range feeds {
+		if pid, s := f.RunStacks(); s != nil {
+			out[pid] = s
+		}
+	}
+	return out
 }
 
 // Close stops the watch and closes the sources.

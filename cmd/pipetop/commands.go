@@ -21,7 +21,7 @@ func commands() []cli.Command {
 		{Usage: "[flags]", NArgs: [2]int{0, -1}, Whole: true, Flags: viewFlags("", showView),
 			About: "attach to the only live trainer, pick one of several,\nor monitor GPU/CPU until a trainer appears"},
 		{Name: "attach", Usage: "PATH|PID|NAME|RUN [flags]", NArgs: [2]int{0, -1}, Whole: true, Flags: viewFlags("attach", showView),
-			About: "attach to the given trainer; a rank of a\nmulti-process run attaches every rank of the run"},
+			About: "attach to the given trainer; a rank of a\nmulti-process run attaches every rank of the run;\na Python PID without a trainer: its stacks' hot code"},
 		{Name: "ls", Usage: "[--json]", NArgs: [2]int{0, -1}, Whole: true, Flags: viewFlags("ls", showList),
 			About: "list live trainers, the ranks of each run together"},
 		{Usage: "--prometheus URL [RUN] [--rank R] [--once|--json]", NArgs: [2]int{0, -1}, Whole: true, Flags: viewFlags("", showView),

@@ -18,6 +18,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/recording"
+	"github.com/pipetop/pipetop/monitor/stacks"
 	"github.com/pipetop/pipetop/monitor/summary"
 )
 
@@ -286,4 +287,169 @@ func recordSlowGetitem(t *testing.T, path string) {
 	if status != 0 {
 		t.Fatalf("status %d; stderr:\n%s", status, stderr)
 	}
+}
+
+// TestRunStacksFromOutside runs a loop that imports PyAV and spins in a
+// pure-Python function under pipetop run, which reads its stacks from
+// outside (live: the point is reading a running process): the run's stack
+// samples name the function, and nothing says the samples are off. With
+// the read refused (the test fake, stacks.RefuseEnv) the trainer samples
+// its own stacks and says so once; on CPython 3.11 with av imported those
+// are then off, as before.
+func TestRunStacksFromOutside(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		inside bool
+	}{
+		{"outside", nil, false},
+		{"refused", []string{stacks.RefuseEnv + "=a test refusal"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, stderr, status := e.run(t, tc.env, debPython, filepath.Join("testdata", "hot_av.py"), "2")
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			said := strings.Count(stderr, "stack samples from inside the process: ")
+			if off := strings.Contains(stderr, "stack samples off"); tc.inside != off || (said == 1) != tc.inside || said > 1 {
+				t.Fatalf("refused %v: said inside %d times, off %v; stderr:\n%s", tc.inside, said, off, stderr)
+			}
+			if tc.inside {
+				return
+			}
+			s := docs[0].Stacks
+			if s == nil {
+				t.Fatalf("no stack samples in the summary; stderr:\n%s", stderr)
+			}
+			var all, busy int64
+			for _, r := range s.Rows {
+				if r.Role != stage.RoleTrain {
+					continue
+				}
+				all += r.N
+				if s.Frames[r.Stack[len(r.Stack)-1]].Name == "busy_python" {
+					busy += r.N
+				}
+			}
+			if all < 50 || float64(busy) < 0.5*float64(all) {
+				t.Errorf("%d of the training thread's %d samples in busy_python; want half or more", busy, all)
+			}
+		})
+	}
+}
+
+// TestRunWorkersFromOutside runs the PyAV and h5py loaders with 2 workers
+// under pipetop run (live: the workers' stacks are read from outside while
+// they decode, where the in-process stack sampler crashed them on CPython
+// 3.11): the workers' stack samples are there, and nothing says they are
+// off.
+func TestRunWorkersFromOutside(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	requireVideo(t)
+	cam := filepath.Join(t.TempDir(), "cam.mp4")
+	encodeVideo(t, cam, 30)
+	for _, tc := range []struct {
+		name string
+		args func() []string
+	}{
+		{"video", func() []string { return []string{example("video_loop.py"), cam, "--epochs", "1", "--workers", "2"} }},
+		{"hdf5", func() []string {
+			data := makeHDF5(t, "robomimic.hdf5", "--compression", "gzip") // trajectory chunks: the workers are busy
+			return []string{example("hdf5_loop.py"), data, "--seconds", "3", "--workers", "2"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, stderr, status := e.run(t, nil, append([]string{debPython}, tc.args()...)...)
+			if status != 0 || len(docs) != 1 {
+				t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
+			}
+			if strings.Contains(stderr, "stack samples") {
+				t.Errorf("stderr speaks of the stack samples:\n%s", stderr)
+			}
+			workers := map[int]int64{}
+			if s := docs[0].Stacks; s != nil {
+				for _, r := range s.Rows {
+					if r.Role == stage.RoleWorker && r.Worker != nil {
+						workers[*r.Worker] += r.N
+					}
+				}
+			}
+			if len(workers) != 2 || workers[0] < 10 || workers[1] < 10 {
+				t.Errorf("workers' samples %v: want both workers sampled", workers)
+			}
+		})
+	}
+}
+
+// TestRunStacksRefusedByKernel has the kernel refuse the read from
+// outside: pipetop run as root without CAP_SYS_PTRACE, the trainer as
+// user nobody (live: the refusal is the kernel's). The trainer is told,
+// says once that it samples its own stacks, and its samples name the hot
+// function.
+func TestRunStacksRefusedByKernel(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t)
+	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv to run the trainer as another user")
+	}
+	dir, err := os.MkdirTemp("/tmp", "ptrefused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	script := filepath.Join(dir, "hot_av.py")
+	cp, err := os.ReadFile(filepath.Join("testdata", "hot_av.py"))
+	if err == nil {
+		err = os.WriteFile(script, cp, 0o644)
+	}
+	for _, sub := range []string{"sockets", "summaries"} {
+		if err == nil {
+			err = os.Mkdir(filepath.Join(dir, sub), 0o700)
+		}
+		if err == nil {
+			err = os.Chown(filepath.Join(dir, sub), 65534, 65534)
+		}
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	env := append(os.Environ(), "PIPETOP_SOCKET_DIR="+filepath.Join(dir, "sockets"), "PIPETOP_CACHE_DIR="+cache,
+		"PIPETOP_SUMMARY_DIR="+filepath.Join(dir, "summaries"))
+	// The publisher unpacked first, where user nobody can read it.
+	unpack := exec.Command(e.bin, "run", "--no-tui", "--", "true")
+	unpack.Env = env
+	if out, err := unpack.CombinedOutput(); err != nil {
+		t.Fatalf("pipetop run true: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("chmod", "-R", "a+rX", cache).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v\n%s", err, out)
+	}
+	cmd := exec.Command("setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", e.bin, "run", "--no-tui", "--json", "--",
+		"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", debPython, script, "2", "--no-av")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pipetop run: %v\n%s", err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "stack samples from inside the process: "); n != 1 || !strings.Contains(stderr.String(), "CAP_SYS_PTRACE") {
+		t.Fatalf("said inside %d times; want once, naming CAP_SYS_PTRACE:\n%s", n, stderr.String())
+	}
+	var docs []summary.Script
+	if err := json.Unmarshal(stdout.Bytes(), &docs); err != nil || len(docs) != 1 || docs[0].Stacks == nil {
+		t.Fatalf("summaries %s: %v; stderr:\n%s", stdout.String(), err, stderr.String())
+	}
+	for _, r := range docs[0].Stacks.Rows {
+		if r.Role == stage.RoleTrain && docs[0].Stacks.Frames[r.Stack[len(r.Stack)-1]].Name == "busy_python" {
+			return
+		}
+	}
+	t.Errorf("no sample of the training thread in busy_python: %+v", docs[0].Stacks.Rows)
 }

@@ -129,3 +129,45 @@ func TestStacksRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachUninstrumented attaches pipetop to Python processes that run
+// no instrumentation (live: their stacks are read from outside as they
+// run): the hot code pane names a stdlib script's hot function, read from
+// outside; a process that is not Python is refused with the reason.
+func TestAttachUninstrumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python: skipped in -short mode")
+	}
+	bin := pipetopBin(t)
+	script := filepath.Join(t.TempDir(), "spin.py")
+	if err := os.WriteFile(script, []byte("def hot_function():\n    while True:\n        sum(range(300))\n\n\nhot_function()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleep.Process.Kill(); sleep.Wait() })
+	for _, c := range []struct {
+		name, pid string
+		code      int
+		want      []string
+	}{
+		{"python", strconv.Itoa(startPython(t, nil, script).Process.Pid), 0,
+			[]string{"hot code · training thread in other", "in `hot_function` at " + script + ":3"}},
+		{"not python", strconv.Itoa(sleep.Process.Pid), 1, []string{"not a Python process"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			time.Sleep(200 * time.Millisecond) // past the interpreter's start
+			out, errs, code := runBin(t, []string{"PIPETOP_SOCKET_DIR=" + t.TempDir()}, nil, bin, "attach", c.pid, "--once", "--no-gpu")
+			if code != c.code {
+				t.Fatalf("pipetop attach %s --once: status %d, want %d; stderr: %s\n%s", c.pid, code, c.code, errs, out)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(out+errs, want) {
+					t.Errorf("pipetop attach %s --once lacks %q:\n%s%s", c.pid, want, out, errs)
+				}
+			}
+		})
+	}
+}

@@ -102,7 +102,7 @@ func NewProcSampler(pid int, procRoot string) *ProcSampler {
 	return &ProcSampler{
 		fs:    fs,
 		forks: forkWatch{fs: fs},
-		ticks: clockTicks(),
+		ticks: ClockTicks(),
 		page:  float64(os.Getpagesize()),
 		pid:   pid,
 		prev:  make(map[int]procCounters),

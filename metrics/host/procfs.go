@@ -184,10 +184,10 @@ func rawPread(fd int, b []byte, off int) (int, error) {
 
 func rawClose(fd int) { syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(fd), 0, 0) }
 
-// clockTicks returns the kernel's USER_HZ (jiffies per second of the
+// ClockTicks returns the kernel's USER_HZ (jiffies per second of the
 // /proc CPU counters) from the AT_CLKTCK auxiliary vector entry, or 100,
 // the value on every mainstream Linux build, when it cannot be read.
-func clockTicks() float64 {
+func ClockTicks() float64 {
 	const atClkTck = 17
 	b, err := os.ReadFile("/proc/self/auxv")
 	if err != nil || strconv.IntSize != 64 {

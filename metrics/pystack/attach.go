@@ -225,3 +225,42 @@ func (p *Process) Close() error {
 	}
 	return nil
 }
+
+// ReadAt reads len(b) bytes of the process's memory at addr as they are
+// now (a word the process publishes for its readers, say); the error of a
+// process that has exited wraps ErrExited.
+func (p *Process) ReadAt(b []byte, addr uint64) error {
+	err := p.mem.ReadAt(b, addr)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: %w", p.pid, ErrExited)
+	}
+	return err
+}
+
+// Child is a reader of process pid, forked from p's process (a
+// DataLoader worker): the same runtime at the same addresses, so nothing
+// is looked up again. The caller checks that pid is such a child (that its
+// memory holds what the parent's did where it looks); a child that ran
+// another program reads as garbage, dropped and counted like any race.
+func (p *Process) Child(pid int) (*Process, error) {
+	mem := newProcessMemory(pid)
+	if err := probe(pid, mem, p.runtime); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	c := newProcess(mem, p.lay, p.runtime, p.types)
+	c.pid, c.version, c.file = pid, p.version, p.file
+	return c, nil
+}
+
+// ReadCached is ReadAt served from the pages the last Threads read, as
+// they were then; a page it did not read is read now, and joins the one
+// vectored read that starts the next Threads. A word read after every
+// Threads (a stage word) thus costs no system call of its own.
+func (p *Process) ReadCached(b []byte, addr uint64) error {
+	err := p.cache.ReadAt(b, addr)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: %w", p.pid, ErrExited)
+	}
+	return err
+}

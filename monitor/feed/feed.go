@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/pipetop/pipetop/metrics/verdict"
 	"github.com/pipetop/pipetop/monitor/judge"
 	"github.com/pipetop/pipetop/monitor/snapshot"
+	"github.com/pipetop/pipetop/monitor/stacks"
 )
 
 // DefaultCapacity is how many steps a Feed holds: two minutes at 1,000
@@ -58,6 +60,8 @@ type Feed struct {
 	cancel   context.CancelFunc
 	tap      func(m ipc.Message, now time.Time)
 	view     ipc.ViewOptions // what the next attach asks of the trainer
+	hz       float64         // the outside stack sampler's rate (ReadStacks)
+	outside  *stacks.Sampler // reads the trainer's stacks from outside; nil: none
 	// brief: the feed of a rank a run's view shows in brief (NewBrief).
 	brief bool
 }
@@ -84,8 +88,14 @@ func NewBrief(capacity int) *Feed {
 }
 
 // SetView sets what the next Attach asks of the trainer (frame batching).
+// A view that reads stacks from outside (Inside set, ReadStacks) reads
+// them into this feed.
 func (f *Feed) SetView(o ipc.ViewOptions) {
 	f.mu.Lock()
+	if o.Inside != nil {
+		f.hz = stacks.Hz(os.Getenv)
+		o.Inside = f.inside
+	}
 	f.view = o
 	f.mu.Unlock()
 }
@@ -194,12 +204,13 @@ func (f *Feed) Reset() {
 // longer promises a next try.
 func (f *Feed) Close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.cancel != nil {
 		f.cancel()
 	}
 	f.gen++
 	f.link.RetryAt = time.Time{}
+	f.mu.Unlock()
+	f.swapOutside(nil)
 }
 
 // resolver resolves spec and then sticks to the name of what it found.

@@ -156,7 +156,9 @@ func Env(name string, set ...string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	set = append([]string{"PIPETOP_SUMMARY=file"}, set...)
+	// PIPETOP_STACKS_READER: this pipetop reads the trainer's stacks from
+	// outside (package stacks); the trainer samples its own only if told.
+	set = append([]string{"PIPETOP_SUMMARY=file", fmt.Sprintf("PIPETOP_STACKS_READER=%d", os.Getpid())}, set...)
 	if name != "" {
 		set = append(set, "PIPETOP_NAME="+name)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipetop/pipetop/metrics/stage"
 	"github.com/pipetop/pipetop/monitor"
 	"github.com/pipetop/pipetop/monitor/child"
 	"github.com/pipetop/pipetop/monitor/source"
@@ -224,7 +225,9 @@ func (w *watch) stop() (map[int]summary.Kept, error) {
 			err = rerr
 		}
 	}
+	var stacks map[int]*stage.StackSamples
 	if w.m != nil {
+		stacks = w.m.RunStacks()
 		w.m.Close()
 	}
 	switch {
@@ -235,5 +238,11 @@ func (w *watch) stop() (map[int]summary.Kept, error) {
 	case w.m == nil:
 		err = fmt.Errorf("record %s: the command published no training steps; nothing recorded", w.record)
 	}
-	return w.keep.Kept(), err
+	kept := w.keep.Kept()
+	for pid, s := range stacks {
+		k := kept[pid]
+		k.Stacks = s
+		kept[pid] = k
+	}
+	return kept, err
 }

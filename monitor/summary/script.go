@@ -326,6 +326,9 @@ func addJudged(path string, v verdict.Verdict, k Kept) error {
 	if k.RSS != nil {
 		fields["rss"] = k.RSS
 	}
+	if k.Stacks != nil {
+		fields["stacks"] = k.Stacks
+	}
 	if err := amend(path, fields); err != nil {
 		return fmt.Errorf("add the verdict and what pipetop run kept to %s: %w", path, err)
 	}
@@ -371,12 +374,16 @@ type ScriptFile struct {
 
 // Kept is what pipetop run keeps of a process it started, as its live
 // view read it, for the end-of-run verdict: the CPU readings (nil when
-// none), the trainer's resident memory (nil when unread) and the code of the periodic pauses the live view last told from
-// the rest of the steps.
+// none), the trainer's resident memory (nil when unread), the code of the
+// periodic pauses the live view last told from the rest of the steps and
+// the stack samples read from outside it.
 type Kept struct {
 	CPU    *RunCPU
 	Pauses []stage.CodeGroup
 	RSS    *verdict.Series
+	// Stacks are the whole run's stack samples pipetop read from outside
+	// the process (package stacks; nil: none), added to the summary's.
+	Stacks *stage.StackSamples
 }
 
 // ReadScripts reads the run summaries (pipetop-summary-*.json) written
@@ -403,6 +410,10 @@ func ReadScripts(dir string, start time.Time, kept map[int]Kept) (files []Script
 		}
 		if k, ok := kept[s.PID]; ok {
 			s.HostCPU, s.PauseCode, s.RSS = k.CPU, k.Pauses, k.RSS
+			if k.Stacks != nil {
+				s.Stacks = stage.MergeStacks(s.Stacks, k.Stacks)
+				k.Stacks = s.Stacks
+			}
 			err = addJudged(p, s.Judge(), k)
 		} else {
 			err = AddVerdict(p, s.Judge())

@@ -61,11 +61,12 @@ from . import hotcode as _hotcode
 from . import plan as _plan
 from . import readshare as _readshare
 from . import stacks as _stacks
+from . import stageword as _stageword
 from . import summary as _summary
 from . import videowatch as _videowatch
 from . import workers as _workers
 from . import zarrwatch as _zarrwatch
-from .stages import BACKWARD, CANONICAL, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, PREPROCESS, SYNC
+from .stages import BACKWARD, CANONICAL, CLASSES, COMM, DATA_WAIT, EVAL, FORWARD, H2D, OPTIM, OTHER, PREPROCESS, SYNC
 
 __all__ = ["enabled", "install", "main", "state"]
 
@@ -114,8 +115,9 @@ class _State:
         self.sampler: Optional[_workers.Sampler] = None
         self.hotcode: Optional[_hotcode.Collector] = None
         # The stage of the outermost instrumented call open now (None:
-        # outside them, the step's other); read by the stack sampler.
-        self.where: Optional[str] = None
+        # outside them, the step's other); read by the stack sampler, and
+        # by pipetop's from outside (stageword).
+        self._where: Optional[str] = None
         self.ident = _ident
         # Comm inside the open outermost call (a collective in a forward),
         # taken out of its stage when it ends.
@@ -140,6 +142,16 @@ class _State:
         self.watch: Optional[Callable[[Any, Any], None]] = None
         self.on_step: Optional[Callable[[], None]] = None
         self.skip = False
+
+    @property
+    def where(self) -> Optional[str]:
+        """The stage of the outermost instrumented call open now."""
+        return self._where
+
+    @where.setter
+    def where(self, name: Optional[str]) -> None:
+        self._where = name
+        _stageword.set_stage(name)
 
     # -- the hot path ---------------------------------------------------------
 
@@ -250,8 +262,9 @@ class _State:
         config = {"auto": True, "argv": sys.argv[:8], "torch": getattr(torch, "__version__", "?")}
         if _bisect.active is not None:
             config["bisect_phase"] = _bisect.active.label or _bisect.active.name
+        word = _stageword.setup(tuple(n for n in CLASSES if n != OTHER)) if _stacks.hz() > 0 else None
         self.pub = Publisher(name=name, config=config,
-                             stages=_STAGES, cuda=cuda)
+                             stages=_STAGES, cuda=cuda, stage_word=word)
         self.idx = dict(self.pub._index)
         self.sampler = _workers.Sampler(self.pub, self._current_loader)
         self.sampler.start()

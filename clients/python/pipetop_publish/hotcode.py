@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import pythreads as _pythreads
 from . import readwatch as _readwatch
 from . import stacks as _stacks
+from . import stageword as _stageword
 from . import workerlink as _workerlink
 
 INTERVAL = 1.0  # seconds between stacks frames
@@ -54,7 +55,6 @@ class Collector:
     def start(self) -> None:
         """Start sampling and publishing."""
         if self.sampler is not None:
-            _stacks.tighten_switch(_stacks.TRAIN_SWITCH)
             self.sampler.start()
         self._thread.start()
 
@@ -81,7 +81,9 @@ class Collector:
             threads = _pythreads.Threads()
             if self.sampler is not None:
                 rows = self.describer.rows(self.sampler.fold.take())
-            if self.watch is not None:
+            if not _stageword.inside():
+                _pythreads.name_all(self._named)  # pipetop reads the threads from outside, by their OS names
+            elif self.watch is not None:
                 threads.add(self.describer, *self.watch.take())
             else:
                 _pythreads.name_all_own(self._named)
@@ -101,6 +103,10 @@ class Collector:
             interval, self._last = now - self._last, now
             self.lost += lost
             if not rows and not lost:
+                if publish and self.torch.counts and not _stageword.inside():
+                    # pipetop reads the stacks from outside; torch's thread
+                    # counts are what it cannot read there.
+                    self.pub.stacks(with_threads(_stacks.payload({}, now, interval, self.rate), threads, self.torch))
                 return
             self.run.merge(rows)
             self.run_threads.merge(threads)
@@ -114,6 +120,10 @@ class Collector:
         summary; None without any."""
         self.gather(publish=True)
         rows = self.run.snapshot()
+        if not rows and self.torch.counts and not _stageword.inside():
+            # pipetop adds the samples it read from outside; torch's thread
+            # counts are the summary's to give.
+            return with_threads(_stacks.payload({}, time.time_ns(), 0, self.rate), self.run_threads, self.torch)
         if not rows:
             return None
         body = _stacks.payload(rows, time.time_ns(), 0, self.rate, max_rows=_stacks.MAX_RUN_ROWS)

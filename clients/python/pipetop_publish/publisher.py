@@ -83,6 +83,8 @@ class Publisher:
         flush_interval: seconds between flushes of batched steps.
         max_gpu_lag: steps a record waits for its CUDA events before it is
             published without GPU times.
+        stage_word: the hello's ``stage_word`` (stageword.setup): pipetop
+            reads this process's stacks from outside; None: it does not.
 
     Only the training thread should call ``stage``, ``step`` and
     ``begin_step``. ``event`` and ``close`` may be called from any thread.
@@ -100,6 +102,7 @@ class Publisher:
         viewer_queue: int = 256,
         flush_interval: float = 0.05,
         max_gpu_lag: int = 16,
+        stage_word: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.name = name
         self._pid = os.getpid()
@@ -155,6 +158,10 @@ class Publisher:
         cfg = encode_config(config)
         if cfg is not None:
             hello["config"] = cfg
+        if stage_word is not None:
+            # pipetop reads this process's stacks from outside
+            # (stageword): where the stage word is, what its codes mean.
+            hello["stage_word"] = stage_word
         path = socket_path or os.path.join(socket_dir(), socket_name(name, self._pid))
         self._server = Server(path, hello, self._names, self._drain, viewer_queue, flush_interval, self._progress)
         self.path = path

@@ -67,6 +67,33 @@ def name_all_own(named: Set[int]) -> None:
         name_own(t, named)
 
 
+def name_all(named: Set[int]) -> None:
+    """Give every thread but the main one its threading name as its OS
+    name, once (named holds the native ids done), unless the program named
+    it itself (its OS name is not the process's): pipetop, reading the
+    stacks from outside, knows threads by their OS names, which CPython
+    before 3.14 leaves at the process's."""
+    main = threading.main_thread()
+    process = _comm(None)
+    for t in threading.enumerate():
+        nid = t.native_id
+        if t is main or nid is None or nid in named:
+            continue
+        named.add(nid)
+        if _comm(nid) == process:
+            _stacks.name_os_thread(t.name, nid)
+
+
+def _comm(native_id: Optional[int]) -> str:
+    """The OS name of a thread of this process (the main one: None)."""
+    path = "/proc/self/comm" if native_id is None else "/proc/self/task/%d/comm" % native_id
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def _gil_sleep() -> Optional[Callable[[int], int]]:
     """libc's usleep called with the GIL held; None where ctypes or libc
     cannot give it."""

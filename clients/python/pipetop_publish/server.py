@@ -15,6 +15,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from .aggregate import AGG_INTERVAL, Aggregator
 from .record import Recording
 from .sockets import check_peer, listen, peer_cred
+from . import stageword as _stageword
 from . import wire
 from .wire import MAX_FRAME, STEPS_PER_FRAME, ProtocolError, Record, batch_seconds, decode_viewer_line, dumps, encode_steps
 
@@ -294,6 +295,9 @@ class Server:
             v.aggs = isinstance(accepts, list) and "agg" in accepts
             v.agg_brief = isinstance(accepts, list) and "agg-brief" in accepts
             v.batch = batch_seconds(hello.get("batch_ms"))
+            inside = hello.get("stacks_inside")
+            if isinstance(inside, str) and inside:
+                _stageword.ask_inside(inside[:200])
             if isinstance(accepts, list) and "backfill" in accepts:
                 self._backfill(v)
 

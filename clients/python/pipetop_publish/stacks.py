@@ -5,6 +5,10 @@ with ``sys._current_frames()`` and folds each stack into a table keyed by
 training process the same tick samples the process's other Python threads
 (``pythreads``).
 
+Under ``pipetop run`` pipetop reads the stacks from outside the process
+instead (``stageword``); this sampler then idles, and takes over only if a
+viewer says that read is refused.
+
 Each sample stands for the wall time since the sampler's previous one. The
 sampler needs the GIL to read a stack: while the sampled thread runs Python
 code, the sample waits up to the interpreter's switch interval (5 ms); while
@@ -41,6 +45,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import stageword as _stageword
+
 HZ_ENV = "PIPETOP_STACKS_HZ"
 DEFAULT_HZ = 100.0
 MAX_HZ = 1000.0
@@ -49,6 +55,7 @@ MAX_ROWS = 1024  # rows of a stacks frame or of a worker's message
 MAX_RUN_ROWS = 4096  # rows kept for the whole run
 MAX_FRAME_BYTES = 768 << 10  # a stacks frame stays this far below the protocol's 1 MiB cap
 MAX_WEIGHT_NS = 1_000_000_000  # the most wall time one sample stands for
+IDLE_POLL = 1.0  # seconds between looks at stageword.inside() while pipetop reads from outside
 MORE = ("[more stacks]", "", 0, "(more)")  # the frame of the row that holds what did not fit
 TRAIN = "train"  # the role of the training thread
 WORKER_LOOP, WORKER_LOOP_FILE = "_worker_loop", os.path.join("torch", "utils", "data", "_utils", "worker.py")
@@ -277,7 +284,9 @@ class Describer:
 
 
 class StackSampler:
-    """Samples the stack of one thread of this process.
+    """Samples the stack of one thread of this process, while
+    stageword.inside() says pipetop does not read it from outside (the
+    interpreter's switch interval is lowered at the first sample).
 
     Args:
         tid: the thread's ident.
@@ -292,6 +301,7 @@ class StackSampler:
     def __init__(self, tid: int, role: str, worker: int, where: Callable[[], Optional[str]], rate: float) -> None:
         self.tid = tid
         self.role = role
+        self.switch = TRAIN_SWITCH if role == TRAIN else WORKER_SWITCH
         self.worker = worker
         self.where = where
         self.period = 1.0 / rate
@@ -313,15 +323,26 @@ class StackSampler:
 
     def _run(self) -> None:
         name_os_thread(self._thread.name)
-        period, stopped = self.period, self._stop.is_set
+        period, stopped, inside = self.period, self._stop.is_set, _stageword.inside
         last = _now()
+        tightened = False
         try:
             while not stopped():
+                if not inside():
+                    # pipetop reads the stacks from outside: a wake-up a
+                    # second (not one a sample, which would take the GIL
+                    # from the training thread each time) sees a refusal.
+                    time.sleep(IDLE_POLL)
+                    last = _now()
+                    continue
                 time.sleep(period)
-                if unsafe():
-                    return
                 now = _now()
                 ns, last = min(now - last, MAX_WEIGHT_NS), now
+                if unsafe():
+                    return
+                if not tightened:
+                    tightened = True
+                    tighten_switch(self.switch)
                 self.sample(ns)
         except Exception as e:  # noqa: BLE001 - samples are optional; the run goes on
             sys.stderr.write("pipetop: stack samples stopped: %r\n" % (e,))

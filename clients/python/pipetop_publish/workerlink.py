@@ -162,7 +162,6 @@ class Sender:
         """Start sampling and sending; the last second is sent when the
         worker process exits normally."""
         if self.sampler is not None:
-            _stacks.tighten_switch(_stacks.WORKER_SWITCH)
             self.sampler.start()
         self._thread.start()
         multiprocessing.util.Finalize(self, self.send, exitpriority=100)

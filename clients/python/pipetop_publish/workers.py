@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import readwatch as _readwatch
 from . import sockets as _sockets
 from . import stacks as _stacks
+from . import stageword as _stageword
 from . import trip as _trip
 from . import workerlink as _workerlink
 
@@ -69,6 +70,7 @@ def _fetched(ns: int) -> None:
         del r[0]
     if len(r) >= SLOW_AFTER:
         _typical_ns = sorted(r)[len(r) // 2]
+        _stageword.set_typical(_typical_ns)
 
 
 class IterInfo:
@@ -172,7 +174,7 @@ def mp_init_wrapper(orig: Callable, active: Callable[[], bool]) -> Callable:
         user_init = loader.worker_init_fn
         created = _now()
         try:
-            loader.worker_init_fn = WorkerInit(path, user_init, _workerlink.receiver_path(), _stacks.hz())
+            loader.worker_init_fn = WorkerInit(path, user_init, _workerlink.receiver_path(), _stacks.hz(), _stageword.address())
             orig(self, loader, *args, **kwargs)
         finally:
             loader.worker_init_fn = user_init
@@ -224,13 +226,17 @@ class WorkerInit:
     slot, starts its stack samples and Zarr counters on their way to the
     main process (link: the main process's workerlink.Receiver path; rate:
     stack samples per second), then calls the user's own worker_init_fn.
-    Picklable for spawned workers (pipetop_publish is on their path)."""
+    Picklable for spawned workers (pipetop_publish is on their path).
+    word: the address of the main process's stage word (stageword), which
+    a forked worker holds at the same address."""
 
-    def __init__(self, path: str, user: Optional[Callable[[int], None]], link: Optional[str] = None, rate: float = 0.0) -> None:
+    def __init__(self, path: str, user: Optional[Callable[[int], None]], link: Optional[str] = None, rate: float = 0.0,
+                 word: int = 0) -> None:
         self.path = path
         self.user = user
         self.link = link
         self.rate = rate
+        self.word = word
 
     def __call__(self, worker_id: int) -> None:
         global _slot
@@ -244,6 +250,7 @@ class WorkerInit:
                 _slot = [mm, worker_id * _SLOT.size, 0, 0, 0]
         except Exception:  # noqa: BLE001 - no stats, same data
             _slot = None
+        _stageword.set_worker(worker_id, self.word)
         if self.link:
             try:
                 _workerlink.Sender(self.link, worker_id, fetch_stage, self.rate).start()
@@ -267,10 +274,12 @@ def _fetch_wrapper(orig: Callable) -> Callable:
             s[4] = t0
         _SLOT.pack_into(mm, off, s[2], t0, s[3], s[4])
         _in_fetch = True
+        _stageword.set_fetch(t0)
         try:
             return orig(self, index)
         finally:
             _in_fetch = False
+            _stageword.set_fetch(0)
             took = _now() - t0
             s[2] += took
             s[3] += 1

@@ -1,0 +1,36 @@
+"""A stdlib-only process that leaves its stacks to pipetop: it sets up the
+stage word, says where it is, and spins in hot_function in stage forward;
+a forked child plays a DataLoader worker stuck in a slow fetch (fetch_hot)."""
+
+import json
+import os
+import threading
+import time
+
+from pipetop_publish import stageword
+
+
+def hot_function():
+    n = 0
+    while True:
+        n += sum(range(200))
+
+
+def fetch_hot():
+    while True:
+        sum(range(200))
+
+
+def main():
+    word = stageword.setup(("forward", "backward"))
+    stageword.set_stage("forward")
+    if os.fork() == 0:
+        stageword.set_worker(0)
+        stageword.set_typical(1000)
+        stageword.set_fetch(time.perf_counter_ns() - 10**9)
+        fetch_hot()
+    print(json.dumps({"word": word, "tid": threading.get_native_id(), "pid": os.getpid()}), flush=True)
+    hot_function()
+
+
+main()
