@@ -159,7 +159,8 @@ func TestAttachUninstrumented(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // past the interpreter's start
-			out, errs, code := runBin(t, []string{"PIPETOP_SOCKET_DIR=" + t.TempDir()}, nil, bin, "attach", c.pid, "--once", "--no-gpu")
+			// 3 s of stack samples: enough for the hot code on a loaded box.
+			out, errs, code := runBin(t, []string{"PIPETOP_SOCKET_DIR=" + t.TempDir()}, nil, bin, "attach", c.pid, "--once", "--no-gpu", "--interval", "3s")
 			if code != c.code {
 				t.Fatalf("pipetop attach %s --once: status %d, want %d; stderr: %s\n%s", c.pid, code, c.code, errs, out)
 			}
