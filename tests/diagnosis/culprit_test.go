@@ -62,11 +62,15 @@ func costPlants(t *testing.T) []pausePlant {
 	creep := []string{"memory creep: the trainer's resident memory grew", ".item()"}
 	return []pausePlant{
 		// A 32 MB checkpoint every 50 steps of 8 ms: 11-12 % of the
-		// run on a 2-core box, under a network-bound step (it sleeps: the cores are free).
+		// run on a 2-core box, under a network-bound step (it sleeps: the
+		// cores are free), named beside the verdict ("also: `torch.save`
+		// every 50 steps"). A disk that writes it slower (a fresh CI clone:
+		// 553 ms a save, 21 % of the run) makes it the untimed verdict,
+		// which names it too (`save_checkpoint`): never hidden.
 		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1000", "--every", "50", "--table", "8000000"},
 			after: 3 * time.Second, interval: 5 * time.Second,
-			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, has: []string{"also: `torch.save` every 50 steps", "of the run"}},
-			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, has: []string{"also: `torch.save` every 50 steps", "of the run"}}},
+			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Untimed}, stage: anyStage, has: []string{"save"}},
+			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Untimed}, stage: anyStage, has: []string{"save", "every 50 steps", "of the run"}}},
 		{name: "no checkpoint", script: "checkpoint.py", args: []string{"--out", none, "--steps", "1000", "--every", "100000", "--table", "8000000"},
 			after: 3 * time.Second, interval: 5 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, lacks: []string{"also:"}},
