@@ -81,7 +81,13 @@ type result struct {
 // run runs pipetop bisect --json with args (flags, then -- CMD ARGS).
 func run(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(pipetop, append([]string{"bisect", "--no-tui", "--json", "--grace", "2s"}, args...)...)
+	return runBisect(t, exec.Command(pipetop, append([]string{"bisect", "--no-tui", "--json", "--grace", "2s"}, args...)...), fmt.Sprint(args))
+}
+
+// runBisect runs cmd, a pipetop bisect --json (what names it in a
+// failure), in the tests' environment and reads its report.
+func runBisect(t *testing.T, cmd *exec.Cmd, what string) result {
+	t.Helper()
 	cmd.Env = env(t)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -95,7 +101,7 @@ func run(t *testing.T, args ...string) result {
 	}
 	rep, err := bisect.DecodeReport(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("pipetop bisect %v: %v (status %d)\nstdout:\n%s\nstderr:\n%s", args, err, res.status, stdout.String(), res.stderr)
+		t.Fatalf("pipetop bisect %s: %v (status %d)\nstdout:\n%s\nstderr:\n%s", what, err, res.status, stdout.String(), res.stderr)
 	}
 	res.rep = rep
 	return res

@@ -3,7 +3,6 @@ package bisect
 import (
 	"bytes"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pipetop/pipetop/internal/testkit"
 	"github.com/pipetop/pipetop/metrics/verdict"
-	"github.com/pipetop/pipetop/monitor/bisect"
 )
 
 // The planted slow storage: files of coldFileSize read through a cgroup
@@ -112,22 +110,5 @@ func runIn(t *testing.T, cgroup string, args ...string) result {
 		return run(t, args...)
 	}
 	argv := append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, pipetop, "bisect", "--no-tui", "--json", "--grace", "2s"}, args...)
-	cmd := exec.Command("sh", argv...)
-	cmd.Env = env(t)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stderr: stderr.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		res.status = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := bisect.DecodeReport(stdout.Bytes())
-	if err != nil {
-		t.Fatalf("pipetop bisect in %s %v: %v (status %d)\nstderr:\n%s", cgroup, args, err, res.status, res.stderr)
-	}
-	res.rep = rep
-	return res
+	return runBisect(t, exec.Command("sh", argv...), fmt.Sprintf("in %s %v", cgroup, args))
 }
