@@ -18,7 +18,10 @@ import (
 // v1 cpu hierarchy at /sys/fs/cgroup/cpu) and returns its directory and a
 // function that moves a process into it. It skips the test with a message
 // when neither is writable, and removes the cgroup when the test ends
-// (moving what is left in it back to the root first).
+// (moving what is left in it back to the root first). The cgroup's weight
+// is the highest there is, as a container's CPU request goes with its
+// limit: the box's other load then cannot starve it below its quota, and
+// the quota is what holds it back.
 func CPUQuotaCgroup(t testing.TB, cpus float64) (dir string, add func(pid int)) {
 	t.Helper()
 	name := fmt.Sprintf("pipetop-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -30,9 +33,13 @@ func CPUQuotaCgroup(t testing.TB, cpus float64) (dir string, add func(pid int)) 
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Skipf("cgroup v2 at %s is not writable: %v", v2, err)
 		}
-		if err := os.WriteFile(dir+"/cpu.max", []byte(quota+" "+strconv.Itoa(period)), 0o644); err != nil {
+		err := os.WriteFile(dir+"/cpu.max", []byte(quota+" "+strconv.Itoa(period)), 0o644)
+		if err == nil {
+			err = os.WriteFile(dir+"/cpu.weight", []byte("10000"), 0o644)
+		}
+		if err != nil {
 			os.Remove(dir)
-			t.Skipf("cgroup v2 cpu.max not writable: %v", err)
+			t.Skipf("cgroup v2 cpu.max or cpu.weight not writable: %v", err)
 		}
 		return dir, cgroupAdder(t, dir, v2)
 	}
@@ -45,9 +52,12 @@ func CPUQuotaCgroup(t testing.TB, cpus float64) (dir string, add func(pid int)) 
 	if err == nil {
 		err = os.WriteFile(dir+"/cpu.cfs_quota_us", []byte(quota), 0o644)
 	}
+	if err == nil {
+		err = os.WriteFile(dir+"/cpu.shares", []byte("262144"), 0o644)
+	}
 	if err != nil {
 		os.Remove(dir)
-		t.Skipf("cgroup v1 quota not writable in %s: %v", dir, err)
+		t.Skipf("cgroup v1 quota or shares not writable in %s: %v", dir, err)
 	}
 	return dir, cgroupAdder(t, dir, root)
 }

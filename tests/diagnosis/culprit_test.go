@@ -66,13 +66,16 @@ func costPlants(t *testing.T) []pausePlant {
 		// cores are free), named beside the verdict ("also: `torch.save`
 		// every 50 steps"). A disk that writes it slower (a fresh CI clone:
 		// 553 ms a save, 21 % of the run) makes it the untimed verdict,
-		// which names it too (`save_checkpoint`): never hidden.
-		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1000", "--every", "50", "--table", "8000000"},
-			after: 3 * time.Second, interval: 5 * time.Second,
+		// which names it too (`save_checkpoint`): never hidden. The live
+		// viewer reads 8 s of it (about a dozen saves): enough samples of
+		// the pauses to name the call on a loaded box (5 s fell short on
+		// one fresh CI clone, which read "untimed work (other)").
+		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1500", "--every", "50", "--table", "8000000"},
+			after: 3 * time.Second, interval: 8 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Untimed}, stage: anyStage, has: []string{"save"}},
 			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Untimed}, stage: anyStage, has: []string{"save", "every 50 steps", "of the run"}}},
-		{name: "no checkpoint", script: "checkpoint.py", args: []string{"--out", none, "--steps", "1000", "--every", "100000", "--table", "8000000"},
-			after: 3 * time.Second, interval: 5 * time.Second,
+		{name: "no checkpoint", script: "checkpoint.py", args: []string{"--out", none, "--steps", "1500", "--every", "100000", "--table", "8000000"},
+			after: 3 * time.Second, interval: 8 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, lacks: []string{"also:"}},
 			end:  pauseWant{kinds: []verdict.Kind{verdict.ComputeBound}, stage: anyStage, lacks: []string{"also:"}}},
 
