@@ -6,14 +6,15 @@ import (
 	"io"
 	"os"
 
+	"github.com/pipetop/pipetop/internal/cli"
 	"github.com/pipetop/pipetop/monitor/runner"
 )
 
 // runConfig is the command line of pipetop run.
 type runConfig struct {
 	runner.Config
-	name         string
-	noTUI, noGPU bool
+	name, profile string
+	noTUI, noGPU  bool
 }
 
 // runFlags is pipetop run.
@@ -23,6 +24,13 @@ func runFlags(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
 		if err := c.check(argv); err != nil {
 			return err
+		}
+		if c.profile != "" {
+			stop, err := cli.StartProfile(c.profile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		return runCommand(ctx, c, stdout, stderr)
 	}
@@ -62,5 +70,6 @@ func (c *runConfig) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&c.JSON, "json", false, "print the end-of-run summary as JSON on stdout instead of the table")
 	fs.BoolVar(&c.noGPU, "no-gpu", false, "monitor: do not load NVML")
 	fs.StringVar(&c.Record, "record", "", "record the run (every rank, and the host's readings) to this `file`, as pipetop record does")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write a Go CPU profile of pipetop's own work (the monitor, the readers) to `file`")
 	fs.StringVar(&c.Apply, "apply", "", "run with the settings of this pipetop tune report (or plan) `file`, without editing the script")
 }

@@ -160,10 +160,12 @@ type pageCache struct {
 	batch []*page
 }
 
-// page is one block of the target's memory, or why it could not be read.
+// page is one block of the target's memory, or why it could not be read;
+// used: a read of this pass took bytes from it.
 type page struct {
 	data [pageSize]byte
 	err  error
+	used bool
 }
 
 func newPageCache(mem Memory) *pageCache {
@@ -171,11 +173,12 @@ func newPageCache(mem Memory) *pageCache {
 }
 
 // reset empties the cache, keeping the pages for reuse and the list of
-// those read.
+// those the pass read from (a page prefetched but not read from is not
+// prefetched again: the set follows the stacks as they change).
 func (c *pageCache) reset() {
 	c.last = c.last[:0]
 	for base, pg := range c.pages {
-		if pg.err == nil {
+		if pg.err == nil && pg.used {
 			c.last = append(c.last, base)
 		}
 		c.free = append(c.free, pg)
@@ -202,7 +205,7 @@ func (c *pageCache) prefetch() {
 		n := br.ReadBlocks(c.bufs, batch)
 		for i, pg := range c.batch {
 			if i < n {
-				pg.err = nil
+				pg.err, pg.used = nil, false
 				c.pages[batch[i]] = pg
 			} else {
 				c.free = append(c.free, pg)
@@ -236,6 +239,7 @@ func (c *pageCache) ReadAt(p []byte, addr uint64) error {
 		if pg.err != nil {
 			return pg.err
 		}
+		pg.used = true
 		n := copy(p, pg.data[addr-base:])
 		p = p[n:]
 		addr += uint64(n)
@@ -252,7 +256,7 @@ func (c *pageCache) page(base uint64) *page {
 		return pg
 	}
 	pg := c.newPage()
-	pg.err = c.mem.ReadAt(pg.data[:], base)
+	pg.err, pg.used = c.mem.ReadAt(pg.data[:], base), false
 	c.pages[base] = pg
 	return pg
 }

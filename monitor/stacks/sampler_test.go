@@ -18,15 +18,15 @@ import (
 )
 
 // startStaged runs testdata/staged.py under python (a real CPython that
-// sets up its stage word) and returns its hello as the publisher would
+// sets up its stage word) with args and returns its hello as the publisher would
 // send it.
-func startStaged(t *testing.T, python string) ipc.Hello {
+func startStaged(t testing.TB, python string, args ...string) ipc.Hello {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
 		t.Skipf("%s: %v", python, err)
 	}
 	root := testkit.Root(t)
-	cmd := exec.Command(python, "staged.py")
+	cmd := exec.Command(python, append([]string{"staged.py"}, args...)...)
 	cmd.Dir = filepath.Join(root, "monitor", "stacks", "testdata")
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients", "python"),
 		"PIPETOP_STACKS_READER="+strconv.Itoa(os.Getpid()))

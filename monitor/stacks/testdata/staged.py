@@ -1,7 +1,9 @@
 """A stdlib-only process that leaves its stacks to pipetop: it sets up the
-stage word, says where it is, and spins in hot_function in stage forward;
-a forked child plays a DataLoader worker stuck in a slow fetch (fetch_hot)."""
+stage word, says where it is, and spins in hot_function in stage forward,
+--depth calls deep (1: called from main); a forked child plays a
+DataLoader worker stuck in a slow fetch (fetch_hot)."""
 
+import argparse
 import json
 import os
 import threading
@@ -16,12 +18,21 @@ def hot_function():
         n += sum(range(200))
 
 
+def descend(depth):
+    if depth <= 1:
+        hot_function()
+    descend(depth - 1)
+
+
 def fetch_hot():
     while True:
         sum(range(200))
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--depth", type=int, default=1)
+    args = ap.parse_args()
     word = stageword.setup(("forward", "backward"))
     stageword.set_stage("forward")
     if os.fork() == 0:
@@ -30,7 +41,7 @@ def main():
         stageword.set_fetch(time.perf_counter_ns() - 10**9)
         fetch_hot()
     print(json.dumps({"word": word, "tid": threading.get_native_id(), "pid": os.getpid()}), flush=True)
-    hot_function()
+    descend(args.depth)
 
 
 main()
