@@ -26,7 +26,7 @@ func commands() []cli.Command {
 			About: "list live trainers, the ranks of each run together"},
 		{Usage: "--prometheus URL [RUN] [--rank R] [--once|--json]", NArgs: [2]int{0, -1}, Whole: true, Flags: viewFlags("", showView),
 			About: "every rank of a run on every host, read from the\nPrometheus server that scrapes each host's pipetop\nexport (the only run there when RUN is not given)"},
-		{Name: "run", Usage: "[--name N] [--no-tui] [--json] [--record FILE] [--apply FILE] -- CMD ARGS...", Raw: true, Flags: runFlags, Long: help("run"),
+		{Name: "run", Usage: "[--name N] [--no-tui] [--json] [--record FILE] [--apply FILE] [--cpuprofile FILE] -- CMD ARGS...", Raw: true, Flags: runFlags, Long: help("run"),
 			About: "run a PyTorch script with automatic instrumentation\n(see pipetop run -h)"},
 		{Name: "bisect", Usage: "[flags] [--json] [--record DIR] -- CMD ARGS...", Raw: true, Flags: bisectFlags, Long: help("bisect"),
 			About: "run a PyTorch script once per phase (loader alone,\ncached batches, forward alone, full) and name the\nbottleneck from the comparison (pipetop bisect -h)"},

@@ -30,6 +30,9 @@ type CodeProfile struct {
 	SampledNs int64 `json:"sampled_ns"`
 	// Lost counts samples workers could not deliver.
 	Lost int64 `json:"lost,omitempty"`
+	// Dropped counts the stacks read from outside that raced the
+	// interpreter and were dropped (StackSamples.Dropped).
+	Dropped int64 `json:"dropped,omitempty"`
 	// Groups: the training thread's stages (most sampled first), then the
 	// workers.
 	Groups []CodeGroup `json:"groups"`

@@ -21,6 +21,7 @@ type codeEntry struct {
 	intervalNs int64 // the wall time the frame covers; 0 for a whole run
 	hz         float64
 	lost       int64
+	dropped    int64
 	rows       []codeRow
 	// threads are the frame's other Python threads; intraOp and interOp
 	// torch's thread counts (0: unknown).
@@ -83,7 +84,7 @@ func (c *CodeRing) Add(s *StackSamples) {
 	for i, f := range s.Frames {
 		ids[i] = c.t.frame(f)
 	}
-	e := codeEntry{timeNs: s.TimeNs, intervalNs: s.IntervalNs, hz: s.Hz, lost: s.Lost, rows: make([]codeRow, 0, len(s.Rows)),
+	e := codeEntry{timeNs: s.TimeNs, intervalNs: s.IntervalNs, hz: s.Hz, lost: s.Lost, dropped: s.Dropped, rows: make([]codeRow, 0, len(s.Rows)),
 		threads: c.internThreads(s, ids), intraOp: s.IntraOpThreads, interOp: s.InterOpThreads}
 	var buf []int32
 	for _, r := range s.Rows {
@@ -189,7 +190,7 @@ func (c *CodeRing) Profile(fromNs, toNs int64) *CodeProfile {
 		if e.timeNs < fromNs || e.timeNs > toNs {
 			continue
 		}
-		p.Hz, p.Lost = e.hz, p.Lost+e.lost
+		p.Hz, p.Lost, p.Dropped = e.hz, p.Lost+e.lost, p.Dropped+e.dropped
 		for _, r := range e.rows {
 			k := codeRowKey{r.group, r.stack}
 			a := acc[k]

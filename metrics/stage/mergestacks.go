@@ -17,6 +17,7 @@ func MergeStacks(a, b *StackSamples) *StackSamples {
 	out.Rows = append([]StackRow(nil), a.Rows...)
 	out.Threads = append([]ThreadSamples(nil), a.Threads...)
 	out.Lost += b.Lost
+	out.Dropped += b.Dropped
 	index := make(map[CodeFrame]int, len(out.Frames))
 	for i, f := range out.Frames {
 		index[f] = i

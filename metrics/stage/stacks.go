@@ -22,6 +22,9 @@ type StackSamples struct {
 	Rows []StackRow `json:"rows"`
 	// Lost counts samples the workers could not deliver.
 	Lost int64 `json:"lost,omitempty"`
+	// Dropped counts the stacks a reader from outside the process dropped
+	// because its read raced the interpreter (metrics/pystack.Drops).
+	Dropped int64 `json:"dropped,omitempty"`
 	// Threads are the trainer process's other Python threads; absent from
 	// publishers that do not sample them.
 	Threads []ThreadSamples `json:"threads,omitempty"`
@@ -97,7 +100,7 @@ func (s *StackSamples) Validate() error {
 		return fmt.Errorf("stacks: %d frames (at most %d)", len(s.Frames), MaxStackFrames)
 	case len(s.Rows) > MaxStackRows:
 		return fmt.Errorf("stacks: %d rows (at most %d)", len(s.Rows), MaxStackRows)
-	case s.TimeNs < 0 || s.IntervalNs < 0 || s.Lost < 0:
+	case s.TimeNs < 0 || s.IntervalNs < 0 || s.Lost < 0 || s.Dropped < 0:
 		return errors.New("stacks: a negative time or count")
 	case s.Hz < 0 || s.Hz != s.Hz:
 		return fmt.Errorf("stacks: hz %v (want 0 or more)", s.Hz)

@@ -35,6 +35,7 @@ type fold struct {
 	threads map[int]*thread
 	key     []byte
 	stack   []int
+	dropped int64 // stacks dropped: their read raced the interpreter
 }
 
 // thread is one of the process's other Python threads over the interval.
@@ -162,10 +163,10 @@ func (fo *fold) other(t *pystack.Thread, ns int64) {
 
 // take is the interval's stacks frame, up to now, over interval, at hz,
 // with each other thread's CPU over the interval (cpu: its CPU time and
-// the wall time that covers); nil without samples. The fold starts empty.
+// the wall time that covers); nil without samples or drops. The fold starts empty.
 func (fo *fold) take(now time.Time, interval time.Duration, hz float64, cpu func(tid int) (ns, covered int64, ok bool)) *stage.StackSamples {
 	s := fo.snapshot(now, interval, hz, cpu)
-	fo.frames, fo.rows = nil, nil
+	fo.frames, fo.rows, fo.dropped = nil, nil, 0
 	clear(fo.index)
 	clear(fo.keys)
 	clear(fo.threads)
@@ -175,10 +176,11 @@ func (fo *fold) take(now time.Time, interval time.Duration, hz float64, cpu func
 // snapshot is take that keeps the fold as it is: a copy of its rows and
 // threads (a whole run's samples so far, interval 0).
 func (fo *fold) snapshot(now time.Time, interval time.Duration, hz float64, cpu func(tid int) (ns, covered int64, ok bool)) *stage.StackSamples {
-	if len(fo.rows) == 0 && len(fo.threads) == 0 {
+	if len(fo.rows) == 0 && len(fo.threads) == 0 && fo.dropped == 0 {
 		return nil
 	}
-	s := &stage.StackSamples{TimeNs: now.UnixNano(), IntervalNs: int64(interval), Hz: hz, Frames: slices.Clone(fo.frames), Rows: slices.Clone(fo.rows)}
+	s := &stage.StackSamples{TimeNs: now.UnixNano(), IntervalNs: int64(interval), Hz: hz, Frames: slices.Clone(fo.frames), Rows: slices.Clone(fo.rows),
+		Dropped: fo.dropped}
 	for _, th := range fo.threads {
 		t := th.out
 		t.Rows = slices.Clone(t.Rows)

@@ -49,6 +49,7 @@ func TestFold(t *testing.T) {
 	fo.add(stage.RoleTrain, -1, "forward", nil, 99) // no Python frame: no sample
 	fo.other(&pystack.Thread{TID: 9, Name: "logger", HoldsGIL: true, Frames: train[:1]}, 30)
 	fo.other(&pystack.Thread{TID: 9, Name: "renamed", Frames: train[:1]}, 10)
+	fo.dropped = 2 // two stacks whose reads raced the interpreter (Sampler.drop)
 	s := fo.take(time.Unix(5, 0), time.Second, 100, func(tid int) (int64, int64, bool) { return 600, int64(time.Second), tid == 9 })
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -58,6 +59,9 @@ func TestFold(t *testing.T) {
 			out = append(out, s.Frames[i].Name)
 		}
 		return out
+	}
+	if s.Dropped != 2 {
+		t.Errorf("dropped %d, want 2", s.Dropped)
 	}
 	if len(s.Rows) != 3 {
 		t.Fatalf("%d rows, want 3: %+v", len(s.Rows), s.Rows)
@@ -83,6 +87,10 @@ func TestFold(t *testing.T) {
 	}
 	if again := fo.take(time.Unix(6, 0), time.Second, 100, func(int) (int64, int64, bool) { return 0, 0, false }); again != nil {
 		t.Errorf("a second take without samples = %+v, want nil", again)
+	}
+	fo.dropped = 1
+	if only := fo.take(time.Unix(7, 0), time.Second, 100, func(int) (int64, int64, bool) { return 0, 0, false }); only == nil || only.Dropped != 1 || only.Validate() != nil {
+		t.Errorf("a take of drops alone = %+v, want a frame that counts the drop", only)
 	}
 }
 

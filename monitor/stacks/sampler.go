@@ -225,6 +225,9 @@ func (s *Sampler) stageName(c uint64) string {
 func (s *Sampler) sample(ns int64) error {
 	threads, err := s.proc.Threads()
 	if err != nil {
+		if !errors.Is(err, pystack.ErrExited) {
+			s.drop() // the thread list changed under the read
+		}
 		return err
 	}
 	// The word as it was when the pass's one read took the stacks.
@@ -235,6 +238,9 @@ func (s *Sampler) sample(ns int64) error {
 	train := s.training(threads)
 	for i := range threads {
 		t := &threads[i]
+		if t.Dropped != "" && !strings.HasPrefix(t.Name, "pipetop-") {
+			s.drop()
+		}
 		switch {
 		case i == train:
 			s.add(stage.RoleTrain, -1, stg, t.Frames, ns)
@@ -289,11 +295,24 @@ func (s *Sampler) sampleWorker(w *worker, ns int64) error {
 	if errors.Is(err, pystack.ErrExited) {
 		return err
 	}
-	if err != nil || len(threads) == 0 {
+	if err != nil || (len(threads) > 0 && threads[0].Dropped != "") {
+		s.drop()
+		return nil
+	}
+	if len(threads) == 0 {
 		return nil
 	}
 	s.add(stage.RoleWorker, int(id-1), stg, threads[0].Frames, ns)
 	return nil
+}
+
+// drop counts a stack the read dropped (it raced the interpreter) in the
+// interval's and the run's samples.
+func (s *Sampler) drop() {
+	s.fold.dropped++
+	s.mu.Lock()
+	s.run.dropped++
+	s.mu.Unlock()
 }
 
 // add folds a sample into the interval's and the run's samples.

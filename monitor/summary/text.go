@@ -158,13 +158,22 @@ func WriteComparison(w io.Writer, a, b Run, c Comparison) error {
 	return err
 }
 
+// dropped is ", N stacks dropped (...)" when the reader from outside
+// dropped stacks of p's samples, else "".
+func dropped(p *stage.CodeProfile) string {
+	if p == nil || p.Dropped == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d stacks dropped (their reads raced the interpreter)", p.Dropped)
+}
+
 // writeHotCode names the hot code of each group of stack samples that has
 // one.
 func writeHotCode(w io.Writer, p *stage.CodeProfile) {
 	if p == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nstack samples: %d at %.0f Hz\n", p.Samples, p.Hz)
+	fmt.Fprintf(w, "\nstack samples: %d at %.0f Hz%s\n", p.Samples, p.Hz, dropped(p))
 	for _, g := range p.Groups {
 		who := g.Who()
 		hot := "no single function holds the time"

@@ -60,7 +60,11 @@ func (m Model) Title() string {
 	if m.pick > 0 {
 		mode = fmt.Sprintf("%d of %d", m.pick, len(m.Snap.Code.Groups))
 	}
-	return fmt.Sprintf("hot code · %s · %s samples · %s", g.name, units.Count(g.samples), mode)
+	title := fmt.Sprintf("hot code · %s · %s samples · %s", g.name, units.Count(g.samples), mode)
+	if d := m.Snap.Code.Dropped; d > 0 {
+		title += fmt.Sprintf(" · %s dropped", units.Count(d))
+	}
+	return title
 }
 
 // Keys lists the pane's key for the help.

@@ -68,6 +68,13 @@ func TestHotCodePane(t *testing.T) {
 	if ok, _ := m.HandleKey(tea.KeyPressMsg{Code: 'x', Text: "x"}); ok {
 		t.Error("the pane took a key that is not its own")
 	}
+	if strings.Contains(m.Title(), "dropped") {
+		t.Errorf("title %q speaks of drops where there were none", m.Title())
+	}
+	s.Code.Dropped = 3
+	if title := m.Title(); !strings.Contains(title, "· 3 dropped") {
+		t.Errorf("title %q does not count the 3 dropped stacks", title)
+	}
 }
 
 func TestFollowTheVerdict(t *testing.T) {
