@@ -51,7 +51,13 @@ const (
 	wordWorker = 2
 	wordFetch  = 3
 	wordTyp    = 4
+	wordInside = 5
 )
+
+// errInside is a trainer that samples its own stacks now (a viewer was
+// refused the read from outside): reading it too would count its samples
+// twice in a viewer that gets both.
+var errInside = errors.New("the trainer samples its own stacks")
 
 // Slow fetches, as the Python publisher tells them (workers.SLOW_FETCH).
 const (
@@ -125,12 +131,17 @@ func Start(h ipc.Hello, pid int, hz float64, deliver func(*stage.StackSamples)) 
 }
 
 // Stop stops the sampler and waits for it.
+//
+// The sampler also stops by itself when the trainer exits, and when the
+// trainer's stage word says it samples its own stacks (another viewer was
+// refused the read): its frames then reach every viewer.
 func (s *Sampler) Stop() {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
 }
 
-// Done is closed when the sampler has stopped (Stop, or the trainer exited).
+// Done is closed when the sampler has stopped (Stop, the trainer exited,
+// or it samples its own stacks).
 func (s *Sampler) Done() <-chan struct{} { return s.done }
 
 func (s *Sampler) loop() {
@@ -154,7 +165,7 @@ func (s *Sampler) loop() {
 				quick = now
 				s.scan(all)
 			}
-			if err := s.sample(ns); errors.Is(err, pystack.ErrExited) {
+			if err := s.sample(ns); errors.Is(err, pystack.ErrExited) || errors.Is(err, errInside) {
 				s.send(now, now.Sub(sent))
 				return
 			}
@@ -233,6 +244,9 @@ func (s *Sampler) sample(ns int64) error {
 	// The word as it was when the pass's one read took the stacks.
 	if err := s.readWord(s.proc.ReadCached); err != nil {
 		return err
+	}
+	if s.at(wordInside) != 0 {
+		return errInside
 	}
 	stg := s.stageName(s.at(wordStage))
 	train := s.training(threads)

@@ -106,6 +106,38 @@ func TestOutside(t *testing.T) {
 	}
 }
 
+// TestStopsWhenTheTrainerSamplesItself: a trainer whose stage word says
+// it samples its own stacks (another viewer was refused the read) is no
+// longer read from outside, so that a viewer that gets its frames does
+// not count a sample twice: the sampler hands over what it has and stops.
+func TestStopsWhenTheTrainerSamplesItself(t *testing.T) {
+	testkit.Concurrent(t)
+	h := startStaged(t, "/usr/bin/python3", "--inside-after", "1")
+	got := make(chan *stage.StackSamples, 16)
+	s, err := Start(h, h.PID, 100, func(ss *stage.StackSamples) { got <- ss })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sampler still reads the trainer 9 s after it began to sample its own stacks")
+	}
+	var n int64
+	for len(got) > 0 {
+		ss := <-got
+		m, _ := ss.Samples()
+		n += m
+	}
+	if n == 0 {
+		t.Error("no samples from the second before the trainer sampled its own")
+	}
+	if pid := h.PID; syscall.Kill(pid, 0) != nil {
+		t.Errorf("the trainer %d exited: the sampler stopped for that, not for the stage word", pid)
+	}
+}
+
 // TestRefused: the test fake refuses as the kernel would, with the reason.
 func TestRefused(t *testing.T) {
 	t.Setenv(RefuseEnv, "ptrace_scope 3")

@@ -15,6 +15,9 @@ word  meaning
 3     in a worker, when the fetch in progress began (CLOCK_MONOTONIC ns,
       ``time.perf_counter_ns``); 0 outside a fetch
 4     in a worker, its median fetch (ns; 0 until it has made 8)
+5     1 once the process samples its own stacks (a viewer was refused the
+      read: ``ask_inside``), so that a reader from outside stops and no
+      viewer counts a sample twice; 0 before
 ====  =====================================================================
 
 Each word is written with one aligned 8-byte store, so a read from
@@ -39,7 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence
 READER_ENV = "PIPETOP_STACKS_READER"
 MAGIC = int.from_bytes(b"pipetop1", "little")
 WORDS = 8
-STAGE, WORKER, FETCH, TYPICAL = 1, 2, 3, 4
+STAGE, WORKER, FETCH, TYPICAL, INSIDE = 1, 2, 3, 4, 5
 PR_SET_PTRACER = 0x59616D61
 YAMA = "/proc/sys/kernel/yama/ptrace_scope"
 
@@ -153,6 +156,7 @@ def ask_inside(reason: str) -> None:
     if inside():
         return
     _shared[0] = 1
+    _words[INSIDE] = 1
     if not _said:
         _said = True
         sys.stderr.write("pipetop: stack samples from inside the process: %s\n" % (reason,))

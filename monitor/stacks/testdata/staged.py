@@ -1,7 +1,9 @@
 """A stdlib-only process that leaves its stacks to pipetop: it sets up the
 stage word, says where it is, and spins in hot_function in stage forward,
 --depth calls deep (1: called from main); a forked child plays a
-DataLoader worker stuck in a slow fetch (fetch_hot)."""
+DataLoader worker stuck in a slow fetch (fetch_hot). With --inside-after S
+it starts sampling its own stacks S seconds in, as when a viewer was
+refused the read from outside."""
 
 import argparse
 import json
@@ -32,6 +34,7 @@ def fetch_hot():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--depth", type=int, default=1)
+    ap.add_argument("--inside-after", type=float, default=0)
     args = ap.parse_args()
     word = stageword.setup(("forward", "backward"))
     stageword.set_stage("forward")
@@ -40,6 +43,8 @@ def main():
         stageword.set_typical(1000)
         stageword.set_fetch(time.perf_counter_ns() - 10**9)
         fetch_hot()
+    if args.inside_after > 0:
+        threading.Timer(args.inside_after, stageword.ask_inside, ("refused in the test",)).start()
     print(json.dumps({"word": word, "tid": threading.get_native_id(), "pid": os.getpid()}), flush=True)
     descend(args.depth)
 
