@@ -59,9 +59,10 @@ type Feed struct {
 	gen      int   // attach generation; messages of older ones are ignored
 	cancel   context.CancelFunc
 	tap      func(m ipc.Message, now time.Time)
-	view     ipc.ViewOptions // what the next attach asks of the trainer
-	hz       float64         // the outside stack sampler's rate (ReadStacks)
-	outside  *stacks.Sampler // reads the trainer's stacks from outside; nil: none
+	view     ipc.ViewOptions     // what the next attach asks of the trainer
+	hz       float64             // the outside stack sampler's rate (ReadStacks)
+	outside  *stacks.Sampler     // reads the trainer's stacks from outside; nil: none
+	earlier  *stage.StackSamples // what earlier samplers read of outside's trainer (before a reconnect)
 	// brief: the feed of a rank a run's view shows in brief (NewBrief).
 	brief bool
 }

@@ -46,13 +46,25 @@ func (f *Feed) inside(h ipc.Hello) string {
 }
 
 // swapOutside makes s the feed's outside reading, stopping the previous.
+// What the previous one read is kept for the run's samples (RunStacks)
+// when s reads the same trainer process (a reconnect), else forgotten.
 func (f *Feed) swapOutside(s *stacks.Sampler) {
 	f.mu.Lock()
 	old := f.outside
 	f.outside = s
 	f.mu.Unlock()
-	if old != nil {
-		old.Stop()
+	if old == nil {
+		return
+	}
+	old.Stop()
+	run := old.Run()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case s != nil && s.Same(old):
+		f.earlier = stage.MergeStacks(f.earlier, run)
+	case s != nil:
+		f.earlier = nil
 	}
 }
 
@@ -72,12 +84,12 @@ func (f *Feed) outsideFrame(h ipc.Hello, ss *stage.StackSamples) {
 // trainer it shows, and its pid; nil when none were read.
 func (f *Feed) RunStacks() (pid int, s *stage.StackSamples) {
 	f.mu.Lock()
-	o := f.outside
+	o, earlier := f.outside, f.earlier
 	f.mu.Unlock()
 	if o == nil {
 		return 0, nil
 	}
-	return o.PID(), o.Run()
+	return o.PID(), stage.MergeStacks(earlier, o.Run())
 }
 
 // AttachProcess shows the Python process pid, which runs no

@@ -348,5 +348,11 @@ func (s *Sampler) Run() *stage.StackSamples {
 	})
 }
 
+// Same reports whether o reads the same trainer process as s: its
+// hello's pid and start time.
+func (s *Sampler) Same(o *Sampler) bool {
+	return o != nil && s.h.PID == o.h.PID && s.h.StartNs == o.h.StartNs
+}
+
 // PID is the trainer's pid, as its hello gives it.
 func (s *Sampler) PID() int { return s.h.PID }
