@@ -222,6 +222,24 @@ func viewVerdict(dir, spec string, interval time.Duration) (*verdict.Verdict, st
 	return snap.Verdict, string(out), nil
 }
 
+// awaitSteady waits until the rank at path is judged on its steps
+// (neither starting nor warming up): on a loaded machine the ranks' first
+// steps wait seconds for each other, and a stop among them reads as a
+// slow start (one CI run's viewer read comm-bound, its steps 3.5 s).
+func awaitSteady(t *testing.T, dir, path string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		v, out, err := viewVerdict(dir, path, time.Second)
+		if err == nil && v != nil && v.Kind != verdict.Starting && v.Kind != verdict.WarmingUp {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank at %s not judged on its steps after 60 s: %v %v\n%s", path, v, err, out)
+		}
+	}
+}
+
 // checkStopped stops rank 1 of the run in dir with SIGSTOP, with one
 // viewer attached before the stop and one after (given rank 0's socket, or
 // with bare, no spec: the only run whose sockets answer): both must name
@@ -233,6 +251,7 @@ func checkStopped(t *testing.T, dir string, pids map[int]rankSocket, bare bool) 
 		out string
 		err error
 	}
+	awaitSteady(t, dir, pids[0].path)
 	before := make(chan res, 1)
 	go func() {
 		// 9 s: 7 s after the stop, enough on a loaded machine for the
