@@ -77,7 +77,11 @@ func stageCost(in *Inputs, name string) (Cost, bool) {
 	c := Cost{Kind: costKind(name), Stage: name}
 	if p := s.PauseOf(name); periodic(p) && p.RunShare(s.WallMean) >= AlsoShare {
 		c.Share = p.RunShare(s.WallMean)
-		c.Text = fmt.Sprintf("%s every %d steps, %s, %s of the run", pauseWhat(in, name), p.Period, units.Dur(p.EachNs()), units.Pct(c.Share))
+		what, hot := pauseWhat(in, name)
+		c.Text = fmt.Sprintf("%s every %d steps, %s, %s of the run", what, p.Period, units.Dur(p.EachNs()), units.Pct(c.Share))
+		if hot != nil {
+			c.Text += ", " + Phrase(hot)
+		}
 		if name == stage.Eval {
 			c.Kind = StageBound
 		}
@@ -101,18 +105,25 @@ func stageCost(in *Inputs, name string) (Cost, bool) {
 
 // pauseWhat names what pauses every N steps in stage name: the library
 // call that writes a checkpoint (`torch.save`) when the pauses' stack
-// samples have one on their hot path, else the stage's work.
-func pauseWhat(in *Inputs, name string) string {
-	if name == stage.Other {
-		g := in.Code.Pause(stage.Other)
-		if g == nil {
-			g = in.Code.Group(stage.RoleTrain, stage.Other)
-		}
-		if call, _ := checkpointCall(g); call != nil {
-			return callName(call.CodeFrame)
-		}
+// samples have one on their hot path; else the stage's work, with the
+// hot spot of the stage's samples when they have one (the user's
+// function that saves, when its time goes to a rename or a write the
+// samples show no library call for).
+func pauseWhat(in *Inputs, name string) (string, *stage.HotSpot) {
+	if name != stage.Other {
+		return stageWhat(name), nil
 	}
-	return stageWhat(name)
+	g := in.Code.Pause(stage.Other)
+	if g == nil {
+		g = in.Code.Group(stage.RoleTrain, stage.Other)
+	}
+	if call, _ := checkpointCall(g); call != nil {
+		return callName(call.CodeFrame), nil
+	}
+	if g != nil {
+		return stageWhat(name), g.Hot
+	}
+	return stageWhat(name), nil
 }
 
 // stageWhat says what a stage outside the network is, in a cost.

@@ -136,6 +136,36 @@ func TestAlsoCosts(t *testing.T) {
 	}
 }
 
+// TestAlsoNamesTheSavingFunction: a checkpoint's pause beside a
+// compute-bound step whose samples hold no library write on their hot
+// path (CI's checkpoint plant on a loaded disk: 70 % of the pauses in the
+// rename at save_checkpoint's line 39, torch `_save` 28 %) names the
+// user's function and line; with no samples, the cost names only the
+// stage.
+func TestAlsoNamesTheSavingFunction(t *testing.T) {
+	checkpoint := func(i int) map[string]float64 {
+		m := network40(nil)(i)
+		if i%25 == 24 {
+			m[stage.Other] = 170
+		}
+		return m
+	}
+	code := stage.ProfileOf(samplesOf(1e18,
+		testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{fr("save_checkpoint", "ckpt.py", 39)}), 70},
+		testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{fr("save_checkpoint", "ckpt.py", 38),
+			lib("torch", "save", "torch/serialization.py", 423), lib("torch", "_save", "torch/serialization.py", 650)}), 28},
+		testRow{stage.RoleTrain, stage.Other, -1, mainLoop, 2}))
+	s := loopWindow(200, checkpoint)
+	v := Judge(Inputs{Summary: s, Code: code})
+	want := "also: untimed work (other) every 25 steps, 170 ms, 15 % of the run, 70 % in `save_checkpoint` at ckpt.py:39"
+	if v.Kind != ComputeBound || !strings.Contains(v.String(), want) {
+		t.Errorf("verdict %s\nwant %s, %q", v, ComputeBound, want)
+	}
+	if bare := Judge(Inputs{Summary: s}); strings.Contains(bare.String(), "% in `") {
+		t.Errorf("without samples the cost names code: %s", bare)
+	}
+}
+
 // TestAlsoNamesTheTrip: float images from the workers behind a loop whose
 // untimed rest wins (CI's float_images.py: 46 % of each step outside every
 // stage, data_wait 25 %): the wait beside the verdict carries the trip's

@@ -66,10 +66,11 @@ func costPlants(t *testing.T) []pausePlant {
 		// cores are free), named beside the verdict ("also: `torch.save`
 		// every 50 steps"). A disk that writes it slower (a fresh CI clone:
 		// 553 ms a save, 21 % of the run) makes it the untimed verdict,
-		// which names it too (`save_checkpoint`): never hidden. The live
-		// viewer reads 8 s of it (about a dozen saves): enough samples of
-		// the pauses to name the call on a loaded box (5 s fell short on
-		// one fresh CI clone, which read "untimed work (other)").
+		// which names it too (`save_checkpoint`): never hidden. On a busy
+		// disk the rename over the old file (os.replace: no Python frame
+		// of its own) took 70 % of each pause in a fresh CI clone, and
+		// the cost then names the user's `save_checkpoint` at that line.
+		// The live viewer reads 8 s of it, about a dozen saves.
 		{name: "checkpoint at 12 %", script: "checkpoint.py", args: []string{"--out", ckpt, "--steps", "1500", "--every", "50", "--table", "8000000"},
 			after: 3 * time.Second, interval: 8 * time.Second,
 			live: pauseWant{kinds: []verdict.Kind{verdict.ComputeBound, verdict.Untimed}, stage: anyStage, has: []string{"save"}},
