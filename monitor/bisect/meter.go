@@ -61,6 +61,7 @@ type meter struct {
 	restartMemory func()
 
 	first    time.Time     // when the first step was seen
+	partial  time.Time     // when a run was first seen with some of its ranks not attached
 	warm     time.Time     // when the warm-up's steps were done
 	begun    bool          // the warm-up is over and settled
 	at       time.Time     // when the measurement began
@@ -247,6 +248,9 @@ func (m *meter) observe(s snapshot.Snapshot, now time.Time) {
 		return
 	}
 	m.stepped = true
+	if m.ranksAttaching(s, len(counts), now) {
+		return
+	}
 	if m.first.IsZero() {
 		// A cached phase's warm-up counts from the first step on the
 		// cache, once it is full and the loader shut down: the fill is
@@ -300,6 +304,22 @@ func (m *meter) addThreads(t *snapshot.Threads) {
 		p.Wait += r.Wait / 100
 		m.waiting += r.Wait / 100
 	}
+}
+
+// ranksAttaching reports whether the warm-up waits for a run's ranks:
+// fewer of them (attached) than its world size, for less than WarmupTime
+// since that was first seen. A rank slow to answer its hello on a loaded
+// machine attaches late, and a measurement begun without it has no row
+// for it; ranks on other hosts never attach here, and the phase goes on
+// with those it has.
+func (m *meter) ranksAttaching(s snapshot.Snapshot, attached int, now time.Time) bool {
+	if m.begun || s.Trainer == nil || s.Trainer.WorldSize <= attached {
+		return false
+	}
+	if m.partial.IsZero() {
+		m.partial = now
+	}
+	return now.Sub(m.partial) < m.c.WarmupTime
 }
 
 // countsOf is each rank's counts in s (rank 0 for a single process).

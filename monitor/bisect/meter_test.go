@@ -92,3 +92,38 @@ func TestRSSGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupWaitsForTheRanks: a run's warm-up waits for every rank of its
+// world size to attach (a rank slow to answer on a loaded machine had no
+// row in its phase), but not longer than WarmupTime: ranks on other
+// hosts never attach here.
+func TestWarmupWaitsForTheRanks(t *testing.T) {
+	at := func(world int, steps ...int64) snapshot.Snapshot {
+		s := snapshot.Snapshot{Trainer: &snapshot.Trainer{WorldSize: world}}
+		for rank, n := range steps {
+			s.Ranks = append(s.Ranks, snapshot.Rank{Rank: rank, Totals: &stage.Totals{Steps: n, Samples: 8 * n}})
+		}
+		return s
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	m := &meter{c: Config{WarmupSteps: 2, WarmupTime: 10 * time.Second}}
+	m.observe(at(2, 5), t0)
+	m.observe(at(2, 50), t0.Add(4*time.Second))
+	if !m.first.IsZero() {
+		t.Fatal("the warm-up began with rank 1 not attached")
+	}
+	m.observe(at(2, 60, 1), t0.Add(5*time.Second))
+	m.observe(at(2, 70, 10), t0.Add(6*time.Second))
+	m.observe(at(2, 80, 20), t0.Add(6*time.Second+settleTime))
+	if !m.begun || len(m.base) != 2 {
+		t.Fatalf("begun %v with the counts of %d ranks, want both", m.begun, len(m.base))
+	}
+	far := &meter{c: Config{WarmupSteps: 2, WarmupTime: 10 * time.Second}}
+	far.observe(at(4, 5, 5), t0)
+	far.observe(at(4, 50, 50), t0.Add(10*time.Second))
+	far.observe(at(4, 60, 60), t0.Add(11*time.Second))
+	far.observe(at(4, 70, 70), t0.Add(11*time.Second+settleTime))
+	if !far.begun {
+		t.Fatal("a run with 2 of its 4 ranks here never began its measurement")
+	}
+}
