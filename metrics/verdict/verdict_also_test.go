@@ -78,19 +78,22 @@ func TestPreprocessRule(t *testing.T) {
 	}
 }
 
+// checkpointEvery25 is step i of a network-bound loop (network40) that
+// pauses 170 ms in untimed work every 25 steps: a checkpoint.
+func checkpointEvery25(i int) map[string]float64 {
+	m := network40(nil)(i)
+	if i%25 == 24 {
+		m[stage.Other] = 170
+	}
+	return m
+}
+
 // TestAlsoCosts: a cost of 10 % of the run or more is named beside the
 // verdict that wins (a checkpoint's pause every 25 steps at 14 % under a
 // compute-bound step, evaluation at 12 %), never the verdict's own stage;
 // a run without such a cost has none (Judge without Also: the first cases
 // fail).
 func TestAlsoCosts(t *testing.T) {
-	checkpoint := func(i int) map[string]float64 {
-		m := network40(nil)(i)
-		if i%25 == 24 {
-			m[stage.Other] = 170
-		}
-		return m
-	}
 	for _, tc := range []struct {
 		name   string
 		s      stage.Summary
@@ -98,12 +101,12 @@ func TestAlsoCosts(t *testing.T) {
 		has    []string
 		stages []string // the stages of the costs, in order
 	}{
-		{"a checkpoint every 25 steps", loopWindow(200, checkpoint), ComputeBound,
+		{"a checkpoint every 25 steps", loopWindow(200, checkpointEvery25), ComputeBound,
 			[]string{"— also: untimed work (other) every 25 steps, 170 ms, 15 % of the run"}, []string{stage.Other}},
 		{"evaluation at 12 %", loopWindow(200, network40(map[string]float64{stage.Eval: 5.5})), ComputeBound,
 			[]string{"— also: evaluation 12 % of each step (5.5 ms)"}, []string{stage.Eval}},
 		{"both, the larger first", loopWindow(200, func(i int) map[string]float64 {
-			m := checkpoint(i)
+			m := checkpointEvery25(i)
 			m[stage.Eval] = 5.5
 			return m
 		}), ComputeBound, []string{"also: untimed work (other) every 25 steps", "; evaluation 11 %"}, []string{stage.Other, stage.Eval}},
@@ -143,19 +146,12 @@ func TestAlsoCosts(t *testing.T) {
 // user's function and line; with no samples, the cost names only the
 // stage.
 func TestAlsoNamesTheSavingFunction(t *testing.T) {
-	checkpoint := func(i int) map[string]float64 {
-		m := network40(nil)(i)
-		if i%25 == 24 {
-			m[stage.Other] = 170
-		}
-		return m
-	}
 	code := stage.ProfileOf(samplesOf(1e18,
 		testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{fr("save_checkpoint", "ckpt.py", 39)}), 70},
 		testRow{stage.RoleTrain, stage.Other, -1, join(mainLoop, []stage.CodeFrame{fr("save_checkpoint", "ckpt.py", 38),
 			lib("torch", "save", "torch/serialization.py", 423), lib("torch", "_save", "torch/serialization.py", 650)}), 28},
 		testRow{stage.RoleTrain, stage.Other, -1, mainLoop, 2}))
-	s := loopWindow(200, checkpoint)
+	s := loopWindow(200, checkpointEvery25)
 	v := Judge(Inputs{Summary: s, Code: code})
 	want := "also: untimed work (other) every 25 steps, 170 ms, 15 % of the run, 70 % in `save_checkpoint` at ckpt.py:39"
 	if v.Kind != ComputeBound || !strings.Contains(v.String(), want) {
