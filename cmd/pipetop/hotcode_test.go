@@ -86,13 +86,22 @@ func TestRunZarrDefaultChunks(t *testing.T) {
 		t.Fatalf("status %d, %d summaries; stderr:\n%s", status, len(docs), stderr)
 	}
 	v := docs[0].Verdict
-	if v.Kind != verdict.InputBound && v.Kind != verdict.ModerateInput {
-		t.Fatalf("verdict %s, want input-bound (or moderately on a loaded machine)", v)
+	// On a loaded machine the workers' decoding may take the network's
+	// cores before the loop waits on them (one CI run: the workers took
+	// 0.7 of the 0.7 cores the run got): loader-takes-cores names the same
+	// chunking, with the same commands.
+	heads := []string{"workers spend", "under zarr `Array.__getitem__`", "called from `Frames.__getitem__` at"}
+	switch v.Kind {
+	case verdict.InputBound, verdict.ModerateInput:
+	case verdict.LoaderTakesCores:
+		heads = []string{"the DataLoader workers take", "decoding 1333x the bytes they return"}
+	default:
+		t.Fatalf("verdict %s, want input-bound (or moderately, or loader-takes-cores, on a loaded machine)", v)
 	}
 	inspect := "`pipetrain data inspect " + data + "`"
 	rechunked := strings.TrimSuffix(data, ".zarr") + "-rechunked.zarr"
 	rechunk := "`pipetrain data rechunk " + data + " " + rechunked + " --chunk-frames 1`"
-	for _, want := range []string{"workers spend", "under zarr `Array.__getitem__`", "called from `Frames.__getitem__` at"} {
+	for _, want := range heads {
 		if !strings.Contains(v.Headline, want) {
 			t.Errorf("headline %q lacks %q", v.Headline, want)
 		}
