@@ -77,10 +77,11 @@ func stageCost(in *Inputs, name string) (Cost, bool) {
 	c := Cost{Kind: costKind(name), Stage: name}
 	if p := s.PauseOf(name); periodic(p) && p.RunShare(s.WallMean) >= AlsoShare {
 		c.Share = p.RunShare(s.WallMean)
-		what, hot := pauseWhat(in, name)
+		what, hot, of := pauseWhat(in, name)
 		c.Text = fmt.Sprintf("%s every %d steps, %s, %s of the run", what, p.Period, units.Dur(p.EachNs()), units.Pct(c.Share))
 		if hot != nil {
-			c.Text += ", " + Phrase(hot)
+			share, where := phraseParts(hot)
+			c.Text += fmt.Sprintf("; %s of %s %s", units.Pct(share), of, where)
 		}
 		if name == stage.Eval {
 			c.Kind = StageBound
@@ -106,24 +107,26 @@ func stageCost(in *Inputs, name string) (Cost, bool) {
 // pauseWhat names what pauses every N steps in stage name: the library
 // call that writes a checkpoint (`torch.save`) when the pauses' stack
 // samples have one on their hot path; else the stage's work, with the
-// hot spot of the stage's samples when they have one (the user's
+// hot spot of the samples it read when they have one (the user's
 // function that saves, when its time goes to a rename or a write the
-// samples show no library call for).
-func pauseWhat(in *Inputs, name string) (string, *stage.HotSpot) {
+// samples show no library call for) and what those samples are: "each
+// pause" when the pauses' own could be told from the rest, else "its
+// samples" (all of the stage's).
+func pauseWhat(in *Inputs, name string) (string, *stage.HotSpot, string) {
 	if name != stage.Other {
-		return stageWhat(name), nil
+		return stageWhat(name), nil, ""
 	}
-	g := in.Code.Pause(stage.Other)
+	g, of := in.Code.Pause(stage.Other), "each pause"
 	if g == nil {
-		g = in.Code.Group(stage.RoleTrain, stage.Other)
+		g, of = in.Code.Group(stage.RoleTrain, stage.Other), "its samples"
 	}
 	if call, _ := checkpointCall(g); call != nil {
-		return callName(call.CodeFrame), nil
+		return callName(call.CodeFrame), nil, ""
 	}
 	if g != nil {
-		return stageWhat(name), g.Hot
+		return stageWhat(name), g.Hot, of
 	}
-	return stageWhat(name), nil
+	return stageWhat(name), nil, ""
 }
 
 // stageWhat says what a stage outside the network is, in a cost.

@@ -153,7 +153,7 @@ func TestAlsoNamesTheSavingFunction(t *testing.T) {
 		testRow{stage.RoleTrain, stage.Other, -1, mainLoop, 2}))
 	s := loopWindow(200, checkpointEvery25)
 	v := Judge(Inputs{Summary: s, Code: code})
-	want := "also: untimed work (other) every 25 steps, 170 ms, 15 % of the run, 70 % in `save_checkpoint` at ckpt.py:39"
+	want := "also: untimed work (other) every 25 steps, 170 ms, 15 % of the run; 70 % of its samples in `save_checkpoint` at ckpt.py:39"
 	if v.Kind != ComputeBound || !strings.Contains(v.String(), want) {
 		t.Errorf("verdict %s\nwant %s, %q", v, ComputeBound, want)
 	}
