@@ -111,17 +111,19 @@ func TestForwardTerminal(t *testing.T) {
 // leader is killed too.
 func TestStopGroup(t *testing.T) {
 	for _, tc := range []struct {
-		name, script string
-		want         os.Signal
+		name, trap, script string
+		want               os.Signal
 	}{
-		{"takes SIGINT", "sleep 30 & wait", syscall.SIGINT},
-		{"ignores SIGINT", "trap '' INT; sleep 30 & wait", syscall.SIGTERM},
-		{"ignores SIGINT and SIGTERM", "trap '' INT TERM; while :; do sleep 0.05; done", syscall.SIGKILL},
+		{"takes SIGINT", ":", "sleep 30 & wait", syscall.SIGINT},
+		{"ignores SIGINT", "trap '' INT", "sleep 30 & wait", syscall.SIGTERM},
+		{"ignores SIGINT and SIGTERM", "trap '' INT TERM", "while :; do sleep 0.05; done", syscall.SIGKILL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			// The member writes its pid, then ignores every signal it can.
-			script := `sh -c 'trap "" INT TERM HUP; echo $$ >` + dir + `/pid; exec sleep 60' & ` + tc.script
+			// The leader sets its traps before it starts the member, so the
+			// member's pid says both are ready. The member writes its pid,
+			// then ignores every signal it can.
+			script := tc.trap + `; sh -c 'trap "" INT TERM HUP; echo $$ >` + dir + `/pid; exec sleep 60' & ` + tc.script
 			p := start(t, script, Options{Group: true})
 			member := waitPid(t, dir+"/pid")
 			if got := p.Stop(100 * time.Millisecond); got != tc.want {
