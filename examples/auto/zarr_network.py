@@ -12,7 +12,7 @@ import time
 import numpy as np
 import torch
 import zarr
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 ap = argparse.ArgumentParser()
 ap.add_argument("data")
@@ -20,6 +20,8 @@ ap.add_argument("--seconds", type=float, default=20)
 ap.add_argument("--workers", type=int, default=2)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--batch", type=int, default=16)
+ap.add_argument("--epoch", type=int, default=0,
+                help="samples an epoch draws, at random with replacement (0: each frame once, shuffled)")
 ap.add_argument("--size", type=int, default=512, help="the network's matrix side")
 ap.add_argument("--layers", type=int, default=6)
 args = ap.parse_args()
@@ -63,7 +65,11 @@ class Net(torch.nn.Module):
 
 
 torch.set_num_threads(args.threads)
-loader = DataLoader(Frames(args.data), batch_size=args.batch, shuffle=True, num_workers=args.workers,
+frames = Frames(args.data)
+# A long epoch keeps its end, where the workers wait for the next one, out
+# of a short run.
+sampler = RandomSampler(frames, replacement=True, num_samples=args.epoch) if args.epoch else RandomSampler(frames)
+loader = DataLoader(frames, batch_size=args.batch, sampler=sampler, num_workers=args.workers,
                     worker_init_fn=worker_init, persistent_workers=args.workers > 0)
 model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=1e-4)

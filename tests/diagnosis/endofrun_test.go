@@ -191,7 +191,7 @@ func runEndScenarios(t *testing.T, keep func(endScenario) bool) {
 			also:     []verdict.Kind{verdict.Contention}, alsoHas: []string{"loader workers use", "beside the network"}}, verdict.LoaderTakesCores,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 500), "--seconds", "14", "--batch", "48")(t, name)
+					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 500), "--seconds", "14", "--batch", "48", "--epoch", "20000")(t, name)
 				}
 			}, verdict.Contention),
 		// Not blamed for the chunking (no loader-takes-cores), but the
@@ -204,7 +204,7 @@ func runEndScenarios(t *testing.T, keep func(endScenario) bool) {
 			also: []verdict.Kind{verdict.ComputeBound}, alsoHas: []string{"input keeps up"}}, verdict.Contention,
 			func(r *endOfRun) func(*testing.T, string) (*exec.Cmd, *bytes.Buffer, error) {
 				return func(t *testing.T, name string) (*exec.Cmd, *bytes.Buffer, error) {
-					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 1), "--seconds", "14", "--batch", "48")(t, name)
+					return underRun(r, 0, []string{"OMP_NUM_THREADS=1"}, "zarr_network.py", zarr(t, 1), "--seconds", "14", "--batch", "48", "--epoch", "20000")(t, name)
 				}
 			}, verdict.ComputeBound, verdict.ModerateInput),
 	}
