@@ -28,7 +28,7 @@ func trainFlags(fs *flag.FlagSet, cfg *trainer.TrainConfig) {
 	fs.IntVar(&cfg.Workers, "workers", 2, "loader decode workers (0 decodes inline on the training thread)")
 	fs.StringVar(&cfg.Sampler, "sampler", "uniform", "window sampler: uniform (random windows) or chunk (chunk-aware shuffle)")
 	fs.IntVar(&cfg.CacheMB, "cache-mb", 0, "decoded-chunk cache cap in MiB (0: 1024)")
-	fs.IntVar(&cfg.Model.Threads, "threads", 0, "libtorch intra-op threads (0: half the cores, leaving the rest to the loader)")
+	fs.IntVar(&cfg.Model.Threads, "threads", 0, "libtorch intra-op threads (0: half the cores, leaving the rest to the loader); they sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE unless set)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed (model init, noise, sample order)")
 	fs.StringVar(&cfg.Model.Device, "device", "auto", "auto, cpu, cuda or cuda:N")
 	fs.StringVar(&cfg.Model.Precision, "precision", "auto", "auto (bf16 on CUDA, fp32 on CPU), fp32 or bf16")
