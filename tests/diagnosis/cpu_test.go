@@ -31,7 +31,7 @@ func TestCPUVerdicts(t *testing.T) {
 	scs := []scenario{
 		// 16 intra-op threads want about 6.7 CPUs of 2 cores (8 wanted
 		// 4.1, at OversubDemand: one run in three read compute-bound),
-		// and cost: 3.25 steps/s against 3.8 with --threads 2. A viewer
+		// and cost: 2.57 steps/s against 3.09 with --threads 2. A viewer
 		// whose window catches the threads waiting less than OversubWait
 		// (the agg viewer's, on a loaded box) reads the 4 workers beside
 		// the network as contention, which names them too: by the rules

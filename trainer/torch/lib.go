@@ -90,8 +90,8 @@ const WaitPolicyEnv = "OMP_WAIT_POLICY"
 // Between parallel regions OpenMP's threads spin by default while they are
 // no more than the cores; beside the Go runtime and the loader's
 // goroutines that spinning takes the cores the step's serial parts need:
-// the small preset with 2 intra-op threads on 2 cores ran 1.97 steps/s
-// spinning and 3.81 sleeping.
+// the small preset with 2 intra-op threads on 2 cores ran 2.02 steps/s
+// spinning and 3.09 sleeping (docs/training.md).
 func passiveOpenMP() error {
 	if _, ok := os.LookupEnv(WaitPolicyEnv); ok {
 		return nil
