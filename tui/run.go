@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
 
@@ -18,7 +19,8 @@ import (
 var ErrInterrupted = tea.ErrInterrupted
 
 // Run runs the full-screen monitor with o on the terminal until the user
-// quits or ctx ends (neither is an error). Styles, when nil, are those of
+// quits or ctx ends (neither is an error; a Ctrl-C typed as ctx ended is
+// ErrInterrupted still). Styles, when nil, are those of
 // o.Theme in colour on a colour terminal. Each update draws only the cells
 // that changed, with no frame ticker: a monitor that wakes only for a
 // refresh or a key. The monitor's goroutines run on one thread unless
@@ -35,7 +37,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Styles = styles.NewTheme(p >= colorprofile.ANSI, o.Theme)
 	}
 	err := screen.Run(ctx, New(o), screen.Terminal{In: os.Stdin, Out: os.Stdout, Profile: p, Title: "pipetop"})
-	if err != nil && ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrInterrupted) {
 		return nil
 	}
 	return err

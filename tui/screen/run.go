@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -29,10 +30,15 @@ type Terminal struct {
 	Title   string // the window's title
 }
 
-// Run runs model full screen on t until the model quits or ctx ends.
-// Bubble Tea reads the keys and runs the model; after each update the
-// model's View is drawn on a Screen, which writes only the cells that
-// changed. The terminal is in raw mode while it runs and restored after.
+// endGrace is how long a screen whose context ended has to read the
+// end's mark (input.end) before it is killed.
+const endGrace = 2 * time.Second
+
+// Run runs model full screen on t until the model quits or ctx ends
+// (tea.ErrInterrupted after a Ctrl-C, even one typed as ctx ended).
+// pipetop reads the keys (input), Bubble Tea parses them and runs the
+// model; after each update the model's View is drawn on a Screen, which
+// writes only the cells that changed. The terminal is in raw mode while it runs and restored after.
 func Run(ctx context.Context, model tea.Model, t Terminal) error {
 	if !term.IsTerminal(t.In.Fd()) || !term.IsTerminal(t.Out.Fd()) {
 		return errors.New("the full screen needs a terminal on standard input and output (use --once or --json for plain output)")
@@ -50,12 +56,37 @@ func Run(ctx context.Context, model tea.Model, t Terminal) error {
 	if err := s.Open(t.Title); err != nil {
 		return err
 	}
-	d := &drawn{inner: model, scr: s}
-	p := tea.NewProgram(d, tea.WithContext(ctx), tea.WithoutRenderer(), tea.WithInput(t.In),
+	in, err := openInput(t.In)
+	if err != nil {
+		_ = s.Close()
+		return err
+	}
+	d := &drawn{inner: model, scr: s, in: in}
+	// No context for Bubble Tea: when ctx ends, input marks the end after
+	// the last key it passed on, and the screen quits at the mark.
+	p := tea.NewProgram(d, tea.WithoutRenderer(), tea.WithInput(in.pr),
 		tea.WithOutput(io.Discard), tea.WithWindowSize(w, h), tea.WithColorProfile(t.Profile), tea.WithFPS(1))
 	stop := watchSize(p, t.Out)
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			in.end()
+		case <-ran:
+			return
+		}
+		select { // a screen that never reads the mark is killed
+		case <-ran:
+		case <-time.After(endGrace):
+			p.Kill()
+		}
+	}()
 	_, err = p.Run()
+	close(ran)
 	stop()
+	if in.close() {
+		err = tea.ErrInterrupted // typed as the screen ended: the caller acts on it as on any Ctrl-C
+	}
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
@@ -93,6 +124,7 @@ func watchSize(p *tea.Program, out *os.File) func() {
 type drawn struct {
 	inner tea.Model
 	scr   *Screen
+	in    *input
 	err   error // the first failed write to the terminal
 }
 
@@ -102,6 +134,10 @@ func (d *drawn) Init() tea.Cmd { return d.inner.Init() }
 // Update passes msg to the model and draws what it shows now.
 func (d *drawn) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case tea.FocusMsg:
+		if d.in.ended.Load() { // the end's mark: every key before it was handled
+			return d, tea.Quit
+		}
 	case tea.WindowSizeMsg:
 		d.scr.Resize(msg.Width, msg.Height)
 	case RedrawMsg:

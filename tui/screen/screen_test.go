@@ -33,7 +33,27 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
+	if os.Getenv(helperEnv) == "handoff" {
+		handoff()
+	}
 	os.Exit(m.Run())
+}
+
+// handoff runs 8 screens one after another, each ended by its context
+// after 400 ms, and prints the keys each one got: the helper of
+// TestKeysSurviveTheHandoff.
+func handoff() {
+	var got []string
+	for range 8 {
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		m := &helperModel{}
+		_ = Run(ctx, m, Terminal{In: os.Stdin, Out: os.Stdout, Profile: colorprofile.ANSI256})
+		cancel()
+		got = append(got, m.typed)
+	}
+	fmt.Printf("handoff: %s.\n", strings.Join(got, "|"))
+	time.Sleep(time.Minute)
+	os.Exit(0)
 }
 
 // helperModel shows the keys typed so far, a click and the size.
@@ -136,6 +156,36 @@ func TestRunOnATerminal(t *testing.T) {
 	p.awaitText("the main screen after q", func(s string) bool { return strings.Contains(s, "after: <nil>, restored true") })
 	if got := p.tmux("display-message", "-p", "-t", "s", modes); got != "0 1 0 0\n" {
 		t.Errorf("after q: alternate screen, cursor, mouse modes = %q, want %q", got, "0 1 0 0\n")
+	}
+}
+
+// TestKeysSurviveTheHandoff types a key every 40 ms while screens follow
+// one another (as a bisect's phases do): every key reaches a screen, in
+// order (before pipetop read the keys itself, a key typed as a screen
+// ended was lost at 7 of 9 handoffs).
+func TestKeysSurviveTheHandoff(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPane(t, 200, 12, helperEnv+"=handoff", exe)
+	p.awaitText("the first screen", func(s string) bool { return strings.HasPrefix(s, "size 200x12\n") })
+	const keys = "abcdefghijklmnopstuvwxyz0123456789ABCDEFGHIJKLMNOPSTUVWXYZ" // no q or r: the helper's own keys
+	sent := ""
+	for i := 0; i < len(keys) && !strings.Contains(p.text(), "handoff:"); i++ {
+		p.tmux("send-keys", "-t", "s", keys[i:i+1])
+		sent += keys[i : i+1]
+		time.Sleep(40 * time.Millisecond)
+	}
+	out := p.awaitText("the keys each screen got", func(s string) bool { return strings.Contains(s, "handoff:") })
+	line := out[strings.Index(out, "handoff: ")+len("handoff: "):]
+	line = line[:strings.Index(line, ".")]
+	got := strings.ReplaceAll(line, "|", "")
+	if len(got) < 20 || !strings.HasPrefix(sent, got) {
+		t.Errorf("the screens got %q (one per screen: %s); sent %q: every key sent while they ran, in order, and at least 20", got, line, sent)
+	}
+	if n := strings.Count(line, "|"); n != 7 {
+		t.Errorf("%d screens reported, want 8", n+1)
 	}
 }
 
