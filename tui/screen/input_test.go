@@ -23,17 +23,24 @@ func pipeInput(t *testing.T) (*input, *os.File) {
 	return in, w
 }
 
+// passes writes keys to the terminal's end and checks that the screen
+// reads them.
+func passes(t *testing.T, in *input, w *os.File, keys string) {
+	t.Helper()
+	if _, err := w.Write([]byte(keys)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(keys))
+	if _, err := io.ReadFull(in.pr, buf); err != nil || string(buf) != keys {
+		t.Fatalf("the screen read %q, %v; want %q", buf, err, keys)
+	}
+}
+
 // TestInputPassesKeysOn: until the end is marked, what the terminal sends
 // reaches the screen's pipe, and close interrupts nothing.
 func TestInputPassesKeysOn(t *testing.T) {
 	in, w := pipeInput(t)
-	if _, err := w.Write([]byte("ab\x03")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 3)
-	if _, err := io.ReadFull(in.pr, buf); err != nil || string(buf) != "ab\x03" {
-		t.Fatalf("the screen read %q, %v; want %q", buf, err, "ab\x03")
-	}
+	passes(t, in, w, "ab\x03")
 	if in.close() {
 		t.Error("a Ctrl-C the screen read itself also interrupted it at close")
 	}
@@ -44,16 +51,10 @@ func TestInputPassesKeysOn(t *testing.T) {
 // them interrupts the ending one instead of being lost.
 func TestInputKeepsKeysForTheNextScreen(t *testing.T) {
 	in, w := pipeInput(t)
-	if _, err := w.Write([]byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1)
-	if _, err := io.ReadFull(in.pr, buf); err != nil || string(buf) != "a" {
-		t.Fatalf("the screen read %q, %v; want %q", buf, err, "a")
-	}
+	passes(t, in, w, "a")
 	done := make(chan struct{})
 	go func() { in.end(); close(done) }()
-	buf = make([]byte, len(endMark))
+	buf := make([]byte, len(endMark))
 	if _, err := io.ReadFull(in.pr, buf); err != nil || string(buf) != endMark {
 		t.Fatalf("the screen read %q, %v; want the end's mark", buf, err)
 	}

@@ -130,16 +130,24 @@ func (p *pane) text() string { return p.tmux("capture-pane", "-p", "-t", "s") }
 
 func (p *pane) awaitText(what string, ok func(string) bool) string { return p.await(what, ok, p.text) }
 
-// TestRunOnATerminal runs a model full screen in tmux: keys, a click and
-// a resize reach it, a redraw repaints, and q gives the terminal back as
-// it was (main screen, cursor shown, cooked mode).
-func TestRunOnATerminal(t *testing.T) {
+// helperPane runs the test binary as the helper of mode (TestMain) in a
+// w x h pane, once its first frame is there.
+func helperPane(t *testing.T, mode string, w, h int) *pane {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPane(t, 60, 12, helperEnv+"=1", exe)
-	p.awaitText("the first frame", func(s string) bool { return strings.HasPrefix(s, "size 60x12\n") })
+	p := newPane(t, w, h, helperEnv+"="+mode, exe)
+	first := fmt.Sprintf("size %dx%d\n", w, h)
+	p.awaitText("the first frame", func(s string) bool { return strings.HasPrefix(s, first) })
+	return p
+}
+
+// TestRunOnATerminal runs a model full screen in tmux: keys, a click and
+// a resize reach it, a redraw repaints, and q gives the terminal back as
+// it was (main screen, cursor shown, cooked mode).
+func TestRunOnATerminal(t *testing.T) {
+	p := helperPane(t, "1", 60, 12)
 	modes := "#{alternate_on} #{cursor_flag} #{mouse_button_flag} #{mouse_sgr_flag}"
 	if got := p.tmux("display-message", "-p", "-t", "s", modes+" #{pane_title}"); got != "1 0 1 1 helper\n" {
 		t.Errorf("alternate screen, cursor, mouse button and SGR modes, title = %q, want %q", got, "1 0 1 1 helper\n")
@@ -164,12 +172,7 @@ func TestRunOnATerminal(t *testing.T) {
 // order (before pipetop read the keys itself, a key typed as a screen
 // ended was lost at 7 of 9 handoffs).
 func TestKeysSurviveTheHandoff(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPane(t, 200, 12, helperEnv+"=handoff", exe)
-	p.awaitText("the first screen", func(s string) bool { return strings.HasPrefix(s, "size 200x12\n") })
+	p := helperPane(t, "handoff", 200, 12)
 	const keys = "abcdefghijklmnopstuvwxyz0123456789ABCDEFGHIJKLMNOPSTUVWXYZ" // no q or r: the helper's own keys
 	sent := ""
 	for i := 0; i < len(keys) && !strings.Contains(p.text(), "handoff:"); i++ {
