@@ -233,15 +233,20 @@ class TestHDF5InShares(unittest.TestCase):
     def test_cheap_reads_counted_in_a_share_and_scaled(self) -> None:
         d = self.f["img"]
         self.switch.counted()
-        n = run_for(3.0, lambda i: d[i], 100)
+        # Paced, as the video reads (unpaced, one loaded CI run scaled to
+        # 0.77 of the reads made); 1000 a second: a read here is cheaper.
+        n = run_for(3.0, lambda i: d[i], 100, rate=1000)
         passed, counted = self.switch.counted()
         self.assertLess(self.switch.share, 0.9)
         got = h5watch.registry.take(readshare.scale(passed, counted))[0]["c"]
-        self.assertAlmostEqual(got[h5watch._CALLS] / n, 1.0, delta=0.15)
-        self.assertAlmostEqual(got[h5watch._RETURNED] / got[h5watch._CALLS], 84 * 84 * 3, delta=1)
+        self.assertAlmostEqual(got[h5watch._CALLS] / n, 1.0, delta=0.1)
+        # Each scaled counter is a whole count: the ratio within a count of calls.
+        self.assertAlmostEqual(got[h5watch._RETURNED] / got[h5watch._CALLS], 84 * 84 * 3,
+                               delta=84 * 84 * 3 / got[h5watch._CALLS] + 1)
         # 1-frame chunks: no amplification (a chunk the cache kept is not
-        # decoded again, so a little less).
-        self.assertAlmostEqual(got[h5watch._DECODED] / got[h5watch._RETURNED], 1.0, delta=0.01)
+        # decoded again, so a little less: up to 4 % of a paced run's reads).
+        amp = got[h5watch._DECODED] / got[h5watch._RETURNED]
+        self.assertTrue(0.95 <= amp <= 1.01, "frames decoded per frame returned: %.3f, want 0.95 to 1" % amp)
 
 
 if __name__ == "__main__":

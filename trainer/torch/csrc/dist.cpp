@@ -212,7 +212,7 @@ std::string Dist::Laggards(int64_t step) {
     }
     if (!behind.empty()) return behind + " did not reach step " + std::to_string(step);
     return "every rank reached step " + std::to_string(step) +
-           ", so a rank failed inside the collective (killed, or its link broke)";
+           ", so a rank failed or hung inside the collective (killed, stopped, or its link broke)";
   } catch (const std::exception&) {
     return "rank 0, which serves the store at " + opts_.master_addr + ":" +
            std::to_string(opts_.master_port) + ", does not answer (dead or hung)";
