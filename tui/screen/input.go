@@ -57,44 +57,38 @@ func openInput(f *os.File) (*input, error) {
 	return in, nil
 }
 
-// pump passes the keys to the screen until close; keys read after the
-// end was marked are kept for the next screen.
+// pump passes the keys to the screen until close, those no screen took
+// first (left).
 func (in *input) pump() {
 	defer close(in.done)
 	left.Lock()
-	chunk := left.b
+	b := left.b
 	left.b = nil
 	left.Unlock()
+	in.pass(b)
 	buf := make([]byte, 4096)
 	for {
-		if len(chunk) == 0 {
-			n, err := in.tty.Read(buf)
-			if err != nil {
-				return
-			}
-			chunk = append([]byte(nil), buf[:n]...)
+		n, err := in.tty.Read(buf)
+		if err != nil {
+			return
 		}
-		if !in.pass(chunk) {
-			in.keep(chunk)
-		}
-		chunk = nil
+		in.pass(buf[:n])
 	}
 }
 
-// pass writes b to the screen unless its end was marked; false when it
-// was not (all) written.
-func (in *input) pass(b []byte) bool {
+// pass writes b to the screen; what it could not write (its end was
+// marked, or it is gone) is kept.
+func (in *input) pass(b []byte) {
+	if len(b) == 0 {
+		return // an empty write to the pipe would wait for a read
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.ended.Load() {
-		return false
+	n := 0
+	if !in.ended.Load() {
+		n, _ = in.pw.Write(b) // short only once close ended the screen's pipe
 	}
-	n, err := in.pw.Write(b)
-	if err != nil {
-		in.keep(b[n:])
-		return true
-	}
-	return true
+	in.keep(b[n:])
 }
 
 // end stops passing keys on and writes endMark after the last one.

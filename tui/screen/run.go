@@ -38,7 +38,8 @@ const endGrace = 2 * time.Second
 // (tea.ErrInterrupted after a Ctrl-C, even one typed as ctx ended).
 // pipetop reads the keys (input), Bubble Tea parses them and runs the
 // model; after each update the model's View is drawn on a Screen, which
-// writes only the cells that changed. The terminal is in raw mode while it runs and restored after.
+// writes only the cells that changed. The terminal is in raw mode while it
+// runs and restored after.
 func Run(ctx context.Context, model tea.Model, t Terminal) error {
 	if !term.IsTerminal(t.In.Fd()) || !term.IsTerminal(t.Out.Fd()) {
 		return errors.New("the full screen needs a terminal on standard input and output (use --once or --json for plain output)")
@@ -67,20 +68,7 @@ func Run(ctx context.Context, model tea.Model, t Terminal) error {
 	p := tea.NewProgram(d, tea.WithoutRenderer(), tea.WithInput(in.pr),
 		tea.WithOutput(io.Discard), tea.WithWindowSize(w, h), tea.WithColorProfile(t.Profile), tea.WithFPS(1))
 	stop := watchSize(p, t.Out)
-	ran := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			in.end()
-		case <-ran:
-			return
-		}
-		select { // a screen that never reads the mark is killed
-		case <-ran:
-		case <-time.After(endGrace):
-			p.Kill()
-		}
-	}()
+	ran := endOn(ctx, in, p)
 	_, err = p.Run()
 	close(ran)
 	stop()
@@ -94,6 +82,27 @@ func Run(ctx context.Context, model tea.Model, t Terminal) error {
 		err = d.err
 	}
 	return err
+}
+
+// endOn marks the end of p's input when ctx ends, and kills p if it has
+// not read the mark within endGrace; closing the returned channel says p
+// is done.
+func endOn(ctx context.Context, in *input, p *tea.Program) chan<- struct{} {
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			in.end()
+		case <-ran:
+			return
+		}
+		select {
+		case <-ran:
+		case <-time.After(endGrace):
+			p.Kill()
+		}
+	}()
+	return ran
 }
 
 // watchSize sends p the terminal's new size after each SIGWINCH; the
